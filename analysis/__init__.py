@@ -1,0 +1,1 @@
+"""Analysis: model loading and scoring, metrics, charts, blind baselines."""

@@ -1,0 +1,1 @@
+"""Annotation: the SQLite store, task types, batches, agreement and consensus."""

@@ -1,0 +1,475 @@
+"""The Foil Studio store: the only module that speaks SQL.
+
+One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The schema only
+changes through the named, forward-only migrations in ``MIGRATIONS``; the table
+``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
+
+Schema (version 2)
+------------------
+``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
+                  (the importer), ``image_root`` (absolute folder image paths are relative to).
+``items``         one benchmark item (see ``data/items.py``): ``kind``, ``category``,
+                  ``source_id``, JSON ``captions``/``images``/``truth``/``meta``.
+                  ``item_key`` (content key plus occurrence number) is unique per dataset, which
+                  makes imports idempotent; ``text_key`` matches sources that name no images.
+``images``        one referenced image file per dataset and relative ``path``: ``status``
+                  (ok / missing / unreadable), ``sha256``, ``size`` in bytes, ``width``, ``height``.
+``annotators``    ``name`` and an unguessable ``token``; ``external_id`` for crowd workers.
+``batches``       an annotation batch over a dataset: ``task`` and JSON ``config``.
+``assignments``   (batch, item, annotator) triples with a ``position`` in the queue.
+``labels``        one answer per (batch, item, annotator): JSON ``answer`` and
+                  ``displayed_order``, ``started_at``, ``submitted_at``, ``seconds``.
+``runs``          a model's (or imported) results on a dataset: ``model``, ``pretrained``,
+                  ``kind`` (``scores`` for similarities, ``correct``/``groups``/``choices`` for
+                  imported decisions), JSON ``meta``.
+``scores``        per (run, item): JSON ``scores`` (similarities) and/or JSON ``outcome``.
+``imports``       (since version 2) a log of every import: file, kind, counts, time.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from data.images import ImageInfo
+from data.items import Item
+
+
+class StoreError(Exception):
+    """Base class of the store's errors."""
+
+
+class NotFoundError(StoreError):
+    """A named dataset, run or annotator does not exist."""
+
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _m0001_initial(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE datasets (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, source_kind TEXT NOT NULL,
+            image_root TEXT, created_at TEXT NOT NULL, meta TEXT NOT NULL DEFAULT '{}');
+        CREATE TABLE items (
+            id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL, category TEXT NOT NULL, source_id TEXT NOT NULL,
+            item_key TEXT NOT NULL, text_key TEXT NOT NULL,
+            captions TEXT NOT NULL, images TEXT NOT NULL,
+            truth TEXT NOT NULL DEFAULT '{}', meta TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (dataset_id, item_key));
+        CREATE INDEX items_by_text ON items (dataset_id, text_key);
+        CREATE INDEX items_by_category ON items (dataset_id, category);
+        CREATE TABLE images (
+            id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            path TEXT NOT NULL, status TEXT NOT NULL, sha256 TEXT, size INTEGER,
+            width INTEGER, height INTEGER, UNIQUE (dataset_id, path));
+        CREATE INDEX images_by_hash ON images (sha256);
+        CREATE TABLE annotators (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, token TEXT NOT NULL UNIQUE,
+            external_id TEXT, created_at TEXT NOT NULL);
+        CREATE TABLE batches (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+            task TEXT NOT NULL, config TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL);
+        CREATE TABLE assignments (
+            id INTEGER PRIMARY KEY,
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id),
+            annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+            position INTEGER NOT NULL, UNIQUE (batch_id, item_id, annotator_id));
+        CREATE TABLE labels (
+            id INTEGER PRIMARY KEY,
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id),
+            annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+            answer TEXT NOT NULL, displayed_order TEXT NOT NULL DEFAULT '[]',
+            started_at TEXT, submitted_at TEXT NOT NULL, seconds REAL,
+            UNIQUE (batch_id, item_id, annotator_id));
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            model TEXT, pretrained TEXT, kind TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL,
+            UNIQUE (dataset_id, name));
+        CREATE TABLE scores (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            scores TEXT, outcome TEXT, PRIMARY KEY (run_id, item_id));
+        """
+    )
+
+
+def _m0002_imports_log(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE imports (
+            id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL, path TEXT NOT NULL, n_items INTEGER NOT NULL,
+            n_new_items INTEGER NOT NULL, run TEXT, imported_at TEXT NOT NULL);
+        """
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("0001_initial", _m0001_initial),
+    ("0002_imports_log", _m0002_imports_log),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# --- connection and transactions -------------------------------------------------------------
+
+
+def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION) -> sqlite_utils.Database:
+    """Open (creating if needed) the store at `path`, or in memory when `path` is None.
+
+    The connection belongs to the calling thread; Streamlit pages open one per rerun.
+    """
+    if path is None:
+        db = sqlite_utils.Database(memory=True)
+    else:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite_utils.Database(path)
+        db.enable_wal()
+    db.conn.execute("PRAGMA foreign_keys = ON")
+    db.conn.execute("PRAGMA busy_timeout = 10000")
+    migrate(db, upto=upto)
+    return db
+
+
+def schema_version(db: sqlite_utils.Database) -> int:
+    """How many migrations have been applied to `db`."""
+    if "schema_migrations" not in db.table_names():
+        return 0
+    return int(db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0])
+
+
+def migrate(db: sqlite_utils.Database, *, upto: int = SCHEMA_VERSION) -> list[str]:
+    """Apply the pending migrations up to version `upto`; return the names applied."""
+    with transaction(db):
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    applied = []
+    for version in range(schema_version(db) + 1, upto + 1):
+        name, step = MIGRATIONS[version - 1]
+        with transaction(db):
+            step(db)
+            db.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                [version, name, _now()],
+            )
+        applied.append(name)
+    return applied
+
+
+@contextmanager
+def transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """All writes inside happen or none do; nested uses become savepoints."""
+    conn = db.conn
+    if conn.in_transaction:
+        name = f"sp_{secrets.token_hex(4)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+def ensure_dataset(
+    db: sqlite_utils.Database, name: str, source_kind: str, image_root: Path | None = None
+) -> int:
+    """The id of dataset `name`, created if absent; a newly given image root is recorded."""
+    row = db.execute("SELECT id, image_root FROM datasets WHERE name = ?", [name]).fetchone()
+    root = str(image_root.resolve()) if image_root is not None else None
+    if row is None:
+        cursor = db.execute(
+            "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?)",
+            [name, source_kind, root, _now()],
+        )
+        return int(cursor.lastrowid)
+    if root is not None and row[1] != root:
+        db.execute("UPDATE datasets SET image_root = ? WHERE id = ?", [root, row[0]])
+    return int(row[0])
+
+
+def get_dataset(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
+    """The dataset row named `name`, or NotFoundError listing the names that exist."""
+    rows = list(db.query("SELECT * FROM datasets WHERE name = ?", [name]))
+    if not rows:
+        known = ", ".join(r["name"] for r in db.query("SELECT name FROM datasets")) or "none"
+        raise NotFoundError(f"no dataset named {name!r} (datasets: {known})")
+    return rows[0]
+
+
+def delete_dataset(db: sqlite_utils.Database, name: str) -> None:
+    """Remove a dataset with its items, images, runs and scores."""
+    dataset_id = get_dataset(db, name)["id"]
+    with transaction(db):
+        db.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
+
+
+def list_datasets(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Every dataset with `n_items`, `by_category` counts and image status counts."""
+    datasets = list(db.query("SELECT id, name, source_kind AS kind, image_root FROM datasets"))
+    for dataset in datasets:
+        dataset["by_category"] = category_counts(db, dataset["id"])
+        dataset["n_items"] = sum(dataset["by_category"].values())
+        dataset["item_kinds"] = item_kind_counts(db, dataset["id"])
+        dataset["images"] = image_status_counts(db, dataset["id"])
+    return datasets
+
+
+def category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
+    """Items per category of one dataset, categories in sorted order."""
+    sql = "SELECT category, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY category ORDER BY category"
+    return {category: n for category, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+def item_kind_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
+    """Items per item kind (pair, triple, group...) of one dataset."""
+    sql = "SELECT kind, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY kind ORDER BY kind"
+    return {kind: n for kind, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+def image_status_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
+    """Referenced image files of one dataset by status (ok, missing, unreadable)."""
+    sql = "SELECT status, COUNT(*) FROM images WHERE dataset_id = ? GROUP BY status"
+    return {status: n for status, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+# --- items and images ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """An item as stored, with its database id."""
+
+    id: int
+    dataset: str
+    item: Item
+
+
+def upsert_items(
+    db: sqlite_utils.Database, dataset_id: int, items: Iterable[Item]
+) -> list[tuple[int, bool]]:
+    """Insert the items not yet stored; return (item id, newly inserted) in input order.
+
+    Identical items within one input are told apart by their occurrence number, so the same
+    file imported twice maps onto the same rows. An item without images matches a stored item
+    with the same text; an item with images fills in a stored text-only item.
+    """
+    content_seen: Counter[str] = Counter()
+    text_seen: Counter[str] = Counter()
+    result = []
+    for item in items:
+        item_key = f"{item.content_key}#{content_seen[item.content_key]}"
+        text_key = f"{item.text_key}#{text_seen[item.text_key]}"
+        content_seen[item.content_key] += 1
+        text_seen[item.text_key] += 1
+        result.append(_upsert_item(db, dataset_id, item, item_key, text_key))
+    return result
+
+
+def _upsert_item(
+    db: sqlite_utils.Database, dataset_id: int, item: Item, item_key: str, text_key: str
+) -> tuple[int, bool]:
+    found = db.execute(
+        "SELECT id FROM items WHERE dataset_id = ? AND item_key = ?", [dataset_id, item_key]
+    ).fetchone()
+    if found:
+        return int(found[0]), False
+    same_text = db.execute(
+        "SELECT id, images FROM items WHERE dataset_id = ? AND text_key = ?", [dataset_id, text_key]
+    ).fetchone()
+    if same_text and not item.images:
+        return int(same_text[0]), False
+    if same_text and same_text[1] == "[]":
+        db.execute(
+            "UPDATE items SET images = ?, item_key = ? WHERE id = ?",
+            [json.dumps(list(item.images)), item_key, same_text[0]],
+        )
+        return int(same_text[0]), False
+    cursor = db.execute(
+        "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
+        " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            dataset_id, item.kind, item.category, item.source_id, item_key, text_key,
+            json.dumps(list(item.captions)), json.dumps(list(item.images)),
+            json.dumps(item.truth), json.dumps(item.meta),
+        ],
+    )
+    return int(cursor.lastrowid), True
+
+
+def record_images(db: sqlite_utils.Database, dataset_id: int, infos: Iterable[ImageInfo]) -> None:
+    """Insert or refresh the image rows of a dataset."""
+    db.conn.executemany(
+        "INSERT INTO images (dataset_id, path, status, sha256, size, width, height)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, path) DO UPDATE SET"
+        " status = excluded.status, sha256 = excluded.sha256, size = excluded.size,"
+        " width = excluded.width, height = excluded.height",
+        [(dataset_id, i.path, i.status, i.sha256, i.size, i.width, i.height) for i in infos],
+    )
+
+
+def known_image_paths(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
+    """Relative path -> status for every image row of a dataset."""
+    sql = "SELECT path, status FROM images WHERE dataset_id = ?"
+    return dict(db.execute(sql, [dataset_id]).fetchall())
+
+
+def item_ids_by_category(
+    db: sqlite_utils.Database, dataset_id: int, categories: Iterable[str]
+) -> dict[int, str]:
+    """Item id -> source id of the dataset's items in the given categories."""
+    wanted = list(categories)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT id, source_id FROM items WHERE dataset_id = ? AND category IN ({marks})"
+    return dict(db.execute(sql, [dataset_id, *wanted]).fetchall())
+
+
+def list_items(
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    *,
+    category: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """One page of a dataset's items (JSON columns decoded), in import order."""
+    where, params = "dataset_id = ?", [dataset_id]
+    if category:
+        where, params = where + " AND category = ?", [*params, category]
+    rows = db.query(
+        f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items"
+        f" WHERE {where} ORDER BY id LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    )
+    return [_decode(row, "captions", "images", "truth", "meta") for row in rows]
+
+
+def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None = None) -> int:
+    """Number of items in a dataset, optionally in one category."""
+    if category:
+        sql, params = "SELECT COUNT(*) FROM items WHERE dataset_id = ? AND category = ?", [dataset_id, category]
+    else:
+        sql, params = "SELECT COUNT(*) FROM items WHERE dataset_id = ?", [dataset_id]
+    return int(db.execute(sql, params).fetchone()[0])
+
+
+def _decode(row: dict[str, Any], *columns: str) -> dict[str, Any]:
+    for column in columns:
+        if row.get(column) is not None:
+            row[column] = json.loads(row[column])
+    return row
+
+
+# --- runs and scores -------------------------------------------------------------------------
+
+
+def ensure_run(
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    name: str,
+    *,
+    kind: str,
+    model: str | None = None,
+    pretrained: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> int:
+    """The id of run `name` on a dataset, created if absent."""
+    row = db.execute(
+        "SELECT id FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]
+    ).fetchone()
+    if row:
+        return int(row[0])
+    cursor = db.execute(
+        "INSERT INTO runs (name, dataset_id, model, pretrained, kind, meta, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [name, dataset_id, model, pretrained, kind, json.dumps(meta or {}), _now()],
+    )
+    return int(cursor.lastrowid)
+
+
+def put_outcomes(
+    db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, dict[str, Any]]]
+) -> None:
+    """Store (item id, outcome) rows of a run; a re-import merges into the same rows."""
+    db.conn.executemany(
+        "INSERT INTO scores (run_id, item_id, outcome) VALUES (?, ?, ?)"
+        " ON CONFLICT (run_id, item_id) DO UPDATE SET outcome = json_patch(COALESCE(scores.outcome, '{}'), excluded.outcome)",
+        [(run_id, item_id, json.dumps(outcome)) for item_id, outcome in rows],
+    )
+
+
+def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[dict[str, Any]]:
+    """Runs with their dataset name and number of scored items, optionally of one dataset."""
+    sql = (
+        "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.kind AS kind,"
+        " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items"
+        " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
+    )
+    if dataset is None:
+        return list(db.query(sql + " ORDER BY runs.id"))
+    return list(db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset]))
+
+
+def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, Any]]:
+    """Item id -> outcome of one run."""
+    sql = "SELECT item_id, outcome FROM scores WHERE run_id = ? AND outcome IS NOT NULL"
+    return {item_id: json.loads(o) for item_id, o in db.execute(sql, [run_id]).fetchall()}
+
+
+# --- import log ------------------------------------------------------------------------------
+
+
+def log_import(
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    *,
+    kind: str,
+    path: str,
+    n_items: int,
+    n_new_items: int,
+    run: str | None,
+) -> None:
+    """Record one finished import."""
+    db.execute(
+        "INSERT INTO imports (dataset_id, kind, path, n_items, n_new_items, run, imported_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [dataset_id, kind, path, n_items, n_new_items, run, _now()],
+    )

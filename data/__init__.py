@@ -1,0 +1,1 @@
+"""Datasets: the item model, importers and exporters, the synthetic demo world."""

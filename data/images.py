@@ -1,0 +1,68 @@
+"""Image references: keep paths inside their image root, hash and probe files."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from PIL import Image, UnidentifiedImageError
+
+
+class UnsafeImagePathError(ValueError):
+    """A dataset named an image outside its image root."""
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """What the store records of one referenced image file."""
+
+    path: str
+    status: str  # "ok", "missing" or "unreadable"
+    sha256: str | None = None
+    size: int | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+def clean_relative_path(reference: str) -> str:
+    """Return `reference` as a normalized relative POSIX path, or raise UnsafeImagePathError.
+
+    >>> clean_relative_path("val2017/./000001.jpg")
+    'val2017/000001.jpg'
+    """
+    text = reference.replace("\\", "/").strip()
+    path = PurePosixPath(text)
+    if not text or path.is_absolute() or ".." in path.parts or ":" in path.parts[0]:
+        raise UnsafeImagePathError(f"image path {reference!r} leaves the image root")
+    return str(path)
+
+
+def resolve_image(root: Path, reference: str) -> Path:
+    """The file `reference` names under `root`; symlinks may not lead outside the root."""
+    root = root.resolve()
+    target = (root / clean_relative_path(reference)).resolve()
+    if not target.is_relative_to(root):
+        raise UnsafeImagePathError(f"image path {reference!r} leaves the image root {root}")
+    return target
+
+
+def probe_image(root: Path | None, reference: str) -> ImageInfo:
+    """Hash and measure one image file; a missing or broken file is reported, not raised."""
+    if root is None:
+        return ImageInfo(reference, "missing")
+    target = resolve_image(root, reference)
+    if not target.is_file():
+        return ImageInfo(reference, "missing")
+    payload = target.read_bytes()
+    try:
+        with Image.open(target) as image:
+            image.load()
+            width, height = image.size
+    except (UnidentifiedImageError, OSError, SyntaxError):
+        return ImageInfo(reference, "unreadable", _sha256(payload), len(payload))
+    return ImageInfo(reference, "ok", _sha256(payload), len(payload), width, height)
+
+
+def _sha256(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
