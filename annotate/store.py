@@ -454,6 +454,25 @@ def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, 
     return {item_id: json.loads(o) for item_id, o in db.execute(sql, [run_id]).fetchall()}
 
 
+# --- annotators ------------------------------------------------------------------------------
+
+
+def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | None = None) -> dict[str, Any]:
+    """The annotator called `name`, created with a fresh unguessable token if absent."""
+    with transaction(db):
+        db.execute(
+            "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (name) DO NOTHING",
+            [name, secrets.token_urlsafe(16), external_id, _now()],
+        )
+    return next(db.query("SELECT id, name, token, external_id FROM annotators WHERE name = ?", [name]))
+
+
+def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Every annotator with id, name and external id (tokens are not listed)."""
+    return list(db.query("SELECT id, name, external_id, created_at FROM annotators ORDER BY id"))
+
+
 # --- import log ------------------------------------------------------------------------------
 
 

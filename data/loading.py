@@ -58,6 +58,25 @@ def import_path(
     if kind not in PARSERS:
         raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {sorted(PARSERS)}")
     parsed = PARSERS[kind](Path(path))
+    return store_parsed(
+        db, parsed, kind=kind, path=str(path), images=images, name=name, run=run,
+        embedded_root=embedded_root, progress=progress,
+    )
+
+
+def store_parsed(
+    db: sqlite_utils.Database,
+    parsed: Parsed,
+    *,
+    kind: str,
+    path: str,
+    images: Path | None = None,
+    name: str | None = None,
+    run: str | None = None,
+    embedded_root: Path | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Write parsed items (and outcomes) in one transaction; the one write path for datasets."""
     _check_image_paths(parsed)
     root = _image_root(parsed, images, embedded_root)
     dataset_name = name or parsed.default_name
@@ -69,12 +88,13 @@ def import_path(
         run_name = _store_run(db, dataset_id, parsed, stored, run)
         report = ImportReport(
             dataset=dataset_name, run=run_name, n_items=len(stored),
-            n_new_items=sum(new for _, new in stored), by_category=dict(sorted(Counter(i.category for i in parsed.items).items())),
+            n_new_items=sum(new for _, new in stored),
+            by_category=dict(sorted(Counter(i.category for i in parsed.items).items())),
             missing_images=missing,
             warnings=[asdict(w) for w in parsed.warnings + _differences(db, dataset_id, parsed, stored, before)],
         )
         store.log_import(
-            db, dataset_id, kind=kind, path=str(path), n_items=report.n_items,
+            db, dataset_id, kind=kind, path=path, n_items=report.n_items,
             n_new_items=report.n_new_items, run=run_name,
         )
     return report
