@@ -468,6 +468,19 @@ def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | No
     return next(db.query("SELECT id, name, token, external_id FROM annotators WHERE name = ?", [name]))
 
 
+def annotator_by_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
+    """The annotator holding `token`, or None."""
+    rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE token = ?", [token]))
+    return rows[0] if rows else None
+
+
+def annotator_progress(db: sqlite_utils.Database, annotator_id: int) -> dict[str, int]:
+    """How many items are assigned to one annotator and how many they have labelled."""
+    assigned = db.execute("SELECT COUNT(*) FROM assignments WHERE annotator_id = ?", [annotator_id]).fetchone()[0]
+    done = db.execute("SELECT COUNT(*) FROM labels WHERE annotator_id = ?", [annotator_id]).fetchone()[0]
+    return {"assigned": int(assigned), "done": int(done)}
+
+
 def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Every annotator with id, name and external id (tokens are not listed)."""
     return list(db.query("SELECT id, name, external_id, created_at FROM annotators ORDER BY id"))

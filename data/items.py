@@ -93,3 +93,25 @@ def category_key(type_: str, subtype: str) -> str:
 
 def _digest(parts: list[str]) -> str:
     return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:20]
+
+
+def caption_roles(kind: str, n: int) -> list[str]:
+    """What each caption of an item of `kind` is, for display and export."""
+    if kind == "pair":
+        return ["positive", "negative"]
+    if kind == "triple":
+        return ["positive", "negative", "hard positive"]
+    if kind == "group":
+        return ["C0 (positive)", "C1 (negative)"]
+    if kind == "retrieval":
+        return ["positive"] + [f"negative {i}" for i in range(1, n)]
+    return ["caption"]
+
+
+def image_roles(kind: str, n: int) -> list[str]:
+    """What each image of an item of `kind` is."""
+    if kind == "group":
+        return ["I0 (positive)", "I1 (negative)"]
+    if kind == "candidates":
+        return [f"candidate {chr(ord('A') + i)}" for i in range(n)]
+    return ["image"] * n

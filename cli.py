@@ -1,0 +1,165 @@
+"""Foil Studio from a terminal: the app's operations for scripts, CI and people (see README).
+
+Every command takes ``--db FILE`` (default ``$FOIL_DB``, else ``foil.db``), prints text by
+default and exactly one JSON document with ``--json``, reports progress on stderr and exits
+non-zero with a one-line reason on stderr when it fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from annotate import store
+from data import paths
+from data.importers import PARSERS, BadInputError
+from data.images import UnsafeImagePathError
+
+log = logging.getLogger("foil")
+
+Handler = Callable[[sqlite_utils.Database, argparse.Namespace], Any]
+
+
+def _progress(label: str) -> Callable[[int, int], None]:
+    def report(done: int, total: int) -> None:
+        print(f"\r{label}: {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return report
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Build (or rebuild) the embedded demo datasets."""
+    from data.demo import install_demo
+
+    started = time.perf_counter()
+    print("building the demo world...", file=sys.stderr)
+    reports = install_demo(db, paths.demo_image_root(args.db))
+    datasets = [
+        {"name": r.dataset, "kind": "demo", "n_items": r.n_items, "by_category": r.by_category}
+        for r in reports
+    ]
+    return {"datasets": datasets, "runs": store.list_runs(db), "seconds": time.perf_counter() - started}
+
+
+def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Import a benchmark file or folder (or a model's per-instance results)."""
+    from data.loading import import_path
+
+    name = args.name
+    embedded = paths.files_dir(args.db) / "embedded" / (name or args.kind)
+    report = import_path(
+        db, args.kind, Path(args.path), images=Path(args.images) if args.images else None,
+        name=name, run=args.run, embedded_root=embedded, progress=_progress("images"),
+    )
+    return report.to_dict()
+
+
+def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """List datasets with item counts per category."""
+    return [
+        {"name": d["name"], "kind": d["kind"], "n_items": d["n_items"], "by_category": d["by_category"]}
+        for d in store.list_datasets(db)
+    ]
+
+
+def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """List model runs (scored here or imported)."""
+    return store.list_runs(db, args.dataset)
+
+
+def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Add an annotator; print their private link."""
+    annotator = store.ensure_annotator(db, args.name)
+    return {"name": annotator["name"], "token": annotator["token"], "url": f"{args.base_url}/?token={annotator['token']}"}
+
+
+# --- text output -----------------------------------------------------------------------------
+
+
+def as_text(value: Any) -> str:
+    """A readable rendering of a command's result."""
+    if isinstance(value, list):
+        return "\n".join(as_text(v) for v in value) or "(none)"
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            if isinstance(item, dict) and item and all(not isinstance(v, (dict, list)) for v in item.values()):
+                inner = ", ".join(f"{k} {v}" for k, v in item.items())
+                lines.append(f"{key}: {inner}")
+            elif isinstance(item, list) and item and isinstance(item[0], dict):
+                lines.append(f"{key}:")
+                lines.extend("  " + json.dumps(v, ensure_ascii=False) for v in item)
+            else:
+                lines.append(f"{key}: {item}")
+        return "\n".join(lines)
+    return str(value)
+
+
+# --- argument parsing ------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=str(paths.db_path()), help="store file (default: $FOIL_DB or foil.db)")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    parser = argparse.ArgumentParser(prog="cli.py", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", parents=[common], help=cmd_demo.__doc__)
+    demo.set_defaults(handler=cmd_demo)
+
+    imp = commands.add_parser("import", parents=[common], help=cmd_import.__doc__)
+    imp.add_argument("kind", choices=sorted(PARSERS))
+    imp.add_argument("path")
+    imp.add_argument("--images", help="image root the file's image paths are relative to")
+    imp.add_argument("--name", help="dataset name (default: the benchmark's name)")
+    imp.add_argument("--run", help="run name for results files (default: from the file name)")
+    imp.set_defaults(handler=cmd_import)
+
+    datasets = commands.add_parser("datasets", parents=[common], help=cmd_datasets.__doc__)
+    datasets.set_defaults(handler=cmd_datasets)
+
+    runs = commands.add_parser("runs", parents=[common], help=cmd_runs.__doc__)
+    runs.add_argument("dataset", nargs="?")
+    runs.set_defaults(handler=cmd_runs)
+
+    annotator = commands.add_parser("annotator", help="manage annotators")
+    annotator_commands = annotator.add_subparsers(dest="action", required=True)
+    add = annotator_commands.add_parser("add", parents=[common], help=cmd_annotator_add.__doc__)
+    add.add_argument("name")
+    add.add_argument("--base-url", default="http://localhost:8501")
+    add.set_defaults(handler=cmd_annotator_add)
+    return parser
+
+
+EXPECTED_ERRORS = (BadInputError, UnsafeImagePathError, store.StoreError, FileNotFoundError)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; return the process exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", stream=sys.stderr)
+    args = build_parser().parse_args(argv)
+    try:
+        db = store.open_db(args.db)
+        result = args.handler(db, args)
+    except EXPECTED_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, ensure_ascii=False) if args.json else as_text(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""What the Datasets page shows, computed without Streamlit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+
+from annotate import store
+from data.images import UnsafeImagePathError, resolve_image
+from data.items import caption_roles, image_roles
+
+
+@dataclass(frozen=True)
+class ItemCard:
+    """One item ready to draw: labelled captions and images (None where the file is absent)."""
+
+    id: int
+    category: str
+    source_id: str
+    kind: str
+    captions: list[tuple[str, str]]
+    images: list[tuple[str, Path | None]]
+    truth: dict[str, Any]
+
+
+def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:
+    """One row per dataset: name, importer, item kinds, item count, images found and missing."""
+    rows = [
+        {
+            "dataset": d["name"], "source": d["kind"], "items": d["n_items"],
+            "item kinds": ", ".join(f"{k} {n}" for k, n in d["item_kinds"].items()),
+            "categories": len(d["by_category"]),
+            "images ok": d["images"].get("ok", 0),
+            "images missing": d["images"].get("missing", 0) + d["images"].get("unreadable", 0),
+        }
+        for d in store.list_datasets(db)
+    ]
+    return pd.DataFrame(rows, columns=["dataset", "source", "items", "item kinds", "categories", "images ok", "images missing"])
+
+
+def category_table(db: sqlite_utils.Database, dataset: str) -> pd.DataFrame:
+    """Items per category of one dataset."""
+    counts = store.category_counts(db, store.get_dataset(db, dataset)["id"])
+    return pd.DataFrame({"category": list(counts), "items": list(counts.values())})
+
+
+def item_cards(
+    db: sqlite_utils.Database, dataset: str, *, category: str | None = None, page: int = 0, page_size: int = 10
+) -> tuple[list[ItemCard], int]:
+    """One page of a dataset's items as cards, and the number of items matching."""
+    row = store.get_dataset(db, dataset)
+    root = Path(row["image_root"]) if row["image_root"] else None
+    total = store.count_items(db, row["id"], category)
+    items = store.list_items(db, row["id"], category=category, limit=page_size, offset=page * page_size)
+    return [_card(item, root) for item in items], total
+
+
+def _card(item: dict[str, Any], root: Path | None) -> ItemCard:
+    captions = list(zip(caption_roles(item["kind"], len(item["captions"])), item["captions"]))
+    images = list(zip(image_roles(item["kind"], len(item["images"])), [_existing(root, p) for p in item["images"]]))
+    source = item["meta"].get("source_image")
+    if isinstance(source, str):
+        images.insert(0, ("source image", _existing(root, source)))
+        captions.insert(0, ("positive", str(item["meta"].get("positive_caption", ""))))
+    return ItemCard(item["id"], item["category"], item["source_id"], item["kind"], captions, images, item["truth"])
+
+
+def _existing(root: Path | None, reference: str) -> Path | None:
+    if root is None:
+        return None
+    try:
+        path = resolve_image(root, reference)
+    except UnsafeImagePathError:
+        return None
+    return path if path.is_file() else None
