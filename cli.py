@@ -84,6 +84,13 @@ def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     return {"name": annotator["name"], "token": annotator["token"], "url": f"{args.base_url}/?token={annotator['token']}"}
 
 
+def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
+    """Print the admin token of this store (from $FOIL_ADMIN_TOKEN or generated once)."""
+    from annotate.roles import admin_token
+
+    return admin_token(args.db)
+
+
 # --- text output -----------------------------------------------------------------------------
 
 
@@ -134,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs = commands.add_parser("runs", parents=[common], help=cmd_runs.__doc__)
     runs.add_argument("dataset", nargs="?")
     runs.set_defaults(handler=cmd_runs)
+
+    token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
+    token.set_defaults(handler=cmd_admin_token)
 
     annotator = commands.add_parser("annotator", help="manage annotators")
     annotator_commands = annotator.add_subparsers(dest="action", required=True)

@@ -196,17 +196,28 @@ def parse_sugarcrepe_correct(path: Path) -> Parsed:
 
 
 GPT4V_ORDERINGS = ("positive-first", "negative-first")
-_CHOICE = re.compile(r"^\s*(?:output\s*:?\s*)?\(?([12])\)?(?![0-9])", re.IGNORECASE)
+_LEADING_CHOICE = re.compile(r"^\s*(?:output\s*:?\s*)?\(?([12])\)?(?![0-9])", re.IGNORECASE)
+_NAMED_OPTION = re.compile(r"\(([12])\)")
+_DECLINES = re.compile(r"^\s*(neither|none|i'm sorry|i am sorry|i cannot|i can't|there (is|are) no)", re.IGNORECASE)
 
 
 def parse_choice(answer: str) -> int | None:
     """The option (1 or 2) a free-form answer picks, or None when it names neither.
 
-    >>> [parse_choice(a) for a in ["(1)", "Output (2).", "2", "Neither (1) nor (2)."]]
-    [1, 2, 2, None]
+    An answer that opens with an option picks it; one that declines ("Neither...", a refusal)
+    picks nothing even if it later leans to one; otherwise a single option named in it counts.
+
+    >>> [parse_choice(a) for a in ["(1)", "Output (2).", "2", "The correct caption is (2).", "Neither (1) nor (2)."]]
+    [1, 2, 2, 2, None]
     """
-    match = _CHOICE.match(answer or "")
-    return int(match.group(1)) if match else None
+    text = answer or ""
+    match = _LEADING_CHOICE.match(text)
+    if match:
+        return int(match.group(1))
+    named = set(_NAMED_OPTION.findall(text))
+    if _DECLINES.match(text) or len(named) != 1:
+        return None
+    return int(named.pop())
 
 
 def parse_gpt4v(path: Path) -> Parsed:
@@ -217,7 +228,17 @@ def parse_gpt4v(path: Path) -> Parsed:
     for ordering, folder in folders:
         for file in json_files(folder, "gpt4v-*.json"):
             _parse_gpt4v_file(parsed, file, ordering)
+    _warn_on_disagreements(parsed)
     return _merge_orderings(parsed)
+
+
+def _warn_on_disagreements(parsed: Parsed) -> None:
+    """Name the answers where our reading differs from the authors' `correct` judgement."""
+    for (file, row), outcome in zip(parsed.origins, parsed.outcomes or []):
+        answer = next(iter(outcome.values()))
+        if answer["reported_correct"] is not None and answer["correct"] != answer["reported_correct"]:
+            parsed.warn(file, row, f"answer {answer['answer'][:80]!r} read as choice {answer['choice']}; "
+                        f"the authors judged it {'correct' if answer['reported_correct'] else 'wrong'}")
 
 
 def _merge_orderings(parsed: Parsed) -> Parsed:

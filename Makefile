@@ -1,0 +1,35 @@
+# Two commands: `make run` (set up, build the demo store, start the app) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DEMO_DB := demo_store/foil.db
+PORT ?= 8501
+
+.PHONY: run test demo check clean
+
+$(VENV)/.runtime: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.testing: $(VENV)/.runtime requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+$(DEMO_DB): | $(VENV)/.runtime
+	$(PY) cli.py demo --db $(DEMO_DB)
+
+demo: $(VENV)/.runtime
+	$(PY) cli.py demo --db $(DEMO_DB)
+
+run: $(VENV)/.runtime $(DEMO_DB)
+	@echo "Admin link: http://localhost:$(PORT)/?token=$$($(PY) cli.py admin-token --db $(DEMO_DB))"
+	FOIL_DB=$(DEMO_DB) $(PY) -m streamlit run app.py --server.port $(PORT) \
+		--server.headless true --browser.gatherUsageStats false
+
+test: $(VENV)/.testing
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) demo_store .pytest_cache

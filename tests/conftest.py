@@ -1,0 +1,42 @@
+"""Shared fixtures: a fresh in-memory store, the real benchmark files, a demo store on disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from annotate import store
+from data.demo import DemoConfig, install_demo
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(os.environ.get("FOIL_FIXTURES", REPO.parent / "shared" / "fixtures"))
+
+# A smaller world than the shipped demo keeps tests quick; the invariants do not depend on size.
+SMALL_DEMO = DemoConfig(seed=3, pairs_per_category=30, n_triples=60, n_groups=40, n_candidate_sets=40, n_retrieval=30)
+
+
+@pytest.fixture
+def fresh_db():
+    """An empty store in memory."""
+    return store.open_db(None)
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    """The real benchmark files of shared/fixtures (skip when this checkout has none)."""
+    if not FIXTURES.is_dir():
+        pytest.skip(f"benchmark fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory) -> Path:
+    """A store file holding the (small) demo world, built once per test session."""
+    folder = tmp_path_factory.mktemp("demo")
+    db_file = folder / "foil.db"
+    db = store.open_db(db_file)
+    install_demo(db, folder / "foil_files" / "demo", SMALL_DEMO)
+    db.conn.close()
+    return db_file
