@@ -1,0 +1,94 @@
+"""Streamlit pages through AppTest: roles decide the pages, the Datasets page shows the store."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from annotate import store
+from tests.conftest import REPO, SMALL_DEMO
+
+ADMIN = "test-admin-token"
+
+
+@pytest.fixture
+def app(demo_store, monkeypatch):
+    monkeypatch.setenv("FOIL_DB", str(demo_store))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", ADMIN)
+
+    def start(token: str | None) -> AppTest:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+        if token is not None:
+            at.query_params["token"] = token
+        return at.run()
+
+    return start
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def test_admin_sees_datasets_with_counts_and_items(app):
+    at = app(ADMIN)
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Datasets"]
+    table = at.dataframe[0].value
+    assert table.set_index("dataset").loc["demo-sugarcrepe", "items"] == 7 * SMALL_DEMO.pairs_per_category
+    assert table.set_index("dataset").loc["demo-bivlc", "images missing"] == 0
+    assert texts(at)[0].startswith("#1  replace_obj")
+    assert texts(at)[1].startswith("positive: ") and texts(at)[2].startswith("negative: ")
+    assert len(at.get("image")) == 10  # one image per pair on the first page
+
+
+def test_item_browser_filters_by_dataset_category_and_page(app):
+    at = app(ADMIN)
+    at.selectbox(key="dataset").set_value("demo-hard-positives").run()
+    at.selectbox(key="category").set_value("swap_att").run()
+    shown = [t for t in texts(at) if t.startswith("#")]
+    assert shown and all(" swap_att " in t and "(triple)" in t for t in shown)
+    assert any(t.startswith("hard positive: ") for t in texts(at))
+    first_page = shown
+    at.number_input(key="page").set_value(2).run()
+    assert not at.exception
+    assert [t for t in texts(at) if t.startswith("#")] != first_page
+
+
+def test_captions_are_plain_text_not_markup(app, demo_store):
+    db = store.open_db(demo_store)
+    from data.loading import store_parsed
+    from data.importers import Parsed
+    from data.items import Item
+
+    parsed = Parsed("jsonl", "html")
+    parsed.add(Item("pair", "add_obj", "x", ("<b>bold</b> <script>alert(1)</script>", "**not bold**")), "x.jsonl", 1)
+    store_parsed(db, parsed, kind="jsonl", path="x.jsonl")
+    at = app(ADMIN)
+    at.selectbox(key="dataset").set_value("html").run()
+    assert "positive: <b>bold</b> <script>alert(1)</script>" in texts(at)
+    assert not any("<script>" in m.value for m in at.markdown)
+
+
+def test_without_a_token_only_sign_in_exists(app):
+    at = app(None)
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Foil Studio"]
+    assert len(at.dataframe) == 0
+
+
+def test_a_wrong_token_is_refused(app):
+    at = app("not-a-token")
+    assert [t.value for t in at.title] == ["Foil Studio"]
+    assert any("not valid" in e.value for e in at.error)
+    assert len(at.dataframe) == 0
+
+
+def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_store):
+    token = store.ensure_annotator(store.open_db(demo_store), "ada")["token"]
+    at = app(token)
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Welcome, ada"]
+    assert len(at.dataframe) == 0
+    # The admin pages are not even registered for an annotator's session.
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page("pages/datasets.py")

@@ -1,0 +1,78 @@
+"""The command line: the JSON contract of cli.md, one-line errors, every command documented."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+import cli
+from data.importers import PARSERS
+from tests.conftest import REPO
+
+
+def run_cli(*args: str, db) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+
+
+def test_import_prints_exact_counts_as_json(tmp_path, fixtures):
+    done = run_cli("import", "hard-positives", str(fixtures / "hard_positives"), "--json", db=tmp_path / "f.db")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["by_category"] == {"vl_checklist_attributes": 10575, "vl_checklist_relations": 16868}
+    assert report["n_items"] == report["n_new_items"] == 27443 and report["run"] is None
+    assert set(report) == {"dataset", "run", "n_items", "n_new_items", "by_category", "missing_images", "warnings"}
+
+
+def test_results_import_reports_the_run(tmp_path, fixtures):
+    path = fixtures / "bivlc" / "results" / "BiVLC_CLIP_TROHN-Img.csv"
+    report = json.loads(run_cli("import", "bivlc-results", str(path), "--json", db=tmp_path / "f.db").stdout)
+    assert (report["dataset"], report["run"], report["n_items"]) == ("bivlc", "CLIP_TROHN-Img", 2933)
+    runs = json.loads(run_cli("runs", "bivlc", "--json", db=tmp_path / "f.db").stdout)
+    assert [(r["run"], r["kind"], r["n_items"]) for r in runs] == [("CLIP_TROHN-Img", "groups", 2933)]
+
+
+def test_bad_input_exits_non_zero_with_one_line(tmp_path):
+    bad = tmp_path / "swap_att.json"
+    bad.write_text('{"0": {"filename": "a.jpg", "caption": "x"}}')
+    done = run_cli("import", "sugarcrepe", str(bad), "--json", db=tmp_path / "f.db")
+    assert done.returncode != 0 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "swap_att.json, row 0" in lines[0] and "negative_caption" in lines[0]
+
+
+def test_demo_then_datasets(tmp_path):
+    built = json.loads(run_cli("demo", "--json", db=tmp_path / "f.db").stdout)
+    names = [d["name"] for d in built["datasets"]]
+    assert names == ["demo-sugarcrepe", "demo-hard-positives", "demo-bivlc", "demo-bivlc-candidates", "demo-crepe"]
+    assert sum(d["n_items"] for d in built["datasets"]) >= 1500
+    listed = json.loads(run_cli("datasets", "--json", db=tmp_path / "f.db").stdout)
+    assert {d["name"]: d["n_items"] for d in listed} == {d["name"]: d["n_items"] for d in built["datasets"]}
+    assert (tmp_path / "f_files" / "demo" / "demo-sugarcrepe" / "00000.png").is_file()
+
+
+def test_annotator_add_prints_a_private_link(tmp_path):
+    added = json.loads(run_cli("annotator", "add", "zoe", "--json", db=tmp_path / "f.db").stdout)
+    assert added["name"] == "zoe" and added["url"].endswith(f"?token={added['token']}")
+
+
+def test_every_command_is_documented_in_the_readme():
+    readme = (REPO / "README.md").read_text()
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    for name, sub in commands.items():
+        nested = [a for a in sub._actions if a.dest == "action"]
+        full = [f"{name} {action}" for action in nested[0].choices] if nested else [name]
+        for command in full:
+            assert re.search(rf"python cli\.py {command}\b", readme), command
+
+
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+def test_every_import_kind_has_a_readme_example(kind):
+    assert f"python cli.py import {kind} " in (REPO / "README.md").read_text()

@@ -1,0 +1,84 @@
+"""The store: migrations, WAL, foreign keys, transactions, annotator tokens."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from annotate import store
+from data.items import Item
+
+
+def test_new_store_is_at_the_latest_schema_in_wal_mode(tmp_path):
+    db = store.open_db(tmp_path / "foil.db")
+    assert store.schema_version(db) == store.SCHEMA_VERSION == len(store.MIGRATIONS)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    names = [r["name"] for r in db.query("SELECT name FROM schema_migrations ORDER BY version")]
+    assert names == [name for name, _ in store.MIGRATIONS]
+
+
+def test_old_store_is_migrated_forward_keeping_its_data(tmp_path):
+    path = tmp_path / "old.db"
+    old = store.open_db(path, upto=1)
+    assert store.schema_version(old) == 1 and "imports" not in old.table_names()
+    with store.transaction(old):
+        dataset_id = store.ensure_dataset(old, "kept", "jsonl")
+        store.upsert_items(old, dataset_id, [Item("pair", "add_obj", "1", ("a cat", "a cat and a dog"))])
+    old.conn.close()
+    new = store.open_db(path)
+    assert store.schema_version(new) == store.SCHEMA_VERSION
+    assert "imports" in new.table_names()
+    assert store.list_datasets(new)[0]["n_items"] == 1
+    assert store.migrate(new) == []  # nothing left to apply
+
+
+def test_a_failed_transaction_writes_nothing(fresh_db):
+    with pytest.raises(RuntimeError), store.transaction(fresh_db):
+        store.ensure_dataset(fresh_db, "half", "jsonl")
+        raise RuntimeError("boom")
+    assert store.list_datasets(fresh_db) == []
+
+
+def test_foreign_keys_are_enforced(fresh_db):
+    with pytest.raises(sqlite3.IntegrityError):
+        with store.transaction(fresh_db):
+            fresh_db.execute(
+                "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions, images)"
+                " VALUES (999, 'pair', 'x', 'x', 'k', 't', '[]', '[]')"
+            )
+
+
+def test_deleting_a_dataset_removes_its_items(fresh_db):
+    with store.transaction(fresh_db):
+        dataset_id = store.ensure_dataset(fresh_db, "gone", "jsonl")
+        store.upsert_items(fresh_db, dataset_id, [Item("pair", "add_obj", "1", ("a cat", "a cat and a dog"))])
+    store.delete_dataset(fresh_db, "gone")
+    assert fresh_db.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0
+
+
+def test_identical_rows_in_one_file_are_kept_apart_and_stable(fresh_db):
+    twin = Item("triple", "vl_attr", "r", ("walking elephant", "jumping elephant", "strolling elephant"), ("e.jpg",))
+    with store.transaction(fresh_db):
+        dataset_id = store.ensure_dataset(fresh_db, "twins", "jsonl")
+        first = store.upsert_items(fresh_db, dataset_id, [twin, twin])
+        again = store.upsert_items(fresh_db, dataset_id, [twin, twin])
+    assert [new for _, new in first] == [True, True]
+    assert [i for i, _ in again] == [i for i, _ in first] and not any(new for _, new in again)
+
+
+def test_unknown_dataset_error_lists_known_names(fresh_db):
+    with store.transaction(fresh_db):
+        store.ensure_dataset(fresh_db, "sugarcrepe", "sugarcrepe")
+    with pytest.raises(store.NotFoundError, match="no dataset named 'sugar'.*sugarcrepe"):
+        store.get_dataset(fresh_db, "sugar")
+
+
+def test_annotator_tokens_are_unguessable_and_stable(fresh_db):
+    first = store.ensure_annotator(fresh_db, "ada")
+    assert store.ensure_annotator(fresh_db, "ada")["token"] == first["token"]
+    other = store.ensure_annotator(fresh_db, "ben")
+    assert other["token"] != first["token"] and len(first["token"]) >= 20
+    assert store.annotator_by_token(fresh_db, first["token"])["name"] == "ada"
+    assert store.annotator_by_token(fresh_db, "guess") is None
