@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -78,6 +79,13 @@ def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[s
     return store.list_runs(db, args.dataset)
 
 
+def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark metrics of one run, per category, with bootstrap intervals."""
+    from analysis.results import run_metrics
+
+    return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed)
+
+
 def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Add an annotator; print their private link."""
     annotator = store.ensure_annotator(db, args.name)
@@ -94,23 +102,44 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
 # --- text output -----------------------------------------------------------------------------
 
 
-def as_text(value: Any) -> str:
+def as_text(value: Any, indent: str = "") -> str:
     """A readable rendering of a command's result."""
     if isinstance(value, list):
-        return "\n".join(as_text(v) for v in value) or "(none)"
-    if isinstance(value, dict):
-        lines = []
-        for key, item in value.items():
-            if isinstance(item, dict) and item and all(not isinstance(v, (dict, list)) for v in item.values()):
-                inner = ", ".join(f"{k} {v}" for k, v in item.items())
-                lines.append(f"{key}: {inner}")
-            elif isinstance(item, list) and item and isinstance(item[0], dict):
-                lines.append(f"{key}:")
-                lines.extend("  " + json.dumps(v, ensure_ascii=False) for v in item)
-            else:
-                lines.append(f"{key}: {item}")
-        return "\n".join(lines)
+        return "\n".join(as_text(v, indent) for v in value) or f"{indent}(none)"
+    if not isinstance(value, dict):
+        return f"{indent}{_short(value)}"
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, dict) and item and all(not isinstance(v, (dict, list)) for v in item.values()):
+            lines.append(f"{indent}{key}: " + ", ".join(f"{k} {_short(v)}" for k, v in item.items()))
+        elif isinstance(item, dict) and item:
+            lines.append(f"{indent}{key}:")
+            lines.append(as_text(item, indent + "  "))
+        elif isinstance(item, list) and item and isinstance(item[0], dict):
+            lines.append(f"{indent}{key}:")
+            lines.extend(f"{indent}  " + json.dumps(v, ensure_ascii=False) for v in item)
+        else:
+            lines.append(f"{indent}{key}: {_short(item)}")
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
+        return "[" + ", ".join(f"{v:.2f}" for v in value) + "]"
     return str(value)
+
+
+def jsonable(value: Any) -> Any:
+    """JSON-safe data: NaN becomes null (an undefined figure), tuples become lists."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
 
 
 # --- argument parsing ------------------------------------------------------------------------
@@ -145,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)
 
+    metrics = commands.add_parser("metrics", parents=[common], help=cmd_metrics.__doc__)
+    metrics.add_argument("dataset")
+    metrics.add_argument("--run", required=True)
+    metrics.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals")
+    metrics.add_argument("--seed", type=int, default=0)
+    metrics.set_defaults(handler=cmd_metrics)
+
     annotator = commands.add_parser("annotator", help="manage annotators")
     annotator_commands = annotator.add_subparsers(dest="action", required=True)
     add = annotator_commands.add_parser("add", parents=[common], help=cmd_annotator_add.__doc__)
@@ -167,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     except EXPECTED_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(json.dumps(result, ensure_ascii=False) if args.json else as_text(result))
+    print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else as_text(result))
     return 0
 
 

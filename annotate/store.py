@@ -448,6 +448,26 @@ def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[dic
     return list(db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset]))
 
 
+def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, Any]:
+    """The run `name` of a dataset (meta decoded), or NotFoundError listing the dataset's runs."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    rows = list(db.query("SELECT * FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]))
+    if not rows:
+        known = ", ".join(r["run"] for r in list_runs(db, dataset)) or "none"
+        raise NotFoundError(f"no run named {name!r} on dataset {dataset!r} (runs: {known})")
+    return _decode(rows[0], "meta")
+
+
+def run_rows(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
+    """Every scored item of a run: item id, kind, category, meta, scores and outcome (decoded)."""
+    rows = db.query(
+        "SELECT items.id AS item_id, items.kind, items.category, items.meta, scores.scores, scores.outcome"
+        " FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ? ORDER BY items.id",
+        [run_id],
+    )
+    return [_decode(row, "meta", "scores", "outcome") for row in rows]
+
+
 def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, Any]]:
     """Item id -> outcome of one run."""
     sql = "SELECT item_id, outcome FROM scores WHERE run_id = ? AND outcome IS NOT NULL"

@@ -1,0 +1,163 @@
+"""Metrics: published tables from the real per-instance files, hand-computed cases, invariants."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis import metrics as m
+from analysis.results import run_metrics
+from data.loading import import_path
+from tests.conftest import REPO
+
+# SugarCrepe paper, Table 6, OpenAI ViT-B-32; "Average" is the macro mean over categories.
+SUGARCREPE_VIT_B_32 = {
+    "replace_obj": 90.92, "replace_att": 80.08, "replace_rel": 69.20, "swap_obj": 61.38,
+    "swap_att": 63.96, "add_obj": 77.21, "add_att": 68.79,
+}
+# BiVLC paper, Tables 3 and 6, CLIP (ViT-B-32); BiVLC quotes SugarCrepe as the micro average.
+BIVLC_VIT_B_32 = {"i2t": 75.83, "t2i": 52.40, "group": 49.06, "ipos2t": 84.32, "ineg2t": 89.50, "tpos2i": 69.21, "tneg2i": 82.82}
+BIVLC_BY_TYPE = {
+    "replace": (82.09, 60.36, 57.27), "swap": (46.52, 16.16, 13.65), "add": (70.32, 44.63, 39.58),
+}
+# SugarCrepe paper, Table 6, GPT-4V: the mean over both caption orderings of the authors' judgement.
+GPT4V = {
+    "replace_obj": 96.31, "replace_att": 93.53, "replace_rel": 90.26, "swap_obj": 83.13,
+    "swap_att": 90.09, "add_obj": 91.59, "add_att": 91.76,
+}
+
+
+def test_sugarcrepe_table_from_bivlc_per_instance_file(fresh_db, fixtures):
+    import_path(fresh_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_ViT-B-32.csv")
+    result = run_metrics(fresh_db, "sugarcrepe", "ViT-B-32", n_boot=50)
+    assert {c: round(v["accuracy_micro"], 2) for c, v in result["by_category"].items()} == SUGARCREPE_VIT_B_32
+    assert round(result["metrics"]["accuracy_macro"], 2) == 73.08  # SugarCrepe's "Average"
+    assert round(result["metrics"]["accuracy_micro"], 2) == 76.56  # BiVLC's "SugarCrepe" column
+    low, high = result["intervals"]["accuracy_micro"]
+    assert low < 76.56 < high and high - low < 3
+
+
+def test_bivlc_table_from_per_instance_file(fresh_db, fixtures):
+    import_path(fresh_db, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
+    result = run_metrics(fresh_db, "bivlc", "ViT-B-32", n_boot=50)
+    assert {k: round(v, 2) for k, v in result["metrics"].items()} == BIVLC_VIT_B_32
+    for type_, expected in BIVLC_BY_TYPE.items():
+        row = result["by_category"][type_]
+        assert tuple(round(row[k], 2) for k in ("i2t", "t2i", "group")) == expected
+    assert result["by_category"]["swap_obj"]["n"] == 81
+
+
+def test_gpt4v_per_category_from_answer_files(fresh_db, fixtures):
+    import_path(fresh_db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
+    result = run_metrics(fresh_db, "sugarcrepe", "gpt4v", n_boot=20)
+    assert {c: round(v["accuracy_reported"], 2) for c, v in result["by_category"].items()} == GPT4V
+    assert result["by_category"]["swap_obj"]["n"] == 246
+    # Our reading of the free-form answers counts "Neither..." as wrong; it costs under 0.3 points.
+    assert 0 < result["metrics"]["accuracy_reported"] - result["metrics"]["accuracy"] < 0.3
+    orderings = result["by_ordering"]
+    assert orderings["negative-first"]["accuracy"] - orderings["positive-first"]["accuracy"] > 2  # position bias
+    assert result["metrics"]["n_unparsed"] == sum(o["n_unparsed"] for o in orderings.values()) > 0
+
+
+def test_metrics_cli_prints_the_contract(tmp_path, fixtures):
+    db = tmp_path / "f.db"
+    path = fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"
+    for args in (["import", "bivlc-results", str(path)], ["metrics", "bivlc", "--run", "ViT-B-32", "--json", "--bootstrap", "20"]):
+        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)], capture_output=True, text=True, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert {"dataset", "run", "n", "metrics", "by_category", "intervals"} <= set(result)
+    assert round(result["metrics"]["group"], 2) == 49.06 and "replace" in result["by_category"] and "replace_obj" in result["by_category"]
+
+
+# --- hand-computed cases ----------------------------------------------------------------------
+
+
+def test_ties_are_failures_and_counted():
+    comparison = m.strictly_greater([1.0, 0.5, 0.2], [0.5, 0.5, 0.3])
+    assert comparison.wins.tolist() == [True, False, False] and comparison.ties == 1
+
+
+def test_micro_and_macro_differ_on_unbalanced_categories():
+    correct = [True] * 9 + [False] + [False, True]
+    categories = ["big"] * 10 + ["small"] * 2
+    assert m.micro_accuracy(correct) == pytest.approx(100 * 10 / 12)
+    assert m.macro_accuracy(correct, categories) == pytest.approx((90 + 50) / 2)
+
+
+def test_bivlc_hand_computed():
+    # item 0: all four right; item 1: text side right, image side wrong; item 2: a tie in Ipos2T
+    scores = np.array([
+        [[0.9, 0.1], [0.2, 0.8]],
+        [[0.9, 0.1], [0.95, 0.99]],
+        [[0.5, 0.5], [0.2, 0.8]],
+    ])
+    outcomes = m.bivlc_outcomes(scores)
+    assert outcomes["i2t"].tolist() == [True, True, False]
+    assert outcomes["t2i"].tolist() == [True, False, True]
+    assert outcomes["group"].tolist() == [True, False, False]
+    assert m.bivlc_ties(scores) == 1
+
+
+def test_hard_positive_brittleness_both_directions():
+    outcomes = m.hard_positive_outcomes([0.9, 0.1, 0.9], [0.5, 0.5, 0.5], [0.1, 0.9, 0.8])
+    assert outcomes["brittleness"].tolist() == [True, True, False]
+    assert outcomes["aug_acc"].tolist() == [False, False, True]
+
+
+def test_recall_at_k_with_ties_against_the_positive():
+    scores = [[0.5, 0.6, 0.7, 0.1, 0.2], [0.5, 0.5, 0.1, 0.1, 0.1]]
+    assert m.recall_at_k(scores, 1).tolist() == [False, False]
+    assert m.recall_at_k(scores, 3).tolist() == [True, True]
+
+
+def test_undefined_percent_is_nan_not_zero():
+    assert np.isnan(m.percent([]))
+
+
+# --- invariants (hypothesis) ------------------------------------------------------------------
+
+unit = st.floats(min_value=-1, max_value=1, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(unit, unit, unit, unit), min_size=1, max_size=40))
+def test_group_never_exceeds_i2t_or_t2i(rows):
+    scores = np.array([[[a, b], [c, d]] for a, b, c, d in rows])
+    outcomes = m.bivlc_outcomes(scores)
+    assert m.percent(outcomes["group"]) <= min(m.percent(outcomes["i2t"]), m.percent(outcomes["t2i"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(unit, unit, unit), min_size=1, max_size=40))
+def test_augmented_accuracy_never_exceeds_original(rows):
+    c, cn, cp = (np.array(x) for x in zip(*rows))
+    outcomes = m.hard_positive_outcomes(c, cn, cp)
+    assert m.percent(outcomes["aug_acc"]) <= m.percent(outcomes["orig_acc"])
+    assert not np.any(outcomes["aug_acc"] & outcomes["brittleness"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(unit, unit, st.sampled_from(["a", "b", "c"])), min_size=1, max_size=40), st.randoms())
+def test_pair_metrics_do_not_depend_on_item_order(rows, rng):
+    shuffled = list(rows)
+    rng.shuffle(shuffled)
+    summaries = []
+    for data in (rows, shuffled):
+        pos, neg, cats = zip(*data)
+        correct = m.strictly_greater(pos, neg).wins
+        summaries.append((m.micro_accuracy(correct), m.macro_accuracy(correct, cats)))
+    assert summaries[0] == pytest.approx(summaries[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(unit, min_size=4, max_size=4), min_size=1, max_size=30))
+def test_recall_grows_with_k(rows):
+    r1, r3, r5 = (m.percent(m.recall_at_k(rows, k)) for k in (1, 3, 5))
+    assert r1 <= r3 <= r5 == 100.0
