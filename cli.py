@@ -79,6 +79,30 @@ def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[s
     return store.list_runs(db, args.dataset)
 
 
+def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Score a dataset with an open_clip model (cached, batched, de-duplicated)."""
+    from analysis.models import ModelSpec, load_model
+    from analysis.scoring import score_dataset
+
+    spec = ModelSpec(args.model, args.pretrained, args.checkpoint, args.precision)
+    loaded = load_model(spec, device=args.device, cache_dir=args.cache_dir)
+    bars: dict[str, Any] = {}
+    report = score_dataset(db, args.dataset, loaded, run=args.run, batch_size=args.batch_size, limit=args.limit, progress=_tqdm_progress(bars))
+    for bar in bars.values():
+        bar.close()
+    return report.to_dict()
+
+
+def _tqdm_progress(bars: dict[str, Any]) -> Callable[[str, int, int], None]:
+    from tqdm import tqdm
+
+    def report(stage: str, done: int, total: int) -> None:
+        bar = bars.setdefault(stage, tqdm(total=total, desc=f"encoding {stage}", file=sys.stderr, leave=False))
+        bar.update(done - bar.n)
+
+    return report
+
+
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark metrics of one run, per category, with bootstrap intervals."""
     from analysis.results import run_metrics
@@ -174,6 +198,19 @@ def build_parser() -> argparse.ArgumentParser:
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)
 
+    score = commands.add_parser("score", parents=[common], help=cmd_score.__doc__)
+    score.add_argument("dataset")
+    score.add_argument("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME")
+    score.add_argument("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)")
+    score.add_argument("--checkpoint", help="local weights file")
+    score.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
+    score.add_argument("--batch-size", type=int, default=64)
+    score.add_argument("--limit", type=int, help="score only the first N items")
+    score.add_argument("--run", help="run name (default: model-tag)")
+    score.add_argument("--device", default="auto")
+    score.add_argument("--cache-dir", help="where open_clip looks for downloaded weights")
+    score.set_defaults(handler=cmd_score)
+
     metrics = commands.add_parser("metrics", parents=[common], help=cmd_metrics.__doc__)
     metrics.add_argument("dataset")
     metrics.add_argument("--run", required=True)
@@ -190,7 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EXPECTED_ERRORS = (BadInputError, UnsafeImagePathError, store.StoreError, FileNotFoundError)
+def _expected_errors() -> tuple[type[Exception], ...]:
+    errors: list[type[Exception]] = [BadInputError, UnsafeImagePathError, store.StoreError, FileNotFoundError]
+    if "analysis.models" in sys.modules:
+        errors.append(sys.modules["analysis.models"].ModelUnavailableError)
+    return tuple(errors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         db = store.open_db(args.db)
         result = args.handler(db, args)
-    except EXPECTED_ERRORS as error:
+    except _expected_errors() as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else as_text(result))

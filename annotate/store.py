@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 2)
+Schema (version 3)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -24,6 +24,9 @@ Schema (version 2)
                   imported decisions), JSON ``meta``.
 ``scores``        per (run, item): JSON ``scores`` (similarities) and/or JSON ``outcome``.
 ``imports``       (since version 2) a log of every import: file, kind, counts, time.
+``embeddings``    (since version 3) cached embeddings: ``model`` identity, ``modality`` (image or
+                  text), content ``key`` (image sha256 plus crop, or caption sha256), float32
+                  ``vector`` bytes.
 """
 
 from __future__ import annotations
@@ -128,9 +131,20 @@ def _m0002_imports_log(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0003_embedding_cache(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL, modality TEXT NOT NULL, key TEXT NOT NULL, vector BLOB NOT NULL,
+            PRIMARY KEY (model, modality, key)) WITHOUT ROWID;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
+    ("0003_embedding_cache", _m0003_embedding_cache),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -434,6 +448,46 @@ def put_outcomes(
         " ON CONFLICT (run_id, item_id) DO UPDATE SET outcome = json_patch(COALESCE(scores.outcome, '{}'), excluded.outcome)",
         [(run_id, item_id, json.dumps(outcome)) for item_id, outcome in rows],
     )
+
+
+def put_scores(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, Any]]) -> None:
+    """Store (item id, similarity scores) rows of a run; scoring again replaces them."""
+    db.conn.executemany(
+        "INSERT INTO scores (run_id, item_id, scores) VALUES (?, ?, ?)"
+        " ON CONFLICT (run_id, item_id) DO UPDATE SET scores = excluded.scores",
+        [(run_id, item_id, json.dumps(scores)) for item_id, scores in rows],
+    )
+
+
+def update_run_meta(db: sqlite_utils.Database, run_id: int, meta: dict[str, Any]) -> None:
+    """Replace a run's metadata (model stamp, timings)."""
+    db.execute("UPDATE runs SET meta = ? WHERE id = ?", [json.dumps(meta), run_id])
+
+
+def get_embeddings(db: sqlite_utils.Database, model: str, modality: str, keys: list[str]) -> dict[str, bytes]:
+    """Cached vectors of `model` for the given content keys (those present)."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT key, vector FROM embeddings WHERE model = ? AND modality = ? AND key IN ({marks})"
+        found.update(db.execute(sql, [model, modality, *chunk]).fetchall())
+    return found
+
+
+def put_embeddings(db: sqlite_utils.Database, model: str, modality: str, vectors: Iterable[tuple[str, bytes]]) -> None:
+    """Cache vectors of `model` in one transaction (a batch survives an interrupted run)."""
+    with transaction(db):
+        db.conn.executemany(
+            "INSERT OR REPLACE INTO embeddings (model, modality, key, vector) VALUES (?, ?, ?, ?)",
+            [(model, modality, key, vector) for key, vector in vectors],
+        )
+
+
+def image_hashes(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
+    """Relative path -> sha256 of every readable image of a dataset."""
+    sql = "SELECT path, sha256 FROM images WHERE dataset_id = ? AND status = 'ok'"
+    return dict(db.execute(sql, [dataset_id]).fetchall())
 
 
 def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,219 @@
+"""Loading open_clip models and encoding images and texts: the only module that imports open_clip.
+
+Everything downstream receives NumPy arrays of L2-normalised embeddings.
+
+* ``load_model`` takes any open_clip architecture with a pretrained tag (or ``hf-hub:`` name),
+  a local checkpoint, or random weights (``pretrained="none"``, for timing only). With the
+  weights absent and no network it raises ``ModelUnavailableError`` naming the model and how to
+  provide the weights.
+* It uses the activation the weights were trained with: a tag whose pretrained config says
+  QuickGELU (OpenAI's weights) gets ``force_quick_gelu`` even when the architecture name lacks
+  ``-quickgelu`` (open_clip >= 2.29 otherwise builds GELU silently).
+* Texts are encoded with exact trimming: for a causal text tower pooled at the end-of-text token,
+  the output does not depend on the padding after it, so each batch is cut to its longest
+  caption. Towers where that is not exact fall back to ``model.encode_text``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import open_clip
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+RANDOM_WEIGHTS = "none"
+DEMO_MODEL_DIR = Path(__file__).resolve().parent / "demo_model"
+DEMO_ARCH = "foil-demo-clip"
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model's weights cannot be had here; the message says how to provide them."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model to load: an architecture plus a pretrained tag or a local checkpoint."""
+
+    arch: str
+    pretrained: str | None = None
+    checkpoint: str | None = None
+    precision: str = "fp32"
+
+    @property
+    def random_weights(self) -> bool:
+        """True when the spec asks for untrained weights (timing only)."""
+        return self.checkpoint is None and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS and not self.arch.startswith("hf-hub:")
+
+
+@dataclass
+class LoadedModel:
+    """A ready model with its preprocessing, tokenizer and provenance."""
+
+    spec: ModelSpec
+    model: Any
+    preprocess: Any
+    tokenizer: Any
+    device: torch.device
+    quick_gelu: bool
+    weights_digest: str
+    exact_trimming: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.exact_trimming = supports_exact_trimming(self.model)
+
+    @property
+    def identity(self) -> str:
+        """A key for cached embeddings: changes whenever the embeddings could."""
+        parts = [self.spec.arch, self.spec.pretrained, self.weights_digest, self.spec.precision, self.quick_gelu]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+    def stamp(self) -> dict[str, Any]:
+        """What every run records about the model that produced it."""
+        return {
+            **asdict(self.spec), "activation": "quick_gelu" if self.quick_gelu else "gelu",
+            "random_weights": self.spec.random_weights, "weights_digest": self.weights_digest,
+            "open_clip": open_clip.__version__, "torch": torch.__version__, "device": str(self.device),
+            "exact_text_trimming": self.exact_trimming, "model_identity": self.identity,
+        }
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    """`auto` means CUDA when available, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def register_demo_config() -> None:
+    """Make the demo model's architecture known to open_clip."""
+    if DEMO_ARCH not in open_clip.list_models():
+        open_clip.add_model_config(DEMO_MODEL_DIR / f"{DEMO_ARCH}.json")
+
+
+def wants_quick_gelu(arch: str, pretrained: str | None) -> bool:
+    """Whether the weights of (arch, tag) were trained with QuickGELU but the arch builds GELU."""
+    if not pretrained or arch.endswith("-quickgelu") or pretrained.lower() == RANDOM_WEIGHTS:
+        return False
+    return bool(open_clip.get_pretrained_cfg(arch, pretrained).get("quick_gelu", False))
+
+
+def load_model(spec: ModelSpec, device: str = "auto", cache_dir: str | None = None) -> LoadedModel:
+    """Build the model `spec` names, with its weights; raise ModelUnavailableError if absent."""
+    if spec.precision not in PRECISIONS:
+        raise ValueError(f"precision {spec.precision!r}; expected one of {PRECISIONS}")
+    register_demo_config()
+    target = pick_device(device)
+    quick_gelu = wants_quick_gelu(spec.arch, spec.pretrained)
+    weights = _weights_argument(spec)
+    if spec.random_weights:
+        torch.manual_seed(0)  # the same random model every time, so timing runs are comparable
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            spec.arch, pretrained=weights, precision=spec.precision, device=target,
+            force_quick_gelu=quick_gelu, cache_dir=cache_dir,
+        )
+    except (RuntimeError, OSError, ValueError) as error:
+        raise ModelUnavailableError(_unavailable_message(spec, error)) from error
+    model.eval()
+    tokenizer = open_clip.get_tokenizer(spec.arch)
+    digest = _file_digest(Path(spec.checkpoint)) if spec.checkpoint else (spec.pretrained or RANDOM_WEIGHTS)
+    return LoadedModel(spec, model, preprocess, tokenizer, target, quick_gelu or _config_quick_gelu(spec.arch), digest)
+
+
+def _weights_argument(spec: ModelSpec) -> str | None:
+    if spec.checkpoint:
+        if not Path(spec.checkpoint).is_file():
+            raise ModelUnavailableError(f"checkpoint file {spec.checkpoint} does not exist")
+        return spec.checkpoint
+    if spec.random_weights or spec.arch.startswith("hf-hub:"):
+        return None
+    return spec.pretrained
+
+
+def _config_quick_gelu(arch: str) -> bool:
+    config = open_clip.get_model_config(arch)
+    return bool(config and config.get("quick_gelu", False))
+
+
+def _unavailable_message(spec: ModelSpec, error: Exception) -> str:
+    name = spec.arch + (f" / {spec.pretrained}" if spec.pretrained else "")
+    return (
+        f"cannot load weights for {name}: {str(error).splitlines()[0][:200]}. "
+        "Without network access, download them on a connected machine into the Hugging Face cache "
+        "(HF_HOME, or --cache-dir) and copy it here, or pass a local file with --checkpoint FILE."
+    )
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:24]
+
+
+# --- encoding --------------------------------------------------------------------------------
+
+
+@torch.inference_mode()
+def encode_images(loaded: LoadedModel, images: list[Image.Image]) -> np.ndarray:
+    """L2-normalised image embeddings (float32), one row per image."""
+    dtype = next(loaded.model.parameters()).dtype
+    batch = torch.stack([loaded.preprocess(image) for image in images]).to(loaded.device, dtype)
+    features = loaded.model.encode_image(batch, normalize=True)
+    return features.float().cpu().numpy()
+
+
+@torch.inference_mode()
+def encode_texts(loaded: LoadedModel, texts: list[str], *, trim: bool = True) -> np.ndarray:
+    """L2-normalised text embeddings (float32); trimmed to the batch's longest caption when exact."""
+    tokens = loaded.tokenizer(texts).to(loaded.device)
+    if trim and loaded.exact_trimming:
+        features = trimmed_text_features(loaded.model, tokens)
+    else:
+        features = loaded.model.encode_text(tokens, normalize=True)
+    return features.float().cpu().numpy()
+
+
+def supports_exact_trimming(model: Any) -> bool:
+    """Trimming is exact for open_clip's CLIP text tower: causal mask, pooled at end-of-text."""
+    mask = getattr(model, "attn_mask", None)
+    if not isinstance(model, open_clip.CLIP) or mask is None or getattr(model, "text_pool_type", None) != "argmax":
+        return False
+    upper = torch.triu(torch.ones_like(mask, dtype=torch.bool), diagonal=1)
+    return bool(torch.isinf(mask[upper]).all() and (mask[~upper] == 0).all())
+
+
+def trimmed_text_features(model: Any, tokens: torch.Tensor) -> torch.Tensor:
+    """`model.encode_text(tokens, normalize=True)` computed on tokens cut after the last end-of-text.
+
+    `encode_text` itself refuses shorter inputs (its mask and positions have the full context
+    length), so this runs the tower's modules on the slice.
+    """
+    end = tokens.argmax(dim=-1)  # the end-of-text token has the highest id
+    length = int(end.max()) + 1
+    tokens = tokens[:, :length]
+    cast = model.transformer.get_cast_dtype()
+    x = model.token_embedding(tokens).to(cast) + model.positional_embedding[:length].to(cast)
+    x = model.transformer(x, attn_mask=model.attn_mask[:length, :length])
+    x = model.ln_final(x)
+    x = x[torch.arange(x.shape[0], device=x.device), end]
+    projection = model.text_projection
+    x = projection(x) if isinstance(projection, torch.nn.Linear) else x @ projection
+    return F.normalize(x, dim=-1)
+
+
+def token_lengths(loaded: LoadedModel, texts: list[str]) -> list[int]:
+    """Number of tokens of each text up to its end-of-text (to batch similar lengths together)."""
+    return [int(i) + 1 for i in loaded.tokenizer(texts).argmax(dim=-1)]
