@@ -35,6 +35,8 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 RANDOM_WEIGHTS = "none"
 DEMO_MODEL_DIR = Path(__file__).resolve().parent / "demo_model"
 DEMO_ARCH = "foil-demo-clip"
+DEMO_CHECKPOINT = DEMO_MODEL_DIR / f"{DEMO_ARCH}.pt"
+DEMO_RUN = "demo-clip"
 
 
 class ModelUnavailableError(RuntimeError):
@@ -54,6 +56,11 @@ class ModelSpec:
     def random_weights(self) -> bool:
         """True when the spec asks for untrained weights (timing only)."""
         return self.checkpoint is None and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS and not self.arch.startswith("hf-hub:")
+
+
+def demo_model_spec() -> ModelSpec:
+    """The small CLIP trained on the synthetic world that ships with the repository."""
+    return ModelSpec(DEMO_ARCH, checkpoint=str(DEMO_CHECKPOINT))
 
 
 @dataclass
@@ -161,6 +168,20 @@ def _file_digest(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()[:24]
+
+
+def create_for_training(arch: str, seed: int) -> tuple[Any, Any, Any]:
+    """A freshly initialised model, its tokenizer and open_clip's contrastive loss."""
+    register_demo_config()
+    torch.manual_seed(seed)
+    model = open_clip.create_model(arch, pretrained=None)
+    return model, open_clip.get_tokenizer(arch), open_clip.loss.ClipLoss()
+
+
+def image_normalization(loaded_or_model: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The (mean, std) the model's preprocessing normalises images with."""
+    visual = getattr(loaded_or_model, "visual", loaded_or_model)
+    return tuple(visual.image_mean or open_clip.OPENAI_DATASET_MEAN), tuple(visual.image_std or open_clip.OPENAI_DATASET_STD)
 
 
 # --- encoding --------------------------------------------------------------------------------

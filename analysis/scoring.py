@@ -178,3 +178,13 @@ def _embed(
         if progress:
             progress(f"{modality}s", start + len(keys), len(missing))
     return vectors, len(cached), len(missing)
+
+
+def score_demo(db: sqlite_utils.Database, datasets: list[str], progress: Progress | None = None) -> list[ScoreReport]:
+    """Score the demo datasets with the shipped demo model (skipped if its checkpoint is absent)."""
+    from analysis.models import DEMO_CHECKPOINT, DEMO_RUN, demo_model_spec, load_model
+
+    if not DEMO_CHECKPOINT.is_file():
+        return []
+    loaded = load_model(demo_model_spec(), device="cpu")
+    return [score_dataset(db, name, loaded, run=DEMO_RUN, progress=progress) for name in datasets]

@@ -1,0 +1,154 @@
+"""Model loading and scoring: exact trimming, the QuickGELU choice, offline errors, the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from analysis import models
+from analysis.models import ModelSpec, load_model
+from analysis.results import run_metrics
+from analysis.scoring import load_image, score_dataset
+from annotate import store
+from tests.conftest import REPO
+
+CAPTIONS = [
+    "a red circle",
+    "there is a small green cross left of a large blue square",
+    "an image showing a purple diamond, an orange triangle and a yellow circle",
+    "a big red box to the left of a little blue triangle",
+]
+
+
+@pytest.fixture(scope="module")
+def random_demo_model():
+    """The demo architecture with random weights: fast, and needs no files."""
+    return load_model(ModelSpec(models.DEMO_ARCH, "none"), device="cpu")
+
+
+@pytest.mark.parametrize("arch", [models.DEMO_ARCH, "ViT-B-32"])
+def test_trimmed_text_encoding_equals_full_length(arch):
+    loaded = load_model(ModelSpec(arch, "none"), device="cpu")
+    assert loaded.exact_trimming
+    trimmed = models.encode_texts(loaded, CAPTIONS)
+    full = models.encode_texts(loaded, CAPTIONS, trim=False)
+    assert np.abs(trimmed - full).max() < 1e-5
+    tokens = loaded.tokenizer(CAPTIONS)
+    assert int(tokens.argmax(dim=-1).max()) + 1 < tokens.shape[1]  # the trim really cut something
+
+
+def test_trimming_falls_back_where_not_exact(random_demo_model):
+    class NotClip(torch.nn.Module):
+        attn_mask = None
+
+    assert not models.supports_exact_trimming(NotClip())
+    model = random_demo_model.model
+    saved = model.attn_mask
+    model.attn_mask = torch.zeros_like(saved)  # bidirectional attention: padding would leak in
+    try:
+        assert not models.supports_exact_trimming(model)
+    finally:
+        model.attn_mask = saved
+
+
+def test_openai_weights_get_quick_gelu():
+    assert models.wants_quick_gelu("ViT-B-32", "openai")
+    assert not models.wants_quick_gelu("ViT-B-32-quickgelu", "openai")  # already built with it
+    assert not models.wants_quick_gelu("ViT-B-32", "laion2b_s34b_b79k")
+    assert not models.wants_quick_gelu("ViT-B-32", "none")
+
+
+def test_run_is_stamped_with_model_provenance(random_demo_model):
+    stamp = random_demo_model.stamp()
+    assert stamp["random_weights"] is True and stamp["activation"] == "gelu"
+    assert {"open_clip", "torch", "precision", "model_identity", "exact_text_trimming"} <= set(stamp)
+
+
+def test_missing_weights_offline_give_a_clear_one_line_error(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "score", "demo-sugarcrepe", "--model", "ViT-B-32",
+         "--pretrained", "openai", "--db", str(tmp_path / "f.db")],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: cannot load weights for ViT-B-32 / openai")
+    assert "--checkpoint" in last and "Traceback" not in done.stderr
+
+
+def test_missing_checkpoint_file_is_named(tmp_path):
+    with pytest.raises(models.ModelUnavailableError, match="nope.pt does not exist"):
+        load_model(ModelSpec(models.DEMO_ARCH, checkpoint=str(tmp_path / "nope.pt")))
+
+
+def test_scoring_caches_embeddings_and_rerun_encodes_nothing(demo_store, random_demo_model, tmp_path):
+    db = store.open_db(demo_store)
+    first = score_dataset(db, "demo-bivlc", random_demo_model, run="cache-test")
+    second = score_dataset(db, "demo-bivlc", random_demo_model, run="cache-test")
+    n_groups = store.count_items(db, store.get_dataset(db, "demo-bivlc")["id"])
+    assert first.n_items == second.n_items == n_groups
+    assert first.n_images_encoded == 2 * n_groups and first.cache_hits == 0
+    assert second.n_images_encoded == second.n_texts_encoded == 0
+    assert second.cache_hits == first.n_images_encoded + first.n_texts_encoded
+
+
+def test_repeated_captions_are_encoded_once(demo_store, random_demo_model):
+    db = store.open_db(demo_store)
+    report = score_dataset(db, "demo-sugarcrepe", random_demo_model, run="dedup-test")
+    items = store.list_items(db, store.get_dataset(db, "demo-sugarcrepe")["id"], limit=10_000)
+    distinct = {caption for item in items for caption in item["captions"]}
+    assert report.n_images_encoded == len(items)  # images are new to this model, texts may not be
+    assert report.n_texts_encoded + report.cache_hits == len(distinct) < 2 * len(items)
+
+
+def test_cached_scores_equal_a_naive_per_item_loop(demo_store, random_demo_model):
+    db = store.open_db(demo_store)
+    score_dataset(db, "demo-hard-positives", random_demo_model, run="naive-check", limit=12)
+    dataset = store.get_dataset(db, "demo-hard-positives")
+    rows = store.run_rows(db, store.get_run(db, "demo-hard-positives", "naive-check")["id"])
+    for item, row in zip(store.list_items(db, dataset["id"], limit=12), rows):
+        image = models.encode_images(random_demo_model, [load_image(Path(dataset["image_root"]), item["images"][0])])
+        texts = models.encode_texts(random_demo_model, item["captions"], trim=False)
+        assert np.allclose(row["scores"], (image @ texts.T)[0], atol=1e-5)
+
+
+def test_an_interrupted_run_resumes_from_the_cache(demo_store, random_demo_model, monkeypatch):
+    db = store.open_db(demo_store)
+    calls = {"n": 0}
+    real = models.encode_images
+
+    def failing(loaded, images):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(loaded, images)
+
+    monkeypatch.setattr("analysis.scoring.encode_images", failing)
+    with pytest.raises(KeyboardInterrupt):
+        score_dataset(db, "demo-crepe", random_demo_model, run="resume", batch_size=8)
+    monkeypatch.setattr("analysis.scoring.encode_images", real)
+    resumed = score_dataset(db, "demo-crepe", random_demo_model, run="resume", batch_size=8)
+    assert resumed.cache_hits >= 8 and resumed.n_images_encoded == resumed.n_items - 8
+
+
+def test_every_item_kind_gets_its_metrics(demo_store, random_demo_model):
+    db = store.open_db(demo_store)
+    expected = {
+        "demo-sugarcrepe": {"accuracy_micro", "accuracy_macro"},
+        "demo-bivlc": {"i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i"},
+        "demo-hard-positives": {"orig_acc", "aug_acc", "brittleness", "mean_s_c", "mean_s_cn", "mean_s_cp"},
+        "demo-crepe": {"recall_at_1", "recall_at_3", "recall_at_5"},
+    }
+    for dataset, keys in expected.items():
+        score_dataset(db, dataset, random_demo_model, run="all-kinds")
+        result = run_metrics(db, dataset, "all-kinds", n_boot=20)
+        assert set(result["metrics"]) == keys, dataset
+        assert json.dumps(result["by_category"])  # plain data, ready for the CLI
