@@ -41,11 +41,15 @@ def _progress(label: str) -> Callable[[int, int], None]:
 
 def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Build (or rebuild) the embedded demo datasets."""
+    from analysis.scoring import score_demo
     from data.demo import install_demo
 
     started = time.perf_counter()
     print("building the demo world...", file=sys.stderr)
     reports = install_demo(db, paths.demo_image_root(args.db))
+    print("scoring the demo datasets with the demo model...", file=sys.stderr)
+    bars: dict[str, Any] = {}
+    score_demo(db, [r.dataset for r in reports], progress=_tqdm_progress(bars))
     datasets = [
         {"name": r.dataset, "kind": "demo", "n_items": r.n_items, "by_category": r.by_category}
         for r in reports

@@ -18,6 +18,7 @@ Every item's ``meta`` holds its scene graph(s) and claims, ``truth`` what they i
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ class DemoConfig:
 
     seed: int = 7
     pairs_per_category: int = 110
+    items_per_image: int = 5
     n_triples: int = 300
     n_groups: int = 300
     n_candidate_sets: int = 200
@@ -122,22 +124,67 @@ def _targets(rng: random.Random, n: int, config: DemoConfig) -> list[w.Verdict]:
 
 
 def build_pairs(rng: random.Random, config: DemoConfig) -> DemoSet:
-    """SugarCrepe-style pairs; `truth.negative` is the negative caption's real verdict."""
+    """SugarCrepe-style pairs; `truth.negative` is the negative caption's real verdict.
+
+    Like SugarCrepe (7,511 items over 1,560 COCO images), one image serves several categories:
+    each scene takes items for up to `items_per_image` categories that still need some, trying
+    the rare verdicts (false negatives, ambiguous) first.
+    """
     builder = _Builder("demo-sugarcrepe")
-    for category in w.CATEGORIES:
-        for target in _targets(rng, config.pairs_per_category, config):
-            found = _edit_with_verdict(rng, category, target) or _edit_with_verdict(rng, category, "false")
-            assert found is not None
-            scene, claim, negative = found
+    quotas = {category: Counter(_targets(rng, config.pairs_per_category, config)) for category in w.CATEGORIES}
+    misses = Counter[str]()
+    while any(sum(q.values()) for q in quotas.values()):
+        scene = w.random_scene(rng, rng.choice((2, 3)))
+        open_categories = [c for c in w.CATEGORIES if sum(quotas[c].values())]
+        rng.shuffle(open_categories)
+        image = None
+        for category in open_categories[: config.items_per_image]:
+            found = _next_pair(rng, scene, category, quotas[category], misses)
+            if found is None:
+                continue
+            claim, negative = found
+            image = image or builder.image(scene)
             template = rng.randrange(3)
             builder.add(Item(
-                kind="pair", category=category, source_id=f"{category}/{len(builder.set.parsed.items)}",
-                captions=(w.render(claim, template), w.render(negative, template)),
-                images=(builder.image(scene),),
+                kind="pair", category=category, source_id=f"{category}/{config.pairs_per_category - sum(quotas[category].values()) - 1}",
+                captions=(w.render(claim, template), w.render(negative, template)), images=(image,),
                 truth={"negative": w.evaluate(negative, scene)},
                 meta={"scene": scene_to_data(scene), "claims": [claim_to_data(claim), claim_to_data(negative)]},
             ))
     return builder.set
+
+
+def _next_pair(
+    rng: random.Random, scene: w.Scene, category: str, quota: Counter[str], misses: Counter[str]
+) -> tuple[w.Claim, w.Claim] | None:
+    """An item for the category on this scene, rare verdicts first; updates the quota."""
+    rare = [v for v in ("true", "ambiguous") if quota[v]]
+    for verdict in [*rare, "false"] if quota["false"] else rare:
+        found = _edit_on_scene(rng, scene, category, verdict)  # type: ignore[arg-type]
+        if found is not None:
+            quota[verdict] -= 1
+            return found
+    for verdict in rare:
+        misses[f"{category}:{verdict}"] += 1
+        if misses[f"{category}:{verdict}"] > 300:  # out of reach for this category: make it a plain negative
+            quota[verdict] -= 1
+            quota["false"] += 1
+            misses[f"{category}:{verdict}"] = 0
+    return None
+
+
+def _edit_on_scene(
+    rng: random.Random, scene: w.Scene, category: str, target: w.Verdict, tries: int = 8
+) -> tuple[w.Claim, w.Claim] | None:
+    """A true claim about `scene` and an edit of it whose verdict is `target`, if one is found."""
+    for _ in range(tries):
+        claim = w.positive_claim(category, scene, rng)
+        if claim is None or w.evaluate(claim, scene) != "true":
+            continue
+        options = [e for e in w.edits(category, claim) if w.evaluate(e, scene) == target]
+        if options:
+            return claim, rng.choice(options)
+    return None
 
 
 def build_triples(rng: random.Random, config: DemoConfig) -> DemoSet:
