@@ -19,7 +19,10 @@ role = roles.resolve_role(store.open_db(db_file), token, roles.admin_token(db_fi
 st.session_state["role"] = role
 
 if role.kind == "admin":
-    pages = [st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", default=True)]
+    pages = [
+        st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
+        st.Page("pages/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
+    ]
 elif role.kind == "annotator":
     pages = [st.Page("pages/my_queue.py", title="My queue", icon=":material/checklist:", default=True)]
 else:

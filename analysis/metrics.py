@@ -170,3 +170,22 @@ def summarize(
         mask = labels == category
         by_category[str(category)] = {"n": int(mask.sum()), **{k: percent(v[mask]) for k, v in arrays.items()}}
     return {"n": int(len(labels)), "metrics": metrics, "by_category": by_category, "intervals": intervals}
+
+
+CHANCE = {
+    "accuracy_micro": 50.0, "accuracy_macro": 50.0, "macro_accuracy": 50.0, "accuracy": 50.0,
+    "accuracy_reported": 50.0, "i2t": 25.0, "t2i": 25.0, "group": 100 / 6, "ipos2t": 50.0,
+    "ineg2t": 50.0, "tpos2i": 50.0, "tneg2i": 50.0, "orig_acc": 50.0, "aug_acc": 100 / 3,
+    "brittleness": 100 / 3,
+}
+
+
+def chance_level(key: str, n_options: int | None = None) -> float | None:
+    """Random-guess level of a metric in percent (recall@k needs the number of captions).
+
+    >>> round(chance_level("group"), 2), chance_level("recall_at_1", 4)
+    (16.67, 25.0)
+    """
+    if key.startswith("recall_at_") and n_options:
+        return min(100.0, 100.0 * int(key.rsplit("_", 1)[1]) / n_options)
+    return CHANCE.get(key)

@@ -132,3 +132,29 @@ def _by_ordering(answers: list[tuple[str, str, Mapping[str, Any]]]) -> dict[str,
             "n_unparsed": sum(not a["parsed"] for a in chosen),
         }
     return result
+
+
+def runs_overview(db: sqlite_utils.Database, dataset: str) -> list[dict[str, Any]]:
+    """One row per run of a dataset: model, kind, items and its headline figures."""
+    rows = []
+    for run in store.list_runs(db, dataset):
+        try:
+            figures = run_metrics(db, dataset, run["run"], n_boot=0)["metrics"]
+        except UnsupportedRunError as error:
+            figures = {"note": str(error)}
+        rows.append({**run, **figures})
+    return rows
+
+
+def category_table(db: sqlite_utils.Database, dataset: str, runs: list[str], key: str, *, n_boot: int = 200) -> list[dict[str, Any]]:
+    """Per category (and overall), the metric `key` of each run with its 95% interval."""
+    table: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        result = run_metrics(db, dataset, run, n_boot=n_boot)
+        for category, values in result["by_category"].items():
+            row = table.setdefault(category, {"category": category, "n": values["n"]})
+            row[run] = values.get(key)
+        overall = table.setdefault("(all)", {"category": "(all)", "n": result["n"]})
+        overall[run] = result["metrics"].get(key)
+        overall[f"{run} 95% CI"] = result["intervals"].get(key)
+    return list(table.values())

@@ -92,3 +92,24 @@ def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_store):
     # The admin pages are not even registered for an annotator's session.
     with pytest.raises(ValueError, match="Could not find a navigation page"):
         at.switch_page("pages/datasets.py")
+
+
+def test_model_scores_page_compares_runs_per_category(app, demo_store):
+    from analysis.models import ModelSpec, load_model
+    from analysis.scoring import score_dataset
+
+    db = store.open_db(demo_store)
+    loaded = load_model(ModelSpec("foil-demo-clip", "none"), device="cpu")
+    for run in ("page-a", "page-b"):
+        score_dataset(db, "demo-bivlc", loaded, run=run)
+    at = app(ADMIN)
+    at.switch_page("pages/model_scores.py").run()
+    assert not at.exception
+    at.selectbox(key="scores_dataset").set_value("demo-bivlc").run()
+    overview = at.dataframe[0].value
+    assert {"page-a", "page-b"} <= set(overview["run"]) and "group" in overview.columns
+    at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
+    table = at.dataframe[1].value.set_index("category")
+    assert {"replace", "swap", "add", "replace_obj", "(all)"} <= set(table.index)
+    assert table.loc["(all)", "n"] == store.count_items(db, store.get_dataset(db, "demo-bivlc")["id"])
+    assert len(at.get("plotly_chart")) == 1

@@ -1,0 +1,42 @@
+"""The demo model: the training script runs, the shipped checkpoint is intact and beats chance."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis import models
+from analysis.results import run_metrics
+from analysis.scoring import score_dataset
+from analysis.train_demo_model import TrainConfig, train, verify_checkpoint
+from annotate import store
+
+
+def test_training_script_runs_a_few_steps_and_saves_a_loadable_checkpoint(tmp_path):
+    out = tmp_path / "tiny.pt"
+    result = train(TrainConfig(n_images=64, epochs=1, batch_size=32, warmup_steps=1), out, max_steps=2)
+    assert result["steps"] == 2 and result["loss"] > 0
+    assert out.with_suffix(".sha256").read_text().split()[1] == "tiny.pt"
+    loaded = models.load_model(models.ModelSpec(models.DEMO_ARCH, checkpoint=str(out)), device="cpu")
+    assert loaded.stamp()["random_weights"] is False
+
+
+@pytest.fixture(scope="module")
+def shipped_model():
+    if not models.DEMO_CHECKPOINT.is_file():
+        pytest.fail(f"the demo checkpoint {models.DEMO_CHECKPOINT} is missing from the repository")
+    return models.load_model(models.demo_model_spec(), device="cpu")
+
+
+def test_shipped_checkpoint_matches_its_checksum_and_size_limit(shipped_model):
+    assert verify_checkpoint(models.DEMO_CHECKPOINT)
+    assert models.DEMO_CHECKPOINT.stat().st_size <= 20 * 1024 * 1024
+
+
+def test_demo_model_beats_chance_on_objects_and_attributes(demo_store, shipped_model):
+    db = store.open_db(demo_store)
+    score_dataset(db, "demo-sugarcrepe", shipped_model, run="shipped")
+    result = run_metrics(db, "demo-sugarcrepe", "shipped", n_boot=200)
+    by_category = result["by_category"]
+    assert result["metrics"]["accuracy_micro"] > 60
+    for category in ("replace_obj", "replace_att", "add_obj"):
+        assert by_category[category]["accuracy_micro"] > 70, (category, by_category[category])
