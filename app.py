@@ -22,9 +22,10 @@ if role.kind == "admin":
     pages = [
         st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
         st.Page("pages/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
+        st.Page("pages/batches.py", title="Annotation batches", icon=":material/group_work:"),
     ]
 elif role.kind == "annotator":
-    pages = [st.Page("pages/my_queue.py", title="My queue", icon=":material/checklist:", default=True)]
+    pages = [st.Page("pages/annotate.py", title="My queue", icon=":material/checklist:", default=True)]
 else:
     pages = [st.Page("pages/sign_in.py", title="Sign in", icon=":material/key:", default=True)]
 

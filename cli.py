@@ -20,6 +20,7 @@ from typing import Any
 import sqlite_utils
 
 from annotate import store
+from annotate.tasks import TASK_TYPES
 from data import paths
 from data.importers import PARSERS, BadInputError
 from data.images import UnsafeImagePathError
@@ -127,13 +128,51 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     return admin_token(args.db)
 
 
+def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Create an annotation batch: items, overlap, gold share, annotators."""
+    from annotate.batches import BatchSpec, create_batch
+
+    annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
+    spec = BatchSpec(
+        dataset=args.dataset, task=args.task, annotators=annotators, overlap=args.overlap, n=args.n,
+        categories=tuple(args.category or ()), gold_share=args.gold_share, seed=args.seed, name=args.name,
+    )
+    result = create_batch(db, spec)
+    for annotator in result["annotators"]:
+        annotator["url"] = args.base_url + annotator["url"]
+    return result
+
+
+def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """List a batch's assignments: item, annotator, position in their queue."""
+    batch = store.get_batch(db, args.batch)
+    return [
+        {"item": a["item_id"], "part": a["part"], "annotator": a["annotator"], "position": a["position"], "gold": bool(a["is_gold"]), "done": bool(a["done"])}
+        for a in store.batch_assignments(db, batch["id"])
+    ]
+
+
+def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | None:
+    """Export a batch's labels as JSONL or CSV (stdout, or --out FILE)."""
+    from annotate.batches import export_labels
+
+    text = export_labels(db, args.batch, args.format)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        return f"wrote {args.out}"
+    sys.stdout.write(text)
+    return None
+
+
 # --- text output -----------------------------------------------------------------------------
 
 
 def as_text(value: Any, indent: str = "") -> str:
     """A readable rendering of a command's result."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) and not any(isinstance(x, (dict, list)) for x in v.values()) for v in value):
+        return "\n".join(indent + ", ".join(f"{k} {_short(x)}" for k, x in v.items()) for v in value)
     if isinstance(value, list):
-        return "\n".join(as_text(v, indent) for v in value) or f"{indent}(none)"
+        return "\n\n".join(as_text(v, indent) for v in value) or f"{indent}(none)"
     if not isinstance(value, dict):
         return f"{indent}{_short(value)}"
     lines = []
@@ -199,6 +238,31 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("dataset", nargs="?")
     runs.set_defaults(handler=cmd_runs)
 
+    batch = commands.add_parser("batch", help="annotation batches")
+    batch_commands = batch.add_subparsers(dest="action", required=True)
+    create = batch_commands.add_parser("create", parents=[common], help=cmd_batch_create.__doc__)
+    create.add_argument("dataset")
+    create.add_argument("--task", required=True, choices=TASK_TYPES)
+    create.add_argument("--category", action="append", help="only items of this category (repeatable)")
+    create.add_argument("--n", type=int, help="sample this many items (default: all)")
+    create.add_argument("--overlap", type=int, default=2, help="annotators per item")
+    create.add_argument("--gold-share", type=float, default=0.0, help="share of gold items (known answers)")
+    create.add_argument("--annotators", nargs="+", help="annotator names (created if new; default: all)")
+    create.add_argument("--seed", type=int, default=0)
+    create.add_argument("--name")
+    create.add_argument("--base-url", default="http://localhost:8501")
+    create.set_defaults(handler=cmd_batch_create)
+
+    assignments = commands.add_parser("assignments", parents=[common], help=cmd_assignments.__doc__)
+    assignments.add_argument("batch")
+    assignments.set_defaults(handler=cmd_assignments)
+
+    labels = commands.add_parser("labels", parents=[common], help=cmd_labels.__doc__)
+    labels.add_argument("batch")
+    labels.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    labels.add_argument("--out")
+    labels.set_defaults(handler=cmd_labels)
+
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)
 
@@ -248,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     except _expected_errors() as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else as_text(result))
+    if result is not None:
+        print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else as_text(result))
     return 0
 
 

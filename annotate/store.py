@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 3)
+Schema (version 4)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -15,10 +15,15 @@ Schema (version 3)
 ``images``        one referenced image file per dataset and relative ``path``: ``status``
                   (ok / missing / unreadable), ``sha256``, ``size`` in bytes, ``width``, ``height``.
 ``annotators``    ``name`` and an unguessable ``token``; ``external_id`` for crowd workers.
-``batches``       an annotation batch over a dataset: ``task`` and JSON ``config``.
-``assignments``   (batch, item, annotator) triples with a ``position`` in the queue.
-``labels``        one answer per (batch, item, annotator): JSON ``answer`` and
-                  ``displayed_order``, ``started_at``, ``submitted_at``, ``seconds``.
+``batches``       an annotation batch over a dataset: ``task`` and JSON ``config`` (overlap,
+                  gold share, seed, instructions, completion code...).
+``assignments``   (batch, item, part, annotator) with a ``position`` in the annotator's queue,
+                  ``is_gold`` and ``opened_at`` (the lease: when the annotator opened it).
+                  ``part`` tells apart the independent questions one item yields.
+``labels``        one answer per (batch, item, part, annotator), unique, so a resubmission
+                  cannot add a second: ``task``, JSON ``answer``, ``displayed_order`` and
+                  ``flags``, ``comment``, ``started_at``, ``submitted_at``, ``seconds``.
+``label_revisions`` (since version 4) the admin's revisions of a label, with the old answer.
 ``runs``          a model's (or imported) results on a dataset: ``model``, ``pretrained``,
                   ``kind`` (``scores`` for similarities, ``correct``/``groups``/``choices`` for
                   imported decisions), JSON ``meta``.
@@ -141,10 +146,44 @@ def _m0003_embedding_cache(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0004_annotation_parts_and_leases(db: sqlite_utils.Database) -> None:
+    # Before version 4 nothing wrote assignments or labels, so they are rebuilt, not copied.
+    db.executescript(
+        """
+        DROP TABLE labels;
+        DROP TABLE assignments;
+        CREATE TABLE assignments (
+            id INTEGER PRIMARY KEY,
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id),
+            part INTEGER NOT NULL DEFAULT 0,
+            annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+            position INTEGER NOT NULL, is_gold INTEGER NOT NULL DEFAULT 0, opened_at TEXT,
+            UNIQUE (batch_id, item_id, part, annotator_id));
+        CREATE INDEX assignments_by_annotator ON assignments (annotator_id, batch_id, position);
+        CREATE TABLE labels (
+            id INTEGER PRIMARY KEY,
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id),
+            part INTEGER NOT NULL DEFAULT 0,
+            annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+            task TEXT NOT NULL, answer TEXT NOT NULL, displayed_order TEXT NOT NULL,
+            flags TEXT NOT NULL DEFAULT '[]', comment TEXT NOT NULL DEFAULT '',
+            started_at TEXT, submitted_at TEXT NOT NULL, seconds REAL,
+            UNIQUE (batch_id, item_id, part, annotator_id));
+        CREATE TABLE label_revisions (
+            id INTEGER PRIMARY KEY, label_id INTEGER NOT NULL REFERENCES labels(id) ON DELETE CASCADE,
+            previous_answer TEXT NOT NULL, new_answer TEXT NOT NULL, revised_by TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '', revised_at TEXT NOT NULL);
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
     ("0003_embedding_cache", _m0003_embedding_cache),
+    ("0004_annotation_parts_and_leases", _m0004_annotation_parts_and_leases),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -548,16 +587,194 @@ def annotator_by_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] 
     return rows[0] if rows else None
 
 
-def annotator_progress(db: sqlite_utils.Database, annotator_id: int) -> dict[str, int]:
-    """How many items are assigned to one annotator and how many they have labelled."""
-    assigned = db.execute("SELECT COUNT(*) FROM assignments WHERE annotator_id = ?", [annotator_id]).fetchone()[0]
-    done = db.execute("SELECT COUNT(*) FROM labels WHERE annotator_id = ?", [annotator_id]).fetchone()[0]
-    return {"assigned": int(assigned), "done": int(done)}
+def annotator_tokens(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Every annotator with their token (admin use only)."""
+    return list(db.query("SELECT id, name, token FROM annotators ORDER BY id"))
 
 
 def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Every annotator with id, name and external id (tokens are not listed)."""
     return list(db.query("SELECT id, name, external_id, created_at FROM annotators ORDER BY id"))
+
+
+# --- batches, assignments, labels ---------------------------------------------------------
+
+
+def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: str, config: dict[str, Any]) -> int:
+    """Insert a batch; a taken name is a StoreError."""
+    if db.execute("SELECT 1 FROM batches WHERE name = ?", [name]).fetchone():
+        raise StoreError(f"a batch named {name!r} already exists")
+    cursor = db.execute(
+        "INSERT INTO batches (name, dataset_id, task, config, created_at) VALUES (?, ?, ?, ?, ?)",
+        [name, dataset_id, task, json.dumps(config), _now()],
+    )
+    return int(cursor.lastrowid)
+
+
+def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tuple[int, int, int, int, bool]]) -> None:
+    """Insert (item id, part, annotator id, position, is gold) rows of a batch."""
+    db.conn.executemany(
+        "INSERT INTO assignments (batch_id, item_id, part, annotator_id, position, is_gold) VALUES (?, ?, ?, ?, ?, ?)",
+        [(batch_id, item, part, annotator, position, int(gold)) for item, part, annotator, position, gold in rows],
+    )
+
+
+def get_batch(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
+    """The batch `name` with its dataset name (config decoded), or NotFoundError."""
+    rows = list(db.query(
+        "SELECT batches.*, datasets.name AS dataset FROM batches JOIN datasets ON datasets.id = batches.dataset_id"
+        " WHERE batches.name = ?", [name]))
+    if not rows:
+        known = ", ".join(r["name"] for r in db.query("SELECT name FROM batches")) or "none"
+        raise NotFoundError(f"no batch named {name!r} (batches: {known})")
+    return _decode(rows[0], "config")
+
+
+def list_batches(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Every batch with its dataset, task and label counts."""
+    rows = db.query(
+        "SELECT batches.id, batches.name, datasets.name AS dataset, task, batches.created_at,"
+        " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = batches.id) AS n_assignments,"
+        " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = batches.id) AS n_labels"
+        " FROM batches JOIN datasets ON datasets.id = batches.dataset_id ORDER BY batches.id"
+    )
+    return list(rows)
+
+
+def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
+    """Every assignment of a batch with annotator name and whether it is answered."""
+    return list(db.query(
+        "SELECT a.id, a.item_id, a.part, annotators.name AS annotator, a.annotator_id, a.position, a.is_gold,"
+        " a.opened_at, (l.id IS NOT NULL) AS done FROM assignments a"
+        " JOIN annotators ON annotators.id = a.annotator_id"
+        " LEFT JOIN labels l ON l.batch_id = a.batch_id AND l.item_id = a.item_id AND l.part = a.part"
+        " AND l.annotator_id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, a.position",
+        [batch_id]))
+
+
+def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict[str, Any]]:
+    """The batches holding work for one annotator, with their progress."""
+    return list(db.query(
+        "SELECT b.id, b.name, b.task, b.config, COUNT(a.id) AS assigned,"
+        " SUM(EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
+        " AND l.part = a.part AND l.annotator_id = a.annotator_id)) AS done"
+        " FROM assignments a JOIN batches b ON b.id = a.batch_id WHERE a.annotator_id = ?"
+        " GROUP BY b.id ORDER BY b.id", [annotator_id]))
+
+
+def next_assignment(db: sqlite_utils.Database, annotator_id: int, batch_id: int) -> dict[str, Any] | None:
+    """The annotator's first unanswered assignment in the batch (resume point), or None."""
+    rows = list(db.query(
+        "SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND NOT EXISTS ("
+        " SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id AND l.part = a.part"
+        " AND l.annotator_id = a.annotator_id) ORDER BY a.position LIMIT 1", [annotator_id, batch_id]))
+    return rows[0] if rows else None
+
+
+def open_assignment(db: sqlite_utils.Database, assignment_id: int) -> str:
+    """Start (or keep) the lease on an assignment; return when it was first opened."""
+    with transaction(db):
+        db.execute("UPDATE assignments SET opened_at = COALESCE(opened_at, ?) WHERE id = ?", [_now(), assignment_id])
+    return str(db.execute("SELECT opened_at FROM assignments WHERE id = ?", [assignment_id]).fetchone()[0])
+
+
+@dataclass(frozen=True)
+class LabelWrite:
+    """One submitted answer."""
+
+    batch_id: int
+    item_id: int
+    part: int
+    annotator_id: int
+    task: str
+    answer: dict[str, Any]
+    displayed_order: list[int]
+    flags: list[str]
+    comment: str
+    started_at: str | None
+
+
+def save_label(db: sqlite_utils.Database, label: LabelWrite) -> tuple[int, bool]:
+    """Store an answer once: (label id, newly stored). A resubmission keeps the first answer.
+
+    Only an assignment of this annotator can be answered: anything else is a StoreError.
+    """
+    with transaction(db):
+        assigned = db.execute(
+            "SELECT 1 FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?",
+            [label.batch_id, label.item_id, label.part, label.annotator_id]).fetchone()
+        if not assigned:
+            raise StoreError("this item is not in your queue")
+        submitted = _now()
+        seconds = _seconds_between(label.started_at, submitted)
+        cursor = db.execute(
+            "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
+            " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (batch_id, item_id, part, annotator_id) DO NOTHING",
+            [label.batch_id, label.item_id, label.part, label.annotator_id, label.task, json.dumps(label.answer),
+             json.dumps(label.displayed_order), json.dumps(label.flags), label.comment, label.started_at, submitted, seconds])
+        created = cursor.rowcount == 1
+        row = db.execute(
+            "SELECT id FROM labels WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?",
+            [label.batch_id, label.item_id, label.part, label.annotator_id]).fetchone()
+    return int(row[0]), created
+
+
+def _seconds_between(started: str | None, submitted: str) -> float | None:
+    if not started:
+        return None
+    return (datetime.fromisoformat(submitted) - datetime.fromisoformat(started)).total_seconds()
+
+
+def revise_label(db: sqlite_utils.Database, label_id: int, answer: dict[str, Any], *, by: str, reason: str = "") -> None:
+    """The admin changes an answer; the previous one is kept in label_revisions."""
+    with transaction(db):
+        row = db.execute("SELECT answer FROM labels WHERE id = ?", [label_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no label with id {label_id}")
+        db.execute(
+            "INSERT INTO label_revisions (label_id, previous_answer, new_answer, revised_by, reason, revised_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)", [label_id, row[0], json.dumps(answer), by, reason, _now()])
+        db.execute("UPDATE labels SET answer = ? WHERE id = ?", [json.dumps(answer), label_id])
+
+
+def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
+    """Every label of a batch with annotator name, decoded answer and displayed order."""
+    rows = db.query(
+        "SELECT l.id, annotators.name AS annotator, l.item_id AS item, items.source_id, items.category, l.part,"
+        " l.task, l.answer, l.displayed_order, l.flags, l.comment, l.started_at, l.submitted_at, l.seconds,"
+        " a.is_gold FROM labels l JOIN annotators ON annotators.id = l.annotator_id JOIN items ON items.id = l.item_id"
+        " JOIN assignments a ON a.batch_id = l.batch_id AND a.item_id = l.item_id AND a.part = l.part"
+        " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id", [batch_id])
+    return [_decode(row, "answer", "displayed_order", "flags") for row in rows]
+
+
+def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """Decoded item rows by id."""
+    wanted = sorted(set(item_ids))
+    found: dict[int, dict[str, Any]] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        rows = db.query(
+            f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk)
+        found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
+    return found
+
+
+def stale_assignments(db: sqlite_utils.Database, batch_id: int, opened_before: str) -> list[dict[str, Any]]:
+    """Unanswered assignments opened before the cutoff (their annotator walked away)."""
+    return list(db.query(
+        "SELECT a.* FROM assignments a WHERE a.batch_id = ? AND a.opened_at IS NOT NULL AND a.opened_at < ?"
+        " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
+        " AND l.part = a.part AND l.annotator_id = a.annotator_id)", [batch_id, opened_before]))
+
+
+def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> None:
+    """Give an unanswered assignment to another annotator, at the end of their queue."""
+    db.execute(
+        "UPDATE assignments SET annotator_id = ?, position = ?, opened_at = NULL WHERE id = ?",
+        [annotator_id, position, assignment_id])
 
 
 # --- import log ------------------------------------------------------------------------------

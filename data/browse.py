@@ -61,15 +61,16 @@ def item_cards(
 
 def _card(item: dict[str, Any], root: Path | None) -> ItemCard:
     captions = list(zip(caption_roles(item["kind"], len(item["captions"])), item["captions"]))
-    images = list(zip(image_roles(item["kind"], len(item["images"])), [_existing(root, p) for p in item["images"]]))
+    images = list(zip(image_roles(item["kind"], len(item["images"])), [existing_image(root, p) for p in item["images"]]))
     source = item["meta"].get("source_image")
     if isinstance(source, str):
-        images.insert(0, ("source image", _existing(root, source)))
+        images.insert(0, ("source image", existing_image(root, source)))
         captions.insert(0, ("positive", str(item["meta"].get("positive_caption", ""))))
     return ItemCard(item["id"], item["category"], item["source_id"], item["kind"], captions, images, item["truth"])
 
 
-def _existing(root: Path | None, reference: str) -> Path | None:
+def existing_image(root: Path | None, reference: str) -> Path | None:
+    """The file an image reference names under `root`, or None if unsafe or absent."""
     if root is None:
         return None
     try:

@@ -1,0 +1,267 @@
+"""Batches: choosing items, assigning them to annotators, serving queues, recording answers.
+
+Assignment scheme (``plan_assignments``): every unit (an item, or one question of it) goes to
+exactly ``overlap`` distinct annotators. Units are dealt one at a time; each takes the annotators
+with the fewest units so far, ties broken first by how few units the candidate already shares
+with the annotators chosen for this unit, then by a seeded random draw. Loads therefore differ
+by at most one, and the shared units spread evenly over annotator pairs, so with overlap 2 and
+A annotators every pair shares about ``2 * n_units / (A * (A - 1))`` units for its Cohen's kappa.
+Gold units (known answers) go to every annotator, so each one's gold accuracy rests on all of them.
+Each annotator's queue is shuffled with the seed: no two see items in the same order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import secrets
+import statistics
+from collections import Counter
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from annotate import store
+from data.browse import existing_image
+from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES, INSTRUCTIONS, Task, build_task, check_answer, expected_answer, is_correct, parts_for
+
+Unit = tuple[int, int]  # (item id, part)
+
+
+class BatchError(store.StoreError):
+    """A batch cannot be created or answered as asked."""
+
+
+def plan_assignments(n_units: int, annotators: list[int], overlap: int, seed: int | str) -> list[list[int]]:
+    """For each unit, the `overlap` distinct annotators who get it (see the module docstring)."""
+    if overlap < 1 or overlap > len(annotators):
+        raise BatchError(f"overlap {overlap} needs between 1 and {len(annotators)} annotators")
+    rng = random.Random(f"assign:{seed}")
+    load = Counter({a: 0 for a in annotators})
+    shared: Counter[tuple[int, int]] = Counter()
+    plan = []
+    for _ in range(n_units):
+        chosen: list[int] = []
+        for _ in range(overlap):
+            candidates = [a for a in annotators if a not in chosen]
+            best = min(candidates, key=lambda a: (load[a], sum(shared[tuple(sorted((a, c)))] for c in chosen), rng.random()))
+            chosen.append(best)
+        for a in chosen:
+            load[a] += 1
+        for i, a in enumerate(chosen):
+            for b in chosen[i + 1:]:
+                shared[tuple(sorted((a, b)))] += 1
+        plan.append(chosen)
+    return plan
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """What the admin asks for when creating a batch."""
+
+    dataset: str
+    task: str
+    annotators: tuple[str, ...]
+    overlap: int = 2
+    n: int | None = None
+    categories: tuple[str, ...] = ()
+    item_ids: tuple[int, ...] = ()
+    gold_share: float = 0.0
+    seed: int = 0
+    name: str | None = None
+    instructions: str | None = None
+    lease_minutes: int = 30
+
+
+def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
+    """Choose items, assign them, store the batch; return the `batch create` JSON of cli.md."""
+    if spec.task not in TASK_TYPES:
+        raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
+    if not spec.annotators:
+        raise BatchError("a batch needs at least one annotator")
+    dataset = store.get_dataset(db, spec.dataset)
+    candidates = _eligible_items(db, dataset["id"], spec)
+    rng = random.Random(f"batch:{spec.seed}")
+    chosen = candidates if spec.n is None else rng.sample(candidates, min(spec.n, len(candidates)))
+    if not chosen:
+        raise BatchError(f"no {'/'.join(ITEM_KINDS_FOR_TASK[spec.task])} items in {spec.dataset} match this batch")
+    gold_items = _pick_gold(chosen, spec, rng)
+    annotators = [store.ensure_annotator(db, name) for name in spec.annotators]
+    name = spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}"
+    config = {
+        **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids")},
+        "instructions": spec.instructions or INSTRUCTIONS[spec.task],
+        "completion_code": secrets.token_hex(4).upper(), "n_items": len(chosen),
+    }
+    rows = _assignment_rows([a["id"] for a in annotators], chosen, gold_items, spec)
+    with store.transaction(db):
+        batch_id = store.create_batch(db, name, dataset["id"], spec.task, config)
+        store.add_assignments(db, batch_id, rows)
+    counts = Counter(annotator for _, _, annotator, _, _ in rows)
+    return {
+        "batch": name, "task": spec.task, "n_items": len(chosen), "overlap": spec.overlap,
+        "annotators": [{"name": a["name"], "token": a["token"], "url": f"/?token={a['token']}", "n_assigned": counts[a["id"]]} for a in annotators],
+    }
+
+
+def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[dict[str, Any]]:
+    kinds = ITEM_KINDS_FOR_TASK[spec.task]
+    items = [i for i in store.list_items(db, dataset_id, limit=1 << 62) if i["kind"] in kinds]
+    if spec.categories:
+        items = [i for i in items if i["category"] in spec.categories]
+    if spec.item_ids:
+        wanted = set(spec.item_ids)
+        items = [i for i in items if i["id"] in wanted]
+    return items
+
+
+def _pick_gold(items: list[dict[str, Any]], spec: BatchSpec, rng: random.Random) -> set[int]:
+    knowable = [i["id"] for i in items if expected_answer(spec.task, i) is not None]
+    n_gold = min(len(knowable), round(spec.gold_share * len(items)))
+    return set(rng.sample(knowable, n_gold))
+
+
+def _assignment_rows(
+    annotators: list[int], items: list[dict[str, Any]], gold: set[int], spec: BatchSpec
+) -> list[tuple[int, int, int, int, bool]]:
+    units = [(item["id"], part) for item in items for part in parts_for(spec.task, item["kind"])]
+    regular = [u for u in units if u[0] not in gold]
+    plan = plan_assignments(len(regular), annotators, spec.overlap, spec.seed)
+    queues: dict[int, list[tuple[Unit, bool]]] = {a: [] for a in annotators}
+    for unit, holders in zip(regular, plan):
+        for annotator in holders:
+            queues[annotator].append((unit, False))
+    for unit in (u for u in units if u[0] in gold):
+        for annotator in annotators:
+            queues[annotator].append((unit, True))
+    rows = []
+    for annotator, queue in queues.items():
+        random.Random(f"queue:{spec.seed}:{annotator}").shuffle(queue)
+        rows.extend((item, part, annotator, position, is_gold) for position, ((item, part), is_gold) in enumerate(queue))
+    return rows
+
+
+# --- serving a queue ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """Where an annotator stands in one batch: the next task (None when done) and progress."""
+
+    batch: dict[str, Any]
+    task: Task | None
+    assignment_id: int | None
+    started_at: str | None
+    done: int
+    assigned: int
+
+
+def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> QueueState:
+    """The annotator's first unanswered item of the batch (a refresh resumes here)."""
+    batch = store.get_batch(db, batch_name)
+    mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
+    if not mine:
+        raise BatchError("this batch holds nothing for you")
+    done = sum(a["done"] for a in mine)
+    nxt = store.next_assignment(db, annotator_id, batch["id"])
+    if nxt is None:
+        return QueueState(batch, None, None, None, done, len(mine))
+    item = store.items_by_id(db, [nxt["item_id"]])[nxt["item_id"]]
+    started = store.open_assignment(db, nxt["id"])
+    task = build_task(batch["task"], item, nxt["part"], seed=f"{batch['config']['seed']}:{annotator_id}")
+    return QueueState(batch, task, nxt["id"], started, done, len(mine))
+
+
+def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) -> list[tuple[str, Path | None]]:
+    """The task's images as files under the dataset's image root (None where missing)."""
+    root_text = store.get_dataset(db, batch["dataset"])["image_root"]
+    root = Path(root_text) if root_text else None
+    return [(label, existing_image(root, reference)) for label, reference in task.images]
+
+
+def submit_answer(
+    db: sqlite_utils.Database, annotator_id: int, batch_name: str, task: Task, answer: dict[str, Any],
+    *, flags: list[str] | None = None, comment: str = "", started_at: str | None = None,
+) -> bool:
+    """Validate and store one answer; True if stored now, False if it was already stored."""
+    batch = store.get_batch(db, batch_name)
+    clean = check_answer(task, answer)
+    label = store.LabelWrite(
+        batch["id"], task.item_id, task.part, annotator_id, task.type, clean, list(task.displayed_order),
+        sorted(flags or []), comment.strip(), started_at,
+    )
+    return store.save_label(db, label)[1]
+
+
+# --- admin views -------------------------------------------------------------------------------
+
+
+def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
+    """Per annotator: done, remaining, median seconds per item and gold accuracy."""
+    batch = store.get_batch(db, batch_name)
+    assignments = store.batch_assignments(db, batch["id"])
+    labels = store.batch_labels(db, batch["id"])
+    items = store.items_by_id(db, {label["item"] for label in labels if label["is_gold"]})
+    rows = []
+    for name in sorted({a["annotator"] for a in assignments}):
+        mine = [a for a in assignments if a["annotator"] == name]
+        answered = [lab for lab in labels if lab["annotator"] == name]
+        seconds = [lab["seconds"] for lab in answered if lab["seconds"] is not None]
+        gold = [is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"]) for lab in answered if lab["is_gold"]]
+        gold = [g for g in gold if g is not None]
+        rows.append({
+            "annotator": name, "done": len(answered), "remaining": len(mine) - len(answered),
+            "median_seconds": statistics.median(seconds) if seconds else None,
+            "gold_n": len(gold), "gold_accuracy": 100.0 * sum(gold) / len(gold) if gold else None,
+        })
+    return rows
+
+
+def batch_links(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, str]]:
+    """Name and token of every annotator of a batch (for the admin to share)."""
+    batch = store.get_batch(db, batch_name)
+    ids = {a["annotator_id"] for a in store.batch_assignments(db, batch["id"])}
+    return [{"name": a["name"], "token": a["token"]} for a in store.annotator_tokens(db) if a["id"] in ids]
+
+
+def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
+    """All labels of a batch as JSONL or CSV text (answers and orders as JSON strings in CSV)."""
+    rows = store.batch_labels(db, store.get_batch(db, batch_name)["id"])
+    if fmt == "jsonl":
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if fmt != "csv":
+        raise BatchError(f"unknown label format {fmt!r}; expected jsonl or csv")
+    buffer = io.StringIO()
+    columns = ["annotator", "item", "source_id", "category", "part", "task", "answer", "displayed_order",
+               "flags", "comment", "started_at", "submitted_at", "seconds", "is_gold"]
+    writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, **{k: json.dumps(row[k]) for k in ("answer", "displayed_order", "flags")}})
+    return buffer.getvalue()
+
+
+def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime | None = None) -> int:
+    """Move assignments whose lease ran out to the least-loaded annotator who lacks that unit."""
+    batch = store.get_batch(db, batch_name)
+    cutoff = (now or datetime.now(timezone.utc)) - timedelta(minutes=batch["config"].get("lease_minutes", 30))
+    stale = store.stale_assignments(db, batch["id"], cutoff.isoformat(timespec="seconds"))
+    moved = 0
+    with store.transaction(db):
+        for assignment in stale:
+            current = store.batch_assignments(db, batch["id"])
+            holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == (assignment["item_id"], assignment["part"])}
+            remaining = Counter(a["annotator_id"] for a in current if not a["done"])
+            others = [a for a in {x["annotator_id"] for x in current} if a not in holders]
+            if not others:
+                continue
+            target = min(others, key=lambda a: (remaining[a], a))
+            last = max((a["position"] for a in current if a["annotator_id"] == target), default=-1)
+            store.move_assignment(db, assignment["id"], target, last + 1)
+            moved += 1
+    return moved

@@ -1,0 +1,62 @@
+"""Annotation batches (admin): create one, share the links, watch progress and gold accuracy, export."""
+
+import pandas as pd
+import streamlit as st
+
+from annotate import batches, store
+from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
+from data import paths
+
+db = store.open_db(paths.db_path())
+st.title("Annotation batches")
+
+with st.expander("New batch", expanded=not store.list_batches(db)):
+    datasets = store.list_datasets(db)
+    task = st.selectbox("Task", TASK_TYPES, key="new_task")
+    fitting = [d["name"] for d in datasets if set(d["item_kinds"]) & set(ITEM_KINDS_FOR_TASK[task])]
+    if not fitting:
+        st.warning(f"No dataset has {' or '.join(ITEM_KINDS_FOR_TASK[task])} items for this task.")
+    else:
+        dataset = st.selectbox("Dataset", fitting, key="new_dataset")
+        categories = st.multiselect("Categories (empty: all)", list(store.category_counts(db, store.get_dataset(db, dataset)["id"])), key="new_categories")
+        left, middle, right = st.columns(3)
+        n = left.number_input("Items", min_value=1, value=30, key="new_n")
+        overlap = middle.number_input("Annotators per item", min_value=1, value=2, key="new_overlap")
+        gold = right.slider("Gold share", 0.0, 0.5, 0.1, key="new_gold")
+        known = [a["name"] for a in store.list_annotators(db)]
+        chosen = st.multiselect("Annotators", known, default=known, key="new_annotators")
+        extra = st.text_input("New annotators (comma separated)", key="new_names")
+        names = tuple(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
+        if st.button("Create batch", key="create_batch", type="primary"):
+            spec = batches.BatchSpec(dataset, task, names, int(overlap), int(n), tuple(categories), gold_share=float(gold))
+            try:
+                created = batches.create_batch(db, spec)
+            except store.StoreError as error:
+                st.error(str(error))
+            else:
+                st.success(f"Created {created['batch']} with {created['n_items']} items.")
+
+all_batches = store.list_batches(db)
+if not all_batches:
+    st.info("No batches yet.")
+    st.stop()
+st.dataframe(pd.DataFrame(all_batches).drop(columns=["id"]), hide_index=True, width="stretch")
+name = st.selectbox("Batch", [b["name"] for b in all_batches], index=len(all_batches) - 1, key="batch")
+
+progress = batches.batch_progress(db, name)
+st.subheader("Progress")
+st.dataframe(pd.DataFrame(progress), hide_index=True, width="stretch")
+if st.button("Reassign items held past their lease", key="reassign"):
+    st.info(f"Reassigned {batches.reassign_stale(db, name)} items.")
+if st.button("Refresh", key="refresh"):
+    st.rerun()
+
+st.subheader("Annotator links")
+base = st.text_input("App address", "http://localhost:8501", key="base_url")
+for annotator in batches.batch_links(db, name):
+    st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
+
+st.subheader("Export")
+left, right = st.columns(2)
+left.download_button("Labels (CSV)", batches.export_labels(db, name, "csv"), f"{name}.csv", "text/csv", key="export_csv")
+right.download_button("Labels (JSONL)", batches.export_labels(db, name, "jsonl"), f"{name}.jsonl", "application/json", key="export_jsonl")
