@@ -69,10 +69,10 @@ if task.questions == ("answer",):
             record({"answer": option.value})
 else:
     with st.form(key=f"form:{key}"):
-        labels = {o.value: o.label for o in task.options}
-        answers = {
-            q: st.radio(label, list(labels), format_func=labels.get, horizontal=True, key=f"{q}:{key}", index=None)
+        values = {o.label: o.value for o in task.options}
+        chosen = {
+            q: st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
             for q, label in zip(task.questions, task.question_labels)
         }
         if st.form_submit_button("Submit", shortcut="Ctrl+Enter", type="primary"):
-            record(answers)
+            record({q: values.get(label) for q, label in chosen.items()})

@@ -1,0 +1,290 @@
+"""Annotation: assignment properties, task randomisation, idempotent labels, queues and pages."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from itertools import combinations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from annotate import batches, store
+from annotate.tasks import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
+from tests.conftest import REPO
+
+ADMIN = "annotation-admin-token"
+
+
+# --- assignment ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(n_units=st.integers(0, 120), n_annotators=st.integers(1, 8), overlap=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_assignment_gives_exact_overlap_no_repeats_balanced_load(n_units, n_annotators, overlap, seed):
+    annotators = list(range(10, 10 + n_annotators))
+    if overlap > n_annotators:
+        with pytest.raises(batches.BatchError):
+            batches.plan_assignments(n_units, annotators, overlap, seed)
+        return
+    plan = batches.plan_assignments(n_units, annotators, overlap, seed)
+    assert len(plan) == n_units
+    assert all(len(holders) == len(set(holders)) == overlap for holders in plan)
+    load = Counter(a for holders in plan for a in holders)
+    loads = [load[a] for a in annotators]
+    assert max(loads) - min(loads) <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_annotators=st.integers(2, 6), seed=st.integers(0, 10**6))
+def test_every_annotator_pair_shares_items_for_kappa(n_annotators, seed):
+    annotators = list(range(n_annotators))
+    n_pairs = n_annotators * (n_annotators - 1) // 2
+    plan = batches.plan_assignments(10 * n_pairs, annotators, 2, seed)
+    shared = Counter(tuple(sorted(h)) for h in plan)
+    assert set(shared) == set(combinations(annotators, 2))
+    assert max(shared.values()) - min(shared.values()) <= 2
+
+
+# --- tasks ----------------------------------------------------------------------------------------
+
+ITEMS = {
+    "pair": {"id": 1, "kind": "pair", "captions": ["a red circle", "a blue circle"], "images": ["a.png"], "truth": {"negative": "false"}},
+    "triple": {"id": 2, "kind": "triple", "captions": ["c", "c_n", "c_p"], "images": ["b.png"], "truth": {"negative": "false"}},
+    "group": {"id": 3, "kind": "group", "captions": ["C0", "C1"], "images": ["i0.png", "i1.png"], "truth": {"ambiguous": False}},
+    "candidates": {"id": 4, "kind": "candidates", "captions": ["neg"], "images": ["h0", "h1", "h2", "h3"], "truth": {"valid": [False, True, False, True], "best": 1}},
+    "retrieval": {"id": 5, "kind": "retrieval", "captions": ["pos", "n1", "n2"], "images": ["r.png"], "truth": {}},
+}
+TASK_ITEM = {
+    "validate_negative": "pair", "pick_image": "candidates", "ambiguity": "group", "baseline_i2t": "group",
+    "baseline_t2i": "group", "rank_captions": "triple", "compare_negatives": "retrieval",
+}
+
+
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_option_order_is_randomised_reproducible_and_recorded(task_type):
+    item = ITEMS[TASK_ITEM[task_type]]
+    layouts = {build_task(task_type, item, 0, seed=str(s)).displayed_order for s in range(40)}
+    assert len(layouts) > 1  # the order really varies
+    again = build_task(task_type, item, 0, seed="7")
+    assert again == build_task(task_type, item, 0, seed="7")
+    assert sorted(again.displayed_order) == sorted(set(again.displayed_order))
+
+
+def test_pick_image_answer_is_stored_in_item_terms_whatever_the_display():
+    item = ITEMS["candidates"]
+    for seed in range(20):
+        task = build_task("pick_image", item, 0, seed=str(seed))
+        shown_first = task.images[0][1]
+        option = task.options[0]  # the button under the first image shown
+        assert item["images"][int(option.value)] == shown_first
+        assert is_correct("pick_image", item, 0, {"answer": option.value}) == item["truth"]["valid"][int(option.value)]
+
+
+def test_baseline_answers_name_the_caption_not_the_position():
+    item = ITEMS["group"]
+    for part in (0, 1):
+        for seed in range(10):
+            task = build_task("baseline_i2t", item, part, seed=str(seed))
+            right = next(o for o, (_, text) in zip(task.options, task.captions) if text == item["captions"][part])
+            assert is_correct("baseline_i2t", item, part, {"answer": right.value})
+            assert task.images[0][1] == item["images"][part]
+
+
+def test_answers_outside_the_options_are_refused():
+    task = build_task("validate_negative", ITEMS["pair"], 0, seed="1")
+    with pytest.raises(TaskError):
+        check_answer(task, {"answer": "maybe"})
+    assert check_answer(task, {"answer": "unsure", "junk": 1}) == {"answer": "unsure"}
+
+
+def test_ranking_with_ties_is_scored_by_order():
+    item = ITEMS["triple"]
+    assert is_correct("rank_captions", item, 0, {"rank_0": "1", "rank_1": "3", "rank_2": "1"})
+    assert is_correct("rank_captions", item, 0, expected_answer("rank_captions", item))
+    assert not is_correct("rank_captions", item, 0, {"rank_0": "1", "rank_1": "2", "rank_2": "3"})
+
+
+# --- batches in a store -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(demo_store, tmp_path):
+    copy = tmp_path / "annotation.db"
+    source = store.open_db(demo_store)
+    source.conn.execute("VACUUM INTO ?", [str(copy)])
+    return store.open_db(copy)
+
+
+def make_batch(db, task="pick_image", dataset="demo-bivlc-candidates", n=12, overlap=2, gold=0.0, annotators=("ada", "ben", "cleo")):
+    return batches.create_batch(db, batches.BatchSpec(dataset, task, annotators, overlap, n, gold_share=gold, seed=5))
+
+
+def answer_next(db, name: str, batch: str, pick=0) -> batches.QueueState:
+    annotator = store.ensure_annotator(db, name)
+    state = batches.queue_state(db, annotator["id"], batch)
+    option = state.task.options[pick]
+    answer = {q: option.value for q in state.task.questions}
+    batches.submit_answer(db, annotator["id"], batch, state.task, answer, started_at=state.started_at)
+    return state
+
+
+def test_batch_create_matches_cli_contract_and_overlap(db):
+    created = make_batch(db, n=12, overlap=2)
+    assert set(created) == {"batch", "task", "n_items", "overlap", "annotators"}
+    assert sum(a["n_assigned"] for a in created["annotators"]) == 24
+    rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
+    per_item = Counter(r["item_id"] for r in rows)
+    assert set(per_item.values()) == {2}
+
+
+def test_gold_items_go_to_everyone_and_score_annotators(db):
+    created = make_batch(db, n=20, overlap=1, gold=0.25)
+    rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
+    gold = {r["item_id"] for r in rows if r["is_gold"]}
+    assert len(gold) == 5
+    assert all(sum(r["item_id"] == g for r in rows) == 3 for g in gold)
+    items = store.items_by_id(db, gold)
+    ada = store.ensure_annotator(db, "ada")
+    while (state := batches.queue_state(db, ada["id"], created["batch"])).task is not None:
+        item = items.get(state.task.item_id)
+        answer = expected_answer("pick_image", item) if item else {"answer": "none"}
+        batches.submit_answer(db, ada["id"], created["batch"], state.task, answer, started_at=state.started_at)
+    progress = {row["annotator"]: row for row in batches.batch_progress(db, created["batch"])}
+    assert progress["ada"]["gold_n"] == 5 and progress["ada"]["gold_accuracy"] == 100.0
+    assert progress["ada"]["remaining"] == 0 and progress["ben"]["gold_n"] == 0
+
+
+def test_resubmission_never_creates_a_second_label(db):
+    created = make_batch(db)
+    ada = store.ensure_annotator(db, "ada")
+    state = batches.queue_state(db, ada["id"], created["batch"])
+    first = batches.submit_answer(db, ada["id"], created["batch"], state.task, {"answer": "none"}, started_at=state.started_at)
+    second = batches.submit_answer(db, ada["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
+    assert (first, second) == (True, False)
+    labels = store.batch_labels(db, store.get_batch(db, created["batch"])["id"])
+    assert len(labels) == 1 and labels[0]["answer"] == {"answer": "none"}
+
+
+def test_an_annotator_cannot_answer_someone_elses_item(db):
+    created = make_batch(db, overlap=1)
+    ada, ben = (store.ensure_annotator(db, n) for n in ("ada", "ben"))
+    ben_task = batches.queue_state(db, ben["id"], created["batch"]).task
+    mine = {r["item_id"] for r in store.batch_assignments(db, store.get_batch(db, created["batch"])["id"]) if r["annotator_id"] == ada["id"]}
+    assert ben_task.item_id not in mine
+    with pytest.raises(store.StoreError, match="not in your queue"):
+        batches.submit_answer(db, ada["id"], created["batch"], ben_task, {"answer": "none"})
+
+
+def test_labels_record_order_time_and_export(db):
+    created = make_batch(db)
+    answer_next(db, "ada", created["batch"], pick=1)
+    answer_next(db, "ada", created["batch"], pick=4)
+    rows = list(csv.DictReader(io.StringIO(batches.export_labels(db, created["batch"], "csv"))))
+    assert len(rows) == 2 and all(r["annotator"] == "ada" for r in rows)
+    assert all(len(json.loads(r["displayed_order"])) == 4 and r["submitted_at"] and r["seconds"] != "" for r in rows)
+    jsonl = [json.loads(line) for line in batches.export_labels(db, created["batch"], "jsonl").splitlines()]
+    assert jsonl[1]["answer"] == {"answer": "none"}
+
+
+def test_admin_revision_keeps_history(db):
+    created = make_batch(db)
+    answer_next(db, "ada", created["batch"], pick=4)
+    label = store.batch_labels(db, store.get_batch(db, created["batch"])["id"])[0]
+    store.revise_label(db, label["id"], {"answer": "2"}, by="admin", reason="adjudicated")
+    assert store.batch_labels(db, store.get_batch(db, created["batch"])["id"])[0]["answer"] == {"answer": "2"}
+    history = list(db.query("SELECT * FROM label_revisions"))
+    assert json.loads(history[0]["previous_answer"]) == {"answer": "none"} and history[0]["revised_by"] == "admin"
+
+
+def test_walked_away_items_are_reassigned_keeping_exact_overlap(db):
+    created = make_batch(db, n=6, overlap=2)
+    batch = store.get_batch(db, created["batch"])
+    ada = store.ensure_annotator(db, "ada")
+    held = batches.queue_state(db, ada["id"], created["batch"])  # ada opens an item and leaves
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    assert batches.reassign_stale(db, created["batch"], now=later) == 1
+    rows = store.batch_assignments(db, batch["id"])
+    holders = [r["annotator"] for r in rows if (r["item_id"], r["part"]) == (held.task.item_id, held.task.part)]
+    assert len(holders) == len(set(holders)) == 2 and "ada" not in holders
+
+
+# --- pages --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def app_db(db, monkeypatch):
+    path = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    monkeypatch.setenv("FOIL_DB", path)
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", ADMIN)
+    return db
+
+
+def open_app(token: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params["token"] = token
+    return at.run()
+
+
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_annotator_flow_per_task_resumes_without_duplicates(app_db, task_type):
+    dataset = {"pair": "demo-sugarcrepe", "candidates": "demo-bivlc-candidates", "group": "demo-bivlc",
+               "triple": "demo-hard-positives", "retrieval": "demo-crepe"}[TASK_ITEM[task_type]]
+    created = make_batch(app_db, task=task_type, dataset=dataset, n=4, overlap=1, annotators=("ada",))
+    token = created["annotators"][0]["token"]
+    at = open_app(token)
+    assert not at.exception and at.button(key="start")
+    at.button(key="start").click().run()
+    for _ in range(3):
+        _answer_on_page(at)
+        assert not at.exception
+    labels = store.batch_labels(app_db, store.get_batch(app_db, created["batch"])["id"])
+    assert len(labels) == 3
+    resumed = open_app(token)  # a reload starts a new session: it resumes at the 4th question
+    assert resumed.get("progress")[0].proto.text.startswith("3 of")
+    _answer_on_page(resumed)
+    labels = store.batch_labels(app_db, store.get_batch(app_db, created["batch"])["id"])
+    assert len(labels) == len({(label["item"], label["part"]) for label in labels}) == 4
+
+
+def _answer_on_page(at: AppTest) -> None:
+    """Press the first option's button, or fill every radio of the form and submit it."""
+    option_buttons = [b for b in at.button if b.key and b.key.startswith("option:")]
+    if option_buttons:
+        option_buttons[0].click().run()
+        return
+    for radio in at.radio:
+        radio.set_value(radio.options[0])
+    at.button[-1].click().run()
+
+
+def test_annotator_sees_only_their_own_queue_and_no_admin_pages(app_db):
+    created = make_batch(app_db, overlap=1)
+    ada = next(a for a in created["annotators"] if a["name"] == "ada")
+    at = open_app(ada["token"])
+    assert [t.value for t in at.title] == ["Welcome, ada"]
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page("pages/batches.py")
+    page_text = " ".join(t.value for t in at.text)
+    other_tokens = [a["token"] for a in created["annotators"] if a["name"] != "ada"]
+    assert not any(token in page_text for token in other_tokens)
+
+
+def test_admin_batches_page_shows_live_progress(app_db):
+    created = make_batch(app_db)
+    at = open_app(ADMIN)
+    at.switch_page("pages/batches.py").run()
+    assert not at.exception
+    at.selectbox(key="batch").set_value(created["batch"]).run()
+    before = at.dataframe[1].value.set_index("annotator")
+    answer_next(app_db, "ben", created["batch"])
+    at.button(key="refresh").click().run()
+    after = at.dataframe[1].value.set_index("annotator")
+    assert after.loc["ben", "done"] == before.loc["ben", "done"] + 1
+    links = " ".join(t.value for t in at.text)
+    assert all(a["token"] in links for a in created["annotators"])
