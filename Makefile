@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test demo check clean
+.PHONY: run test demo clean chromium
 
 $(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ run: $(VENV)/.runtime $(DEMO_DB)
 	FOIL_DB=$(DEMO_DB) $(PY) -m streamlit run app.py --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
-test: $(VENV)/.testing
+# The browser test drives Debian's chromium (never a downloaded browser).
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "install Debian's chromium for the browser test: sudo apt-get install chromium"
+
+test: $(VENV)/.testing chromium
 	$(PY) -m pytest -q
 
 clean:

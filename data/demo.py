@@ -249,7 +249,8 @@ def build_candidates(rng: random.Random, config: DemoConfig) -> DemoSet:
         builder.add(Item(
             kind="candidates", category=category, source_id=f"{category}/{index}",
             captions=(w.render(negative, rng.randrange(3)),), images=tuple(builder.image(s) for s in scenes),
-            truth={"valid": valid, "best": valid.index(True) if any(valid) else None},
+            truth={"valid": valid, "best": valid.index(True) if any(valid) else None,
+                   "ambiguous_candidates": {str(i): w.evaluate(claim, s) != "false" for i, s in enumerate(scenes)}},
             meta={"positive_caption": w.render(claim), "source_image": builder.image(scene), "flaws": flaws,
                   "scenes": [scene_to_data(s) for s in scenes], "claims": [claim_to_data(claim), claim_to_data(negative)]},
         ))

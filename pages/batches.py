@@ -51,6 +51,20 @@ if st.button("Reassign items held past their lease", key="reassign"):
 if st.button("Refresh", key="refresh"):
     st.rerun()
 
+batch_row = store.get_batch(db, name)
+if batch_row["task"] == "pick_image":
+    st.subheader("Next construction step")
+    survivors = batches.pick_image_survivors(db, name)
+    st.write(f"{len(survivors)} items have a chosen image so far (majority vote; a tie with None drops the item).")
+    if survivors and st.button("Create an ambiguity batch from the chosen images", key="to_ambiguity"):
+        holders = tuple(sorted({a["annotator"] for a in store.batch_assignments(db, batch_row["id"])}))
+        try:
+            follow = batches.create_ambiguity_batch(db, name, annotators=holders, overlap=min(2, len(holders)))
+        except store.StoreError as error:
+            st.error(str(error))
+        else:
+            st.success(f"Created {follow['batch']} with {follow['n_items']} items.")
+
 st.subheader("Annotator links")
 base = st.text_input("App address", "http://localhost:8501", key="base_url")
 for annotator in batches.batch_links(db, name):

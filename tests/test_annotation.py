@@ -288,3 +288,26 @@ def test_admin_batches_page_shows_live_progress(app_db):
     assert after.loc["ben", "done"] == before.loc["ben", "done"] + 1
     links = " ".join(t.value for t in at.text)
     assert all(a["token"] in links for a in created["annotators"])
+
+
+def test_pick_image_survivors_become_an_ambiguity_batch(db):
+    created = make_batch(db, n=10, overlap=2, annotators=("ada", "ben"))
+    batch = store.get_batch(db, created["batch"])
+    items = store.items_by_id(db, {r["item_id"] for r in store.batch_assignments(db, batch["id"])})
+    for name in ("ada", "ben"):
+        annotator = store.ensure_annotator(db, name)
+        while (state := batches.queue_state(db, annotator["id"], created["batch"])).task is not None:
+            answer = expected_answer("pick_image", items[state.task.item_id])
+            batches.submit_answer(db, annotator["id"], created["batch"], state.task, answer)
+    kept = [i for i in items.values() if i["truth"]["best"] is not None]
+    survivors = batches.pick_image_survivors(db, created["batch"])
+    assert [(item["id"], choice) for item, choice in survivors] == sorted((i["id"], i["truth"]["best"]) for i in kept)
+    follow = batches.create_ambiguity_batch(db, created["batch"], annotators=("ada", "ben"), overlap=2)
+    assert follow["task"] == "ambiguity" and follow["n_items"] == len(kept)
+    groups = store.list_items(db, store.get_dataset(db, "demo-bivlc-candidates-constructed")["id"], limit=100)
+    by_source = {g["meta"]["candidate_item"]: g for g in groups}
+    for item, choice in survivors:
+        group = by_source[item["id"]]
+        assert group["images"] == [item["meta"]["source_image"], item["images"][choice]]
+        assert group["captions"] == [item["meta"]["positive_caption"], item["captions"][0]]
+        assert group["truth"]["valid_choice"] is True and "ambiguous" in group["truth"]

@@ -1,0 +1,102 @@
+"""End to end in a real browser: an annotator labels pick_image items with the keyboard only.
+
+Debian's Chromium driven by Playwright (never a downloaded browser); the app runs as a real
+Streamlit server on a free local port.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from annotate import batches, store
+from tests.conftest import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def server(demo_store, tmp_path):
+    """A Streamlit server on a copy of the demo store, with a pick_image batch for ada."""
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is required for the browser test (apt-get install chromium)")
+    db_file = tmp_path / "browser.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    db = store.open_db(db_file)
+    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada",), 1, 8, seed=2))
+    port = free_port()
+    log = (tmp_path / "streamlit.log").open("w")
+    env = {**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": "browser-admin"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    _wait_healthy(port, process)
+    yield {"url": f"http://127.0.0.1:{port}/?token={created['annotators'][0]['token']}", "db": db_file, "batch": created["batch"]}
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+    log.close()
+
+
+def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as reply:
+                if reply.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError("streamlit did not become healthy")
+
+
+def press_when_idle(page, key: str) -> None:
+    """Press a key once the rerun has finished, with the focus on the page rather than an input."""
+    playwright_api.expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
+    page.get_by_role("heading", level=1).click()
+    page.keyboard.press(key)
+
+
+def test_annotator_labels_five_items_by_keyboard(server):
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page()
+        page.goto(server["url"])
+        expect(page.get_by_text("Welcome, ada")).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("Read the description")).to_be_visible()
+        press_when_idle(page, "Enter")  # "Start"
+        for done in range(5):
+            expect(page.get_by_text(f"{done} of 8 done")).to_be_visible(timeout=20_000)
+            press_when_idle(page, "0" if done % 2 else "1")  # None, or the first image shown
+        expect(page.get_by_text("5 of 8 done")).to_be_visible(timeout=20_000)
+        browser.close()
+    db = store.open_db(server["db"])
+    labels = store.batch_labels(db, store.get_batch(db, server["batch"])["id"])
+    assert len(labels) == 5 and len({label["item"] for label in labels}) == 5
+    assert [label["answer"]["answer"] == "none" for label in labels] == [False, True, False, True, False]
+    assert all(label["seconds"] is not None and len(label["displayed_order"]) == 4 for label in labels)
