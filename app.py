@@ -2,10 +2,22 @@
 
 import streamlit as st
 
-from annotate import roles, store
+from annotate import batches, roles, store
 from data import paths
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
+
+db_file = paths.db_path()
+db = store.open_db(db_file)
+
+# A crowd study link (?study=...&PROLIFIC_PID=...) registers the worker and becomes their token.
+study, worker = st.query_params.get("study"), st.query_params.get("PROLIFIC_PID")
+if study and worker and "token" not in st.session_state:
+    try:
+        st.session_state["token"] = batches.join_crowd(db, study, worker)["token"]
+        st.session_state["crowd"] = {k: st.query_params.get(k) for k in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")}
+    except batches.BatchError as error:
+        st.error(str(error))
 
 # Query parameters are dropped when st.navigation switches pages: keep the token in the
 # session and put it back on every rerun so that a reload of any page still carries it.
@@ -14,8 +26,7 @@ if token:
     st.session_state["token"] = token
     st.query_params["token"] = token
 
-db_file = paths.db_path()
-role = roles.resolve_role(store.open_db(db_file), token, roles.admin_token(db_file))
+role = roles.resolve_role(db, token, roles.admin_token(db_file))
 st.session_state["role"] = role
 
 if role.kind == "admin":

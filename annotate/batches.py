@@ -76,14 +76,17 @@ class BatchSpec:
     name: str | None = None
     instructions: str | None = None
     lease_minutes: int = 30
+    crowd_items: int | None = None  # crowd mode: items per worker who joins through the study link
+    practice: int = 2  # crowd mode: practice items with feedback before the real ones
+    gold_pass: float = 60.0  # crowd mode: gold accuracy (%) below which a worker is screened out
 
 
 def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     """Choose items, assign them, store the batch; return the `batch create` JSON of cli.md."""
     if spec.task not in TASK_TYPES:
         raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
-    if not spec.annotators:
-        raise BatchError("a batch needs at least one annotator")
+    if not spec.annotators and spec.crowd_items is None:
+        raise BatchError("a batch needs at least one annotator (or crowd mode)")
     dataset = store.get_dataset(db, spec.dataset)
     candidates = _eligible_items(db, dataset["id"], spec)
     rng = random.Random(f"batch:{spec.seed}")
@@ -98,15 +101,71 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         "instructions": spec.instructions or INSTRUCTIONS[spec.task],
         "completion_code": secrets.token_hex(4).upper(), "n_items": len(chosen),
     }
-    rows = _assignment_rows([a["id"] for a in annotators], chosen, gold_items, spec)
+    rows = _assignment_rows([a["id"] for a in annotators], chosen, gold_items, spec) if annotators else []
+    if spec.crowd_items is not None:
+        config.update(_crowd_config(chosen, gold_items, candidates, spec, rng))
     with store.transaction(db):
         batch_id = store.create_batch(db, name, dataset["id"], spec.task, config)
         store.add_assignments(db, batch_id, rows)
     counts = Counter(annotator for _, _, annotator, _, _ in rows)
-    return {
+    result = {
         "batch": name, "task": spec.task, "n_items": len(chosen), "overlap": spec.overlap,
         "annotators": [{"name": a["name"], "token": a["token"], "url": f"/?token={a['token']}", "n_assigned": counts[a["id"]]} for a in annotators],
     }
+    if spec.crowd_items is not None:
+        result["crowd_url"] = f"/?study={config['crowd_token']}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
+    return result
+
+
+def _crowd_config(
+    chosen: list[dict[str, Any]], gold: set[int], candidates: list[dict[str, Any]], spec: BatchSpec, rng: random.Random
+) -> dict[str, Any]:
+    """The unit pool crowd workers draw from, practice items outside the batch, and the codes."""
+    units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i["kind"])]
+    in_batch = {i["id"] for i in chosen}
+    practice_pool = [i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task, i) is not None]
+    return {
+        "units": units, "crowd_token": secrets.token_urlsafe(12), "screen_out_code": secrets.token_hex(4).upper(),
+        "practice_items": rng.sample(practice_pool, min(spec.practice, len(practice_pool))),
+    }
+
+
+def join_crowd(db: sqlite_utils.Database, crowd_token: str, external_id: str, session: str = "") -> dict[str, Any]:
+    """Register a crowd worker (e.g. a Prolific PID) and deal them their share; safe to repeat."""
+    batch = store.batch_by_crowd_token(db, crowd_token)
+    if batch is None or not external_id.strip():
+        raise BatchError("this study link is not valid")
+    worker = store.ensure_annotator(db, f"crowd-{external_id.strip()}", external_id=external_id.strip())
+    with store.transaction(db):
+        current = store.batch_assignments(db, batch["id"])
+        if not any(a["annotator_id"] == worker["id"] for a in current):
+            store.add_assignments(db, batch["id"], _crowd_share(batch, worker["id"], current))
+    return worker
+
+
+def _crowd_share(batch: dict[str, Any], worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
+    config = batch["config"]
+    holders = Counter((a["item_id"], a["part"]) for a in current)
+    regular = [(i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"]]
+    regular.sort(key=lambda unit: holders[unit])
+    share = [(unit, False) for unit in regular[: config["crowd_items"]]]
+    share += [((i, p), True) for i, p, gold in config["units"] if gold]
+    random.Random(f"queue:{config['seed']}:{worker_id}").shuffle(share)
+    return [(item, part, worker_id, position, gold) for position, ((item, part), gold) in enumerate(share)]
+
+
+def practice_tasks(db: sqlite_utils.Database, batch: dict[str, Any], annotator_id: int) -> list[tuple[Task, dict[str, Any]]]:
+    """The crowd batch's practice questions (items outside the batch with known answers)."""
+    items = store.items_by_id(db, batch["config"].get("practice_items", []))
+    return [(build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i]) for i in batch["config"].get("practice_items", [])]
+
+
+def final_code(db: sqlite_utils.Database, batch: dict[str, Any], annotator_name: str) -> tuple[str, bool]:
+    """(code to show, passed): the completion code, or the screen-out code when gold checks fail."""
+    config = batch["config"]
+    row = next((r for r in batch_progress(db, batch["name"]) if r["annotator"] == annotator_name), None)
+    failed = "screen_out_code" in config and row is not None and row["gold_accuracy"] is not None and row["gold_accuracy"] < config["gold_pass"]
+    return (config["screen_out_code"], False) if failed else (config["completion_code"], True)
 
 
 def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[dict[str, Any]]:
@@ -247,13 +306,20 @@ def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
 
 
 def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime | None = None) -> int:
-    """Move assignments whose lease ran out to the least-loaded annotator who lacks that unit."""
+    """Move assignments whose lease ran out to the least-loaded annotator who lacks that unit.
+
+    In a crowd batch they return to the pool that the next worker to join draws from.
+    """
     batch = store.get_batch(db, batch_name)
     cutoff = (now or datetime.now(timezone.utc)) - timedelta(minutes=batch["config"].get("lease_minutes", 30))
     stale = store.stale_assignments(db, batch["id"], cutoff.isoformat(timespec="seconds"))
     moved = 0
     with store.transaction(db):
         for assignment in stale:
+            if "crowd_token" in batch["config"]:  # back to the pool for the next worker who joins
+                store.delete_assignment(db, assignment["id"])
+                moved += 1
+                continue
             current = store.batch_assignments(db, batch["id"])
             holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == (assignment["item_id"], assignment["part"])}
             remaining = Counter(a["annotator_id"] for a in current if not a["done"])

@@ -630,6 +630,12 @@ def get_batch(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
     return _decode(rows[0], "config")
 
 
+def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
+    """The crowd batch whose study link carries `token`, or None."""
+    rows = list(db.query("SELECT name FROM batches WHERE json_extract(config, '$.crowd_token') = ?", [token]))
+    return get_batch(db, rows[0]["name"]) if rows else None
+
+
 def list_batches(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Every batch with its dataset, task and label counts."""
     rows = db.query(
@@ -768,6 +774,11 @@ def stale_assignments(db: sqlite_utils.Database, batch_id: int, opened_before: s
         "SELECT a.* FROM assignments a WHERE a.batch_id = ? AND a.opened_at IS NOT NULL AND a.opened_at < ?"
         " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
         " AND l.part = a.part AND l.annotator_id = a.annotator_id)", [batch_id, opened_before]))
+
+
+def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> None:
+    """Drop an unanswered assignment (its unit returns to a crowd batch's pool)."""
+    db.execute("DELETE FROM assignments WHERE id = ?", [assignment_id])
 
 
 def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> None:

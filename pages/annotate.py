@@ -7,7 +7,7 @@ first unanswered item, and a second click on an answer stores nothing twice.
 import streamlit as st
 
 from annotate import batches, store
-from annotate.tasks import TaskError
+from annotate.tasks import TaskError, is_correct
 from data import paths
 
 role = st.session_state["role"]
@@ -20,6 +20,19 @@ if not mine:
     st.stop()
 batch_name = st.selectbox("Batch", [b["name"] for b in mine], key="batch") if len(mine) > 1 else mine[0]["name"]
 state = batches.queue_state(db, role.annotator_id, batch_name)
+crowd = "crowd_token" in state.batch["config"]
+
+if crowd and not st.session_state.get(f"consent:{batch_name}") and state.done == 0:
+    st.subheader("Consent")
+    st.text(
+        "This study asks you to judge images and captions. Your answers are stored with your\n"
+        "participant id and used for research on vision-language benchmarks. You may stop at any time."
+    )
+    agreed = st.checkbox("I agree to take part", key="consent_box")
+    if st.button("Continue", key="consent", type="primary", disabled=not agreed):
+        st.session_state[f"consent:{batch_name}"] = True
+        st.rerun()
+    st.stop()
 
 if not st.session_state.get(f"read:{batch_name}") and state.done == 0:
     st.subheader("Instructions")
@@ -29,14 +42,28 @@ if not st.session_state.get(f"read:{batch_name}") and state.done == 0:
         st.rerun()
     st.stop()
 
+practice = batches.practice_tasks(db, state.batch, role.annotator_id) if crowd and state.done == 0 else []
+step = st.session_state.get(f"practice:{batch_name}", 0)
+if step < len(practice):
+    task, item = practice[step]
+    st.caption(f"Practice question {step + 1} of {len(practice)}: not counted")
+else:
+    task, item = state.task, None
+
 with st.expander("Instructions"):
     st.text(state.batch["config"]["instructions"])
-st.progress(state.done / state.assigned, text=f"{state.done} of {state.assigned} done")
-if state.task is None:
-    st.success(f"All done, thank you. Your completion code: {state.batch['config']['completion_code']}")
+if item is None:
+    st.progress(state.done / state.assigned, text=f"{state.done} of {state.assigned} done")
+if task is None:
+    code, passed = batches.final_code(db, state.batch, role.name)
+    if passed:
+        st.success(f"All done, thank you. Your completion code: {code}")
+    else:
+        st.warning(f"Thank you. Some attention checks were missed; your code: {code}")
     st.stop()
 
-task = state.task
+if feedback := st.session_state.pop("feedback", None):
+    st.info(f"Practice feedback: {feedback}")
 st.subheader(task.prompt)
 images = batches.task_images(db, state.batch, task)
 if images:
@@ -55,6 +82,11 @@ comment = st.text_input("Comment (optional)", key=f"comment:{key}")
 
 
 def record(answer: dict) -> None:
+    if item is not None:  # practice: feedback, nothing stored
+        right = is_correct(task.type, item, task.part, answer)
+        st.session_state[f"practice:{batch_name}"] = step + 1
+        st.session_state["feedback"] = "Correct." if right else "Not quite: look again at every detail the text mentions."
+        st.rerun()
     try:
         batches.submit_answer(db, role.annotator_id, batch_name, task, answer, flags=list(flags or []), comment=comment, started_at=state.started_at)
     except (TaskError, store.StoreError) as error:

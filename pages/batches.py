@@ -27,8 +27,13 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         chosen = st.multiselect("Annotators", known, default=known, key="new_annotators")
         extra = st.text_input("New annotators (comma separated)", key="new_names")
         names = tuple(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
+        crowd = st.checkbox("Crowd study link (workers join with their Prolific id)", key="new_crowd")
+        per_worker = st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
         if st.button("Create batch", key="create_batch", type="primary"):
-            spec = batches.BatchSpec(dataset, task, names, int(overlap), int(n), tuple(categories), gold_share=float(gold))
+            spec = batches.BatchSpec(
+                dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold),
+                crowd_items=int(per_worker) if per_worker else None,
+            )
             try:
                 created = batches.create_batch(db, spec)
             except store.StoreError as error:
@@ -67,6 +72,9 @@ if batch_row["task"] == "pick_image":
 
 st.subheader("Annotator links")
 base = st.text_input("App address", "http://localhost:8501", key="base_url")
+if "crowd_token" in batch_row["config"]:
+    st.text("Crowd study link (paste into Prolific):")
+    st.code(f"{base}/?study={batch_row['config']['crowd_token']}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}", language=None)
 for annotator in batches.batch_links(db, name):
     st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
 

@@ -311,3 +311,61 @@ def test_pick_image_survivors_become_an_ambiguity_batch(db):
         assert group["images"] == [item["meta"]["source_image"], item["images"][choice]]
         assert group["captions"] == [item["meta"]["positive_caption"], item["captions"][0]]
         assert group["truth"]["valid_choice"] is True and "ambiguous" in group["truth"]
+
+
+# --- crowd sessions -------------------------------------------------------------------------------
+
+
+def make_crowd_batch(db, n=6, overlap=2, per_worker=3, gold=0.0):
+    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", (), overlap, n, gold_share=gold, seed=9, crowd_items=per_worker)
+    return batches.create_batch(db, spec)
+
+
+def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
+    created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in created["crowd_url"]
+    workers = [batches.join_crowd(db, token, f"pid{i}") for i in range(4)]
+    assert batches.join_crowd(db, token, "pid0")["id"] == workers[0]["id"]  # a second visit adds nothing
+    rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
+    assert Counter(r["annotator"] for r in rows) == {f"crowd-pid{i}": 3 for i in range(4)}
+    assert set(Counter(r["item_id"] for r in rows).values()) == {2}
+    assert store.list_annotators(db)[-1]["external_id"] == "pid3"
+    with pytest.raises(batches.BatchError, match="not valid"):
+        batches.join_crowd(db, "forged", "pid9")
+
+
+def test_crowd_session_consent_practice_annotation_and_code(app_db):
+    created = make_crowd_batch(app_db, n=4, overlap=1, per_worker=4)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params.update({"study": token, "PROLIFIC_PID": "p123", "STUDY_ID": "s1", "SESSION_ID": "x"})
+    at.run()
+    assert [t.value for t in at.title] == ["Welcome, crowd-p123"] and not at.exception
+    at.checkbox(key="consent_box").check().run()
+    at.button(key="consent").click().run()
+    at.button(key="start").click().run()
+    assert any("Practice question 1 of 2" in c.value for c in at.caption)
+    _answer_on_page(at)
+    assert any(m.value.startswith("Practice feedback:") for m in at.info)
+    _answer_on_page(at)
+    assert not any("Practice question" in c.value for c in at.caption)
+    assert store.batch_labels(app_db, store.get_batch(app_db, created["batch"])["id"]) == []  # practice is not stored
+    for _ in range(4):
+        _answer_on_page(at)
+    config = store.get_batch(app_db, created["batch"])["config"]
+    assert any(config["completion_code"] in s.value for s in at.success)
+
+
+def test_failing_gold_checks_get_the_screen_out_code(db):
+    created = make_crowd_batch(db, n=10, overlap=1, per_worker=2, gold=0.5)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    worker = batches.join_crowd(db, token, "careless")
+    batch = store.get_batch(db, created["batch"])
+    items = store.items_by_id(db, {i for i, _, _ in batch["config"]["units"]})
+    while (state := batches.queue_state(db, worker["id"], created["batch"])).task is not None:
+        right = expected_answer("pick_image", items[state.task.item_id])["answer"]
+        wrong = next(o.value for o in state.task.options if not is_correct("pick_image", items[state.task.item_id], 0, {"answer": o.value}))
+        batches.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": wrong if right else right})
+    code, passed = batches.final_code(db, batch, worker["name"])
+    assert not passed and code == batch["config"]["screen_out_code"]
