@@ -28,6 +28,8 @@ import sqlite_utils
 
 from annotate import store
 from data.browse import existing_image
+from data.images import thumbnail
+from data.paths import files_dir
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES, INSTRUCTIONS, Task, build_task, check_answer, expected_answer, is_correct, parts_for
 
 Unit = tuple[int, int]  # (item id, part)
@@ -113,8 +115,13 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         "annotators": [{"name": a["name"], "token": a["token"], "url": f"/?token={a['token']}", "n_assigned": counts[a["id"]]} for a in annotators],
     }
     if spec.crowd_items is not None:
-        result["crowd_url"] = f"/?study={config['crowd_token']}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
+        result["crowd_url"] = crowd_link("", config["crowd_token"])
     return result
+
+
+def crowd_link(base_url: str, crowd_token: str) -> str:
+    """The study link to paste into Prolific, which fills in the worker's ids."""
+    return f"{base_url}/?study={crowd_token}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
 
 
 def _crowd_config(
@@ -237,10 +244,13 @@ def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -
 
 
 def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) -> list[tuple[str, Path | None]]:
-    """The task's images as files under the dataset's image root (None where missing)."""
+    """The task's images as cached thumbnails of the files under the dataset's image root."""
     root_text = store.get_dataset(db, batch["dataset"])["image_root"]
     root = Path(root_text) if root_text else None
-    return [(label, existing_image(root, reference)) for label, reference in task.images]
+    db_file = store.db_file(db)
+    cache = files_dir(db_file) / "thumbnails" if db_file else None
+    files = [(label, existing_image(root, reference)) for label, reference in task.images]
+    return [(label, thumbnail(path, cache) if path and cache else path) for label, path in files]
 
 
 def submit_answer(

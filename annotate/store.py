@@ -208,6 +208,12 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION) -> sq
     return db
 
 
+def db_file(db: sqlite_utils.Database) -> Path | None:
+    """The file behind a store, or None for an in-memory one."""
+    path = db.execute("PRAGMA database_list").fetchone()[2]
+    return Path(path) if path else None
+
+
 def schema_version(db: sqlite_utils.Database) -> int:
     """How many migrations have been applied to `db`."""
     if "schema_migrations" not in db.table_names():

@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 
 class UnsafeImagePathError(ValueError):
@@ -66,3 +66,26 @@ def probe_image(root: Path | None, reference: str) -> ImageInfo:
 
 def _sha256(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
+
+
+THUMBNAIL_SIDE = 448
+
+
+def thumbnail(path: Path, cache_dir: Path, max_side: int = THUMBNAIL_SIDE) -> Path:
+    """A JPEG no larger than `max_side` of the image at `path`, made once and cached.
+
+    Small images are returned as they are. The cache name changes with the file's size and
+    modification time, so an edited image gets a fresh thumbnail.
+    """
+    stat = path.stat()
+    with Image.open(path) as image:
+        if max(image.size) <= max_side:
+            return path
+        key = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{max_side}".encode()).hexdigest()
+        target = cache_dir / f"{key}.jpg"
+        if not target.exists():
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            small = ImageOps.exif_transpose(image).convert("RGB")
+            small.thumbnail((max_side, max_side))
+            small.save(target, quality=88)
+    return target

@@ -74,7 +74,7 @@ st.subheader("Annotator links")
 base = st.text_input("App address", "http://localhost:8501", key="base_url")
 if "crowd_token" in batch_row["config"]:
     st.text("Crowd study link (paste into Prolific):")
-    st.code(f"{base}/?study={batch_row['config']['crowd_token']}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}", language=None)
+    st.code(batches.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
 for annotator in batches.batch_links(db, name):
     st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
 

@@ -297,3 +297,17 @@ def test_jsonl_generic_format(fresh_db, tmp_path):
 def _all_items(db, dataset: str) -> list[dict]:
     dataset_id = store.get_dataset(db, dataset)["id"]
     return store.list_items(db, dataset_id, limit=1_000_000)
+
+
+def test_large_images_get_a_cached_thumbnail(tmp_path):
+    from data.images import thumbnail
+
+    big = tmp_path / "big.png"
+    Image.new("RGB", (1200, 800), (10, 200, 10)).save(big)
+    small = tmp_path / "small.png"
+    Image.new("RGB", (64, 64)).save(small)
+    first = thumbnail(big, tmp_path / "thumbs")
+    assert first != big and max(Image.open(first).size) == 448
+    made_at = first.stat().st_mtime_ns
+    assert thumbnail(big, tmp_path / "thumbs") == first and first.stat().st_mtime_ns == made_at  # reused, not redrawn
+    assert thumbnail(small, tmp_path / "thumbs") == small
