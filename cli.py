@@ -164,6 +164,20 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
     return None
 
 
+def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1."""
+    from annotate.batches import batch_agreement
+
+    return batch_agreement(db, args.batch, n_boot=args.bootstrap, seed=args.seed)
+
+
+def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Answer a batch from ground truth with per-annotator noise (same write path as the app)."""
+    from annotate.batches import simulate
+
+    return simulate(db, args.batch, accuracies=args.accuracy, n_annotators=args.annotators, seed=args.seed)
+
+
 # --- text output -----------------------------------------------------------------------------
 
 
@@ -262,6 +276,19 @@ def build_parser() -> argparse.ArgumentParser:
     labels.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     labels.add_argument("--out")
     labels.set_defaults(handler=cmd_labels)
+
+    agreement = commands.add_parser("agreement", parents=[common], help=cmd_agreement.__doc__)
+    agreement.add_argument("batch")
+    agreement.add_argument("--bootstrap", type=int, default=500)
+    agreement.add_argument("--seed", type=int, default=0)
+    agreement.set_defaults(handler=cmd_agreement)
+
+    simulate = commands.add_parser("simulate", parents=[common], help=cmd_simulate.__doc__)
+    simulate.add_argument("batch")
+    simulate.add_argument("--annotators", type=int, help="answer as the first N annotators of the batch (default: all)")
+    simulate.add_argument("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth")
+    simulate.add_argument("--seed", type=int, default=0)
+    simulate.set_defaults(handler=cmd_simulate)
 
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)

@@ -416,3 +416,48 @@ def _constructed_truth(item: dict[str, Any], choice: int) -> dict[str, Any]:
     known = {"valid_choice": truth["valid"][choice]} if "valid" in truth else {}
     ambiguous = (truth.get("ambiguous_candidates") or {}).get(str(choice))
     return {**known, "ambiguous": ambiguous} if ambiguous is not None else known
+
+
+# --- agreement and simulation -----------------------------------------------------------------------
+
+
+def batch_agreement(db: sqlite_utils.Database, batch_name: str, *, n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
+    """The `cli.py agreement` report of a batch (gold items excluded: they test, not measure)."""
+    from annotate.agreement import agreement_report, ratings_table
+
+    batch = store.get_batch(db, batch_name)
+    labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
+    table = ratings_table(labels, batch["task"])
+    level = "ordinal" if batch["task"] == "rank_captions" else "nominal"
+    return {"batch": batch_name, **agreement_report(table, level=level, n_boot=n_boot, seed=seed)}
+
+
+def simulate(
+    db: sqlite_utils.Database, batch_name: str, *, accuracies: dict[str, float] | float = 0.9, n_annotators: int | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Answer a batch from ground truth with per-annotator noise, through the UI's write path.
+
+    An annotator with accuracy p gives the known answer with probability p, else another option
+    at random; where no truth is known, any option at random.
+    """
+    batch = store.get_batch(db, batch_name)
+    names = sorted({a["annotator"] for a in store.batch_assignments(db, batch["id"])})[:n_annotators]
+    written = Counter[str]()
+    for name in names:
+        annotator = store.ensure_annotator(db, name)
+        accuracy = accuracies if isinstance(accuracies, float) else accuracies.get(name, 0.9)
+        rng = random.Random(f"simulate:{seed}:{name}")
+        while (state := queue_state(db, annotator["id"], batch_name)).task is not None:
+            item = store.items_by_id(db, [state.task.item_id])[state.task.item_id]
+            answer = _simulated_answer(state.task, item, accuracy, rng)
+            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer, started_at=state.started_at)
+    return {"batch": batch_name, "labels_written": dict(written)}
+
+
+def _simulated_answer(task: Task, item: dict[str, Any], accuracy: float, rng: random.Random) -> dict[str, str]:
+    values = [o.value for o in task.options]
+    right = expected_answer(task.type, item, task.part)
+    if right is None or rng.random() >= accuracy:
+        wrong = {q: rng.choice([v for v in values if right is None or v != right.get(q)] or values) for q in task.questions}
+        return wrong
+    return right

@@ -56,6 +56,18 @@ if st.button("Reassign items held past their lease", key="reassign"):
 if st.button("Refresh", key="refresh"):
     st.rerun()
 
+st.subheader("Agreement")
+report = batches.batch_agreement(db, name, n_boot=200)
+figures = {key: report[key] for key in ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")}
+summary = pd.DataFrame([
+    {"coefficient": key, "value": value, "95% interval": report["intervals"].get(key), "undefined because": report["undefined"].get(key, "")}
+    for key, value in figures.items()
+])
+st.dataframe(summary, hide_index=True, width="stretch")
+st.caption(f"{report['n_items']} items, {report['n_labels']} labels (gold items excluded). {report['note']}")
+if report["cohen_pairs"]:
+    st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch")
+
 batch_row = store.get_batch(db, name)
 if batch_row["task"] == "pick_image":
     st.subheader("Next construction step")

@@ -1,0 +1,228 @@
+"""Inter-annotator agreement, wrapping the libraries that define each coefficient.
+
+Input is a ratings table: one row per unit (item and question), one column per annotator,
+a label or missing. Every coefficient says how many units it rests on; an undefined one is
+``None`` with its reason in ``undefined``, never 0 or a bare NaN.
+
+* percent agreement: mean over units rated at least twice of the share of agreeing rater pairs;
+* Cohen's kappa per annotator pair on shared units and their mean, as BiVLC (computed from the
+  confusion matrix for the bootstrap's sake; tests hold it equal to scikit-learn's);
+* Fleiss' kappa (statsmodels) when every unit has the same number of raters;
+* Krippendorff's alpha (``krippendorff``), nominal or ordinal, for any pattern of missing labels;
+* Gwet's AC1 (``irrCAC``), which stays meaningful when one answer dominates and kappa collapses
+  (the "kappa paradox": most generated negatives are valid, so chance agreement is high).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from itertools import combinations
+from typing import Any
+
+import krippendorff
+import numpy as np
+import pandas as pd
+from irrCAC.raw import CAC
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+KAPPA_PARADOX = (
+    "Kappa corrects for the agreement expected by chance; when one answer dominates (most negatives "
+    "are valid), that expectation is high and kappa drops even when annotators rarely disagree. "
+    "Gwet's AC1 models chance differently and stays close to the raw agreement."
+)
+
+
+def binarize(task: str, answer: Mapping[str, Any]) -> str:
+    """The label agreement is computed on: pick_image is "image" vs "none", as BiVLC reports.
+
+    >>> binarize("pick_image", {"answer": "2"}), binarize("ambiguity", {"answer": "both"})
+    ('image', 'both')
+    """
+    value = str(answer.get("answer", "|".join(f"{k}={v}" for k, v in sorted(answer.items()))))
+    if task == "pick_image":
+        return "none" if value == "none" else "image"
+    return value
+
+
+def ratings_table(labels: list[Mapping[str, Any]], task: str, encode: Callable[[str, Mapping[str, Any]], str] = binarize) -> pd.DataFrame:
+    """Units (item, part) by annotators, holding each annotator's label or NaN."""
+    rows = [{"unit": (label["item"], label["part"]), "annotator": label["annotator"], "label": encode(task, label["answer"])} for label in labels]
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame(rows).pivot(index="unit", columns="annotator", values="label")
+    frame.columns.name = None
+    return frame
+
+
+def percent_agreement(table: pd.DataFrame) -> tuple[float | None, int]:
+    """Mean share of agreeing rater pairs over units rated at least twice, and how many units.
+
+    >>> percent_agreement(pd.DataFrame({"a": ["x", "x", "y"], "b": ["x", "y", None], "c": ["x", "x", "y"]}))
+    (66.66666666666666, 2)
+    """
+    return _percent_from_codes(_codes(table).to_numpy(dtype=float)) if not table.empty else (None, 0)
+
+
+def _percent_from_codes(codes: np.ndarray) -> tuple[float | None, int]:
+    n_classes = int(np.nanmax(codes)) + 1 if np.isfinite(codes).any() else 0
+    counts = np.stack([(codes == c).sum(axis=1) for c in range(n_classes)], axis=1) if n_classes else np.zeros((len(codes), 1))
+    raters = counts.sum(axis=1)
+    rated = raters >= 2
+    if not rated.any():
+        return None, 0
+    agreeing = (counts[rated] * (counts[rated] - 1)).sum(axis=1) / (raters[rated] * (raters[rated] - 1))
+    return 100.0 * float(agreeing.mean()), int(rated.sum())
+
+
+def cohen_pairs(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Cohen's kappa of every annotator pair on their shared units (None with a reason if undefined).
+
+    Computed from the pair's confusion matrix (equal to scikit-learn's ``cohen_kappa_score``, which
+    the tests check) because the bootstrap calls it thousands of times.
+    """
+    codes = _codes(table).to_numpy(dtype=float)
+    return [_pair_entry(str(a), str(b), codes[:, i], codes[:, j]) for (i, a), (j, b) in combinations(enumerate(table.columns), 2)]
+
+
+def _pair_entry(a: str, b: str, x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    kappa, n, reason = cohen_kappa(x, y)
+    return {"a": a, "b": b, "n": n, "kappa": kappa, **({"undefined": reason} if reason else {})}
+
+
+def cohen_kappa(x: np.ndarray, y: np.ndarray) -> tuple[float | None, int, str | None]:
+    """Kappa of two raters' integer codes (NaN = missing) on the units both rated.
+
+    >>> cohen_kappa(np.array([0, 0, 1, 1.0]), np.array([0, 1, 1, 1.0]))[0]
+    0.5
+    """
+    both = ~(np.isnan(x) | np.isnan(y))
+    x, y, n = x[both].astype(int), y[both].astype(int), int(both.sum())
+    if n < 2:
+        return None, n, f"only {n} shared item(s); kappa needs at least 2"
+    k = max(x.max(), y.max()) + 1
+    confusion = np.bincount(x * k + y, minlength=k * k).reshape(k, k) / n
+    observed = np.trace(confusion)
+    expected = float(confusion.sum(axis=1) @ confusion.sum(axis=0))
+    if expected == 1.0:
+        return None, n, "both annotators gave one and the same class throughout: kappa is undefined"
+    return float((observed - expected) / (1 - expected)), n, None
+
+
+def fleiss(table: pd.DataFrame) -> tuple[float | None, int, str | None]:
+    """Fleiss' kappa (statsmodels) when every unit has the same number of raters, whoever they are."""
+    counts = table.notna().sum(axis=1)
+    if counts.empty or counts.max() < 2:
+        return None, 0, "no item has two or more labels"
+    if counts.nunique() != 1:
+        return None, int((counts >= 2).sum()), "raters per item vary; use Krippendorff's alpha"
+    codes = _codes(table).to_numpy(dtype=float)
+    per_unit = np.array([row[~np.isnan(row)] for row in codes], dtype=int)  # the k labels of each unit
+    aggregated, _ = aggregate_raters(per_unit)
+    if aggregated.shape[1] < 2:
+        return None, len(table), "every label is the same class: kappa is undefined"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = float(fleiss_kappa(aggregated))
+    return (None, len(table), "chance agreement is 1: kappa is undefined") if math.isnan(value) else (value, len(table), None)
+
+
+def krippendorff_alpha(table: pd.DataFrame, level: str = "nominal") -> tuple[float | None, int, str | None]:
+    """Krippendorff's alpha over units with at least two labels (missing labels allowed)."""
+    usable = table[table.notna().sum(axis=1) >= 2]
+    if usable.empty:
+        return None, 0, "no item has two or more labels"
+    value = _alpha_from_codes(_codes(usable, ordinal=level == "ordinal").to_numpy(dtype=float), level)
+    return (value, len(usable), None) if value is not None else (None, len(usable), "every label is the same class: alpha is undefined")
+
+
+def _alpha_from_codes(codes: np.ndarray, level: str) -> float | None:
+    usable = codes[(~np.isnan(codes)).sum(axis=1) >= 2]
+    if len(usable) == 0 or len(np.unique(usable[~np.isnan(usable)])) < 2:
+        return None
+    return float(krippendorff.alpha(reliability_data=usable.T, level_of_measurement=level))
+
+
+def gwet_ac1(table: pd.DataFrame) -> tuple[float | None, int, str | None]:
+    """Gwet's AC1 (irrCAC) over units with at least two labels."""
+    estimate = _gwet_estimate(table)
+    if isinstance(estimate, tuple):
+        return estimate
+    return float(estimate["coefficient_value"]), int((table.notna().sum(axis=1) >= 2).sum()), None
+
+
+def gwet_interval(table: pd.DataFrame) -> tuple[float, float] | None:
+    """irrCAC's own 95% interval for AC1 (its variance estimate, not a bootstrap)."""
+    estimate = _gwet_estimate(table)
+    if isinstance(estimate, tuple):
+        return None
+    low, high = estimate["confidence_interval"]
+    return float(low), float(high)
+
+
+def _gwet_estimate(table: pd.DataFrame) -> dict[str, Any] | tuple[None, int, str]:
+    usable = table[table.notna().sum(axis=1) >= 2]
+    if usable.empty:
+        return None, 0, "no item has two or more labels"
+    if usable.stack().nunique() < 2:
+        return None, len(usable), "every label is the same class: AC1 is 1 by definition but says nothing"
+    return CAC(usable.reset_index(drop=True)).gwet()["est"]
+
+
+def _codes(table: pd.DataFrame, ordinal: bool = False) -> pd.DataFrame:
+    """Labels as integer codes (NaN kept); ordinal labels keep their numeric order."""
+    values = sorted(table.stack().unique(), key=lambda v: float(v) if ordinal else str(v))
+    index = {v: i for i, v in enumerate(values)}
+    return table.apply(lambda column: column.map(index))
+
+
+def bootstrap(statistic: Callable[[np.ndarray], float | None], codes: np.ndarray, *, n_boot: int = 500, seed: int = 0) -> tuple[float, float] | None:
+    """Percentile 95% interval of a coefficient of the code matrix over resampled units."""
+    if len(codes) == 0 or n_boot == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_boot):
+        sample = codes[rng.integers(0, len(codes), len(codes))]
+        value = statistic(sample)
+        if value is not None:
+            values.append(value)
+    if len(values) < n_boot / 2:
+        return None
+    return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+
+
+def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
+    """Every coefficient with its item count, 95% intervals and reasons for undefined ones."""
+    undefined: dict[str, str] = {}
+    percent, n_percent = percent_agreement(table)
+    pairs = cohen_pairs(table)
+    defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
+    cohen_mean = float(np.mean(defined)) if defined else None
+    if cohen_mean is None:
+        undefined["cohen_mean"] = "no annotator pair has a defined kappa"
+    coefficients = {"fleiss": fleiss(table), "krippendorff_alpha": krippendorff_alpha(table, level), "gwet_ac1": gwet_ac1(table)}
+    for key, (value, _, reason) in coefficients.items():
+        if value is None and reason:
+            undefined[key] = reason
+    codes = _codes(table, ordinal=level == "ordinal").to_numpy(dtype=float) if not table.empty else np.zeros((0, 0))
+    statistics: dict[str, Callable[[np.ndarray], float | None]] = {
+        "percent_agreement": lambda c: _percent_from_codes(c)[0],
+        "cohen_mean": lambda c: _mean_or_none([k for i, j in combinations(range(c.shape[1]), 2) if (k := cohen_kappa(c[:, i], c[:, j])[0]) is not None]),
+        "krippendorff_alpha": lambda c: _alpha_from_codes(c, level),
+    }
+    intervals = {key: bootstrap(fn, codes, n_boot=n_boot, seed=seed) for key, fn in statistics.items()}
+    intervals["gwet_ac1"] = gwet_interval(table)
+    return {
+        "n_items": int(len(table)), "n_labels": int(table.notna().sum().sum()) if not table.empty else 0,
+        "percent_agreement": percent, "n_items_agreement": n_percent,
+        "cohen_pairs": pairs, "cohen_mean": cohen_mean,
+        **{key: value for key, (value, _, _) in coefficients.items()},
+        "n_items_by_coefficient": {key: n for key, (_, n, _) in coefficients.items()},
+        "intervals": intervals, "undefined": undefined, "note": KAPPA_PARADOX,
+    }
+
+
+def _mean_or_none(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None

@@ -1,0 +1,136 @@
+"""Agreement: textbook values, scikit-learn equality, undefined cases, simulated annotators."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+
+from annotate import agreement, batches, store
+from tests.conftest import REPO
+
+# Fleiss (1971) as worked on Wikipedia: 10 subjects, 14 raters, 5 categories, kappa = 0.210.
+FLEISS_COUNTS = [
+    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+]
+# Krippendorff (2011), "Computing Krippendorff's alpha-reliability": 4 observers, 12 units,
+# missing values; nominal alpha = 0.743.
+KRIPPENDORFF = {
+    "A": [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+    "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+    "C": [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+    "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+}
+
+
+def test_fleiss_reproduces_the_textbook_example():
+    rows = [[str(c) for c, n in enumerate(counts) for _ in range(n)] for counts in FLEISS_COUNTS]
+    table = pd.DataFrame(rows, columns=[f"r{i}" for i in range(14)])
+    value, n, reason = agreement.fleiss(table)
+    assert round(value, 3) == 0.210 and n == 10 and reason is None
+
+
+def test_krippendorff_reproduces_the_textbook_example():
+    table = pd.DataFrame({k: [None if v is None else str(v) for v in values] for k, values in KRIPPENDORFF.items()})
+    value, n, reason = agreement.krippendorff_alpha(table)
+    assert round(value, 3) == 0.743 and n == 11  # unit 12 has a single value and drops out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("abc")), min_size=2, max_size=60))
+def test_our_kappa_equals_scikit_learn(pairs):
+    x, y = zip(*pairs)
+    table = pd.DataFrame({"p": list(x), "q": list(y)})
+    ours = agreement.cohen_pairs(table)[0]
+    if len(set(x) | set(y)) < 2:
+        assert ours["kappa"] is None and "undefined" in ours
+        return
+    expected = cohen_kappa_score(x, y)
+    if np.isnan(expected):
+        assert ours["kappa"] is None
+    else:
+        assert ours["kappa"] == pytest.approx(expected)
+
+
+def test_undefined_cases_say_why():
+    one_class = pd.DataFrame({"a": ["image"] * 5, "b": ["image"] * 5})
+    report = agreement.agreement_report(one_class, n_boot=20)
+    assert report["cohen_pairs"][0]["kappa"] is None and "same class" in report["cohen_pairs"][0]["undefined"]
+    assert report["fleiss"] is None and "same class" in report["undefined"]["fleiss"]
+    assert report["percent_agreement"] == 100.0
+    disjoint = pd.DataFrame({"a": ["x", "y", None, None], "b": [None, None, "x", "y"]})
+    pair = agreement.cohen_pairs(disjoint)[0]
+    assert pair["n"] == 0 and pair["kappa"] is None and "shared" in pair["undefined"]
+
+
+def test_kappa_paradox_ac1_stays_high_when_kappa_collapses():
+    rng = np.random.default_rng(1)
+    truth = np.where(rng.random(300) < 0.95, "image", "none")
+    flip = {"image": "none", "none": "image"}
+    table = pd.DataFrame({r: [t if rng.random() < 0.93 else flip[t] for t in truth] for r in ("a", "b")})
+    report = agreement.agreement_report(table, n_boot=50)
+    assert report["percent_agreement"] > 85
+    assert report["gwet_ac1"] > 0.8 > 0.5 > report["cohen_mean"]
+
+
+# --- batches ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(demo_store, tmp_path):
+    copy = tmp_path / "agreement.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(copy)])
+    return store.open_db(copy)
+
+
+def simulated_batch(db, accuracy: float, seed: int) -> dict:
+    created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 120, seed=seed))
+    batches.simulate(db, created["batch"], accuracies=accuracy, seed=seed)
+    return batches.batch_agreement(db, created["batch"], n_boot=100)
+
+
+def test_kappa_drops_as_simulated_accuracy_drops(db):
+    careful = simulated_batch(db, 0.97, seed=1)
+    sloppy = simulated_batch(db, 0.65, seed=2)
+    assert careful["n_labels"] == sloppy["n_labels"] == 240
+    assert careful["krippendorff_alpha"] > sloppy["krippendorff_alpha"] + 0.2
+    assert careful["percent_agreement"] > sloppy["percent_agreement"]
+    assert all(p["n"] > 10 for p in careful["cohen_pairs"])
+
+
+def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
+    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 90, seed=4))
+    batches.simulate(db, created["batch"], accuracies={"ada": 0.95, "ben": 0.8, "cleo": 0.7}, seed=4)
+    exported = [json.loads(line) for line in batches.export_labels(db, created["batch"], "jsonl").splitlines()]
+    frame = pd.DataFrame([{"item": r["item"], "annotator": r["annotator"], "label": "none" if r["answer"]["answer"] == "none" else "image"} for r in exported])
+    wide = frame.pivot(index="item", columns="annotator", values="label")
+    report = batches.batch_agreement(db, created["batch"], n_boot=20)
+    for pair in report["cohen_pairs"]:
+        shared = wide[[pair["a"], pair["b"]]].dropna()
+        assert pair["n"] == len(shared)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = cohen_kappa_score(shared[pair["a"]], shared[pair["b"]])
+        assert pair["kappa"] is None if np.isnan(expected) else pair["kappa"] == pytest.approx(expected)
+    assert any(pair["kappa"] is not None for pair in report["cohen_pairs"])
+
+
+def test_agreement_cli_contract(db):
+    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 30, seed=6))
+    path = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    run = lambda *args: subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO)  # noqa: E731
+    simulated = json.loads(run("simulate", created["batch"], "--accuracy", "0.9").stdout)
+    assert sum(simulated["labels_written"].values()) == 60
+    report = json.loads(run("agreement", created["batch"], "--bootstrap", "50").stdout)
+    expected = {"batch", "n_items", "n_labels", "percent_agreement", "cohen_pairs", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined"}
+    assert expected <= set(report)
+    assert {"a", "b", "n", "kappa"} <= set(report["cohen_pairs"][0])
