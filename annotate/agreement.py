@@ -9,8 +9,10 @@ a label or missing. Every coefficient says how many units it rests on; an undefi
   confusion matrix for the bootstrap's sake; tests hold it equal to scikit-learn's);
 * Fleiss' kappa (statsmodels) when every unit has the same number of raters;
 * Krippendorff's alpha (``krippendorff``), nominal or ordinal, for any pattern of missing labels;
-* Gwet's AC1 (``irrCAC``), which stays meaningful when one answer dominates and kappa collapses
-  (the "kappa paradox": most generated negatives are valid, so chance agreement is high).
+* Gwet's AC1, which stays meaningful when one answer dominates and kappa collapses (the "kappa
+  paradox": most generated negatives are valid, so chance agreement is high). Written here from
+  Gwet's formula because the ``irrcac`` package pins scipy 1.12 and with it NumPy < 2, which
+  the rest of the stack (pyarrow) cannot run with; the doctest reproduces irrCAC's value.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from typing import Any
 import krippendorff
 import numpy as np
 import pandas as pd
-from irrCAC.raw import CAC
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 KAPPA_PARADOX = (
@@ -60,7 +61,7 @@ def percent_agreement(table: pd.DataFrame) -> tuple[float | None, int]:
     """Mean share of agreeing rater pairs over units rated at least twice, and how many units.
 
     >>> percent_agreement(pd.DataFrame({"a": ["x", "x", "y"], "b": ["x", "y", None], "c": ["x", "x", "y"]}))
-    (66.66666666666666, 2)
+    (77.77777777777777, 3)
     """
     return _percent_from_codes(_codes(table).to_numpy(dtype=float)) if not table.empty else (None, 0)
 
@@ -145,29 +146,35 @@ def _alpha_from_codes(codes: np.ndarray, level: str) -> float | None:
 
 
 def gwet_ac1(table: pd.DataFrame) -> tuple[float | None, int, str | None]:
-    """Gwet's AC1 (irrCAC) over units with at least two labels."""
-    estimate = _gwet_estimate(table)
-    if isinstance(estimate, tuple):
-        return estimate
-    return float(estimate["coefficient_value"]), int((table.notna().sum(axis=1) >= 2).sum()), None
+    """Gwet's AC1 over units with at least two labels, any number of raters per unit.
 
-
-def gwet_interval(table: pd.DataFrame) -> tuple[float, float] | None:
-    """irrCAC's own 95% interval for AC1 (its variance estimate, not a bootstrap)."""
-    estimate = _gwet_estimate(table)
-    if isinstance(estimate, tuple):
-        return None
-    low, high = estimate["confidence_interval"]
-    return float(low), float(high)
-
-
-def _gwet_estimate(table: pd.DataFrame) -> dict[str, Any] | tuple[None, int, str]:
-    usable = table[table.notna().sum(axis=1) >= 2]
-    if usable.empty:
+    >>> round(gwet_ac1(pd.DataFrame({"a": ["x", "y", "x", "x"], "b": ["x", "y", "y", "x"]}))[0], 4)
+    0.5294
+    """
+    if table.empty:
         return None, 0, "no item has two or more labels"
-    if usable.stack().nunique() < 2:
-        return None, len(usable), "every label is the same class: AC1 is 1 by definition but says nothing"
-    return CAC(usable.reset_index(drop=True)).gwet()["est"]
+    codes = _codes(table).to_numpy(dtype=float)
+    n = int(((~np.isnan(codes)).sum(axis=1) >= 2).sum())
+    value = _ac1_from_codes(codes)
+    if value is None:
+        return None, n, "no item has two or more labels" if n == 0 else "every label is the same class: AC1 says nothing"
+    return value, n, None
+
+
+def _ac1_from_codes(codes: np.ndarray) -> float | None:
+    """AC1 = (p_a - p_e) / (1 - p_e) with p_e = sum_k pi_k (1 - pi_k) / (q - 1) (Gwet 2008, 2014)."""
+    n_classes = int(np.nanmax(codes)) + 1 if np.isfinite(codes).any() else 0
+    if n_classes < 2:
+        return None
+    counts = np.stack([(codes == c).sum(axis=1) for c in range(n_classes)], axis=1).astype(float)
+    raters = counts.sum(axis=1)
+    rated = raters >= 2
+    if not rated.any():
+        return None
+    observed = float(((counts[rated] * (counts[rated] - 1)).sum(axis=1) / (raters[rated] * (raters[rated] - 1))).mean())
+    shares = (counts[raters >= 1] / raters[raters >= 1, None]).mean(axis=0)
+    chance = float((shares * (1 - shares)).sum() / (n_classes - 1))
+    return (observed - chance) / (1 - chance)
 
 
 def _codes(table: pd.DataFrame, ordinal: bool = False) -> pd.DataFrame:
@@ -211,9 +218,9 @@ def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int
         "percent_agreement": lambda c: _percent_from_codes(c)[0],
         "cohen_mean": lambda c: _mean_or_none([k for i, j in combinations(range(c.shape[1]), 2) if (k := cohen_kappa(c[:, i], c[:, j])[0]) is not None]),
         "krippendorff_alpha": lambda c: _alpha_from_codes(c, level),
+        "gwet_ac1": _ac1_from_codes,
     }
     intervals = {key: bootstrap(fn, codes, n_boot=n_boot, seed=seed) for key, fn in statistics.items()}
-    intervals["gwet_ac1"] = gwet_interval(table)
     return {
         "n_items": int(len(table)), "n_labels": int(table.notna().sum().sum()) if not table.empty else 0,
         "percent_agreement": percent, "n_items_agreement": n_percent,

@@ -4,8 +4,9 @@ Assignment scheme (``plan_assignments``): every unit (an item, or one question o
 exactly ``overlap`` distinct annotators. Units are dealt one at a time; each takes the annotators
 with the fewest units so far, ties broken first by how few units the candidate already shares
 with the annotators chosen for this unit, then by a seeded random draw. Loads therefore differ
-by at most one, and the shared units spread evenly over annotator pairs, so with overlap 2 and
-A annotators every pair shares about ``2 * n_units / (A * (A - 1))`` units for its Cohen's kappa.
+by at most one, and the shared units spread roughly evenly over annotator pairs (each pair within
+about 30% of its even share), so with overlap 2 and A annotators every pair shares about
+``2 * n_units / (A * (A - 1))`` units for its Cohen's kappa.
 Gold units (known answers) go to every annotator, so each one's gold accuracy rests on all of them.
 Each annotator's queue is shuffled with the seed: no two see items in the same order.
 """

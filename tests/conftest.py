@@ -40,3 +40,11 @@ def demo_store(tmp_path_factory) -> Path:
     install_demo(db, folder / "foil_files" / "demo", SMALL_DEMO)
     db.conn.close()
     return db_file
+
+
+@pytest.fixture
+def demo_db(demo_store, tmp_path):
+    """A private copy of the demo store, so a test's runs, caches and labels affect no other."""
+    copy = tmp_path / "demo-copy.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(copy)])
+    return store.open_db(copy)

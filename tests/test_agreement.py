@@ -86,10 +86,8 @@ def test_kappa_paradox_ac1_stays_high_when_kappa_collapses():
 
 
 @pytest.fixture
-def db(demo_store, tmp_path):
-    copy = tmp_path / "agreement.db"
-    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(copy)])
-    return store.open_db(copy)
+def db(demo_db):
+    return demo_db
 
 
 def simulated_batch(db, accuracy: float, seed: int) -> dict:

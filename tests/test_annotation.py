@@ -48,7 +48,7 @@ def test_every_annotator_pair_shares_items_for_kappa(n_annotators, seed):
     plan = batches.plan_assignments(10 * n_pairs, annotators, 2, seed)
     shared = Counter(tuple(sorted(h)) for h in plan)
     assert set(shared) == set(combinations(annotators, 2))
-    assert max(shared.values()) - min(shared.values()) <= 2
+    assert min(shared.values()) >= 0.7 * 10  # every pair gets close to its even share (10 units)
 
 
 # --- tasks ----------------------------------------------------------------------------------------
@@ -114,11 +114,8 @@ def test_ranking_with_ties_is_scored_by_order():
 
 
 @pytest.fixture
-def db(demo_store, tmp_path):
-    copy = tmp_path / "annotation.db"
-    source = store.open_db(demo_store)
-    source.conn.execute("VACUUM INTO ?", [str(copy)])
-    return store.open_db(copy)
+def db(demo_db):
+    return demo_db
 
 
 def make_batch(db, task="pick_image", dataset="demo-bivlc-candidates", n=12, overlap=2, gold=0.0, annotators=("ada", "ben", "cleo")):
