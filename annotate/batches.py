@@ -230,6 +230,7 @@ class QueueState:
 
 def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> QueueState:
     """The annotator's first unanswered item of the batch (a refresh resumes here)."""
+    reassign_stale(db, batch_name)  # whoever asks for work first frees items others walked away from
     batch = store.get_batch(db, batch_name)
     mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
     if not mine:

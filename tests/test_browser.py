@@ -41,7 +41,8 @@ def server(demo_store, tmp_path):
     db_file = tmp_path / "browser.db"
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
     db = store.open_db(db_file)
-    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada",), 1, 8, seed=2))
+    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 12, gold_share=0.25, seed=2)
+    created = batches.create_batch(db, spec)
     port = free_port()
     log = (tmp_path / "streamlit.log").open("w")
     env = {**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": "browser-admin"}
@@ -51,7 +52,11 @@ def server(demo_store, tmp_path):
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     _wait_healthy(port, process)
-    yield {"url": f"http://127.0.0.1:{port}/?token={created['annotators'][0]['token']}", "db": db_file, "batch": created["batch"]}
+    yield {
+        "base": f"http://127.0.0.1:{port}", "db": db_file, "batch": created["batch"],
+        "tokens": {a["name"]: a["token"] for a in created["annotators"]},
+        "assigned": {a["name"]: a["n_assigned"] for a in created["annotators"]},
+    }
     os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=10)
@@ -81,22 +86,33 @@ def press_when_idle(page, key: str) -> None:
     page.keyboard.press(key)
 
 
-def test_annotator_labels_five_items_by_keyboard(server):
+def label_by_keyboard(page, url: str, name: str, n_assigned: int, keys: list[str]) -> None:
+    """Open an annotator's link, start, and answer len(keys) items with the given keys."""
     expect = playwright_api.expect
+    page.goto(url)
+    expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Read the description")).to_be_visible()
+    press_when_idle(page, "Enter")  # "Start"
+    for done, key in enumerate(keys):
+        expect(page.get_by_text(f"{done} of {n_assigned} done")).to_be_visible(timeout=20_000)
+        press_when_idle(page, key)
+    expect(page.get_by_text(f"{len(keys)} of {n_assigned} done")).to_be_visible(timeout=20_000)
+
+
+def test_three_annotators_label_by_keyboard_in_three_browser_sessions(server):
+    plan = {"ada": ["1", "0", "1", "0", "1"], "ben": ["2", "1", "0"], "cleo": ["1", "1", "1"]}
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-        page = browser.new_page()
-        page.goto(server["url"])
-        expect(page.get_by_text("Welcome, ada")).to_be_visible(timeout=30_000)
-        expect(page.get_by_text("Read the description")).to_be_visible()
-        press_when_idle(page, "Enter")  # "Start"
-        for done in range(5):
-            expect(page.get_by_text(f"{done} of 8 done")).to_be_visible(timeout=20_000)
-            press_when_idle(page, "0" if done % 2 else "1")  # None, or the first image shown
-        expect(page.get_by_text("5 of 8 done")).to_be_visible(timeout=20_000)
+        for name, keys in plan.items():  # one isolated session (cookies, storage) per annotator
+            context = browser.new_context()
+            label_by_keyboard(context.new_page(), f"{server['base']}/?token={server['tokens'][name]}", name, server["assigned"][name], keys)
+            context.close()
         browser.close()
     db = store.open_db(server["db"])
     labels = store.batch_labels(db, store.get_batch(db, server["batch"])["id"])
-    assert len(labels) == 5 and len({label["item"] for label in labels}) == 5
-    assert [label["answer"]["answer"] == "none" for label in labels] == [False, True, False, True, False]
+    by_annotator = {name: [label for label in labels if label["annotator"] == name] for name in plan}
+    assert {name: len(rows) for name, rows in by_annotator.items()} == {"ada": 5, "ben": 3, "cleo": 3}
+    assert [label["answer"]["answer"] == "none" for label in by_annotator["ada"]] == [False, True, False, True, False]
     assert all(label["seconds"] is not None and len(label["displayed_order"]) == 4 for label in labels)
+    progress = {row["annotator"]: row for row in batches.batch_progress(db, server["batch"])}
+    assert progress["ada"]["done"] == 5 and progress["ada"]["remaining"] == server["assigned"]["ada"] - 5
