@@ -178,6 +178,13 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     return simulate(db, args.batch, accuracies=args.accuracy, n_annotators=args.annotators, seed=args.seed)
 
 
+def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Human baseline of baseline/validation/ranking batches, with the keys of `metrics`."""
+    from annotate.baselines import human_baseline
+
+    return human_baseline(db, args.batches, n_boot=args.bootstrap, seed=args.seed)
+
+
 # --- text output -----------------------------------------------------------------------------
 
 
@@ -289,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth")
     simulate.add_argument("--seed", type=int, default=0)
     simulate.set_defaults(handler=cmd_simulate)
+
+    baseline = commands.add_parser("baseline", parents=[common], help=cmd_baseline.__doc__)
+    baseline.add_argument("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together")
+    baseline.add_argument("--bootstrap", type=int, default=1000)
+    baseline.add_argument("--seed", type=int, default=0)
+    baseline.set_defaults(handler=cmd_baseline)
 
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)

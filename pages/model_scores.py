@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis import metrics, results
-from annotate import store
+from annotate import baselines, store
 from data import paths
 
 db = store.open_db(paths.db_path())
@@ -26,9 +26,15 @@ if not chosen:
 keys = [k for k in results.run_metrics(db, dataset, chosen[0], n_boot=0)["metrics"] if not k.startswith(("mean_", "n_"))]
 key = st.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
 table = pd.DataFrame(results.category_table(db, dataset, chosen, key))
+humans = baselines.dataset_baseline(db, dataset)
+series = list(chosen)
+if humans and key in humans["metrics"]:
+    table["humans"] = [humans["metrics"][key] if c == "(all)" else humans["by_category"].get(c, {}).get(key) for c in table["category"]]
+    series.append("humans")
+    st.caption(f"Humans: majority answers of {', '.join(humans['batches'])} on {humans['n']} items.")
 st.dataframe(table, hide_index=True, width="stretch")
 
-figure = go.Figure([go.Bar(name=run, x=table["category"], y=table[run]) for run in chosen])
+figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name]) for name in series])
 chance = metrics.chance_level(key)
 if chance is not None:
     figure.add_hline(y=chance, line_dash="dash", annotation_text=f"chance {chance:.1f}")

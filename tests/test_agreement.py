@@ -132,3 +132,40 @@ def test_agreement_cli_contract(db):
     expected = {"batch", "n_items", "n_labels", "percent_agreement", "cohen_pairs", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined"}
     assert expected <= set(report)
     assert {"a", "b", "n", "kappa"} <= set(report["cohen_pairs"][0])
+
+
+# --- human baselines --------------------------------------------------------------------------------
+
+
+def bivlc_baseline(db, accuracy: float) -> dict:
+    from annotate.baselines import human_baseline
+
+    names = []
+    for task in ("baseline_i2t", "baseline_t2i"):
+        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
+        batches.simulate(db, created["batch"], accuracies=accuracy, seed=3)
+        names.append(created["batch"])
+    return human_baseline(db, names, n_boot=50)
+
+
+def test_perfect_humans_score_100_and_the_four_queries_combine_like_models(db):
+    perfect = bivlc_baseline(db, 1.0)
+    assert perfect["n"] == 40 and all(v == 100.0 for v in perfect["metrics"].values())
+    assert {"replace", "swap", "add"} & set(perfect["by_category"])
+
+
+def test_noisy_humans_group_never_exceeds_i2t_or_t2i(db):
+    noisy = bivlc_baseline(db, 0.8)
+    figures = noisy["metrics"]
+    assert set(figures) == {"i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i"}
+    assert figures["group"] <= min(figures["i2t"], figures["t2i"]) < 100
+    assert 50 < figures["ipos2t"] < 100
+
+
+def test_validation_baseline_per_category(db):
+    from annotate.baselines import human_baseline
+
+    created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 70, seed=8))
+    batches.simulate(db, created["batch"], accuracies=1.0, seed=8)
+    result = human_baseline(db, [created["batch"]], n_boot=20)
+    assert result["metrics"]["accuracy_micro"] == 100.0 and result["n"] == 70

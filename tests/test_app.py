@@ -113,3 +113,22 @@ def test_model_scores_page_compares_runs_per_category(app, demo_store):
     assert {"replace", "swap", "add", "replace_obj", "(all)"} <= set(table.index)
     assert table.loc["(all)", "n"] == store.count_items(db, store.get_dataset(db, "demo-bivlc")["id"])
     assert len(at.get("plotly_chart")) == 1
+
+
+def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db, monkeypatch):
+    from analysis.models import ModelSpec, load_model
+    from analysis.scoring import score_dataset
+    from annotate import batches
+
+    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+    score_dataset(demo_db, "demo-bivlc", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="model")
+    for task in ("baseline_i2t", "baseline_t2i"):
+        created = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", task, ("ada",), 1, 20, seed=1))
+        batches.simulate(demo_db, created["batch"], accuracies=1.0)
+    at = app(ADMIN)
+    at.switch_page("pages/model_scores.py").run()
+    at.selectbox(key="scores_dataset").set_value("demo-bivlc").run()
+    at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
+    table = at.dataframe[1].value.set_index("category")
+    assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
+    assert not at.exception
