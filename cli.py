@@ -143,6 +143,14 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     return result
 
 
+def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
+    from annotate.batches import create_ambiguity_batch
+
+    holders = args.annotators or sorted({a["annotator"] for a in store.batch_assignments(db, store.get_batch(db, args.batch)["id"])})
+    return create_ambiguity_batch(db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name)
+
+
 def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """List a batch's assignments: item, annotator, position in their queue."""
     batch = store.get_batch(db, args.batch)
@@ -183,6 +191,13 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     from annotate.baselines import human_baseline
 
     return human_baseline(db, args.batches, n_boot=args.bootstrap, seed=args.seed)
+
+
+def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Write the cleaned benchmark a construction batch leaves, with provenance.json."""
+    from annotate.export import export_clean
+
+    return export_clean(db, args.batch, args.format, Path(args.out))
 
 
 # --- text output -----------------------------------------------------------------------------
@@ -274,6 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--base-url", default="http://localhost:8501")
     create.set_defaults(handler=cmd_batch_create)
 
+    from_picks = batch_commands.add_parser("from-picks", parents=[common], help=cmd_batch_from_picks.__doc__)
+    from_picks.add_argument("batch", help="a pick_image batch")
+    from_picks.add_argument("--annotators", nargs="+")
+    from_picks.add_argument("--overlap", type=int, default=2)
+    from_picks.add_argument("--seed", type=int, default=0)
+    from_picks.add_argument("--name")
+    from_picks.set_defaults(handler=cmd_batch_from_picks)
+
     assignments = commands.add_parser("assignments", parents=[common], help=cmd_assignments.__doc__)
     assignments.add_argument("batch")
     assignments.set_defaults(handler=cmd_assignments)
@@ -302,6 +325,12 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--bootstrap", type=int, default=1000)
     baseline.add_argument("--seed", type=int, default=0)
     baseline.set_defaults(handler=cmd_baseline)
+
+    clean = commands.add_parser("export-clean", parents=[common], help=cmd_export_clean.__doc__)
+    clean.add_argument("batch")
+    clean.add_argument("--format", choices=["sugarcrepe", "bivlc"], required=True)
+    clean.add_argument("--out", required=True)
+    clean.set_defaults(handler=cmd_export_clean)
 
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)

@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 4)
+Schema (version 5)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -24,6 +24,8 @@ Schema (version 4)
                   cannot add a second: ``task``, JSON ``answer``, ``displayed_order`` and
                   ``flags``, ``comment``, ``started_at``, ``submitted_at``, ``seconds``.
 ``label_revisions`` (since version 4) the admin's revisions of a label, with the old answer.
+``decisions``     (since version 5) the admin's adjudication of a disagreement: one answer per
+                  (batch, item, part), which wins over any vote.
 ``runs``          a model's (or imported) results on a dataset: ``model``, ``pretrained``,
                   ``kind`` (``scores`` for similarities, ``correct``/``groups``/``choices`` for
                   imported decisions), JSON ``meta``.
@@ -179,11 +181,25 @@ def _m0004_annotation_parts_and_leases(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0005_decisions(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY,
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id), part INTEGER NOT NULL DEFAULT 0,
+            answer TEXT NOT NULL, decided_by TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+            decided_at TEXT NOT NULL, UNIQUE (batch_id, item_id, part));
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
     ("0003_embedding_cache", _m0003_embedding_cache),
     ("0004_annotation_parts_and_leases", _m0004_annotation_parts_and_leases),
+    ("0005_decisions", _m0005_decisions),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -772,6 +788,22 @@ def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int,
             chunk)
         found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
     return found
+
+
+def decide(db: sqlite_utils.Database, batch_id: int, item_id: int, part: int, answer: dict[str, Any], *, by: str, reason: str = "") -> None:
+    """Record (or replace) the admin's decision on one question of a batch."""
+    with transaction(db):
+        db.execute(
+            "INSERT INTO decisions (batch_id, item_id, part, answer, decided_by, reason, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (batch_id, item_id, part) DO UPDATE SET answer = excluded.answer,"
+            " decided_by = excluded.decided_by, reason = excluded.reason, decided_at = excluded.decided_at",
+            [batch_id, item_id, part, json.dumps(answer), by, reason, _now()])
+
+
+def batch_decisions(db: sqlite_utils.Database, batch_id: int) -> dict[tuple[int, int], dict[str, Any]]:
+    """(item, part) -> the admin's decision (answer decoded, who, why, when)."""
+    rows = db.query("SELECT * FROM decisions WHERE batch_id = ?", [batch_id])
+    return {(r["item_id"], r["part"]): _decode(r, "answer") for r in rows}
 
 
 def stale_assignments(db: sqlite_utils.Database, batch_id: int, opened_before: str) -> list[dict[str, Any]]:

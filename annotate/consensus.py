@@ -1,0 +1,98 @@
+"""From labels to decisions: majority vote, Dawid-Skene, gold-based exclusion, adjudication.
+
+Rules, in order, for each question (item, part) of a batch:
+
+1. An admin decision (adjudication) wins and is recorded as such.
+2. Annotators whose gold accuracy is below ``gold_pass`` are left out of the vote.
+3. Majority vote over the remaining answers; a tie is *unresolved* and goes to the adjudication
+   queue (it is never broken silently).
+
+Dawid-Skene (crowd-kit) is offered beside the vote: it weighs annotators by their estimated
+reliability and reports each one's estimated accuracy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+from crowdkit.aggregation import DawidSkene
+
+from annotate import store
+from annotate.batches import batch_progress
+
+Unit = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome for one question: the answer (None if unresolved) and which rule gave it."""
+
+    item: int
+    part: int
+    answer: str | None
+    rule: str  # "admin", "majority", "unresolved"
+    votes: dict[str, int]
+
+
+def answer_key(answer: dict[str, Any]) -> str:
+    """One comparable string per answer (multi-question answers joined in a fixed order)."""
+    return str(answer["answer"]) if set(answer) == {"answer"} else "|".join(f"{k}={answer[k]}" for k in sorted(answer))
+
+
+def excluded_annotators(db: sqlite_utils.Database, batch_name: str, gold_pass: float = 60.0) -> list[str]:
+    """Annotators whose gold accuracy is below `gold_pass` percent (those without gold stay in)."""
+    return [row["annotator"] for row in batch_progress(db, batch_name) if row["gold_accuracy"] is not None and row["gold_accuracy"] < gold_pass]
+
+
+def decisions(db: sqlite_utils.Database, batch_name: str, *, gold_pass: float = 60.0) -> list[Decision]:
+    """The decision for every answered question of a batch (gold questions excluded)."""
+    batch = store.get_batch(db, batch_name)
+    left_out = set(excluded_annotators(db, batch_name, gold_pass))
+    admin = store.batch_decisions(db, batch["id"])
+    votes: dict[Unit, Counter[str]] = {}
+    for label in store.batch_labels(db, batch["id"]):
+        if not label["is_gold"] and label["annotator"] not in left_out:
+            votes.setdefault((label["item"], label["part"]), Counter())[answer_key(label["answer"])] += 1
+    result = []
+    for unit in sorted(set(votes) | set(admin)):
+        counts = votes.get(unit, Counter())
+        if unit in admin:
+            result.append(Decision(*unit, answer_key(admin[unit]["answer"]), "admin", dict(counts)))
+            continue
+        ranked = counts.most_common()
+        tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
+        result.append(Decision(*unit, None if tied else ranked[0][0], "unresolved" if tied else "majority", dict(counts)))
+    return result
+
+
+def adjudication_queue(db: sqlite_utils.Database, batch_name: str) -> list[Decision]:
+    """Questions whose annotators disagree and that no admin has decided yet."""
+    return [d for d in decisions(db, batch_name) if d.rule != "admin" and len(d.votes) > 1]
+
+
+def dawid_skene(db: sqlite_utils.Database, batch_name: str, *, n_iter: int = 100) -> dict[str, Any]:
+    """Dawid-Skene labels per question and each annotator's estimated accuracy (crowd-kit)."""
+    batch = store.get_batch(db, batch_name)
+    rows = [
+        {"task": f"{label['item']}:{label['part']}", "worker": label["annotator"], "label": answer_key(label["answer"])}
+        for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]
+    ]
+    if not rows:
+        return {"labels": {}, "accuracy": {}}
+    frame = pd.DataFrame(rows)
+    model = DawidSkene(n_iter=n_iter).fit(frame)
+    return {"labels": {str(k): v for k, v in model.labels_.items()}, "accuracy": _worker_accuracy(model)}
+
+
+def _worker_accuracy(model: DawidSkene) -> dict[str, float]:
+    """Each worker's probability of giving the true label, weighted by the estimated class priors."""
+    errors, priors = model.errors_, model.priors_
+    accuracy = {}
+    for worker in errors.index.get_level_values(0).unique():
+        matrix = errors.loc[worker]  # rows: observed label, columns: true label
+        accuracy[str(worker)] = float(sum(priors[c] * matrix.loc[c, c] for c in priors.index if c in matrix.index))
+    return accuracy

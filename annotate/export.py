@@ -1,0 +1,146 @@
+"""Export the benchmark a construction batch leaves behind, with provenance and a protocol paragraph.
+
+Construction rules (BiVLC, SugarCrepe):
+
+* ``validate_negative``: keep items decided "the negative is wrong"; drop false negatives
+  ("also true") and items decided "unsure" or left unresolved.
+* ``ambiguity`` (made from a ``pick_image`` batch): keep groups where the annotators chose the
+  original image; drop those where they chose the generated image or "Both". Candidate sets the
+  ``pick_image`` batch dropped (None chosen) are listed in the provenance too.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from annotate import store
+from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
+from annotate.consensus import decisions
+from data.browse import existing_image
+
+KEEP = {"validate_negative": {"negative_false"}, "ambiguity": {"original"}}
+RULES = {
+    ("validate_negative", "negative_true"): "false negative: the altered caption is also true",
+    ("validate_negative", "unsure"): "annotators unsure whether the negative is wrong",
+    ("ambiguity", "generated"): "ambiguous: the positive caption fits the generated image better",
+    ("ambiguity", "both"): "ambiguous: the positive caption fits both images",
+}
+
+
+def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path) -> dict[str, Any]:
+    """Write the kept items in `fmt` (sugarcrepe or bivlc) plus provenance.json; return a summary."""
+    batch = store.get_batch(db, batch_name)
+    if batch["task"] not in KEEP:
+        raise BatchError(f"export-clean needs a validate_negative or ambiguity batch, not {batch['task']}")
+    outcome = {d.item: d for d in decisions(db, batch_name)}
+    items = store.items_by_id(db, outcome)
+    kept = [items[i] for i, d in outcome.items() if d.answer in KEEP[batch["task"]]]
+    removed = [
+        {"item": i, "source_id": items[i]["source_id"], "batch": batch_name, "decision": d.answer, "votes": d.votes,
+         "rule": RULES.get((batch["task"], d.answer or ""), "unresolved: no majority and no admin decision")}
+        for i, d in sorted(outcome.items()) if d.answer not in KEEP[batch["task"]]
+    ]
+    removed += _dropped_upstream(db, batch, kept)
+    out.mkdir(parents=True, exist_ok=True)
+    written = _write_sugarcrepe(kept, out) if fmt == "sugarcrepe" else _write_bivlc(db, batch, kept, out)
+    provenance = {
+        "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
+        "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],
+        "removed": removed, "agreement": _agreement_figures(db, batch_name), "protocol": protocol_paragraph(db, batch_name),
+    }
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False))
+    return {"batch": batch_name, "format": fmt, "n_kept": len(kept), "n_removed": len(removed), "files": written}
+
+
+def _dropped_upstream(db: sqlite_utils.Database, batch: dict[str, Any], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Candidate sets the pick_image batch before an ambiguity batch dropped (None chosen)."""
+    sources = {i["meta"].get("from_batch") for i in kept} - {None}
+    dropped = []
+    for pick in sorted(sources):
+        picked = store.get_batch(db, pick)
+        survivors = {item["id"] for item, _ in pick_image_survivors(db, pick)}
+        answered = {label["item"] for label in store.batch_labels(db, picked["id"]) if not label["is_gold"]}
+        dropped += [{"item": i, "batch": pick, "decision": "none", "rule": "no generated image shows the negative caption"} for i in sorted(answered - survivors)]
+    return dropped
+
+
+def _write_sugarcrepe(kept: list[dict[str, Any]], out: Path) -> list[str]:
+    """SugarCrepe's layout: one `{category}.json` per category, `{id: {filename, caption, negative_caption}}`."""
+    by_category: dict[str, dict[str, Any]] = defaultdict(dict)
+    for item in kept:
+        key = item["source_id"].rsplit("/", 1)[-1]
+        by_category[item["category"]][key] = {"filename": (item["images"] or [""])[0], "caption": item["captions"][0], "negative_caption": item["captions"][1]}
+    for category, records in by_category.items():
+        (out / f"{category}.json").write_text(json.dumps(records, indent=2, ensure_ascii=False))
+    return sorted(f"{c}.json" for c in by_category)
+
+
+def _write_bivlc(db: sqlite_utils.Database, batch: dict[str, Any], kept: list[dict[str, Any]], out: Path) -> list[str]:
+    """BiVLC's layout: a CSV of caption, negative_caption, type, subtype, image, negative_image, with the images."""
+    root_text = store.get_dataset(db, batch["dataset"])["image_root"]
+    root = Path(root_text) if root_text else None
+    (out / "images").mkdir(exist_ok=True)
+    with (out / "bivlc.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, ["caption", "negative_caption", "type", "subtype", "image", "negative_image"])
+        writer.writeheader()
+        for item in kept:
+            names = [_copy_image(root, reference, out / "images") for reference in item["images"]]
+            type_, _, subtype = item["category"].partition("_")
+            writer.writerow({"caption": item["captions"][0], "negative_caption": item["captions"][1], "type": type_,
+                             "subtype": subtype, "image": names[0], "negative_image": names[1]})
+    return ["bivlc.csv", "images/"]
+
+
+def _copy_image(root: Path | None, reference: str, folder: Path) -> str:
+    source = existing_image(root, reference)
+    name = reference.replace("/", "__")
+    if source is not None:
+        shutil.copyfile(source, folder / name)
+    return f"images/{name}"
+
+
+def _agreement_figures(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
+    report = batch_agreement(db, batch_name, n_boot=300)
+    keys = ("n_items", "n_labels", "percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined")
+    return {k: report[k] for k in keys}
+
+
+def protocol_paragraph(db: sqlite_utils.Database, batch_name: str) -> str:
+    """An "annotation protocol" paragraph for a paper's appendix, from the batch's own figures."""
+    batch = store.get_batch(db, batch_name)
+    progress = batch_progress(db, batch_name)
+    labels = store.batch_labels(db, batch["id"])
+    per_annotator = Counter(label["annotator"] for label in labels)
+    seconds = [label["seconds"] for label in labels if label["seconds"] is not None]
+    gold = [row["gold_accuracy"] for row in progress if row["gold_accuracy"] is not None]
+    report = batch_agreement(db, batch_name, n_boot=300)
+    figures = "; ".join(
+        _figure(name, report[key], report["intervals"].get(key), unit)
+        for name, key, unit in (("Percent agreement", "percent_agreement", "%"), ("mean Cohen kappa over annotator pairs", "cohen_mean", ""),
+                                ("Krippendorff alpha", "krippendorff_alpha", ""), ("Gwet AC1", "gwet_ac1", ""))
+    )
+    parts = [
+        f"{len(progress)} annotators labelled {batch['config']['n_items']} items of {batch['dataset']} "
+        f"({batch['task'].replace('_', ' ')}), each item by {batch['config']['overlap']} annotators; "
+        f"annotators labelled {min(per_annotator.values(), default=0)}-{max(per_annotator.values(), default=0)} items each.",
+        "Option order was randomised for every item and recorded.",
+        figures + ".",
+        f"Median time per item {statistics.median(seconds):.1f} s." if seconds else "Time per item was not recorded.",
+        f"Gold pass rate {100 * sum(g >= batch['config'].get('gold_pass', 60.0) for g in gold) / len(gold):.0f}% of annotators with gold items." if gold else "No gold items.",
+    ]
+    return " ".join(parts)
+
+
+def _figure(name: str, value: float | None, interval: tuple[float, float] | None, unit: str = "") -> str:
+    if value is None:
+        return f"{name} undefined"
+    text = f"{name} {value:.2f}{unit}"
+    return text + (f" (95% CI {interval[0]:.2f}-{interval[1]:.2f})" if interval else "")

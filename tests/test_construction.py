@@ -1,0 +1,98 @@
+"""A full simulated BiVLC construction on the demo: pick image, filter ambiguity, baseline, export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from annotate import batches, consensus, store
+from annotate.baselines import human_baseline
+from annotate.export import export_clean
+from tests.conftest import REPO
+
+
+def test_bivlc_construction_ends_in_a_cleaned_set_whose_provenance_matches_the_labels(demo_db, tmp_path):
+    db = demo_db
+    pick = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 40, seed=1))
+    batches.simulate(db, pick["batch"], accuracies=0.9, seed=1)
+    ambiguity = batches.create_ambiguity_batch(db, pick["batch"], annotators=("ada", "ben", "cleo"), overlap=2)
+    batches.simulate(db, ambiguity["batch"], accuracies=0.9, seed=2)
+    summary = export_clean(db, ambiguity["batch"], "bivlc", tmp_path / "clean")
+
+    provenance = json.loads((tmp_path / "clean" / "provenance.json").read_text())
+    rows = list(csv.DictReader((tmp_path / "clean" / "bivlc.csv").open()))
+    assert len(rows) == summary["n_kept"] == provenance["n_kept"] > 0
+    assert all((tmp_path / "clean" / r["image"]).is_file() and (tmp_path / "clean" / r["negative_image"]).is_file() for r in rows)
+    # every decision in the provenance is the majority of the stored labels
+    decided = {d.item: d for d in consensus.decisions(db, ambiguity["batch"])}
+    for entry in provenance["removed"]:
+        if entry["batch"] == ambiguity["batch"]:
+            assert decided[entry["item"]].answer == entry["decision"] != "original"
+    assert {k["item"] for k in provenance["kept"]} == {i for i, d in decided.items() if d.answer == "original"}
+    picked_none = [e for e in provenance["removed"] if e["batch"] == pick["batch"]]
+    assert all(e["decision"] == "none" for e in picked_none)
+    assert len(picked_none) + ambiguity["n_items"] == pick["n_items"]
+    assert "annotators labelled" in provenance["protocol"] and provenance["agreement"]["n_labels"] > 0
+
+    # the human baseline on the constructed groups uses the model metric keys
+    names = []
+    for task in ("baseline_i2t", "baseline_t2i"):
+        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates-constructed", task, ("ada", "ben"), 1, seed=3))
+        batches.simulate(db, created["batch"], accuracies=0.95, seed=3)
+        names.append(created["batch"])
+    result = human_baseline(db, names, n_boot=20)
+    assert set(result["metrics"]) == {"i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i"}
+
+
+def test_validation_export_drops_false_negatives_in_sugarcrepe_layout(demo_db, tmp_path):
+    created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 140, seed=5))
+    batches.simulate(demo_db, created["batch"], accuracies=1.0, seed=5)
+    export_clean(demo_db, created["batch"], "sugarcrepe", tmp_path / "sc")
+    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, created["batch"])["id"])})
+    exported = {}
+    for path in (tmp_path / "sc").glob("*.json"):
+        if path.name != "provenance.json":
+            exported.update({(path.stem, k): v for k, v in json.loads(path.read_text()).items()})
+    truly_false = [i for i in items.values() if i["truth"]["negative"] == "false"]
+    assert len(exported) == len(truly_false)
+    provenance = json.loads((tmp_path / "sc" / "provenance.json").read_text())
+    rules = {e["rule"] for e in provenance["removed"]}
+    assert any("false negative" in r for r in rules)
+
+
+def test_adjudication_wins_and_dawid_skene_recovers_annotator_accuracy(demo_db):
+    created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 200, seed=7))
+    batches.simulate(demo_db, created["batch"], accuracies={"ada": 0.95, "ben": 0.85, "cleo": 0.6}, seed=7)
+    estimated = consensus.dawid_skene(demo_db, created["batch"])["accuracy"]
+    assert estimated["ada"] == pytest.approx(0.95, abs=0.08)
+    assert estimated["cleo"] == pytest.approx(0.6, abs=0.12)
+    assert estimated["ada"] > estimated["ben"] > estimated["cleo"]
+    queue = consensus.adjudication_queue(demo_db, created["batch"])
+    assert queue and all(len(d.votes) > 1 for d in queue)
+    first = queue[0]
+    batch_id = store.get_batch(demo_db, created["batch"])["id"]
+    store.decide(demo_db, batch_id, first.item, first.part, {"answer": "unsure"}, by="admin", reason="checked the image")
+    decided = {(d.item, d.part): d for d in consensus.decisions(demo_db, created["batch"])}
+    assert decided[(first.item, first.part)].answer == "unsure" and decided[(first.item, first.part)].rule == "admin"
+    assert (first.item, first.part) not in {(d.item, d.part) for d in consensus.adjudication_queue(demo_db, created["batch"])}
+
+
+def test_construction_from_the_cli(demo_db, tmp_path):
+    path = str(store.db_file(demo_db))
+
+    def run(*args):
+        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    pick = run("batch", "create", "demo-bivlc-candidates", "--task", "pick_image", "--overlap", "2", "--n", "20", "--annotators", "ada", "ben", "cleo")
+    run("simulate", pick["batch"], "--accuracy", "0.9")
+    ambiguity = run("batch", "from-picks", pick["batch"])
+    run("simulate", ambiguity["batch"], "--accuracy", "0.9")
+    cleaned = run("export-clean", ambiguity["batch"], "--format", "bivlc", "--out", str(tmp_path / "out"))
+    assert cleaned["n_kept"] + cleaned["n_removed"] == pick["n_items"]
+    assert (tmp_path / "out" / "provenance.json").is_file()
