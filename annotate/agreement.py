@@ -233,3 +233,13 @@ def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int
 
 def _mean_or_none(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
+
+
+def kappa_matrix(pairs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Annotator x annotator Cohen's kappa (symmetric; NaN where undefined or not shared)."""
+    names = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
+    matrix = pd.DataFrame(np.nan, index=names, columns=names)
+    for pair in pairs:
+        if pair["kappa"] is not None:
+            matrix.loc[pair["a"], pair["b"]] = matrix.loc[pair["b"], pair["a"]] = pair["kappa"]
+    return matrix

@@ -1,9 +1,10 @@
 """Annotation batches (admin): create one, share the links, watch progress and gold accuracy, export."""
 
 import pandas as pd
+import plotly.express as px
 import streamlit as st
 
-from annotate import batches, store
+from annotate import agreement, batches, consensus, store
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
 from data import paths
 
@@ -66,7 +67,28 @@ summary = pd.DataFrame([
 st.dataframe(summary, hide_index=True, width="stretch")
 st.caption(f"{report['n_items']} items, {report['n_labels']} labels (gold items excluded). {report['note']}")
 if report["cohen_pairs"]:
+    left, right = st.columns(2)
+    heatmap = px.imshow(agreement.kappa_matrix(report["cohen_pairs"]), zmin=-1, zmax=1, color_continuous_scale="RdBu", text_auto=".2f", title="Cohen's kappa per pair")
+    left.plotly_chart(heatmap, key="kappa_heatmap")
+    answers = pd.DataFrame([{"annotator": r["annotator"], "answer": consensus.answer_key(r["answer"])} for r in store.batch_labels(db, store.get_batch(db, name)["id"])])
+    right.plotly_chart(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers"), key="answers_chart")
     st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch")
+    reliability = consensus.dawid_skene(db, name)["accuracy"]
+    st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{k} {v:.2f}" for k, v in reliability.items()))
+
+st.subheader("Disagreements")
+queue = consensus.adjudication_queue(db, name)
+st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
+for decision in queue[:5]:
+    item = store.items_by_id(db, [decision.item])[decision.item]
+    with st.container(border=True):
+        st.text(f"item {decision.item} ({item['category']}), votes: {decision.votes}")
+        for caption in item["captions"]:
+            st.text(caption)
+        choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}")
+        if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}"):
+            store.decide(db, store.get_batch(db, name)["id"], decision.item, decision.part, {"answer": choice}, by="admin")
+            st.rerun()
 
 batch_row = store.get_batch(db, name)
 if batch_row["task"] == "pick_image":

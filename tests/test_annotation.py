@@ -366,3 +366,21 @@ def test_failing_gold_checks_get_the_screen_out_code(db):
         batches.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": wrong if right else right})
     code, passed = batches.final_code(db, batch, worker["name"])
     assert not passed and code == batch["config"]["screen_out_code"]
+
+
+def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
+    created = make_batch(app_db, task="validate_negative", dataset="demo-sugarcrepe", n=60, overlap=2)
+    batches.simulate(app_db, created["batch"], accuracies=0.7, seed=3)
+    at = open_app(ADMIN)
+    at.switch_page("pages/batches.py").run()
+    at.selectbox(key="batch").set_value(created["batch"]).run()
+    assert not at.exception
+    summary = at.dataframe[2].value.set_index("coefficient")
+    assert {"cohen_mean", "krippendorff_alpha", "gwet_ac1"} <= set(summary.index)
+    assert len(at.get("plotly_chart")) == 2  # kappa heatmap and answer distribution
+    decide = [b for b in at.button if b.key and b.key.startswith("decide_button:")]
+    assert decide
+    _, item, part = decide[0].key.split(":")
+    decide[0].click().run()
+    recorded = store.batch_decisions(app_db, store.get_batch(app_db, created["batch"])["id"])
+    assert (int(item), int(part)) in recorded and recorded[(int(item), int(part))]["decided_by"] == "admin"
