@@ -621,6 +621,12 @@ def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
 
 # --- batches, assignments, labels ---------------------------------------------------------
 
+# SQL condition: assignment `a` has its label (the same batch, item, part and annotator).
+_ANSWERED = (
+    "EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
+    " AND l.part = a.part AND l.annotator_id = a.annotator_id)"
+)
+
 
 def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: str, config: dict[str, Any]) -> int:
     """Insert a batch; a taken name is a StoreError."""
@@ -673,10 +679,8 @@ def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str
     """Every assignment of a batch with annotator name and whether it is answered."""
     return list(db.query(
         "SELECT a.id, a.item_id, a.part, annotators.name AS annotator, a.annotator_id, a.position, a.is_gold,"
-        " a.opened_at, (l.id IS NOT NULL) AS done FROM assignments a"
-        " JOIN annotators ON annotators.id = a.annotator_id"
-        " LEFT JOIN labels l ON l.batch_id = a.batch_id AND l.item_id = a.item_id AND l.part = a.part"
-        " AND l.annotator_id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, a.position",
+        f" a.opened_at, {_ANSWERED} AS done FROM assignments a"
+        " JOIN annotators ON annotators.id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, a.position",
         [batch_id]))
 
 
@@ -684,8 +688,7 @@ def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict
     """The batches holding work for one annotator, with their progress."""
     return list(db.query(
         "SELECT b.id, b.name, b.task, b.config, COUNT(a.id) AS assigned,"
-        " SUM(EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
-        " AND l.part = a.part AND l.annotator_id = a.annotator_id)) AS done"
+        f" SUM({_ANSWERED}) AS done"
         " FROM assignments a JOIN batches b ON b.id = a.batch_id WHERE a.annotator_id = ?"
         " GROUP BY b.id ORDER BY b.id", [annotator_id]))
 
@@ -693,9 +696,8 @@ def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict
 def next_assignment(db: sqlite_utils.Database, annotator_id: int, batch_id: int) -> dict[str, Any] | None:
     """The annotator's first unanswered assignment in the batch (resume point), or None."""
     rows = list(db.query(
-        "SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND NOT EXISTS ("
-        " SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id AND l.part = a.part"
-        " AND l.annotator_id = a.annotator_id) ORDER BY a.position LIMIT 1", [annotator_id, batch_id]))
+        f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND NOT {_ANSWERED}"
+        " ORDER BY a.position LIMIT 1", [annotator_id, batch_id]))
     return rows[0] if rows else None
 
 
@@ -810,8 +812,7 @@ def stale_assignments(db: sqlite_utils.Database, batch_id: int, opened_before: s
     """Unanswered assignments opened before the cutoff (their annotator walked away)."""
     return list(db.query(
         "SELECT a.* FROM assignments a WHERE a.batch_id = ? AND a.opened_at IS NOT NULL AND a.opened_at < ?"
-        " AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
-        " AND l.part = a.part AND l.annotator_id = a.annotator_id)", [batch_id, opened_before]))
+        f" AND NOT {_ANSWERED}", [batch_id, opened_before]))
 
 
 def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> None:
