@@ -34,6 +34,7 @@ if role.kind == "admin":
         st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
         st.Page("pages/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
         st.Page("pages/batches.py", title="Annotation batches", icon=":material/group_work:"),
+        st.Page("pages/hackability.py", title="Hackability audit", icon=":material/policy:"),
     ]
 elif role.kind == "annotator":
     pages = [st.Page("pages/annotate.py", title="My queue", icon=":material/checklist:", default=True)]

@@ -200,6 +200,26 @@ def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     return export_clean(db, args.batch, args.format, Path(args.out))
 
 
+def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Blind text-only baselines: how far captions alone tell positive from negative."""
+    from analysis.audit import audit
+
+    result = audit(db, args.dataset, scorers=args.scorers, folds=args.folds, seed=args.seed)
+    for per_item in ("gaps", "categories"):
+        result.pop(per_item)
+    return result
+
+
+def cmd_refine(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Adversarial refinement against two blind scorers; writes the kept subset."""
+    from analysis.audit import refine_dataset
+
+    result = refine_dataset(db, args.dataset, tuple(args.scorers), grid=args.grid, seed=args.seed, out=Path(args.out))
+    result.pop("gaps")
+    result.pop("kept")
+    return result
+
+
 # --- text output -----------------------------------------------------------------------------
 
 
@@ -331,6 +351,21 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("--format", choices=["sugarcrepe", "bivlc"], required=True)
     clean.add_argument("--out", required=True)
     clean.set_defaults(handler=cmd_export_clean)
+
+    audit = commands.add_parser("audit", parents=[common], help=cmd_audit.__doc__)
+    audit.add_argument("dataset")
+    audit.add_argument("--folds", type=int, default=5)
+    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--scorers", nargs="+", default=["stats", "ngram", "minilm"], choices=["stats", "ngram", "minilm"])
+    audit.set_defaults(handler=cmd_audit)
+
+    refine = commands.add_parser("refine", parents=[common], help=cmd_refine.__doc__)
+    refine.add_argument("dataset")
+    refine.add_argument("--scorers", nargs=2, required=True, choices=["stats", "ngram", "minilm"])
+    refine.add_argument("--grid", type=int, default=8)
+    refine.add_argument("--seed", type=int, default=0)
+    refine.add_argument("--out", required=True)
+    refine.set_defaults(handler=cmd_refine)
 
     token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
     token.set_defaults(handler=cmd_admin_token)

@@ -32,6 +32,8 @@ from PIL import Image
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "bf16", "fp16")
+# open_clip keeps some weights (embeddings, norms) in fp32 at low precision: inputs follow the precision.
+INPUT_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 RANDOM_WEIGHTS = "none"
 DEMO_MODEL_DIR = Path(__file__).resolve().parent / "demo_model"
 DEMO_ARCH = "foil-demo-clip"
@@ -190,8 +192,7 @@ def image_normalization(loaded_or_model: Any) -> tuple[tuple[float, ...], tuple[
 @torch.inference_mode()
 def encode_images(loaded: LoadedModel, images: list[Image.Image]) -> np.ndarray:
     """L2-normalised image embeddings (float32), one row per image."""
-    dtype = next(loaded.model.parameters()).dtype
-    batch = torch.stack([loaded.preprocess(image) for image in images]).to(loaded.device, dtype)
+    batch = torch.stack([loaded.preprocess(image) for image in images]).to(loaded.device, INPUT_DTYPES[loaded.spec.precision])
     features = loaded.model.encode_image(batch, normalize=True)
     return features.float().cpu().numpy()
 

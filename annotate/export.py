@@ -15,7 +15,7 @@ import csv
 import json
 import shutil
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from annotate import store
 from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
 from annotate.consensus import decisions
 from data.browse import existing_image
+from data.exporters import write_sugarcrepe
 
 KEEP = {"validate_negative": {"negative_false"}, "ambiguity": {"original"}}
 RULES = {
@@ -50,7 +51,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path
     ]
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
-    written = _write_sugarcrepe(kept, out) if fmt == "sugarcrepe" else _write_bivlc(db, batch, kept, out)
+    written = write_sugarcrepe(kept, out) if fmt == "sugarcrepe" else _write_bivlc(db, batch, kept, out)
     provenance = {
         "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
         "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],
@@ -70,17 +71,6 @@ def _dropped_upstream(db: sqlite_utils.Database, batch: dict[str, Any], kept: li
         answered = {label["item"] for label in store.batch_labels(db, picked["id"]) if not label["is_gold"]}
         dropped += [{"item": i, "batch": pick, "decision": "none", "rule": "no generated image shows the negative caption"} for i in sorted(answered - survivors)]
     return dropped
-
-
-def _write_sugarcrepe(kept: list[dict[str, Any]], out: Path) -> list[str]:
-    """SugarCrepe's layout: one `{category}.json` per category, `{id: {filename, caption, negative_caption}}`."""
-    by_category: dict[str, dict[str, Any]] = defaultdict(dict)
-    for item in kept:
-        key = item["source_id"].rsplit("/", 1)[-1]
-        by_category[item["category"]][key] = {"filename": (item["images"] or [""])[0], "caption": item["captions"][0], "negative_caption": item["captions"][1]}
-    for category, records in by_category.items():
-        (out / f"{category}.json").write_text(json.dumps(records, indent=2, ensure_ascii=False))
-    return sorted(f"{c}.json" for c in by_category)
 
 
 def _write_bivlc(db: sqlite_utils.Database, batch: dict[str, Any], kept: list[dict[str, Any]], out: Path) -> list[str]:

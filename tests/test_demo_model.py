@@ -32,11 +32,11 @@ def test_shipped_checkpoint_matches_its_checksum_and_size_limit(shipped_model):
     assert models.DEMO_CHECKPOINT.stat().st_size <= 20 * 1024 * 1024
 
 
-def test_demo_model_beats_chance_on_objects_and_attributes(demo_store, shipped_model):
-    db = store.open_db(demo_store)
-    score_dataset(db, "demo-sugarcrepe", shipped_model, run="shipped")
-    result = run_metrics(db, "demo-sugarcrepe", "shipped", n_boot=200)
+def test_demo_model_clearly_beats_chance_on_objects_and_attributes(demo_db, shipped_model):
+    score_dataset(demo_db, "demo-sugarcrepe", shipped_model, run="shipped")
+    result = run_metrics(demo_db, "demo-sugarcrepe", "shipped", n_boot=500)
+    low, _ = result["intervals"]["accuracy_micro"]
+    assert low > 60  # the whole 95% interval is well above chance (50)
     by_category = result["by_category"]
-    assert result["metrics"]["accuracy_micro"] > 60
-    for category in ("replace_obj", "replace_att", "add_obj"):
-        assert by_category[category]["accuracy_micro"] > 70, (category, by_category[category])
+    learned = [by_category[c]["accuracy_micro"] for c in ("replace_obj", "replace_att", "add_obj", "add_att")]
+    assert sum(learned) / len(learned) > 75, by_category

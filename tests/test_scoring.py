@@ -153,3 +153,14 @@ def test_every_item_kind_gets_its_metrics(demo_store, random_demo_model):
         result = run_metrics(db, dataset, "all-kinds", n_boot=20)
         assert set(result["metrics"]) == keys, dataset
         assert json.dumps(result["by_category"])  # plain data, ready for the CLI
+
+
+def test_low_precision_models_encode_and_stamp_their_precision():
+    loaded = load_model(ModelSpec(models.DEMO_ARCH, "none", precision="bf16"), device="cpu")
+    from PIL import Image
+
+    images = models.encode_images(loaded, [Image.new("RGB", (64, 64), (200, 0, 0))])
+    texts = models.encode_texts(loaded, CAPTIONS)
+    assert images.dtype == np.float32 and np.allclose(np.linalg.norm(texts, axis=1), 1, atol=1e-2)
+    assert loaded.stamp()["precision"] == "bf16"
+    assert loaded.identity != load_model(ModelSpec(models.DEMO_ARCH, "none"), device="cpu").identity  # separate caches

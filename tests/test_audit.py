@@ -1,0 +1,114 @@
+"""Hackability audit: blind baselines beat chance only on biased sets; refinement removes the bias."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from analysis import blind
+from analysis.audit import audit, refine_dataset
+from data.importers import Parsed
+from data.items import Item
+from data.loading import import_path, store_parsed
+from tests.conftest import REPO
+
+NOUNS = ["dog", "cat", "horse", "man", "woman", "child", "car", "bus", "plate", "table", "chair", "kite", "boat", "tree"]
+VERBS = ["sits on", "stands near", "runs past", "looks at", "lies under", "waits by"]
+
+
+def balanced_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """Positive and negative drawn from the same distribution: nothing to exploit."""
+    rng = random.Random(seed)
+    caption = lambda: f"a {rng.choice(NOUNS)} {rng.choice(VERBS)} a {rng.choice(NOUNS)}"  # noqa: E731
+    return [(caption(), caption()) for _ in range(n)]
+
+
+def negated_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """Negatives made by adding "not": any blind model can spot them."""
+    return [(c, c.replace(" a ", " not a ", 1)) for c, _ in balanced_pairs(n, seed)]
+
+
+def fake_embed(texts: list[str]) -> np.ndarray:
+    """Bag of words as a stand-in embedding (the real MiniLM test is below)."""
+    vocabulary = sorted({w for t in texts for w in blind.words(t)})
+    index = {w: i for i, w in enumerate(vocabulary)}
+    out = np.zeros((len(texts), len(vocabulary)), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for word in blind.words(text):
+            out[row, index[word]] += 1
+    return out
+
+
+@pytest.mark.parametrize("scorer", ["stats", "ngram"])
+def test_blind_scorers_beat_chance_only_on_a_biased_set(scorer):
+    biased = blind.blind_gaps(negated_pairs(400, 1), [scorer])[scorer]
+    fair = blind.blind_gaps(balanced_pairs(400, 2), [scorer])[scorer]
+    assert biased.correct.mean() > 0.9
+    assert abs(fair.correct.mean() - 0.5) < 0.08
+
+
+def test_same_words_flags_order_swaps():
+    pairs = [("a dog chases a cat", "a cat chases a dog"), ("a red cup", "a blue cup")]
+    assert [blind.same_words(*p) for p in pairs] == [True, False]
+
+
+def test_refinement_brings_both_blind_scorers_to_chance():
+    rng = np.random.default_rng(0)
+    a = rng.normal(0.6, 1.0, 4000)  # two biased scorers, correlated like plausibility and grammar
+    b = 0.5 * a + rng.normal(0.3, 1.0, 4000)
+    assert (a > 0).mean() > 0.65 and (b > 0).mean() > 0.65
+    keep = blind.refine(a, b, grid=8, seed=0)
+    assert keep.sum() > 1000
+    assert abs((a[keep] > 0).mean() - 0.5) <= 0.02 and abs((b[keep] > 0).mean() - 0.5) <= 0.02
+
+
+def test_audit_and_refine_a_stored_dataset(fresh_db, tmp_path):
+    parsed = Parsed("jsonl", "negated")
+    for n, (c, neg) in enumerate(negated_pairs(300, 3) + balanced_pairs(300, 4)):
+        category = "negated" if n < 300 else "balanced"
+        parsed.add(Item("pair", category, f"{category}/{n}", (c, neg), (f"{n}.jpg",)), "x", n)
+    store_parsed(fresh_db, parsed, kind="jsonl", path="x")
+    result = audit(fresh_db, "negated", scorers=("stats", "ngram", "minilm"), embed=fake_embed)
+    assert result["by_category"]["negated"]["blind"]["stats"] > 90
+    assert abs(result["by_category"]["balanced"]["blind"]["ngram"] - 50) < 10
+    refined = refine_dataset(fresh_db, "negated", ("stats", "ngram"), grid=8, out=tmp_path / "refined")
+    assert refined["n_after"] < refined["n_before"]
+    assert all(abs(v - 50) <= 5 for v in refined["blind_after"].values())
+    written = sum(len(json.loads(p.read_text())) for p in (tmp_path / "refined").glob("*.json"))
+    assert written == refined["n_after"]
+
+
+def test_real_sugarcrepe_refined_data_is_less_hackable_than_unrefined(fresh_db, fixtures):
+    import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
+    import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data_unrefined", name="unrefined")
+    refined = audit(fresh_db, "sugarcrepe", scorers=("ngram", "stats"))
+    unrefined = audit(fresh_db, "unrefined", scorers=("ngram", "stats"))
+    assert refined["n"] == 7511 and unrefined["n"] == 17478
+    assert unrefined["blind"]["ngram"] > refined["blind"]["ngram"]
+    assert refined["by_category"]["swap_obj"]["same_words"] > 0.5 * 245  # about two thirds of swap_obj
+
+
+def test_minilm_scorer_runs_offline_from_the_wheel():
+    pairs = negated_pairs(120, 5)
+    result = blind.blind_gaps(pairs, ["minilm"])["minilm"]
+    assert result.correct.mean() > 0.9
+
+
+def test_audit_cli_contract(tmp_path, fixtures):
+    db = tmp_path / "f.db"
+    run = lambda *a: subprocess.run([sys.executable, str(REPO / "cli.py"), *a, "--db", str(db)], capture_output=True, text=True, cwd=REPO)  # noqa: E731
+    run("import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"))
+    done = run("audit", "sugarcrepe", "--scorers", "stats", "ngram", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert {"dataset", "n", "by_category", "blind"} <= set(report)
+    assert set(report["by_category"]["swap_obj"]) >= {"n", "same_words", "blind"}
+    done = run("refine", "sugarcrepe", "--scorers", "stats", "ngram", "--out", str(tmp_path / "out"), "--json")
+    assert done.returncode == 0, done.stderr
+    refined = json.loads(done.stdout)
+    assert {"dataset", "n_before", "n_after", "blind_before", "blind_after"} <= set(refined)
