@@ -463,3 +463,47 @@ def _simulated_answer(task: Task, item: dict[str, Any], accuracy: float, rng: ra
         wrong = {q: rng.choice([v for v in values if right is None or v != right.get(q)] or values) for q in task.questions}
         return wrong
     return right
+
+
+def extend_disagreements(db: sqlite_utils.Database, batch_name: str) -> int:
+    """Adaptive overlap: each question whose annotators disagree gets one more annotator.
+
+    The extra annotator is the least loaded one of the batch who does not hold that question;
+    unanimous questions are left alone (accepted without review). Returns how many were added.
+    """
+    batch = store.get_batch(db, batch_name)
+    current = store.batch_assignments(db, batch["id"])
+    answers: dict[Unit, set[str]] = {}
+    for label in store.batch_labels(db, batch["id"]):
+        if not label["is_gold"]:
+            answers.setdefault((label["item"], label["part"]), set()).add(json.dumps(label["answer"], sort_keys=True))
+    disputed = [unit for unit, seen in answers.items() if len(seen) > 1]
+    load = Counter(a["annotator_id"] for a in current if not a["done"])
+    everyone = sorted({a["annotator_id"] for a in current})
+    rows = []
+    for unit in disputed:
+        holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == unit} | {r[2] for r in rows if (r[0], r[1]) == unit}
+        free = [a for a in everyone if a not in holders]
+        if not free:
+            continue
+        extra = min(free, key=lambda a: (load[a], a))
+        load[extra] += 1
+        position = max((a["position"] for a in current if a["annotator_id"] == extra), default=-1) + 1 + sum(r[2] == extra for r in rows)
+        rows.append((unit[0], unit[1], extra, position, False))
+    with store.transaction(db):
+        store.add_assignments(db, batch["id"], rows)
+    return len(rows)
+
+
+def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
+    """Percent agreement, mean Cohen's kappa and Krippendorff's alpha per item category."""
+    from annotate.agreement import agreement_report, ratings_table
+
+    batch = store.get_batch(db, batch_name)
+    labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
+    rows = []
+    for category in sorted({label["category"] for label in labels}):
+        report = agreement_report(ratings_table([x for x in labels if x["category"] == category], batch["task"]), n_boot=0)
+        rows.append({"category": category, "n_items": report["n_items"], "percent_agreement": report["percent_agreement"],
+                     "cohen_mean": report["cohen_mean"], "krippendorff_alpha": report["krippendorff_alpha"], "gwet_ac1": report["gwet_ac1"]})
+    return rows

@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotate import agreement, batches, consensus, store
+from annotate import agreement, batches, consensus, export, store
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
 from data import paths
 
@@ -76,6 +76,8 @@ if report["cohen_pairs"]:
     reliability = consensus.dawid_skene(db, name)["accuracy"]
     st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{k} {v:.2f}" for k, v in reliability.items()))
 
+st.dataframe(pd.DataFrame(batches.agreement_by_category(db, name)), hide_index=True, width="stretch")
+
 st.subheader("Disagreements")
 queue = consensus.adjudication_queue(db, name)
 st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
@@ -91,6 +93,19 @@ for decision in queue[:5]:
             st.rerun()
 
 batch_row = store.get_batch(db, name)
+left, middle, right = st.columns(3)
+if left.button("Add an annotator to disputed items", key="extend", help="adaptive overlap: unanimous items are accepted as they are"):
+    st.info(f"Added {batches.extend_disagreements(db, name)} assignments.")
+if middle.button("Simulate annotators (demo)", key="simulate", help="answers from the ground truth with 10% noise, through the same write path"):
+    written = batches.simulate(db, name, accuracies=0.9)["labels_written"]
+    st.info(f"Simulated {sum(written.values())} labels.")
+if batch_row["task"] in ("validate_negative", "ambiguity"):
+    layout = "sugarcrepe" if batch_row["task"] == "validate_negative" else "bivlc"
+    if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
+        out = paths.files_dir(paths.db_path()) / "cleaned" / name
+        summary = export.export_clean(db, name, layout, out)
+        st.success(f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {out} with provenance.json.")
+        st.text(export.protocol_paragraph(db, name))
 if batch_row["task"] == "pick_image":
     st.subheader("Next construction step")
     survivors = batches.pick_image_survivors(db, name)

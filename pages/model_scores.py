@@ -4,12 +4,36 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis import metrics, results
+from analysis import metrics, models, results, scoring
 from annotate import baselines, store
 from data import paths
 
 db = store.open_db(paths.db_path())
 st.title("Model scores")
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the model...")
+def cached_model(spec: models.ModelSpec) -> models.LoadedModel:
+    return models.load_model(spec)
+
+
+with st.expander("Score a dataset now"):
+    targets = [d["name"] for d in store.list_datasets(db)]
+    target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
+    arch = st.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
+    tag = st.text_input("Pretrained tag ('none' for random weights, timing only)", "openai", key="score_tag")
+    checkpoint = st.text_input("or a local checkpoint file", "", key="score_checkpoint")
+    precision = st.selectbox("Precision", models.PRECISIONS, key="score_precision")
+    if target and st.button("Score", key="score_now", type="primary"):
+        spec = models.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
+        bar = st.progress(0.0, text="starting")
+        try:
+            report = scoring.score_dataset(db, target, cached_model(spec), progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
+        except (models.ModelUnavailableError, store.StoreError, ValueError) as error:
+            st.error(str(error))
+        else:
+            st.success(f"Scored {report.n_items} items as run {report.run} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused).")
+
 with_runs = [d["name"] for d in store.list_datasets(db) if store.list_runs(db, d["name"])]
 if not with_runs:
     st.info("No runs yet. Score a dataset with `python cli.py score DATASET --model ARCH ...` or import per-instance results.")

@@ -132,3 +132,26 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db, monkeypat
     table = at.dataframe[1].value.set_index("category")
     assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
     assert not at.exception
+
+
+def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db, monkeypatch):
+    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+    at = app(ADMIN)
+    at.switch_page("pages/model_scores.py").run()
+    at.selectbox(key="score_dataset").set_value("demo-crepe").run()
+    at.text_input(key="score_arch").set_value("foil-demo-clip").run()
+    at.text_input(key="score_tag").set_value("none").run()
+    at.button(key="score_now").click().run()
+    assert not at.exception
+    assert any("Scored 150 items as run foil-demo-clip-none" in s.value for s in at.success)
+    assert "foil-demo-clip-none" in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
+
+
+def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, monkeypatch, tmp_path):
+    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+    at = app(ADMIN)
+    at.switch_page("pages/model_scores.py").run()
+    at.text_input(key="score_arch").set_value("foil-demo-clip").run()
+    at.text_input(key="score_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
+    at.button(key="score_now").click().run()
+    assert not at.exception and any("does not exist" in e.value for e in at.error)

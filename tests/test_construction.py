@@ -96,3 +96,20 @@ def test_construction_from_the_cli(demo_db, tmp_path):
     cleaned = run("export-clean", ambiguity["batch"], "--format", "bivlc", "--out", str(tmp_path / "out"))
     assert cleaned["n_kept"] + cleaned["n_removed"] == pick["n_items"]
     assert (tmp_path / "out" / "provenance.json").is_file()
+
+
+def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
+    created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo", "dan"), 2, 60, seed=11))
+    batches.simulate(demo_db, created["batch"], accuracies=0.7, seed=11)
+    disputed = {(d.item, d.part) for d in consensus.decisions(demo_db, created["batch"]) if len(d.votes) > 1}
+    added = batches.extend_disagreements(demo_db, created["batch"])
+    rows = store.batch_assignments(demo_db, store.get_batch(demo_db, created["batch"])["id"])
+    holders = {}
+    for row in rows:
+        holders.setdefault((row["item_id"], row["part"]), []).append(row["annotator"])
+    assert added == len(disputed) > 0
+    assert all(len(holders[u]) == 3 and len(set(holders[u])) == 3 for u in disputed)
+    assert all(len(h) == 2 for u, h in holders.items() if u not in disputed)
+    per_category = batches.agreement_by_category(demo_db, created["batch"])
+    assert {row["category"] for row in per_category} <= {"replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att"}
+    assert sum(row["n_items"] for row in per_category) == 60
