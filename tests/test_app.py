@@ -12,8 +12,9 @@ ADMIN = "test-admin-token"
 
 
 @pytest.fixture
-def app(demo_store, monkeypatch):
-    monkeypatch.setenv("FOIL_DB", str(demo_store))
+def app(demo_db, monkeypatch):
+    """Start the app on a private copy of the demo store (tests may write to it)."""
+    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
     monkeypatch.setenv("FOIL_ADMIN_TOKEN", ADMIN)
 
     def start(token: str | None) -> AppTest:
@@ -54,8 +55,8 @@ def test_item_browser_filters_by_dataset_category_and_page(app):
     assert [t for t in texts(at) if t.startswith("#")] != first_page
 
 
-def test_captions_are_plain_text_not_markup(app, demo_store):
-    db = store.open_db(demo_store)
+def test_captions_are_plain_text_not_markup(app, demo_db):
+    db = demo_db
     from data.loading import store_parsed
     from data.importers import Parsed
     from data.items import Item
@@ -83,8 +84,8 @@ def test_a_wrong_token_is_refused(app):
     assert len(at.dataframe) == 0
 
 
-def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_store):
-    token = store.ensure_annotator(store.open_db(demo_store), "ada")["token"]
+def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_db):
+    token = store.ensure_annotator(demo_db, "ada")["token"]
     at = app(token)
     assert not at.exception
     assert [t.value for t in at.title] == ["Welcome, ada"]
@@ -94,11 +95,11 @@ def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_store):
         at.switch_page("pages/datasets.py")
 
 
-def test_model_scores_page_compares_runs_per_category(app, demo_store):
+def test_model_scores_page_compares_runs_per_category(app, demo_db):
     from analysis.models import ModelSpec, load_model
     from analysis.scoring import score_dataset
 
-    db = store.open_db(demo_store)
+    db = demo_db
     loaded = load_model(ModelSpec("foil-demo-clip", "none"), device="cpu")
     for run in ("page-a", "page-b"):
         score_dataset(db, "demo-bivlc", loaded, run=run)
@@ -115,12 +116,11 @@ def test_model_scores_page_compares_runs_per_category(app, demo_store):
     assert len(at.get("plotly_chart")) == 1
 
 
-def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db, monkeypatch):
+def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     from analysis.models import ModelSpec, load_model
     from analysis.scoring import score_dataset
     from annotate import batches
 
-    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
     score_dataset(demo_db, "demo-bivlc", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="model")
     for task in ("baseline_i2t", "baseline_t2i"):
         created = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", task, ("ada",), 1, 20, seed=1))
@@ -128,14 +128,14 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db, monkeypat
     at = app(ADMIN)
     at.switch_page("pages/model_scores.py").run()
     at.selectbox(key="scores_dataset").set_value("demo-bivlc").run()
+    at.multiselect(key="scores_runs:demo-bivlc").set_value(["model"]).run()
     at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
     table = at.dataframe[1].value.set_index("category")
     assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
     assert not at.exception
 
 
-def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db, monkeypatch):
-    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db):
     at = app(ADMIN)
     at.switch_page("pages/model_scores.py").run()
     at.selectbox(key="score_dataset").set_value("demo-crepe").run()
@@ -143,12 +143,12 @@ def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db, 
     at.text_input(key="score_tag").set_value("none").run()
     at.button(key="score_now").click().run()
     assert not at.exception
-    assert any("Scored 150 items as run foil-demo-clip-none" in s.value for s in at.success)
+    n_items = store.count_items(demo_db, store.get_dataset(demo_db, "demo-crepe")["id"])
+    assert any(f"Scored {n_items} items as run foil-demo-clip-none" in s.value for s in at.success)
     assert "foil-demo-clip-none" in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
 
 
-def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, monkeypatch, tmp_path):
-    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_path):
     at = app(ADMIN)
     at.switch_page("pages/model_scores.py").run()
     at.text_input(key="score_arch").set_value("foil-demo-clip").run()

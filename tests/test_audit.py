@@ -35,7 +35,7 @@ def negated_pairs(n: int, seed: int) -> list[tuple[str, str]]:
 
 def fake_embed(texts: list[str]) -> np.ndarray:
     """Bag of words as a stand-in embedding (the real MiniLM test is below)."""
-    vocabulary = sorted({w for t in texts for w in blind.words(t)})
+    vocabulary = sorted({w for phrase in [*NOUNS, *VERBS, "a not"] for w in blind.words(phrase)})
     index = {w: i for i, w in enumerate(vocabulary)}
     out = np.zeros((len(texts), len(vocabulary)), dtype=np.float32)
     for row, text in enumerate(texts):
@@ -49,7 +49,7 @@ def test_blind_scorers_beat_chance_only_on_a_biased_set(scorer):
     biased = blind.blind_gaps(negated_pairs(400, 1), [scorer])[scorer]
     fair = blind.blind_gaps(balanced_pairs(400, 2), [scorer])[scorer]
     assert biased.correct.mean() > 0.9
-    assert abs(fair.correct.mean() - 0.5) < 0.08
+    assert fair.correct.mean() < 0.58  # no better than chance (ties, common here, count as failures)
 
 
 def test_same_words_flags_order_swaps():
@@ -75,10 +75,11 @@ def test_audit_and_refine_a_stored_dataset(fresh_db, tmp_path):
     store_parsed(fresh_db, parsed, kind="jsonl", path="x")
     result = audit(fresh_db, "negated", scorers=("stats", "ngram", "minilm"), embed=fake_embed)
     assert result["by_category"]["negated"]["blind"]["stats"] > 90
-    assert abs(result["by_category"]["balanced"]["blind"]["ngram"] - 50) < 10
+    assert result["by_category"]["balanced"]["blind"]["ngram"] < 60
     refined = refine_dataset(fresh_db, "negated", ("stats", "ngram"), grid=8, out=tmp_path / "refined")
     assert refined["n_after"] < refined["n_before"]
-    assert all(abs(v - 50) <= 5 for v in refined["blind_after"].values())
+    assert abs(refined["blind_after"]["ngram"] - 50) <= 5
+    assert refined["blind_after"]["stats"] <= 55  # cannot beat chance (its many exact ties count as failures)
     written = sum(len(json.loads(p.read_text())) for p in (tmp_path / "refined").glob("*.json"))
     assert written == refined["n_after"]
 
