@@ -325,6 +325,8 @@ def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime 
     batch = store.get_batch(db, batch_name)
     cutoff = (now or datetime.now(timezone.utc)) - timedelta(minutes=batch["config"].get("lease_minutes", 30))
     stale = store.stale_assignments(db, batch["id"], cutoff.isoformat(timespec="seconds"))
+    if not stale:  # the common case: no write, no lock
+        return 0
     moved = 0
     with store.transaction(db):
         for assignment in stale:

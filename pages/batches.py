@@ -49,9 +49,17 @@ if not all_batches:
 st.dataframe(pd.DataFrame(all_batches).drop(columns=["id"]), hide_index=True, width="stretch")
 name = st.selectbox("Batch", [b["name"] for b in all_batches], index=len(all_batches) - 1, key="batch")
 
-progress = batches.batch_progress(db, name)
 st.subheader("Progress")
-st.dataframe(pd.DataFrame(progress), hide_index=True, width="stretch")
+
+
+@st.fragment(run_every="10s")
+def live_progress(batch_name: str) -> None:
+    """Per-annotator progress, redrawn every 10 seconds as labels arrive."""
+    fresh = store.open_db(paths.db_path())  # fragments may run on another thread: own connection
+    st.dataframe(pd.DataFrame(batches.batch_progress(fresh, batch_name)), hide_index=True, width="stretch")
+
+
+live_progress(name)
 if st.button("Reassign items held past their lease", key="reassign"):
     st.info(f"Reassigned {batches.reassign_stale(db, name)} items.")
 if st.button("Refresh", key="refresh"):

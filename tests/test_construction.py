@@ -113,3 +113,31 @@ def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
     per_category = batches.agreement_by_category(demo_db, created["batch"])
     assert {row["category"] for row in per_category} <= {"replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att"}
     assert sum(row["n_items"] for row in per_category) == 60
+
+
+def test_construction_from_the_app(demo_db, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "construction-admin")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.query_params["token"] = "construction-admin"
+    at.run()
+    at.switch_page("pages/batches.py").run()
+    at.selectbox(key="new_task").set_value("pick_image").run()
+    at.selectbox(key="new_dataset").set_value("demo-bivlc-candidates").run()
+    at.number_input(key="new_n").set_value(20).run()
+    at.button(key="create_batch").click().run()
+    pick = store.list_batches(demo_db)[-1]["name"]
+    at.selectbox(key="batch").set_value(pick).run()
+    at.button(key="simulate").click().run()
+    at.button(key="to_ambiguity").click().run()
+    ambiguity = store.list_batches(demo_db)[-1]["name"]
+    assert store.get_batch(demo_db, ambiguity)["task"] == "ambiguity"
+    at.run()  # the batch list is drawn before the button creates the new batch
+    at.selectbox(key="batch").set_value(ambiguity).run()
+    at.button(key="simulate").click().run()
+    at.button(key="export_clean").click().run()
+    assert not at.exception
+    assert any(s.value.startswith("Kept ") and "provenance.json" in s.value for s in at.success)
+    assert any("annotators labelled" in t.value for t in at.text)
