@@ -179,7 +179,8 @@ def _ac1_from_codes(codes: np.ndarray) -> float | None:
 
 def _codes(table: pd.DataFrame, ordinal: bool = False) -> pd.DataFrame:
     """Labels as integer codes (NaN kept); ordinal labels keep their numeric order."""
-    values = sorted(table.stack().unique(), key=lambda v: float(v) if ordinal else str(v))
+    present = pd.unique(table.to_numpy().ravel())
+    values = sorted((v for v in present if not pd.isna(v)), key=lambda v: float(v) if ordinal else str(v))
     index = {v: i for i, v in enumerate(values)}
     return table.apply(lambda column: column.map(index))
 
