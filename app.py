@@ -33,6 +33,7 @@ if role.kind == "admin":
     pages = [
         st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
         st.Page("pages/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
+        st.Page("pages/inspect_runs.py", title="Inspect runs", icon=":material/troubleshoot:"),
         st.Page("pages/batches.py", title="Annotation batches", icon=":material/group_work:"),
         st.Page("pages/hackability.py", title="Hackability audit", icon=":material/policy:"),
     ]

@@ -59,6 +59,14 @@ def item_cards(
     return [_card(item, root) for item in items], total
 
 
+def cards_for(db: sqlite_utils.Database, dataset: str, item_ids: list[int]) -> list[ItemCard]:
+    """Cards for the given items of a dataset, in the given order."""
+    row = store.get_dataset(db, dataset)
+    root = Path(row["image_root"]) if row["image_root"] else None
+    items = store.items_by_id(db, item_ids)
+    return [_card(items[i], root) for i in item_ids if i in items]
+
+
 def _card(item: dict[str, Any], root: Path | None) -> ItemCard:
     captions = list(zip(caption_roles(item["kind"], len(item["captions"])), item["captions"]))
     images = list(zip(image_roles(item["kind"], len(item["images"])), [existing_image(root, p) for p in item["images"]]))
