@@ -84,14 +84,13 @@ PATTERNS = ("wrong for A", "wrong for A, right for B", "right for A, wrong for B
 
 
 def failures(
-    db: sqlite_utils.Database, dataset: str, run_a: str, *, run_b: str | None = None, pattern: str = "wrong for A",
+    table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, *, pattern: str = "wrong for A",
     category: str | None = None, page: int = 0, page_size: int = 20,
 ) -> tuple[pd.DataFrame, int]:
-    """Items matching a correctness pattern, worst margin first, one page of them and the total."""
-    table = item_table(db, dataset, run_a)
-    if run_b:
-        other = item_table(db, dataset, run_b)[["item", "correct"]].rename(columns={"correct": "correct_b"})
-        table = table.merge(other, on="item")
+    """Items (rows of `item_table`) matching a correctness pattern, worst margin first: one page and the total."""
+    table = table_a
+    if table_b is not None:
+        table = table_a.merge(table_b[["item", "correct"]].rename(columns={"correct": "correct_b"}), on="item")
     mask = _pattern_mask(table, pattern)
     if category:
         mask &= table["category"] == category

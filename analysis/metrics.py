@@ -66,8 +66,19 @@ def macro_accuracy(correct: ArrayLike, categories: ArrayLike) -> float:
     >>> macro_accuracy([True, True, True, False], ["a", "a", "a", "b"])
     50.0
     """
-    table = per_category(correct, categories)
-    return float(np.mean([acc for _, acc in table.values()])) if table else float("nan")
+    values, labels = np.asarray(correct, dtype=bool), np.asarray(categories)
+    if values.size == 0:
+        return float("nan")
+    _, codes = np.unique(labels, return_inverse=True)
+    return _macro_from_codes(values, codes)
+
+
+def _macro_from_codes(values: NDArray[np.bool_], codes: NDArray[np.int_]) -> float:
+    """Mean over the categories present of their accuracy, from integer category codes."""
+    totals = np.bincount(codes)
+    present = totals > 0
+    hits = np.bincount(codes, weights=values.astype(float), minlength=len(totals))
+    return float(100.0 * np.mean(hits[present] / totals[present]))
 
 
 def bivlc_outcomes(scores: ArrayLike) -> dict[str, Bools]:
@@ -163,8 +174,9 @@ def summarize(
     intervals = {k: bootstrap_interval(lambda i, v=v: percent(v[i]), len(labels), n_boot=n_boot, seed=seed) for k, v in arrays.items()}
     if macro is not None:
         source, key = macro
+        _, codes = np.unique(labels, return_inverse=True)
         metrics[key] = macro_accuracy(arrays[source], labels)
-        intervals[key] = bootstrap_interval(lambda i: macro_accuracy(arrays[source][i], labels[i]), len(labels), n_boot=n_boot, seed=seed)
+        intervals[key] = bootstrap_interval(lambda i: _macro_from_codes(arrays[source][i], codes[i]), len(labels), n_boot=n_boot, seed=seed)
     by_category: dict[str, dict[str, Any]] = {}
     for category in sorted(set(labels.tolist())):
         mask = labels == category

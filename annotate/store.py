@@ -583,6 +583,19 @@ def run_rows(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
     return [_decode(row, "meta", "scores", "outcome") for row in rows]
 
 
+def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
+    """Changes whenever a dataset's items, runs, scores or labels do (a cache key for pages)."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    row = db.execute(
+        "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
+        " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) FROM runs WHERE dataset_id = :d),"
+        " (SELECT COUNT(*) FROM scores JOIN runs ON runs.id = scores.run_id WHERE runs.dataset_id = :d),"
+        " (SELECT COUNT(*) FROM labels JOIN batches ON batches.id = labels.batch_id WHERE batches.dataset_id = :d)",
+        {"d": dataset_id},
+    ).fetchone()
+    return ":".join(map(str, row))
+
+
 def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, Any]]:
     """Item id -> outcome of one run."""
     sql = "SELECT item_id, outcome FROM scores WHERE run_id = ? AND outcome IS NOT NULL"

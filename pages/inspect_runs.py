@@ -10,6 +10,16 @@ from data import browse, paths
 
 PAGE_SIZE = 10
 
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def item_table(db_path: str, dataset: str, run: str, fingerprint: str) -> pd.DataFrame:
+    return inspection.item_table(store.open_db(db_path), dataset, run)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def compare_runs(db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str) -> pd.DataFrame:
+    return inspection.compare_runs(store.open_db(db_path), dataset, run_a, run_b)
+
 db = store.open_db(paths.db_path())
 st.title("Inspect runs")
 with_runs = [d["name"] for d in store.list_datasets(db) if store.list_runs(db, d["name"])]
@@ -23,7 +33,9 @@ run_a = left.selectbox("Run A", runs, key=f"run_a:{dataset}")
 run_b = right.selectbox("Run B (optional)", ["(none)", *[r for r in runs if r != run_a]], key=f"run_b:{dataset}")
 run_b = None if run_b == "(none)" else run_b
 
-table_a = inspection.item_table(db, dataset, run_a)
+db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
+table_a = item_table(db_path, dataset, run_a, fingerprint)
+table_b = item_table(db_path, dataset, run_b, fingerprint) if run_b else None
 gap_columns = [c for c in table_a.columns if c not in ("item", "category", "correct")]
 st.subheader("Score gaps")
 if not gap_columns:
@@ -31,7 +43,7 @@ if not gap_columns:
 else:
     gap = st.selectbox("Gap", gap_columns, key=f"gap:{dataset}")
     frames = [table_a.assign(run=run_a)]
-    if run_b and gap in (table_b := inspection.item_table(db, dataset, run_b)).columns:
+    if table_b is not None and gap in table_b.columns:
         frames.append(table_b.assign(run=run_b))
     both = pd.concat(frames)
     figure = px.histogram(both, x=gap, color="run", facet_col="category", facet_col_wrap=4, barmode="overlay", nbins=40, height=600)
@@ -45,7 +57,7 @@ else:
 
 if run_b:
     st.subheader(f"{run_a} against {run_b}")
-    st.dataframe(inspection.compare_runs(db, dataset, run_a, run_b), hide_index=True, width="stretch")
+    st.dataframe(compare_runs(db_path, dataset, run_a, run_b, fingerprint), hide_index=True, width="stretch")
 
 st.subheader("Failures")
 patterns = inspection.PATTERNS if run_b else inspection.PATTERNS[:1]
@@ -53,7 +65,8 @@ pattern = st.selectbox("Pattern (A and B as chosen above)", patterns, key="patte
 categories = ["all", *sorted(table_a["category"].unique())]
 category = st.selectbox("Category", categories, key=f"fail_category:{dataset}")
 page = st.number_input("Page", min_value=1, value=1, key="fail_page") - 1
-chosen, total = inspection.failures(db, dataset, run_a, run_b=run_b, pattern=pattern, category=None if category == "all" else category, page=int(page), page_size=PAGE_SIZE)
+in_category = None if category == "all" else category
+chosen, total = inspection.failures(table_a, table_b, pattern=pattern, category=in_category, page=int(page), page_size=PAGE_SIZE)
 st.caption(f"{total} items, worst margin first")
 cards = {card.id: card for card in browse.cards_for(db, dataset, chosen["item"].tolist())}
 for row in chosen.to_dict("records"):
@@ -69,7 +82,7 @@ for row in chosen.to_dict("records"):
             st.text(f"{role}: {text}")  # differing words in [brackets]; plain text, never markup
 if total and st.button(f"Send these {total} items to a validate_negative batch", key="send_to_annotation"):
     everyone = tuple(a["name"] for a in store.list_annotators(db))
-    all_ids = inspection.failures(db, dataset, run_a, run_b=run_b, pattern=pattern, category=None if category == "all" else category, page=0, page_size=1 << 30)[0]["item"]
+    all_ids = inspection.failures(table_a, table_b, pattern=pattern, category=in_category, page_size=total)[0]["item"]
     try:
         created = batches.create_batch(db, batches.BatchSpec(dataset, "validate_negative", everyone, min(2, len(everyone)), item_ids=tuple(int(i) for i in all_ids)))
     except store.StoreError as error:

@@ -17,6 +17,16 @@ def cached_model(spec: models.ModelSpec) -> models.LoadedModel:
     return models.load_model(spec)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def runs_overview(db_path: str, dataset: str, fingerprint: str) -> list[dict]:
+    return results.runs_overview(store.open_db(db_path), dataset)
+
+
+@st.cache_data(max_entries=64, show_spinner="Computing intervals...")
+def category_table(db_path: str, dataset: str, runs: tuple[str, ...], key: str, fingerprint: str) -> list[dict]:
+    return results.category_table(store.open_db(db_path), dataset, list(runs), key)
+
+
 with st.expander("Score a dataset now"):
     targets = [d["name"] for d in store.list_datasets(db)]
     target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
@@ -40,16 +50,18 @@ if not with_runs:
     st.stop()
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
-overview = results.runs_overview(db, dataset)
+db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
+overview = runs_overview(db_path, dataset, fingerprint)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch")
 
 run_names = [row["run"] for row in overview if "note" not in row]
 chosen = st.multiselect("Runs", run_names, default=run_names[:2], key=f"scores_runs:{dataset}")
 if not chosen:
     st.stop()
-keys = [k for k in results.run_metrics(db, dataset, chosen[0], n_boot=0)["metrics"] if not k.startswith(("mean_", "n_"))]
+first = next(row for row in overview if row["run"] == chosen[0])
+keys = [k for k in first if k not in ("run", "dataset", "model", "pretrained", "kind", "n_items", "note") and not k.startswith(("mean_", "n_"))]
 key = st.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
-table = pd.DataFrame(results.category_table(db, dataset, chosen, key))
+table = pd.DataFrame(category_table(db_path, dataset, tuple(chosen), key, fingerprint))
 humans = baselines.dataset_baseline(db, dataset)
 series = list(chosen)
 if humans and key in humans["metrics"]:

@@ -34,13 +34,14 @@ def test_run_comparison_counts_add_up_and_mcnemar_sees_a_real_difference(scored)
 
 
 def test_failure_patterns_and_margins(scored):
-    page, total = inspection.failures(scored, "demo-sugarcrepe", "demo-clip", run_b="random", pattern="wrong for A, right for B", page_size=5)
+    trained, random_model = (inspection.item_table(scored, "demo-sugarcrepe", run) for run in ("demo-clip", "random"))
+    page, total = inspection.failures(trained, random_model, pattern="wrong for A, right for B", page_size=5)
     assert total > 0 and len(page) == min(5, total)
     assert (~page["correct"] & page["correct_b"]).all()
     gaps = page["s(c) - s(c_n)"].tolist()
     assert gaps == sorted(gaps)  # worst margin first
     with pytest.raises(ValueError, match="needs a second run"):
-        inspection.failures(scored, "demo-sugarcrepe", "demo-clip", pattern="wrong for both")
+        inspection.failures(trained, pattern="wrong for both")
 
 
 def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkeypatch):
@@ -65,6 +66,7 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkey
     at.selectbox(key="pattern").set_value("wrong for A, right for B").run()
     assert not at.exception
     at.button(key="send_to_annotation").click().run()
-    _, total = inspection.failures(scored, "bivlc", "ViT-B-32", run_b="CLIP_COCO", pattern="wrong for A, right for B")
+    tables = [inspection.item_table(scored, "bivlc", run) for run in ("ViT-B-32", "CLIP_COCO")]
+    _, total = inspection.failures(*tables, pattern="wrong for A, right for B")
     created = store.list_batches(scored)[-1]
     assert created["task"] == "validate_negative" and created["dataset"] == "bivlc" and created["n_assignments"] == 2 * total

@@ -1,0 +1,76 @@
+"""Page speed on a large dataset: each admin page rendered through AppTest, timed.
+
+    .venv/bin/python bench/bench_pages.py [--items 100000]
+
+Builds a store with one pair dataset of N items (seven categories) and two scored runs with
+random similarities, then times a first and a second render of each page (the second shows what
+caching buys). Figures are seconds in one run on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from annotate import store  # noqa: E402
+from data.importers import Parsed  # noqa: E402
+from data.items import Item  # noqa: E402
+from data.loading import store_parsed  # noqa: E402
+
+CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
+PAGES = {"Datasets": None, "Model scores": "pages/model_scores.py", "Inspect runs": "pages/inspect_runs.py"}
+
+
+def build(db_file: Path, n: int) -> None:
+    """A pair dataset of n items and two runs of random scores."""
+    db = store.open_db(db_file)
+    parsed = Parsed("jsonl", "large")
+    for i in range(n):
+        category = CATEGORIES[i % len(CATEGORIES)]
+        parsed.add(Item("pair", category, f"{category}/{i}", (f"a photo number {i} of a cat", f"a photo number {i} of a dog"), (f"{i}.jpg",)), "bench", i)
+    store_parsed(db, parsed, kind="jsonl", path="bench")
+    rng = np.random.default_rng(0)
+    ids = [i for i, _ in store.upsert_items(db, store.get_dataset(db, "large")["id"], parsed.items)]
+    for run in ("model-a", "model-b"):
+        with store.transaction(db):
+            run_id = store.ensure_run(db, store.get_dataset(db, "large")["id"], run, kind="scores", model=run)
+            store.put_scores(db, run_id, [(i, rng.random(2).tolist()) for i in ids])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    args = parser.parse_args()
+    from streamlit.testing.v1 import AppTest
+
+    folder = Path(tempfile.mkdtemp(prefix="foil-pages-"))
+    started = time.perf_counter()
+    build(folder / "large.db", args.items)
+    print(f"built {args.items} items with two scored runs in {time.perf_counter() - started:.1f} s", flush=True)
+    os.environ.update(FOIL_DB=str(folder / "large.db"), FOIL_ADMIN_TOKEN="bench")
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600)
+    app.query_params["token"] = "bench"
+    app.run()
+    for name, page in PAGES.items():
+        if page:
+            app.switch_page(page)
+        timings = []
+        for _ in range(2):
+            began = time.perf_counter()
+            app.run()
+            timings.append(time.perf_counter() - began)
+        status = "error: " + app.exception[0].message if app.exception else "ok"
+        print(f"{name}: first render {timings[0]:.2f} s, second {timings[1]:.2f} s ({status})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
