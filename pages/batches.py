@@ -6,7 +6,7 @@ import streamlit as st
 
 from annotate import agreement, batches, consensus, export, store
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
-from data import paths
+from data import browse, paths
 
 db = store.open_db(paths.db_path())
 st.title("Annotation batches")
@@ -89,12 +89,17 @@ st.dataframe(pd.DataFrame(batches.agreement_by_category(db, name)), hide_index=T
 st.subheader("Disagreements")
 queue = consensus.adjudication_queue(db, name)
 st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
-for decision in queue[:5]:
-    item = store.items_by_id(db, [decision.item])[decision.item]
+shown = queue[:5]
+cards = {card.id: card for card in browse.cards_for(db, store.get_batch(db, name)["dataset"], [d.item for d in shown])}
+for decision in shown:
+    card = cards[decision.item]
     with st.container(border=True):
-        st.text(f"item {decision.item} ({item['category']}), votes: {decision.votes}")
-        for caption in item["captions"]:
-            st.text(caption)
+        st.text(f"item {decision.item} ({card.category}), votes: {decision.votes}")
+        images = [(label, path) for label, path in card.images if path is not None]
+        for column, (label, path) in zip(st.columns(max(len(images), 1)), images):
+            column.image(str(path), caption=label, width=140)
+        for role, caption in card.captions:
+            st.text(f"{role}: {caption}")
         choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}")
         if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}"):
             store.decide(db, store.get_batch(db, name)["id"], decision.item, decision.part, {"answer": choice}, by="admin")
