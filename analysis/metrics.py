@@ -178,10 +178,16 @@ def summarize(
         metrics[key] = macro_accuracy(arrays[source], labels)
         intervals[key] = bootstrap_interval(lambda i: _macro_from_codes(arrays[source][i], codes[i]), len(labels), n_boot=n_boot, seed=seed)
     by_category: dict[str, dict[str, Any]] = {}
-    for category in sorted(set(labels.tolist())):
+    category_intervals: dict[str, dict[str, tuple[float, float]]] = {}
+    for number, category in enumerate(sorted(set(labels.tolist()))):
         mask = labels == category
         by_category[str(category)] = {"n": int(mask.sum()), **{k: percent(v[mask]) for k, v in arrays.items()}}
-    return {"n": int(len(labels)), "metrics": metrics, "by_category": by_category, "intervals": intervals}
+        category_intervals[str(category)] = {
+            k: bootstrap_interval(lambda i, v=v[mask]: percent(v[i]), int(mask.sum()), n_boot=n_boot, seed=seed + 1 + number)
+            for k, v in arrays.items()
+        }
+    return {"n": int(len(labels)), "metrics": metrics, "by_category": by_category, "intervals": intervals,
+            "category_intervals": category_intervals}
 
 
 CHANCE = {

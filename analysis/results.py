@@ -82,8 +82,9 @@ def group_summary(rows: Rows, categories: np.ndarray, n_boot: int, seed: int) ->
     ordered = {k: outcomes[k] for k in m.BIVLC_KEYS}
     summary = m.summarize(ordered, categories, n_boot=n_boot, seed=seed)
     types = np.array([str(c).split("_")[0] for c in categories])
-    by_type = m.summarize(ordered, types, n_boot=0, seed=seed)["by_category"]
-    summary["by_category"] = {**by_type, **summary["by_category"]}
+    by_type = m.summarize(ordered, types, n_boot=n_boot, seed=seed)
+    summary["by_category"] = {**by_type["by_category"], **summary["by_category"]}
+    summary["category_intervals"] = {**by_type["category_intervals"], **summary["category_intervals"]}
     return {**summary, "ties": ties}
 
 
@@ -154,6 +155,7 @@ def category_table(db: sqlite_utils.Database, dataset: str, runs: list[str], key
         for category, values in result["by_category"].items():
             row = table.setdefault(category, {"category": category, "n": values["n"]})
             row[run] = values.get(key)
+            row[f"{run} 95% CI"] = result.get("category_intervals", {}).get(category, {}).get(key)
         overall = table.setdefault("(all)", {"category": "(all)", "n": result["n"]})
         overall[run] = result["metrics"].get(key)
         overall[f"{run} 95% CI"] = result["intervals"].get(key)

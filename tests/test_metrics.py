@@ -41,6 +41,8 @@ def test_sugarcrepe_table_from_bivlc_per_instance_file(fresh_db, fixtures):
     assert round(result["metrics"]["accuracy_micro"], 2) == 76.56  # BiVLC's "SugarCrepe" column
     low, high = result["intervals"]["accuracy_micro"]
     assert low < 76.56 < high and high - low < 3
+    low, high = result["category_intervals"]["swap_obj"]["accuracy_micro"]  # 246 items: a wider interval
+    assert low < 61.38 < high and high - low > 6
 
 
 def test_bivlc_table_from_per_instance_file(fresh_db, fixtures):
