@@ -232,17 +232,18 @@ def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -
     """The annotator's first unanswered item of the batch (a refresh resumes here)."""
     reassign_stale(db, batch_name)  # whoever asks for work first frees items others walked away from
     batch = store.get_batch(db, batch_name)
-    mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
-    if not mine:
+    # Scoped to this annotator's assignments (indexed), not the whole batch: this runs on every answer.
+    mine = next((b for b in store.annotator_batches(db, annotator_id) if b["id"] == batch["id"]), None)
+    if mine is None:
         raise BatchError("this batch holds nothing for you")
-    done = sum(a["done"] for a in mine)
+    done, assigned = int(mine["done"]), int(mine["assigned"])
     nxt = store.next_assignment(db, annotator_id, batch["id"])
     if nxt is None:
-        return QueueState(batch, None, None, None, done, len(mine))
+        return QueueState(batch, None, None, None, done, assigned)
     item = store.items_by_id(db, [nxt["item_id"]])[nxt["item_id"]]
     started = store.open_assignment(db, nxt["id"])
     task = build_task(batch["task"], item, nxt["part"], seed=f"{batch['config']['seed']}:{annotator_id}")
-    return QueueState(batch, task, nxt["id"], started, done, len(mine))
+    return QueueState(batch, task, nxt["id"], started, done, assigned)
 
 
 def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) -> list[tuple[str, Path | None]]:
