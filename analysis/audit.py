@@ -25,13 +25,27 @@ def audit(
     db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0,
     embed: blind.Embedder | None = None,
 ) -> dict[str, Any]:
-    """The `cli.py audit` JSON: blind accuracy (percent) per scorer, overall and per category."""
+    """The `cli.py audit` JSON: blind accuracy (percent) per scorer, overall and per category.
+
+    The result is also stored, so `stored_audit` can show it again without refitting.
+    """
     items = dataset_pairs(db, dataset)
     if not items:
         raise store.StoreError(f"{dataset} has no caption pairs to audit")
     pairs = [(i["captions"][0], i["captions"][1]) for i in items]
     results = blind.blind_gaps(pairs, scorers, k=folds, seed=seed, embed=embed)
-    return {"dataset": dataset, **summarize_blind(items, pairs, results)}
+    result = {"dataset": dataset, **summarize_blind(items, pairs, results)}
+    store.put_audit(db, dataset, _settings(scorers, folds, seed), result)
+    return result
+
+
+def stored_audit(db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0) -> dict[str, Any] | None:
+    """The last `audit` of a dataset with these settings, if its items have not changed since."""
+    return store.get_audit(db, dataset, _settings(scorers, folds, seed))
+
+
+def _settings(scorers: Sequence[str], folds: int, seed: int) -> str:
+    return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}"
 
 
 def summarize_blind(items: list[dict[str, Any]], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]) -> dict[str, Any]:

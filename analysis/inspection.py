@@ -7,15 +7,14 @@ per-instance results (BiVLC, SugarCrepe-correct) give correctness only.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
-
 import numpy as np
 import pandas as pd
 import sqlite_utils
-from statsmodels.stats.contingency_tables import mcnemar
 
 from analysis import metrics as m
-from analysis.results import group_outcomes, pair_correct
+from analysis.results import Run, group_outcomes, item_kind, load_run, pair_correct
 from annotate import store
 
 GAP_NAMES = {
@@ -27,31 +26,31 @@ GAP_NAMES = {
 
 def item_table(db: sqlite_utils.Database, dataset: str, run: str) -> pd.DataFrame:
     """One row per scored item: id, category, `correct`, and its score gaps where scores exist."""
-    rows = store.run_rows(db, store.get_run(db, dataset, run)["id"])
-    if not rows:
-        return pd.DataFrame(columns=["item", "category", "correct"])
-    frame = pd.DataFrame({"item": [r["item_id"] for r in rows], "category": [r["category"] for r in rows]})
-    kind = rows[0]["kind"]
-    frame["correct"] = _correct(kind, rows)
-    if rows[0]["scores"] is not None and kind in GAP_NAMES:
-        for name, values in zip(GAP_NAMES[kind], _gaps(kind, rows)):
+    columns = load_run(db, dataset, run)
+    frame = pd.DataFrame({"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)})
+    if not len(columns):
+        return frame
+    kind = item_kind(columns)
+    frame["correct"] = _correct(kind, columns)
+    if columns.scores is not None and kind in GAP_NAMES:
+        for name, values in zip(GAP_NAMES[kind], _gaps(kind, columns.scores)):
             frame[name] = values
+    if kind == "triple" and columns.scores is not None:
+        frame["brittle"] = m.hard_positive_outcomes(columns.scores[:, 0], columns.scores[:, 1], columns.scores[:, 2])["brittleness"]
     return frame
 
 
-def _correct(kind: str, rows: list[dict[str, Any]]) -> np.ndarray:
+def _correct(kind: str, run: Run) -> np.ndarray:
     if kind == "group":
-        return group_outcomes(rows)[0]["group"]
-    if kind == "triple" and rows[0]["scores"] is not None:
-        scores = np.array([r["scores"][:3] for r in rows], dtype=float)
-        return m.hard_positive_outcomes(scores[:, 0], scores[:, 1], scores[:, 2])["aug_acc"]
-    if kind == "retrieval":
-        return m.recall_at_k(np.array([r["scores"] for r in rows], dtype=float), 1)
-    return pair_correct(rows)[0]
+        return group_outcomes(run)[0]["group"]
+    if kind == "triple" and run.scores is not None:
+        return m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["aug_acc"]
+    if kind == "retrieval" and run.scores is not None:
+        return m.recall_at_k(run.scores, 1)
+    return pair_correct(run)[0]
 
 
-def _gaps(kind: str, rows: list[dict[str, Any]]) -> list[np.ndarray]:
-    scores = np.array([r["scores"] for r in rows], dtype=float)
+def _gaps(kind: str, scores: np.ndarray) -> list[np.ndarray]:
     if kind == "pair":
         return [scores[:, 0] - scores[:, 1]]
     if kind == "triple":
@@ -66,6 +65,8 @@ def share_below_zero(gaps: pd.Series) -> float:
 
 def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str) -> pd.DataFrame:
     """Per category: how often the runs agree on correctness, and McNemar's exact test."""
+    from statsmodels.stats.contingency_tables import mcnemar  # ~0.8 s to import: only when two runs are compared
+
     a, b = item_table(db, dataset, run_a), item_table(db, dataset, run_b)
     joined = a[["item", "category", "correct"]].merge(b[["item", "correct"]], on="item", suffixes=("_a", "_b"))
     rows = []
@@ -80,37 +81,118 @@ def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str
     return pd.DataFrame(rows)
 
 
-PATTERNS = ("wrong for A", "wrong for A, right for B", "right for A, wrong for B", "wrong for both")
+PATTERNS = (
+    "wrong for A", "wrong for A, right for B", "right for A, wrong for B", "wrong for both",
+    "wrong for A, right for humans", "brittle for A",
+)
+
+
+def gap_columns(table: pd.DataFrame) -> list[str]:
+    """The score-gap columns of an `item_table` (none for imported decisions)."""
+    return [c for c in table.columns if c.startswith("s(") or ": s(" in c]
+
+
+def patterns_for(table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, humans: Mapping[int, bool] | None = None) -> tuple[str, ...]:
+    """The correctness patterns these tables can answer (a second run, human labels, brittleness)."""
+    usable = [PATTERNS[0]]
+    if table_b is not None:
+        usable += PATTERNS[1:4]
+    if humans:
+        usable.append("wrong for A, right for humans")
+    if "brittle" in table_a:
+        usable.append("brittle for A")
+    return tuple(usable)
 
 
 def failures(
-    table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, *, pattern: str = "wrong for A",
-    category: str | None = None, page: int = 0, page_size: int = 20,
+    table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, *, humans: Mapping[int, bool] | None = None,
+    pattern: str = "wrong for A", category: str | None = None, page: int = 0, page_size: int = 20,
 ) -> tuple[pd.DataFrame, int]:
-    """Items (rows of `item_table`) matching a correctness pattern, worst margin first: one page and the total."""
+    """Items (rows of `item_table`) matching a correctness pattern, worst margin first: one page and the total.
+
+    `humans` maps item ids to whether the human majority got the item right (`baselines.item_outcomes`);
+    the rows then carry it as `humans` (missing where no human answered).
+    """
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r}; expected one of {PATTERNS}")
+    if pattern not in patterns_for(table_a, table_b, humans):
+        raise ValueError(f"pattern {pattern!r} needs {_NEEDS[pattern]}")
     table = table_a
     if table_b is not None:
-        table = table_a.merge(table_b[["item", "correct"]].rename(columns={"correct": "correct_b"}), on="item")
+        table = table.merge(table_b[["item", "correct"]].rename(columns={"correct": "correct_b"}), on="item")
+    if humans:
+        table = table.assign(humans=table["item"].map(humans))
     mask = _pattern_mask(table, pattern)
     if category:
         mask &= table["category"] == category
     chosen = table[mask]
-    gap = next((c for c in chosen.columns if c.startswith("s(") or ":" in c), None)
-    if gap is not None:
-        chosen = chosen.sort_values(gap)
+    gaps = gap_columns(chosen)
+    if gaps:
+        chosen = chosen.sort_values(gaps[0], kind="stable")
     return chosen.iloc[page * page_size:(page + 1) * page_size], len(chosen)
 
 
+_NEEDS = {
+    "wrong for A, right for B": "a second run", "right for A, wrong for B": "a second run", "wrong for both": "a second run",
+    "wrong for A, right for humans": "human baseline or ranking labels on this dataset", "brittle for A": "hard-positive scores",
+}
+
+
 def _pattern_mask(table: pd.DataFrame, pattern: str) -> pd.Series:
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown pattern {pattern!r}; expected one of {PATTERNS}")
     wrong_a = ~table["correct"]
     if pattern == "wrong for A":
         return wrong_a
-    if "correct_b" not in table:
-        raise ValueError(f"pattern {pattern!r} needs a second run")
+    if pattern == "wrong for A, right for humans":
+        return wrong_a & (table["humans"] == True)  # noqa: E712  (NaN where no human answered)
+    if pattern == "brittle for A":
+        return table["brittle"]
     right_b = table["correct_b"]
     return {"wrong for A, right for B": wrong_a & right_b, "right for A, wrong for B": ~wrong_a & ~right_b, "wrong for both": wrong_a & ~right_b}[pattern]
+
+
+def gap_histogram(tables: Mapping[str, pd.DataFrame], gap: str, *, bins: int = 40) -> pd.DataFrame:
+    """Counts of `gap` per run and category over shared bins: a few hundred rows, however many items.
+
+    Columns: run, category, left, right, middle, count.
+    """
+    values = np.concatenate([t[gap].to_numpy(dtype=float) for t in tables.values()])
+    edges = np.histogram_bin_edges(values[np.isfinite(values)], bins=bins)
+    rows = []
+    for run, table in tables.items():
+        for category, part in table.groupby("category"):
+            counts, _ = np.histogram(part[gap].to_numpy(dtype=float), bins=edges)
+            rows.append(pd.DataFrame({"run": run, "category": category, "left": edges[:-1], "right": edges[1:], "count": counts}))
+    frame = pd.concat(rows, ignore_index=True)
+    return frame.assign(middle=(frame["left"] + frame["right"]) / 2)
+
+
+def shares_below_zero(tables: Mapping[str, pd.DataFrame], gap: str) -> pd.DataFrame:
+    """Per run and category, the percent of items whose `gap` is at or below zero."""
+    rows = [
+        {"run": run, "category": category, "% at or below zero": share_below_zero(part[gap])}
+        for run, table in tables.items() for category, part in table.groupby("category")
+    ]
+    return pd.DataFrame(rows)
+
+
+def selected_range(selection: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """The x range of a box drawn on a plotly chart (Streamlit's selection state), if any."""
+    boxes = (selection or {}).get("box") or []
+    if not boxes or len(boxes[0].get("x", ())) < 2:
+        return None
+    low, high = boxes[0]["x"][:2]
+    return (min(low, high), max(low, high))
+
+
+def in_range(table: pd.DataFrame, gap: str, low: float, high: float) -> pd.DataFrame:
+    """Items whose `gap` lies in [low, high], smallest gap first."""
+    return table[(table[gap] >= low) & (table[gap] <= high)].sort_values(gap, kind="stable")
+
+
+def paired_gaps(table_a: pd.DataFrame, table_b: pd.DataFrame, gap: str) -> pd.DataFrame:
+    """Per item both runs' `gap`: item, category, A, B (for the model-against-model scatter)."""
+    joined = table_a[["item", "category", gap]].merge(table_b[["item", gap]], on="item", suffixes=(" A", " B"))
+    return joined.rename(columns={f"{gap} A": "A", f"{gap} B": "B"})
 
 
 def marked_difference(positive: str, negative: str) -> tuple[str, str]:

@@ -138,18 +138,46 @@ def recall_at_k(scores: ArrayLike, k: int) -> Bools:
     return rank < k
 
 
-def bootstrap_interval(
-    statistic: Callable[[NDArray[np.int_]], float], n_items: int, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile interval of `statistic(indices)` over item resamples with replacement."""
-    if n_items == 0 or n_boot == 0:
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    values = np.array([statistic(rng.integers(0, n_items, n_items)) for _ in range(n_boot)])
+def _percentile_interval(values: NDArray[np.float64], level: float) -> tuple[float, float]:
     if np.all(np.isnan(values)):
         return (float("nan"), float("nan"))
     tail = (1 - level) / 2 * 100
     return (float(np.nanpercentile(values, tail)), float(np.nanpercentile(values, 100 - tail)))
+
+
+def share_interval(outcomes: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Bootstrap percentile interval of `percent(outcomes)`, in O(n_boot) time.
+
+    Resampling n items with replacement draws a Binomial(n, share) number of true outcomes, so
+    the counts are drawn directly: the same distribution as resampling items, without
+    materialising n_boot resamples of n indices (which took most of a page render at 100k items).
+    """
+    values = np.asarray(outcomes, dtype=bool)
+    if values.size == 0 or n_boot == 0:
+        return (float("nan"), float("nan"))
+    hits = np.random.default_rng(seed).binomial(values.size, values.mean(), size=n_boot)
+    return _percentile_interval(100.0 * hits / values.size, level)
+
+
+def macro_interval(outcomes: ArrayLike, categories: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Bootstrap percentile interval of `macro_accuracy`, in O(n_boot x categories) time.
+
+    A resample holds Multinomial(n, category shares) items per category and, given that count,
+    Binomial(count, category accuracy) correct ones; categories a resample misses are left out
+    of its mean, as `macro_accuracy` does.
+    """
+    values, labels = np.asarray(outcomes, dtype=bool), np.asarray(categories)
+    if values.size == 0 or n_boot == 0:
+        return (float("nan"), float("nan"))
+    _, codes = np.unique(labels, return_inverse=True)
+    sizes = np.bincount(codes)
+    accuracy = np.bincount(codes, weights=values.astype(float)) / sizes
+    rng = np.random.default_rng(seed)
+    counts = rng.multinomial(values.size, sizes / values.size, size=n_boot)
+    hits = rng.binomial(counts, accuracy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.where(counts > 0, hits / counts, np.nan)
+    return _percentile_interval(100.0 * np.nanmean(shares, axis=1), level)
 
 
 def summarize(
@@ -171,20 +199,18 @@ def summarize(
     arrays = {k: np.asarray(v, dtype=bool) for k, v in outcomes.items()}
     labels = np.asarray(categories)
     metrics = {k: percent(v) for k, v in arrays.items()}
-    intervals = {k: bootstrap_interval(lambda i, v=v: percent(v[i]), len(labels), n_boot=n_boot, seed=seed) for k, v in arrays.items()}
+    intervals = {k: share_interval(v, n_boot=n_boot, seed=seed) for k, v in arrays.items()}
     if macro is not None:
         source, key = macro
-        _, codes = np.unique(labels, return_inverse=True)
         metrics[key] = macro_accuracy(arrays[source], labels)
-        intervals[key] = bootstrap_interval(lambda i: _macro_from_codes(arrays[source][i], codes[i]), len(labels), n_boot=n_boot, seed=seed)
+        intervals[key] = macro_interval(arrays[source], labels, n_boot=n_boot, seed=seed)
     by_category: dict[str, dict[str, Any]] = {}
     category_intervals: dict[str, dict[str, tuple[float, float]]] = {}
     for number, category in enumerate(sorted(set(labels.tolist()))):
         mask = labels == category
         by_category[str(category)] = {"n": int(mask.sum()), **{k: percent(v[mask]) for k, v in arrays.items()}}
         category_intervals[str(category)] = {
-            k: bootstrap_interval(lambda i, v=v[mask]: percent(v[i]), int(mask.sum()), n_boot=n_boot, seed=seed + 1 + number)
-            for k, v in arrays.items()
+            k: share_interval(v[mask], n_boot=n_boot, seed=seed + 1 + number) for k, v in arrays.items()
         }
     return {"n": int(len(labels)), "metrics": metrics, "by_category": by_category, "intervals": intervals,
             "category_intervals": category_intervals}

@@ -29,40 +29,14 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from analysis.model_spec import (  # noqa: F401  (re-exported: callers name them models.X)
+    DEMO_ARCH, DEMO_CHECKPOINT, DEMO_MODEL_DIR, DEMO_RUN, PRECISIONS, RANDOM_WEIGHTS, ModelSpec, ModelUnavailableError, demo_model_spec,
+)
+
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16", "fp16")
 # open_clip keeps some weights (embeddings, norms) in fp32 at low precision: inputs follow the precision.
 INPUT_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-RANDOM_WEIGHTS = "none"
-DEMO_MODEL_DIR = Path(__file__).resolve().parent / "demo_model"
-DEMO_ARCH = "foil-demo-clip"
-DEMO_CHECKPOINT = DEMO_MODEL_DIR / f"{DEMO_ARCH}.pt"
-DEMO_RUN = "demo-clip"
-
-
-class ModelUnavailableError(RuntimeError):
-    """The model's weights cannot be had here; the message says how to provide them."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """Which model to load: an architecture plus a pretrained tag or a local checkpoint."""
-
-    arch: str
-    pretrained: str | None = None
-    checkpoint: str | None = None
-    precision: str = "fp32"
-
-    @property
-    def random_weights(self) -> bool:
-        """True when the spec asks for untrained weights (timing only)."""
-        return self.checkpoint is None and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS and not self.arch.startswith("hf-hub:")
-
-
-def demo_model_spec() -> ModelSpec:
-    """The small CLIP trained on the synthetic world that ships with the repository."""
-    return ModelSpec(DEMO_ARCH, checkpoint=str(DEMO_CHECKPOINT))
 
 
 @dataclass

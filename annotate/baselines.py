@@ -88,6 +88,17 @@ def _group_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict
     return summary
 
 
+def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, bool]:
+    """Item id -> whether humans got it right: the majority answer of every answered question
+    of the item is right, over the dataset's baseline and ranking batches (gold excluded)."""
+    outcomes: dict[int, bool] = {}
+    for batch in store.list_batches(db):
+        if batch["dataset"] == dataset and batch["task"] in ("baseline_i2t", "baseline_t2i", "rank_captions"):
+            for (item, _), right in question_outcomes(db, batch["name"]).items():
+                outcomes[item] = outcomes.get(item, True) and right
+    return outcomes
+
+
 def dataset_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
     """The human baseline from every baseline batch of a dataset, or None if there is none yet."""
     names = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] in ("baseline_i2t", "baseline_t2i")]

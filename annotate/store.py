@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 5)
+Schema (version 6)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -30,6 +30,8 @@ Schema (version 5)
                   ``kind`` (``scores`` for similarities, ``correct``/``groups``/``choices`` for
                   imported decisions), JSON ``meta``.
 ``scores``        per (run, item): JSON ``scores`` (similarities) and/or JSON ``outcome``.
+``audits``        (since version 6) the latest hackability audit of a dataset per ``settings``
+                  (scorers, folds, seed), with the ``items_fingerprint`` it was computed on.
 ``imports``       (since version 2) a log of every import: file, kind, counts, time.
 ``embeddings``    (since version 3) cached embeddings: ``model`` identity, ``modality`` (image or
                   text), content ``key`` (image sha256 plus crop, or caption sha256), float32
@@ -48,6 +50,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlite_utils
 
 from data.images import ImageInfo
@@ -194,12 +197,26 @@ def _m0005_decisions(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0006_audits_and_labels_by_item(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE audits (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            settings TEXT NOT NULL, items_fingerprint TEXT NOT NULL,
+            result TEXT NOT NULL, created_at TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, settings));
+        CREATE INDEX labels_by_item ON labels (item_id);
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
     ("0003_embedding_cache", _m0003_embedding_cache),
     ("0004_annotation_parts_and_leases", _m0004_annotation_parts_and_leases),
     ("0005_decisions", _m0005_decisions),
+    ("0006_audits_and_labels_by_item", _m0006_audits_and_labels_by_item),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -326,6 +343,12 @@ def list_datasets(db: sqlite_utils.Database) -> list[dict[str, Any]]:
         dataset["item_kinds"] = item_kind_counts(db, dataset["id"])
         dataset["images"] = image_status_counts(db, dataset["id"])
     return datasets
+
+
+def dataset_names(db: sqlite_utils.Database, *, with_runs: bool = False) -> list[str]:
+    """Names of every dataset (or of those with at least one run), oldest first, without counting items."""
+    where = " WHERE EXISTS (SELECT 1 FROM runs WHERE runs.dataset_id = datasets.id)" if with_runs else ""
+    return [row[0] for row in db.execute(f"SELECT name FROM datasets{where} ORDER BY id").fetchall()]
 
 
 def category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
@@ -573,14 +596,48 @@ def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, Any
     return _decode(rows[0], "meta")
 
 
-def run_rows(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
-    """Every scored item of a run: item id, kind, category, meta, scores and outcome (decoded)."""
-    rows = db.query(
-        "SELECT items.id AS item_id, items.kind, items.category, items.meta, scores.scores, scores.outcome"
-        " FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ? ORDER BY items.id",
+@dataclass(frozen=True)
+class RunColumns:
+    """A run as columns (one entry per scored item, by item id): what metrics and pages read.
+
+    ``scores`` is one float array (items first) when every item has similarities, else None;
+    ``outcomes`` lists the imported decisions (None where an item has none).
+    """
+
+    item_ids: np.ndarray
+    kinds: np.ndarray
+    categories: np.ndarray
+    scores: np.ndarray | None
+    outcomes: list[dict[str, Any] | None]
+
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+
+def run_columns(db: sqlite_utils.Database, run_id: int) -> RunColumns:
+    """Every scored item of a run as columns, decoded in bulk (fast on 100,000 items)."""
+    rows = db.execute(
+        "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome"
+        " FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ? ORDER BY scores.item_id",
         [run_id],
+    ).fetchall()
+    ids, kinds, categories, scores, outcomes = zip(*rows) if rows else ((), (), (), (), ())
+    return RunColumns(
+        item_ids=np.array(ids, dtype=np.int64),
+        kinds=np.array(kinds, dtype=str),
+        categories=np.array(categories, dtype=str),
+        scores=_score_array(scores) if rows and None not in scores else None,
+        outcomes=[None if o is None else json.loads(o) for o in outcomes],
     )
-    return [_decode(row, "meta", "scores", "outcome") for row in rows]
+
+
+def _score_array(texts: tuple[str, ...]) -> np.ndarray:
+    """JSON score lists of one shape as one float array (items first), parsed in one pass."""
+    shape = np.shape(json.loads(texts[0]))
+    flat = np.fromstring(",".join(texts).replace("[", " ").replace("]", " "), sep=",")
+    if flat.size != len(texts) * int(np.prod(shape)):  # ragged rows: let numpy say so
+        return np.array([json.loads(text) for text in texts], dtype=float)
+    return flat.reshape(len(texts), *shape)
 
 
 def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
@@ -594,6 +651,32 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
         {"d": dataset_id},
     ).fetchone()
     return ":".join(map(str, row))
+
+
+def items_fingerprint(db: sqlite_utils.Database, dataset_id: int) -> str:
+    """Changes whenever items are added to or removed from a dataset (imports never edit items)."""
+    row = db.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM items WHERE dataset_id = ?", [dataset_id]).fetchone()
+    return f"{row[0]}:{row[1]}"
+
+
+def put_audit(db: sqlite_utils.Database, dataset: str, settings: str, result: dict[str, Any]) -> None:
+    """Store a dataset's audit result under its settings, replacing an older one."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    with transaction(db):
+        db.execute(
+            "INSERT OR REPLACE INTO audits (dataset_id, settings, items_fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
+            [dataset_id, settings, items_fingerprint(db, dataset_id), json.dumps(result), _now()],
+        )
+
+
+def get_audit(db: sqlite_utils.Database, dataset: str, settings: str) -> dict[str, Any] | None:
+    """The stored audit of a dataset under these settings, unless its items changed since."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    row = db.execute(
+        "SELECT result FROM audits WHERE dataset_id = ? AND settings = ? AND items_fingerprint = ?",
+        [dataset_id, settings, items_fingerprint(db, dataset_id)],
+    ).fetchone()
+    return None if row is None else json.loads(row[0])
 
 
 def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, Any]]:
@@ -790,6 +873,21 @@ def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any
         " JOIN assignments a ON a.batch_id = l.batch_id AND a.item_id = l.item_id AND a.part = l.part"
         " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id", [batch_id])
     return [_decode(row, "answer", "displayed_order", "flags") for row in rows]
+
+
+def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Every label given to these items in any batch: batch, task, annotator, answer, flags, comment."""
+    wanted = sorted(set(item_ids))
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        rows = db.query(
+            "SELECT l.item_id AS item, l.part, batches.name AS batch, l.task, annotators.name AS annotator,"
+            " l.answer, l.flags, l.comment FROM labels l JOIN batches ON batches.id = l.batch_id"
+            f" JOIN annotators ON annotators.id = l.annotator_id WHERE l.item_id IN ({','.join('?' * len(chunk))})"
+            " ORDER BY l.item_id, l.id", chunk)
+        found.extend(_decode(row, "answer", "flags") for row in rows)
+    return found
 
 
 def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, dict[str, Any]]:

@@ -4,7 +4,8 @@
 
 Builds a store with one pair dataset of N items (seven categories) and two scored runs with
 random similarities, then times a first and a second render of each page (the second shows what
-caching buys). Figures are seconds in one run on this machine.
+caching buys). The hackability audit is fitted and stored first, as `cli.py audit` or the page's
+first visit would. Figures are seconds in one run on this machine.
 """
 
 from __future__ import annotations
@@ -20,13 +21,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analysis.audit import audit  # noqa: E402
 from annotate import store  # noqa: E402
 from data.importers import Parsed  # noqa: E402
 from data.items import Item  # noqa: E402
 from data.loading import store_parsed  # noqa: E402
 
 CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
-PAGES = {"Datasets": None, "Model scores": "pages/model_scores.py", "Inspect runs": "pages/inspect_runs.py"}
+AUDIT_SCORERS = ("stats", "ngram")  # the page's default
+PAGES = {
+    "Datasets": None, "Model scores": "pages/model_scores.py", "Inspect runs": "pages/inspect_runs.py",
+    "Annotation batches": "pages/batches.py", "Hackability audit": "pages/hackability.py",
+}
 
 
 def build(db_file: Path, n: int) -> None:
@@ -48,14 +54,19 @@ def build(db_file: Path, n: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--db", type=Path, help="reuse this store if it exists (else build it there)")
     args = parser.parse_args()
     from streamlit.testing.v1 import AppTest
 
-    folder = Path(tempfile.mkdtemp(prefix="foil-pages-"))
+    db_file = args.db or Path(tempfile.mkdtemp(prefix="foil-pages-")) / "large.db"
+    if not db_file.exists():
+        started = time.perf_counter()
+        build(db_file, args.items)
+        print(f"built {args.items} items with two scored runs in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
-    build(folder / "large.db", args.items)
-    print(f"built {args.items} items with two scored runs in {time.perf_counter() - started:.1f} s", flush=True)
-    os.environ.update(FOIL_DB=str(folder / "large.db"), FOIL_ADMIN_TOKEN="bench")
+    audit(store.open_db(db_file), "large", scorers=AUDIT_SCORERS)
+    print(f"hackability audit ({', '.join(AUDIT_SCORERS)}, 5-fold) fitted and stored in {time.perf_counter() - started:.1f} s", flush=True)
+    os.environ.update(FOIL_DB=str(db_file), FOIL_ADMIN_TOKEN="bench")
     app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600)
     app.query_params["token"] = "bench"
     app.run()
@@ -69,7 +80,19 @@ def main() -> int:
             timings.append(time.perf_counter() - began)
         status = "error: " + app.exception[0].message if app.exception else "ok"
         print(f"{name}: first render {timings[0]:.2f} s, second {timings[1]:.2f} s ({status})", flush=True)
+        if name == "Inspect runs":
+            time_failure_paging(app)
     return 0
+
+
+def time_failure_paging(app) -> None:  # noqa: ANN001  (an AppTest)
+    """Failure browser with run B chosen: a jump to a far page, as a user pages through failures."""
+    app.selectbox(key="run_b:large").set_value("model-b").run()
+    app.selectbox(key="pattern").set_value("wrong for A, right for B").run()
+    began = time.perf_counter()
+    app.number_input(key="fail_page").set_value(1000).run()
+    shown = sum(t.value.startswith("#") for t in app.text)
+    print(f"Inspect runs, failure browser page 1000 of 'wrong for A, right for B': {time.perf_counter() - began:.2f} s ({shown} items shown)", flush=True)
 
 
 if __name__ == "__main__":

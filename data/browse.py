@@ -10,6 +10,7 @@ import pandas as pd
 import sqlite_utils
 
 from annotate import store
+from annotate.tasks import is_correct
 from data.images import UnsafeImagePathError, resolve_image
 from data.items import caption_roles, image_roles
 
@@ -86,3 +87,19 @@ def existing_image(root: Path | None, reference: str) -> Path | None:
     except UnsafeImagePathError:
         return None
     return path if path.is_file() else None
+
+
+def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
+    """Per item card, one plain-text line per human label: batch, task, annotator, answer with
+    its verdict where the truth is known, flags and comment."""
+    lines: dict[int, list[str]] = {card.id: [] for card in cards}
+    truths = {card.id: {"truth": card.truth} for card in cards}
+    for label in store.item_labels(db, lines):
+        answer = ", ".join(f"{k}={v}" for k, v in label["answer"].items())
+        verdict = is_correct(label["task"], truths[label["item"]], label["part"], label["answer"])
+        text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
+        text += "" if verdict is None else (" (right)" if verdict else " (wrong)")
+        text += f" · flags: {', '.join(label['flags'])}" if label["flags"] else ""
+        text += f" · comment: {label['comment']}" if label["comment"] else ""
+        lines[label["item"]].append(text)
+    return lines

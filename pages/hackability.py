@@ -19,9 +19,13 @@ st.title("Hackability audit")
 st.caption("Blind text-only scorers never see the image; above 50% they exploit how the negatives were written.")
 
 
-@st.cache_data(show_spinner="Running blind scorers...", max_entries=16)
-def cached_audit(db_path: str, dataset: str, n_items: int, scorers: tuple[str, ...]) -> dict:
-    return audits.audit(store.open_db(db_path), dataset, scorers=scorers)
+SCATTER_POINTS = 5_000
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_audit(db_path: str, dataset: str, fingerprint: str, scorers: tuple[str, ...]) -> dict:
+    db = store.open_db(db_path)
+    return audits.stored_audit(db, dataset, scorers=scorers) or audits.audit(db, dataset, scorers=scorers)
 
 
 names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & {"pair", "triple", "group"}]
@@ -37,7 +41,8 @@ if not scorers:
 
 
 def run(name: str) -> dict:
-    return cached_audit(str(db_file), name, len(audits.dataset_pairs(db, name)), scorers)
+    with st.spinner(f"Blind scorers on {name} (fitted once, then stored)..."):
+        return cached_audit(str(db_file), name, store.items_fingerprint(db, store.get_dataset(db, name)["id"]), scorers)
 
 
 result = run(dataset)
@@ -59,6 +64,9 @@ if len(scorers) >= 2:
     st.subheader("Score gaps of two blind scorers")
     a, b = scorers[:2]
     gaps = pd.DataFrame({a: blind.scaled(np.array(result["gaps"][a])), b: blind.scaled(np.array(result["gaps"][b])), "category": result["categories"]})
+    if len(gaps) > SCATTER_POINTS:
+        st.caption(f"A random {SCATTER_POINTS:,} of the {len(gaps):,} items are drawn.")
+        gaps = gaps.sample(SCATTER_POINTS, random_state=0)
     st.plotly_chart(px.scatter(gaps, x=a, y=b, color="category", opacity=0.5, title="positive minus negative, scaled to [-1, 1]"), key="gap_scatter")
 
     st.subheader("Adversarial refinement")

@@ -5,10 +5,12 @@ import plotly.express as px
 import streamlit as st
 
 from analysis import inspection
-from annotate import batches, store
+from annotate import baselines, batches, store
 from data import browse, paths
+from data.images import thumbnail
 
 PAGE_SIZE = 10
+SCATTER_POINTS = 5_000
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -20,9 +22,21 @@ def item_table(db_path: str, dataset: str, run: str, fingerprint: str) -> pd.Dat
 def compare_runs(db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str) -> pd.DataFrame:
     return inspection.compare_runs(store.open_db(db_path), dataset, run_a, run_b)
 
-db = store.open_db(paths.db_path())
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def human_outcomes(db_path: str, dataset: str, fingerprint: str) -> dict[int, bool]:
+    return baselines.item_outcomes(store.open_db(db_path), dataset)
+
+
+@st.dialog("Image", width="large")
+def enlarge(path: str, caption: str) -> None:
+    st.image(path, caption=caption)
+
+
+db_file = paths.db_path()
+db = store.open_db(db_file)
 st.title("Inspect runs")
-with_runs = [d["name"] for d in store.list_datasets(db) if store.list_runs(db, d["name"])]
+with_runs = store.dataset_names(db, with_runs=True)
 if not with_runs:
     st.info("No runs yet.")
     st.stop()
@@ -33,56 +47,84 @@ run_a = left.selectbox("Run A", runs, key=f"run_a:{dataset}")
 run_b = right.selectbox("Run B (optional)", ["(none)", *[r for r in runs if r != run_a]], key=f"run_b:{dataset}")
 run_b = None if run_b == "(none)" else run_b
 
-db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
+db_path, fingerprint = str(db_file), store.dataset_fingerprint(db, dataset)
 table_a = item_table(db_path, dataset, run_a, fingerprint)
 table_b = item_table(db_path, dataset, run_b, fingerprint) if run_b else None
-gap_columns = [c for c in table_a.columns if c not in ("item", "category", "correct")]
+gaps = inspection.gap_columns(table_a)
+
 st.subheader("Score gaps")
-if not gap_columns:
+if not gaps:
     st.info(f"{run_a} holds imported decisions, not scores: no gaps to plot.")
 else:
-    gap = st.selectbox("Gap", gap_columns, key=f"gap:{dataset}")
-    frames = [table_a.assign(run=run_a)]
-    if table_b is not None and gap in table_b.columns:
-        frames.append(table_b.assign(run=run_b))
-    both = pd.concat(frames)
-    figure = px.histogram(both, x=gap, color="run", facet_col="category", facet_col_wrap=4, barmode="overlay", nbins=40, height=600)
+    gap = st.selectbox("Gap", gaps, key=f"gap:{dataset}")
+    tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
+    shares = inspection.shares_below_zero(tables, gap)
+    titles = {c: f"{c}: " + ", ".join(f"{r['% at or below zero']:.1f}% ≤ 0" for r in part.to_dict("records"))
+              for c, part in shares.groupby("category")}
+    bars = inspection.gap_histogram(tables, gap).assign(category=lambda f: f["category"].map(titles))
+    figure = px.bar(bars, x="middle", y="count", color="run", facet_col="category", facet_col_wrap=3, barmode="overlay",
+                    opacity=0.6, height=700, labels={"middle": gap})
+    figure.update_traces(width=float(bars["right"].iloc[0] - bars["left"].iloc[0]))
+    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.add_vline(x=0, line_dash="dash")
-    st.plotly_chart(figure, key="gap_hist")
-    shares = both.groupby(["run", "category"])[gap].apply(inspection.share_below_zero).rename("% at or below zero").reset_index()
-    st.dataframe(shares, hide_index=True, width="stretch")
-    low, high = st.slider("List the items with a gap in", float(both[gap].min()), float(both[gap].max()),
-                          (float(both[gap].min()), 0.0), key=f"gap_range:{dataset}")
-    st.dataframe(table_a[(table_a[gap] >= low) & (table_a[gap] <= high)].sort_values(gap), hide_index=True, width="stretch")
+    event = st.plotly_chart(figure, key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
+    st.caption("Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use the slider, to list items.")
+    lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
+    slider = st.slider("List the items with a gap in", lowest, highest, (lowest, min(0.0, highest)), key=f"gap_range:{dataset}")
+    box = inspection.selected_range(event.selection if event else None)
+    low, high = box or slider
+    listed = inspection.in_range(table_a, gap, low, high)
+    st.caption(f"{len(listed)} items of {run_a} with {gap} in [{low:.3f}, {high:.3f}]" + (" (the box drawn on the chart)" if box else ""))
+    st.dataframe(listed, hide_index=True, width="stretch")
 
 if run_b:
     st.subheader(f"{run_a} against {run_b}")
     st.dataframe(compare_runs(db_path, dataset, run_a, run_b, fingerprint), hide_index=True, width="stretch")
+    shared = [g for g in gaps if table_b is not None and g in table_b]
+    if shared:
+        paired = inspection.paired_gaps(table_a, table_b, shared[0])
+        if len(paired) > SCATTER_POINTS:
+            st.caption(f"A random {SCATTER_POINTS:,} of the {len(paired):,} items are drawn.")
+            paired = paired.sample(SCATTER_POINTS, random_state=0)
+        scatter = px.scatter(paired, x="A", y="B", color="category", opacity=0.5, hover_data=["item"],
+                             labels={"A": f"{run_a}: {shared[0]}", "B": f"{run_b}: {shared[0]}"})
+        scatter.add_hline(y=0, line_dash="dash")
+        scatter.add_vline(x=0, line_dash="dash")
+        st.plotly_chart(scatter, key="gap_scatter")
 
 st.subheader("Failures")
-patterns = inspection.PATTERNS if run_b else inspection.PATTERNS[:1]
+humans = human_outcomes(db_path, dataset, fingerprint)
+patterns = inspection.patterns_for(table_a, table_b, humans)
 pattern = st.selectbox("Pattern (A and B as chosen above)", patterns, key="pattern")
 categories = ["all", *sorted(table_a["category"].unique())]
 category = st.selectbox("Category", categories, key=f"fail_category:{dataset}")
 page = st.number_input("Page", min_value=1, value=1, key="fail_page") - 1
 in_category = None if category == "all" else category
-chosen, total = inspection.failures(table_a, table_b, pattern=pattern, category=in_category, page=int(page), page_size=PAGE_SIZE)
-st.caption(f"{total} items, worst margin first")
-cards = {card.id: card for card in browse.cards_for(db, dataset, chosen["item"].tolist())}
+query = {"humans": humans, "pattern": pattern, "category": in_category}
+chosen, total = inspection.failures(table_a, table_b, **query, page=int(page), page_size=PAGE_SIZE)
+st.caption(f"{total} items, worst margin first" + (f"; {len(humans)} items have human answers" if humans else ""))
+ids = [int(i) for i in chosen["item"]]
+cards = {card.id: card for card in browse.cards_for(db, dataset, ids)}
+human_lines = browse.human_label_lines(db, list(cards.values()))
+thumbs = paths.files_dir(db_file) / "thumbs"
 for row in chosen.to_dict("records"):
     card = cards[row["item"]]
     with st.container(border=True):
-        st.text(f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gap_columns))
+        st.text(f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gaps))
         images = [(label, path) for label, path in card.images if path is not None]
         for column, (label, path) in zip(st.columns(max(len(images), 1)), images):
-            column.image(str(path), caption=label, width=140)
+            column.image(str(thumbnail(path, thumbs)), caption=label, width=140)
+            if column.button("Enlarge", key=f"enlarge:{card.id}:{label}"):
+                enlarge(str(path), f"#{card.id} {label}")
         texts = [text for _, text in card.captions]
         marked = list(inspection.marked_difference(texts[0], texts[1])) + texts[2:] if len(texts) >= 2 else texts
         for (role, _), text in zip(card.captions, marked):
             st.text(f"{role}: {text}")  # differing words in [brackets]; plain text, never markup
+        for line in human_lines[card.id]:
+            st.text(line)
 if total and st.button(f"Send these {total} items to a validate_negative batch", key="send_to_annotation"):
     everyone = tuple(a["name"] for a in store.list_annotators(db))
-    all_ids = inspection.failures(table_a, table_b, pattern=pattern, category=in_category, page_size=total)[0]["item"]
+    all_ids = inspection.failures(table_a, table_b, **query, page_size=total)[0]["item"]
     try:
         created = batches.create_batch(db, batches.BatchSpec(dataset, "validate_negative", everyone, min(2, len(everyone)), item_ids=tuple(int(i) for i in all_ids)))
     except store.StoreError as error:

@@ -1,57 +1,62 @@
 """Model scores: per-category metrics of one or more runs, with intervals and the chance line."""
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis import metrics, models, results, scoring
+from analysis import metrics, model_spec, results
 from annotate import baselines, store
 from data import paths
+
+if TYPE_CHECKING:
+    from analysis.models import LoadedModel
 
 db = store.open_db(paths.db_path())
 st.title("Model scores")
 
 
 @st.cache_resource(max_entries=2, show_spinner="Loading the model...")
-def cached_model(spec: models.ModelSpec) -> models.LoadedModel:
+def cached_model(spec: model_spec.ModelSpec) -> "LoadedModel":
+    from analysis import models  # torch and open_clip take ~5 s to import: only when asked to score
+
     return models.load_model(spec)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def runs_overview(db_path: str, dataset: str, fingerprint: str) -> list[dict]:
-    return results.runs_overview(store.open_db(db_path), dataset)
-
-
-@st.cache_data(max_entries=64, show_spinner="Computing intervals...")
-def category_table(db_path: str, dataset: str, runs: tuple[str, ...], key: str, fingerprint: str) -> list[dict]:
-    return results.category_table(store.open_db(db_path), dataset, list(runs), key)
+@st.cache_data(max_entries=16, show_spinner="Computing metrics and intervals...")
+def run_summaries(db_path: str, dataset: str, fingerprint: str) -> dict[str, dict]:
+    return results.run_summaries(store.open_db(db_path), dataset)
 
 
 with st.expander("Score a dataset now"):
-    targets = [d["name"] for d in store.list_datasets(db)]
+    targets = store.dataset_names(db)
     target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
     arch = st.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
     tag = st.text_input("Pretrained tag ('none' for random weights, timing only)", "openai", key="score_tag")
     checkpoint = st.text_input("or a local checkpoint file", "", key="score_checkpoint")
-    precision = st.selectbox("Precision", models.PRECISIONS, key="score_precision")
+    precision = st.selectbox("Precision", model_spec.PRECISIONS, key="score_precision")
     if target and st.button("Score", key="score_now", type="primary"):
-        spec = models.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
+        from analysis import scoring
+
+        spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
         bar = st.progress(0.0, text="starting")
         try:
             report = scoring.score_dataset(db, target, cached_model(spec), progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
-        except (models.ModelUnavailableError, store.StoreError, ValueError) as error:
+        except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
             st.error(str(error))
         else:
             st.success(f"Scored {report.n_items} items as run {report.run} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused).")
 
-with_runs = [d["name"] for d in store.list_datasets(db) if store.list_runs(db, d["name"])]
+with_runs = store.dataset_names(db, with_runs=True)
 if not with_runs:
     st.info("No runs yet. Score a dataset with `python cli.py score DATASET --model ARCH ...` or import per-instance results.")
     st.stop()
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
-overview = runs_overview(db_path, dataset, fingerprint)
+summaries = run_summaries(db_path, dataset, fingerprint)
+overview = results.runs_overview(store.list_runs(db, dataset), summaries)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch")
 
 run_names = [row["run"] for row in overview if "note" not in row]
@@ -61,7 +66,7 @@ if not chosen:
 first = next(row for row in overview if row["run"] == chosen[0])
 keys = [k for k in first if k not in ("run", "dataset", "model", "pretrained", "kind", "n_items", "note") and not k.startswith(("mean_", "n_"))]
 key = st.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
-table = pd.DataFrame(category_table(db_path, dataset, tuple(chosen), key, fingerprint))
+table = pd.DataFrame(results.category_table(summaries, chosen, key))
 humans = baselines.dataset_baseline(db, dataset)
 series = list(chosen)
 if humans and key in humans["metrics"]:

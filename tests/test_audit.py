@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from analysis import blind
-from analysis.audit import audit, refine_dataset
+from analysis.audit import audit, refine_dataset, stored_audit
 from data.importers import Parsed
 from data.items import Item
 from data.loading import import_path, store_parsed
 from tests.conftest import REPO
 
 NOUNS = ["dog", "cat", "horse", "man", "woman", "child", "car", "bus", "plate", "table", "chair", "kite", "boat", "tree"]
+SUGARCREPE_CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 VERBS = ["sits on", "stands near", "runs past", "looks at", "lies under", "waits by"]
 
 
@@ -84,6 +85,23 @@ def test_audit_and_refine_a_stored_dataset(fresh_db, tmp_path):
     assert written == refined["n_after"]
 
 
+def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db):
+    def add(pairs: list[tuple[str, str]], start: int) -> None:
+        parsed = Parsed("jsonl", "negated")
+        for n, (c, neg) in enumerate(pairs, start):
+            parsed.add(Item("pair", "negated", f"negated/{n}", (c, neg), (f"{n}.jpg",)), "x", n)
+        store_parsed(fresh_db, parsed, kind="jsonl", path="x")
+
+    add(negated_pairs(200, 6), 0)
+    assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram")) is None
+    first = audit(fresh_db, "negated", scorers=("stats", "ngram"))
+    assert stored_audit(fresh_db, "negated", scorers=("ngram", "stats")) == first  # the page shows it without refitting
+    assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram"), seed=1) is None  # other settings: not this result
+    add(negated_pairs(50, 7), 200)
+    assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram")) is None  # new items: refit
+    assert audit(fresh_db, "negated", scorers=("stats", "ngram"))["n"] == 250
+
+
 def test_real_sugarcrepe_refined_data_is_less_hackable_than_unrefined(fresh_db, fixtures):
     import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
     import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data_unrefined", name="unrefined")
@@ -113,3 +131,31 @@ def test_audit_cli_contract(tmp_path, fixtures):
     assert done.returncode == 0, done.stderr
     refined = json.loads(done.stdout)
     assert {"dataset", "n_before", "n_after", "blind_before", "blind_after"} <= set(refined)
+
+
+def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from annotate import store
+
+    db = store.open_db(tmp_path / "foil.db")
+    import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
+    import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data_unrefined", name="unrefined")
+    monkeypatch.setenv("FOIL_DB", str(tmp_path / "foil.db"))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "audit-admin")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
+    at.query_params["token"] = "audit-admin"
+    at.run().switch_page("pages/hackability.py").run()
+    at.selectbox(key="audit_compare").set_value("unrefined").run()
+    assert not at.exception
+    table = at.dataframe[0].value.set_index("category")
+    assert list(table.index) == sorted(SUGARCREPE_CATEGORIES) + ["(all)"]
+    assert table.loc["(all)", "n"] == 7511 and table.loc["swap_obj", "same words"] > 0.5 * 245
+    for scorer in ("stats", "ngram"):
+        assert table[f"sugarcrepe {scorer}"].between(0, 100).all() and table[f"unrefined {scorer}"].between(0, 100).all()
+    assert table.loc["(all)", "unrefined ngram"] > table.loc["(all)", "sugarcrepe ngram"]  # refinement removed a text bias
+    assert stored_audit(db, "unrefined", scorers=("stats", "ngram")) is not None  # fitted once, kept for the next visit
+    at.slider(key="refine_grid").set_value(6).run()
+    at.button(key="refine").click().run()
+    assert not at.exception and any(m.value.startswith("Kept ") for m in at.markdown)
+    assert len(at.get("download_button")) == 1

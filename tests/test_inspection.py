@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis import inspection
+from annotate import baselines, batches
+from data import browse
 from analysis.models import ModelSpec, load_model, demo_model_spec
 from analysis.scoring import score_dataset
 from annotate import store
@@ -44,6 +48,47 @@ def test_failure_patterns_and_margins(scored):
         inspection.failures(trained, pattern="wrong for both")
 
 
+def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored):
+    created = batches.create_batch(scored, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada", "bob"), 2, 60, seed=3))
+    batches.simulate(scored, created["batch"], accuracies=1.0)
+    humans = baselines.item_outcomes(scored, "demo-sugarcrepe")
+    assert len(humans) == 60 and all(humans.values())  # perfect annotators: every answered item right
+    table = inspection.item_table(scored, "demo-sugarcrepe", "random")
+    assert "wrong for A, right for humans" in inspection.patterns_for(table, humans=humans)
+    page, total = inspection.failures(table, humans=humans, pattern="wrong for A, right for humans", page_size=100)
+    expected = {i for i in table.loc[~table["correct"], "item"] if i in humans}
+    assert total == len(expected) > 0 and set(page["item"]) == expected and page["humans"].all()
+    cards = browse.cards_for(scored, "demo-sugarcrepe", page["item"].tolist()[:3])
+    lines = browse.human_label_lines(scored, cards)
+    assert all(len(lines[card.id]) == 2 for card in cards)  # both annotators' answers on each row
+    assert all(line.endswith("(right)") and "baseline_i2t" in line for card in cards for line in lines[card.id])
+    with pytest.raises(ValueError, match="needs human baseline"):
+        inspection.failures(table, pattern="wrong for A, right for humans")
+
+
+def test_brittle_items_of_hard_positive_runs(scored):
+    score_dataset(scored, "demo-hard-positives", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    table = inspection.item_table(scored, "demo-hard-positives", "random")
+    assert "brittle for A" in inspection.patterns_for(table)
+    page, total = inspection.failures(table, pattern="brittle for A", page_size=10_000)
+    positive, hard_positive = table["s(c) - s(c_n)"], table["s(c_p) - s(c_n)"]
+    brittle = ((positive > 0) & (hard_positive < 0)) | ((hard_positive > 0) & (positive < 0))  # c_n between the two
+    assert total == int(brittle.sum()) > 0 and set(page["item"]) == set(table.loc[brittle, "item"])
+
+
+def test_gap_histogram_counts_every_item_once_and_box_selection_lists_its_range(scored):
+    tables = {run: inspection.item_table(scored, "demo-sugarcrepe", run) for run in ("demo-clip", "random")}
+    bars = inspection.gap_histogram(tables, "s(c) - s(c_n)", bins=30)
+    assert bars.groupby("run")["count"].sum().to_dict() == {run: len(t) for run, t in tables.items()}
+    assert bars.groupby(["run", "category"])["count"].sum().loc["random"].to_dict() == tables["random"]["category"].value_counts().to_dict()
+    assert inspection.selected_range({"box": [{"x": [0.02, -0.01], "y": [0, 50]}], "points": []}) == (-0.01, 0.02)
+    assert inspection.selected_range({"box": [], "points": []}) is None
+    listed = inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", -0.01, 0.02)
+    assert listed["s(c) - s(c_n)"].between(-0.01, 0.02).all() and listed["s(c) - s(c_n)"].is_monotonic_increasing
+    paired = inspection.paired_gaps(tables["demo-clip"], tables["random"], "s(c) - s(c_n)")
+    assert len(paired) == len(tables["random"]) and {"A", "B", "category"} <= set(paired.columns)
+
+
 def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkeypatch):
     import_path(scored, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
     import_path(scored, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_CLIP_COCO.csv")
@@ -55,7 +100,9 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkey
     at.selectbox(key="inspect_dataset").set_value("demo-sugarcrepe").run()
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("demo-clip").run()
     at.selectbox(key="run_b:demo-sugarcrepe").set_value("random").run()
-    assert not at.exception and len(at.get("plotly_chart")) == 1
+    assert not at.exception and len(at.get("plotly_chart")) == 2  # gap histograms and the run-against-run gap scatter
+    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"] if "%" in a.get("text", "")]
+    assert len(titles) == 7 and all(t.count("% ≤ 0") == 2 for t in titles)  # each category: both runs' share of failures on the chart
     assert any(t.value.startswith("positive: ") and "[" in t.value for t in at.text)  # differing words marked
     at.selectbox(key="inspect_dataset").set_value("bivlc").run()
     at.selectbox(key="run_b:bivlc").set_value("CLIP_COCO").run()
@@ -70,3 +117,26 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkey
     _, total = inspection.failures(*tables, pattern="wrong for A, right for B")
     created = store.list_batches(scored)[-1]
     assert created["task"] == "validate_negative" and created["dataset"] == "bivlc" and created["n_assignments"] == 2 * total
+
+
+def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixtures, monkeypatch):
+    db = store.open_db(tmp_path / "foil.db")
+    for model in ("ViT-B-32", "CLIP_COCO"):
+        import_path(db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / f"SUGARCREPE_CORRECT_{model}.csv")
+    monkeypatch.setenv("FOIL_DB", str(tmp_path / "foil.db"))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "inspect-admin")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.query_params["token"] = "inspect-admin"
+    at.run().switch_page("pages/inspect_runs.py").run()
+    at.selectbox(key="run_a:sugarcrepe").set_value("ViT-B-32").run()
+    at.selectbox(key="run_b:sugarcrepe").set_value("CLIP_COCO").run()
+    at.selectbox(key="pattern").set_value("wrong for A, right for B").run()
+    at.selectbox(key="fail_category:sugarcrepe").set_value("swap_obj").run()
+    assert not at.exception
+    comparison = at.dataframe[0].value.set_index("category")
+    assert comparison.loc["(all)", "n"] == 7512 and comparison.loc["swap_obj", "n"] == 246  # BiVLC's copy keeps the item upstream removed
+    tables = [inspection.item_table(db, "sugarcrepe", run) for run in ("ViT-B-32", "CLIP_COCO")]
+    _, total = inspection.failures(*tables, pattern="wrong for A, right for B", category="swap_obj")
+    assert any(c.value == f"{total} items, worst margin first" for c in at.caption)
+    shown = [t.value for t in at.text if t.value.startswith("#")]
+    assert len(shown) == min(10, total) and all(" swap_obj " in line for line in shown)

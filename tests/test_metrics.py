@@ -163,3 +163,21 @@ def test_pair_metrics_do_not_depend_on_item_order(rows, rng):
 def test_recall_grows_with_k(rows):
     r1, r3, r5 = (m.percent(m.recall_at_k(rows, k)) for k in (1, 3, 5))
     assert r1 <= r3 <= r5 == 100.0
+
+
+def _resampled_interval(statistic, n_items: int, n_boot: int = 2000) -> tuple[float, float]:
+    """The textbook bootstrap: resample item indices with replacement, percentile interval."""
+    rng = np.random.default_rng(1)
+    values = [statistic(rng.integers(0, n_items, n_items)) for _ in range(n_boot)]
+    return tuple(np.percentile(values, [2.5, 97.5]))
+
+
+def test_fast_intervals_match_resampling_items():
+    rng = np.random.default_rng(0)
+    categories = rng.choice(["swap_obj", "add_att", "replace_rel"], size=600, p=[0.1, 0.3, 0.6])
+    correct = rng.random(600) < np.where(categories == "swap_obj", 0.6, 0.85)
+    share = m.share_interval(correct, n_boot=2000)
+    macro = m.macro_interval(correct, categories, n_boot=2000)
+    assert np.allclose(share, _resampled_interval(lambda i: m.percent(correct[i]), 600), atol=0.6)
+    assert np.allclose(macro, _resampled_interval(lambda i: m.macro_accuracy(correct[i], categories[i]), 600), atol=0.8)
+    assert macro[1] - macro[0] > share[1] - share[0]  # the small swap_obj category widens the macro interval

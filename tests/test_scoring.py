@@ -114,11 +114,11 @@ def test_cached_scores_equal_a_naive_per_item_loop(demo_store, random_demo_model
     db = store.open_db(demo_store)
     score_dataset(db, "demo-hard-positives", random_demo_model, run="naive-check", limit=12)
     dataset = store.get_dataset(db, "demo-hard-positives")
-    rows = store.run_rows(db, store.get_run(db, "demo-hard-positives", "naive-check")["id"])
-    for item, row in zip(store.list_items(db, dataset["id"], limit=12), rows):
+    scores = store.run_columns(db, store.get_run(db, "demo-hard-positives", "naive-check")["id"]).scores
+    for item, row_scores in zip(store.list_items(db, dataset["id"], limit=12), scores, strict=True):
         image = models.encode_images(random_demo_model, [load_image(Path(dataset["image_root"]), item["images"][0])])
         texts = models.encode_texts(random_demo_model, item["captions"], trim=False)
-        assert np.allclose(row["scores"], (image @ texts.T)[0], atol=1e-5)
+        assert np.allclose(row_scores, (image @ texts.T)[0], atol=1e-5)
 
 
 def test_an_interrupted_run_resumes_from_the_cache(demo_db, random_demo_model, monkeypatch):

@@ -1,0 +1,40 @@
+"""Which model to score with: names and specs, without importing torch or open_clip.
+
+Pages import this to draw their forms quickly; ``analysis.models`` does the loading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+RANDOM_WEIGHTS = "none"
+DEMO_MODEL_DIR = Path(__file__).resolve().parent / "demo_model"
+DEMO_ARCH = "foil-demo-clip"
+DEMO_CHECKPOINT = DEMO_MODEL_DIR / f"{DEMO_ARCH}.pt"
+DEMO_RUN = "demo-clip"
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model's weights cannot be had here; the message says how to provide them."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model to load: an architecture plus a pretrained tag or a local checkpoint."""
+
+    arch: str
+    pretrained: str | None = None
+    checkpoint: str | None = None
+    precision: str = "fp32"
+
+    @property
+    def random_weights(self) -> bool:
+        """True when the spec asks for untrained weights (timing only)."""
+        return self.checkpoint is None and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS and not self.arch.startswith("hf-hub:")
+
+
+def demo_model_spec() -> ModelSpec:
+    """The small CLIP trained on the synthetic world that ships with the repository."""
+    return ModelSpec(DEMO_ARCH, checkpoint=str(DEMO_CHECKPOINT))
