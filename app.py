@@ -1,4 +1,8 @@
-"""Foil Studio: navigation by role. The token in the link decides which pages exist."""
+"""Foil Studio: navigation by role. The token in the link decides which pages exist.
+
+The pages live in ``views/``: a folder named ``pages/`` beside this script makes Streamlit serve
+every file in it directly (its legacy multipage mode), without running this role check first.
+"""
 
 import streamlit as st
 
@@ -31,15 +35,15 @@ st.session_state["role"] = role
 
 if role.kind == "admin":
     pages = [
-        st.Page("pages/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
-        st.Page("pages/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
-        st.Page("pages/inspect_runs.py", title="Inspect runs", icon=":material/troubleshoot:"),
-        st.Page("pages/batches.py", title="Annotation batches", icon=":material/group_work:"),
-        st.Page("pages/hackability.py", title="Hackability audit", icon=":material/policy:"),
+        st.Page("views/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
+        st.Page("views/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
+        st.Page("views/inspect_runs.py", title="Inspect runs", icon=":material/troubleshoot:"),
+        st.Page("views/batches.py", title="Annotation batches", icon=":material/group_work:"),
+        st.Page("views/hackability.py", title="Hackability audit", icon=":material/policy:"),
     ]
 elif role.kind == "annotator":
-    pages = [st.Page("pages/annotate.py", title="My queue", icon=":material/checklist:", default=True)]
+    pages = [st.Page("views/annotate.py", title="My queue", icon=":material/checklist:", default=True)]
 else:
-    pages = [st.Page("pages/sign_in.py", title="Sign in", icon=":material/key:", default=True)]
+    pages = [st.Page("views/sign_in.py", title="Sign in", icon=":material/key:", default=True)]
 
 st.navigation(pages).run()

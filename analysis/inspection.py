@@ -15,7 +15,6 @@ import sqlite_utils
 
 from analysis import metrics as m
 from analysis.results import Run, group_outcomes, item_kind, load_run, pair_correct
-from annotate import store
 
 GAP_NAMES = {
     "pair": ("s(c) - s(c_n)",),

@@ -7,7 +7,7 @@ floats in [0, 100]. Definitions follow ``shared/docs/domain.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 

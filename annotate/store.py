@@ -632,12 +632,22 @@ def run_columns(db: sqlite_utils.Database, run_id: int) -> RunColumns:
 
 
 def _score_array(texts: tuple[str, ...]) -> np.ndarray:
-    """JSON score lists of one shape as one float array (items first), parsed in one pass."""
+    """JSON score lists as one float array (items first), parsed in one pass.
+
+    Retrieval sets may hold different numbers of negatives (CREPE's systematicity files): their
+    rows are padded with NaN, which never outranks a caption.
+    """
     shape = np.shape(json.loads(texts[0]))
     flat = np.fromstring(",".join(texts).replace("[", " ").replace("]", " "), sep=",")
-    if flat.size != len(texts) * int(np.prod(shape)):  # ragged rows: let numpy say so
-        return np.array([json.loads(text) for text in texts], dtype=float)
-    return flat.reshape(len(texts), *shape)
+    if len({text.count(",") for text in texts}) == 1 and flat.size == len(texts) * int(np.prod(shape)):
+        return flat.reshape(len(texts), *shape)
+    rows = [json.loads(text) for text in texts]
+    if any(np.ndim(row) != 1 for row in rows):
+        raise StoreError(f"scores of one run have different shapes ({shape} and others); score one item kind per run")
+    padded = np.full((len(rows), max(map(len, rows))), np.nan)
+    for number, row in enumerate(rows):
+        padded[number, :len(row)] = row
+    return padded
 
 
 def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:

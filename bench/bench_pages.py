@@ -30,8 +30,8 @@ from data.loading import store_parsed  # noqa: E402
 CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 AUDIT_SCORERS = ("stats", "ngram")  # the page's default
 PAGES = {
-    "Datasets": None, "Model scores": "pages/model_scores.py", "Inspect runs": "pages/inspect_runs.py",
-    "Annotation batches": "pages/batches.py", "Hackability audit": "pages/hackability.py",
+    "Datasets": None, "Model scores": "views/model_scores.py", "Inspect runs": "views/inspect_runs.py",
+    "Annotation batches": "views/batches.py", "Hackability audit": "views/hackability.py",
 }
 
 

@@ -94,7 +94,7 @@ def main() -> int:
     say(f"compute floor: {work:.0f} GFLOP (77-token texts) -> {work / gflops32:.1f} s at fp32 matmul speed; the cold run took {cold.seconds:.1f} s = {100 * work / gflops32 / cold.seconds:.0f}% of the floor's speed (above 100% thanks to trimming)")
 
     subset = min(args.bf16_items, len(items))
-    sample32 = score_dataset(db, "demo-sugarcrepe", fp32, run="fp32-sample", batch_size=args.batch_size, limit=subset)
+    score_dataset(db, "demo-sugarcrepe", fp32, run="fp32-sample", batch_size=args.batch_size, limit=subset)
     bf16 = load_model(ModelSpec("ViT-B-32", "none", precision="bf16"), device="cpu")
     sample16 = score_dataset(db, "demo-sugarcrepe", bf16, run="bf16", batch_size=args.batch_size, limit=subset)
     decisions = {run: pair_correct(load_run(db, "demo-sugarcrepe", run))[0] for run in ("fp32-sample", "bf16")}

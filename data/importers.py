@@ -18,11 +18,15 @@ Import kinds (``python cli.py import KIND PATH``):
 ``hard-positives``      a folder with ``data/X.json`` and ``swapped_data/X.json`` joined row by
                         row (or one ``data/X.json`` file).
 ``aro``                 ARO's ``visual_genome_relation.json`` / ``visual_genome_attribution.json``.
+``crepe``               CREPE's retrieval CSVs (a folder searched recursively, or one file):
+                        ``prod_vg_hard_negs_{atom,swap,negate}_complexity_{4..12}.csv`` and
+                        ``syst_vg_hard_negs_{seen,unseen}_compounds_in_{dataset}.csv``.
 ``jsonl``               the generic format: one JSON object per line, see ``parse_jsonl``.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -439,6 +443,72 @@ def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
     )
 
 
+# --- CREPE ------------------------------------------------------------------------------------
+
+CREPE_PRODUCTIVITY = re.compile(r"prod_vg_hard_negs_(?P<type>atom|swap|negate)_complexity_(?P<complexity>\d+)\.csv")
+CREPE_SYSTEMATICITY = re.compile(r"syst_vg_hard_negs_(?P<split>seen|unseen)_compounds_in_(?P<train>\w+)\.csv")
+CREPE_BOX = ("x", "y", "width", "height")
+
+
+def parse_crepe(path: Path) -> Parsed:
+    """CREPE's retrieval sets: one caption and its hard negatives per image region.
+
+    Productivity files give one set per row (column ``hard_negs``), category
+    ``prod_{type}_c{complexity}``; systematicity files give up to two per row (columns
+    ``valid_hard_negs_atom`` and ``valid_hard_negs_comp``), categories ``syst_{type}_{split}``.
+    Images are ``{image_id}.jpg`` under the image root (Visual Genome's two folders merged),
+    cropped to the row's x, y, width, height when scored. Rows with no valid negative are skipped
+    with a warning.
+    """
+    parsed = Parsed("crepe", "crepe")
+    files = [path] if path.is_file() else sorted(path.rglob("*.csv")) if path.is_dir() else []
+    known = [(f, CREPE_PRODUCTIVITY.fullmatch(f.name), CREPE_SYSTEMATICITY.fullmatch(f.name)) for f in files]
+    known = [(f, prod, syst) for f, prod, syst in known if prod or syst]
+    if not known:
+        raise BadInputError(path, None, "no CREPE files here; expected prod_vg_hard_negs_{type}_complexity_{n}.csv or syst_vg_hard_negs_{split}_compounds_in_{dataset}.csv")
+    for file, prod, syst in known:
+        if prod:
+            sets = {prod["type"]: "hard_negs"}
+            category = lambda kind, m=prod: f"prod_{kind}_c{int(m['complexity']):02d}"  # noqa: E731
+            extra = {"complexity": int(prod["complexity"])}
+        else:
+            sets = {"atom": "valid_hard_negs_atom", "comp": "valid_hard_negs_comp"}
+            category = lambda kind, m=syst: f"syst_{kind}_{m['split']}"  # noqa: E731
+            extra = {"split": syst["split"], "trained_on": syst["train"]}
+        for number, row in read_csv_rows(file, ("image_id", "caption", *CREPE_BOX, *sets.values())):
+            box = _crepe_box(row, file, number)
+            for kind, column in sets.items():
+                negatives = _caption_list(row[column], file, number, column)
+                if not negatives:
+                    parsed.warn(file, number, f"no {column}: this row has no {kind} retrieval set")
+                    continue
+                item = make_item(
+                    file, number, kind="retrieval", category=category(kind), source_id=f"{file.stem}/{number}/{kind}",
+                    captions=(row["caption"], *negatives), images=(f"{row['image_id'].strip()}.jpg",),
+                    meta={"bbox": box, "image_id": row["image_id"].strip(), "negative_type": kind, **extra},
+                )
+                parsed.add(item, file, number)
+    return parsed
+
+
+def _crepe_box(row: dict[str, str], file: Path, number: int) -> list[float]:
+    try:
+        return [float(row[k]) for k in CREPE_BOX]
+    except (TypeError, ValueError):
+        raise BadInputError(file, number, f"expected numbers in {list(CREPE_BOX)}, got {[row.get(k) for k in CREPE_BOX]}") from None
+
+
+def _caption_list(text: str, file: Path, number: int, column: str) -> list[str]:
+    """A column holding a Python list literal of captions, as CREPE writes them."""
+    try:
+        value = ast.literal_eval(text) if text and text.strip() else []
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+        raise BadInputError(file, number, f"column {column!r} is {text[:60]!r}; expected a list of captions such as ['a dog', 'a cat']")
+    return value
+
+
 def parse_jsonl(path: Path) -> Parsed:
     """The generic format: one object per line.
 
@@ -488,5 +558,6 @@ PARSERS: dict[str, Parser] = {
     "bivlc-candidates": parse_bivlc_candidates,
     "hard-positives": parse_hard_positives,
     "aro": parse_aro,
+    "crepe": parse_crepe,
     "jsonl": parse_jsonl,
 }

@@ -48,3 +48,18 @@ def demo_db(demo_store, tmp_path):
     copy = tmp_path / "demo-copy.db"
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(copy)])
     return store.open_db(copy)
+
+
+@pytest.fixture
+def admin_page(monkeypatch):
+    """Open an admin page of the app through AppTest on a store file: `admin_page(db_file, "views/x.py")`."""
+    from streamlit.testing.v1 import AppTest
+
+    def open_page(db_file: Path, page: str, timeout: int = 120) -> AppTest:
+        monkeypatch.setenv("FOIL_DB", str(db_file))
+        monkeypatch.setenv("FOIL_ADMIN_TOKEN", "page-test-admin")
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
+        at.query_params["token"] = "page-test-admin"
+        return at.run().switch_page(page).run()
+
+    return open_page

@@ -266,7 +266,7 @@ def test_annotator_sees_only_their_own_queue_and_no_admin_pages(app_db):
     at = open_app(ada["token"])
     assert [t.value for t in at.title] == ["Welcome, ada"]
     with pytest.raises(ValueError, match="Could not find a navigation page"):
-        at.switch_page("pages/batches.py")
+        at.switch_page("views/batches.py")
     page_text = " ".join(t.value for t in at.text)
     other_tokens = [a["token"] for a in created["annotators"] if a["name"] != "ada"]
     assert not any(token in page_text for token in other_tokens)
@@ -275,7 +275,7 @@ def test_annotator_sees_only_their_own_queue_and_no_admin_pages(app_db):
 def test_admin_batches_page_shows_live_progress(app_db):
     created = make_batch(app_db)
     at = open_app(ADMIN)
-    at.switch_page("pages/batches.py").run()
+    at.switch_page("views/batches.py").run()
     assert not at.exception
     at.selectbox(key="batch").set_value(created["batch"]).run()
     before = at.dataframe[1].value.set_index("annotator")
@@ -372,7 +372,7 @@ def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
     created = make_batch(app_db, task="validate_negative", dataset="demo-sugarcrepe", n=60, overlap=2)
     batches.simulate(app_db, created["batch"], accuracies=0.7, seed=3)
     at = open_app(ADMIN)
-    at.switch_page("pages/batches.py").run()
+    at.switch_page("views/batches.py").run()
     at.selectbox(key="batch").set_value(created["batch"]).run()
     assert not at.exception
     summary = at.dataframe[2].value.set_index("coefficient")

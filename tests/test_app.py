@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -92,7 +94,7 @@ def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_db):
     assert len(at.dataframe) == 0
     # The admin pages are not even registered for an annotator's session.
     with pytest.raises(ValueError, match="Could not find a navigation page"):
-        at.switch_page("pages/datasets.py")
+        at.switch_page("views/datasets.py")
 
 
 def test_model_scores_page_compares_runs_per_category(app, demo_db):
@@ -104,7 +106,7 @@ def test_model_scores_page_compares_runs_per_category(app, demo_db):
     for run in ("page-a", "page-b"):
         score_dataset(db, "demo-bivlc", loaded, run=run)
     at = app(ADMIN)
-    at.switch_page("pages/model_scores.py").run()
+    at.switch_page("views/model_scores.py").run()
     assert not at.exception
     at.selectbox(key="scores_dataset").set_value("demo-bivlc").run()
     overview = at.dataframe[0].value
@@ -126,18 +128,20 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
         created = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", task, ("ada",), 1, 20, seed=1))
         batches.simulate(demo_db, created["batch"], accuracies=1.0)
     at = app(ADMIN)
-    at.switch_page("pages/model_scores.py").run()
+    at.switch_page("views/model_scores.py").run()
     at.selectbox(key="scores_dataset").set_value("demo-bivlc").run()
     at.multiselect(key="scores_runs:demo-bivlc").set_value(["model"]).run()
     at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
     table = at.dataframe[1].value.set_index("category")
     assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
     assert not at.exception
+    traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    assert [(t["type"], t["name"]) for t in traces] == [("bar", "model"), ("scatter", "humans")]  # a human line over the bars
 
 
 def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db):
     at = app(ADMIN)
-    at.switch_page("pages/model_scores.py").run()
+    at.switch_page("views/model_scores.py").run()
     at.selectbox(key="score_dataset").set_value("demo-crepe").run()
     at.text_input(key="score_arch").set_value("foil-demo-clip").run()
     at.text_input(key="score_tag").set_value("none").run()
@@ -150,7 +154,7 @@ def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db):
 
 def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_path):
     at = app(ADMIN)
-    at.switch_page("pages/model_scores.py").run()
+    at.switch_page("views/model_scores.py").run()
     at.text_input(key="score_arch").set_value("foil-demo-clip").run()
     at.text_input(key="score_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
     at.button(key="score_now").click().run()

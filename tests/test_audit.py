@@ -133,19 +133,13 @@ def test_audit_cli_contract(tmp_path, fixtures):
     assert {"dataset", "n_before", "n_after", "blind_before", "blind_after"} <= set(refined)
 
 
-def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
+def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin_page):
     from annotate import store
 
     db = store.open_db(tmp_path / "foil.db")
     import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
     import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data_unrefined", name="unrefined")
-    monkeypatch.setenv("FOIL_DB", str(tmp_path / "foil.db"))
-    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "audit-admin")
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300)
-    at.query_params["token"] = "audit-admin"
-    at.run().switch_page("pages/hackability.py").run()
+    at = admin_page(tmp_path / "foil.db", "views/hackability.py", timeout=300)
     at.selectbox(key="audit_compare").set_value("unrefined").run()
     assert not at.exception
     table = at.dataframe[0].value.set_index("category")

@@ -116,3 +116,22 @@ def test_three_annotators_label_by_keyboard_in_three_browser_sessions(server):
     assert all(label["seconds"] is not None and len(label["displayed_order"]) == 4 for label in labels)
     progress = {row["annotator"]: row for row in batches.batch_progress(db, server["batch"])}
     assert progress["ada"]["done"] == 5 and progress["ada"]["remaining"] == server["assigned"]["ada"] - 5
+
+
+def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
+    """Typed URLs of admin pages give an annotator their queue and a stranger (or a wrong token) the sign-in page,
+    starting with the very first request the server sees (a `pages/` folder once broke this)."""
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        for path in ("batches", "inspect_runs", "model_scores", "hackability", "datasets"):
+            for token, landing in ((server["tokens"]["ada"], "Welcome, ada"), ("", "Foil Studio"), ("not-a-token", "Foil Studio")):
+                context = browser.new_context()
+                page = context.new_page()
+                page.goto(f"{server['base']}/{path}?token={token}")
+                expect(page.get_by_role("heading", level=1)).to_contain_text(landing, timeout=30_000)
+                headings = page.get_by_role("heading", level=1).all_inner_texts()
+                assert not any(h in ("Annotation batches", "Inspect runs", "Model scores", "Hackability audit", "Datasets") for h in headings), (path, headings)
+                assert "Create batch" not in page.inner_text("body")
+                context.close()
+        browser.close()

@@ -115,15 +115,8 @@ def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
     assert sum(row["n_items"] for row in per_category) == 60
 
 
-def test_construction_from_the_app(demo_db, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
-    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "construction-admin")
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.query_params["token"] = "construction-admin"
-    at.run()
-    at.switch_page("pages/batches.py").run()
+def test_construction_from_the_app(demo_db, admin_page):
+    at = admin_page(store.db_file(demo_db), "views/batches.py")
     at.selectbox(key="new_task").set_value("pick_image").run()
     at.selectbox(key="new_dataset").set_value("demo-bivlc-candidates").run()
     at.number_input(key="new_n").set_value(20).run()

@@ -8,7 +8,6 @@ from analysis import models
 from analysis.results import run_metrics
 from analysis.scoring import score_dataset
 from analysis.train_demo_model import TrainConfig, train, verify_checkpoint
-from annotate import store
 
 
 def test_training_script_runs_a_few_steps_and_saves_a_loadable_checkpoint(tmp_path):

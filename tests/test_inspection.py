@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from analysis import inspection
 from annotate import baselines, batches
@@ -14,7 +13,6 @@ from analysis.models import ModelSpec, load_model, demo_model_spec
 from analysis.scoring import score_dataset
 from annotate import store
 from data.loading import import_path
-from tests.conftest import REPO
 
 
 @pytest.fixture
@@ -89,14 +87,10 @@ def test_gap_histogram_counts_every_item_once_and_box_selection_lists_its_range(
     assert len(paired) == len(tables["random"]) and {"A", "B", "category"} <= set(paired.columns)
 
 
-def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkeypatch):
+def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_page):
     import_path(scored, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
     import_path(scored, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_CLIP_COCO.csv")
-    monkeypatch.setenv("FOIL_DB", str(store.db_file(scored)))
-    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "inspect-admin")
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.query_params["token"] = "inspect-admin"
-    at.run().switch_page("pages/inspect_runs.py").run()
+    at = admin_page(store.db_file(scored), "views/inspect_runs.py")
     at.selectbox(key="inspect_dataset").set_value("demo-sugarcrepe").run()
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("demo-clip").run()
     at.selectbox(key="run_b:demo-sugarcrepe").set_value("random").run()
@@ -119,15 +113,11 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, monkey
     assert created["task"] == "validate_negative" and created["dataset"] == "bivlc" and created["n_assignments"] == 2 * total
 
 
-def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixtures, monkeypatch):
+def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixtures, admin_page):
     db = store.open_db(tmp_path / "foil.db")
     for model in ("ViT-B-32", "CLIP_COCO"):
         import_path(db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / f"SUGARCREPE_CORRECT_{model}.csv")
-    monkeypatch.setenv("FOIL_DB", str(tmp_path / "foil.db"))
-    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "inspect-admin")
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.query_params["token"] = "inspect-admin"
-    at.run().switch_page("pages/inspect_runs.py").run()
+    at = admin_page(tmp_path / "foil.db", "views/inspect_runs.py")
     at.selectbox(key="run_a:sugarcrepe").set_value("ViT-B-32").run()
     at.selectbox(key="run_b:sugarcrepe").set_value("CLIP_COCO").run()
     at.selectbox(key="pattern").set_value("wrong for A, right for B").run()

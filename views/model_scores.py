@@ -68,14 +68,15 @@ keys = [k for k in first if k not in ("run", "dataset", "model", "pretrained", "
 key = st.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
 table = pd.DataFrame(results.category_table(summaries, chosen, key))
 humans = baselines.dataset_baseline(db, dataset)
-series = list(chosen)
-if humans and key in humans["metrics"]:
+with_humans = bool(humans and key in humans["metrics"])
+if with_humans:
     table["humans"] = [humans["metrics"][key] if c == "(all)" else humans["by_category"].get(c, {}).get(key) for c in table["category"]]
-    series.append("humans")
     st.caption(f"Humans: majority answers of {', '.join(humans['batches'])} on {humans['n']} items.")
 st.dataframe(table, hide_index=True, width="stretch")
 
-figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name]) for name in series])
+figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name]) for name in chosen])
+if with_humans:
+    figure.add_scatter(name="humans", x=table["category"], y=table["humans"], mode="lines+markers", line_dash="dot", line_color="black")
 chance = metrics.chance_level(key)
 if chance is not None:
     figure.add_hline(y=chance, line_dash="dash", annotation_text=f"chance {chance:.1f}")
