@@ -22,6 +22,7 @@ import sqlite_utils
 from annotate import store
 from annotate.tasks import TASK_TYPES
 from data import paths
+from analysis.model_spec import ModelUnavailableError
 from data.importers import PARSERS, BadInputError
 from data.images import UnsafeImagePathError
 
@@ -77,6 +78,13 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
         {"name": d["name"], "kind": d["kind"], "n_items": d["n_items"], "by_category": d["by_category"]}
         for d in store.list_datasets(db)
     ]
+
+
+def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
+    from data.exporters import export_dataset
+
+    return export_dataset(db, args.dataset, args.format, Path(args.out))
 
 
 def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -290,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = commands.add_parser("datasets", parents=[common], help=cmd_datasets.__doc__)
     datasets.set_defaults(handler=cmd_datasets)
 
+    export = commands.add_parser("export", parents=[common], help=cmd_export.__doc__)
+    export.add_argument("dataset")
+    export.add_argument("--format", choices=["sugarcrepe", "bivlc", "jsonl", "parquet"], required=True)
+    export.add_argument("--out", required=True)
+    export.set_defaults(handler=cmd_export)
+
     runs = commands.add_parser("runs", parents=[common], help=cmd_runs.__doc__)
     runs.add_argument("dataset", nargs="?")
     runs.set_defaults(handler=cmd_runs)
@@ -399,11 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _expected_errors() -> tuple[type[Exception], ...]:
-    errors: list[type[Exception]] = [BadInputError, UnsafeImagePathError, store.StoreError, FileNotFoundError]
-    if "analysis.models" in sys.modules:
-        errors.append(sys.modules["analysis.models"].ModelUnavailableError)
-    return tuple(errors)
+# Bad input, absent names and unavailable weights end in one line on stderr, not a traceback.
+EXPECTED_ERRORS = (BadInputError, UnsafeImagePathError, store.StoreError, FileNotFoundError, ModelUnavailableError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -413,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         db = store.open_db(args.db)
         result = args.handler(db, args)
-    except _expected_errors() as error:
+    except EXPECTED_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if result is not None:

@@ -11,9 +11,7 @@ Construction rules (BiVLC, SugarCrepe):
 
 from __future__ import annotations
 
-import csv
 import json
-import shutil
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -24,8 +22,7 @@ import sqlite_utils
 from annotate import store
 from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
 from annotate.consensus import decisions
-from data.browse import existing_image
-from data.exporters import write_sugarcrepe
+from data.exporters import write_bivlc, write_sugarcrepe
 
 KEEP = {"validate_negative": {"negative_false"}, "ambiguity": {"original"}}
 RULES = {
@@ -51,7 +48,8 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path
     ]
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
-    written = write_sugarcrepe(kept, out) if fmt == "sugarcrepe" else _write_bivlc(db, batch, kept, out)
+    root = store.get_dataset(db, batch["dataset"])["image_root"]
+    written = write_sugarcrepe(kept, out) if fmt == "sugarcrepe" else write_bivlc(kept, Path(root) if root else None, out)
     provenance = {
         "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
         "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],
@@ -71,30 +69,6 @@ def _dropped_upstream(db: sqlite_utils.Database, batch: dict[str, Any], kept: li
         answered = {label["item"] for label in store.batch_labels(db, picked["id"]) if not label["is_gold"]}
         dropped += [{"item": i, "batch": pick, "decision": "none", "rule": "no generated image shows the negative caption"} for i in sorted(answered - survivors)]
     return dropped
-
-
-def _write_bivlc(db: sqlite_utils.Database, batch: dict[str, Any], kept: list[dict[str, Any]], out: Path) -> list[str]:
-    """BiVLC's layout: a CSV of caption, negative_caption, type, subtype, image, negative_image, with the images."""
-    root_text = store.get_dataset(db, batch["dataset"])["image_root"]
-    root = Path(root_text) if root_text else None
-    (out / "images").mkdir(exist_ok=True)
-    with (out / "bivlc.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, ["caption", "negative_caption", "type", "subtype", "image", "negative_image"])
-        writer.writeheader()
-        for item in kept:
-            names = [_copy_image(root, reference, out / "images") for reference in item["images"]]
-            type_, _, subtype = item["category"].partition("_")
-            writer.writerow({"caption": item["captions"][0], "negative_caption": item["captions"][1], "type": type_,
-                             "subtype": subtype, "image": names[0], "negative_image": names[1]})
-    return ["bivlc.csv", "images/"]
-
-
-def _copy_image(root: Path | None, reference: str, folder: Path) -> str:
-    source = existing_image(root, reference)
-    name = reference.replace("/", "__")
-    if source is not None:
-        shutil.copyfile(source, folder / name)
-    return f"images/{name}"
 
 
 def _agreement_figures(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:

@@ -7,9 +7,11 @@ import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 import cli
+from annotate.store import db_file as store_file
 from data.importers import PARSERS
 from tests.conftest import REPO
 
@@ -76,3 +78,34 @@ def test_every_command_is_documented_in_the_readme():
 @pytest.mark.parametrize("kind", sorted(PARSERS))
 def test_every_import_kind_has_a_readme_example(kind):
     assert f"python cli.py import {kind} " in (REPO / "README.md").read_text()
+
+
+def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
+    from analysis.models import demo_model_spec, load_model
+    from analysis.results import run_metrics
+    from analysis.scoring import score_dataset
+
+    score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
+    db_file = store_file(demo_db)
+    done = run_cli("export", "demo-sugarcrepe", "--format", "jsonl", "--out", str(tmp_path / "jsonl"), "--json", db=db_file)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["runs"] == ["demo-clip"] and report["files"] == ["demo-sugarcrepe.jsonl"]
+    records = [json.loads(line) for line in (tmp_path / "jsonl" / "demo-sugarcrepe.jsonl").read_text().splitlines()]
+    assert len(records) == report["n_items"]
+    correct = [r["results"]["demo-clip"]["correct"] for r in records]
+    assert 100 * sum(correct) / len(correct) == pytest.approx(run_metrics(demo_db, "demo-sugarcrepe", "demo-clip", n_boot=0)["metrics"]["accuracy_micro"])
+    assert all(r["results"]["demo-clip"]["correct"] == (r["results"]["demo-clip"]["scores"][0] > r["results"]["demo-clip"]["scores"][1]) for r in records)
+    back = json.loads(run_cli("import", "jsonl", str(tmp_path / "jsonl" / "demo-sugarcrepe.jsonl"), "--name", "again", "--json", db=tmp_path / "new.db").stdout)
+    assert back["n_items"] == len(records) and back["by_category"] == json.loads(run_cli("datasets", "--json", db=db_file).stdout)[0]["by_category"]
+
+    assert run_cli("export", "demo-sugarcrepe", "--format", "parquet", "--out", str(tmp_path / "pq"), db=db_file).returncode == 0
+    table = pd.read_parquet(tmp_path / "pq" / "demo-sugarcrepe.parquet")
+    assert len(table) == len(records) and table["demo-clip.correct"].tolist() == correct
+
+    assert run_cli("export", "demo-sugarcrepe", "--format", "sugarcrepe", "--out", str(tmp_path / "sc"), db=db_file).returncode == 0
+    again = json.loads(run_cli("import", "sugarcrepe", str(tmp_path / "sc"), "--json", db=tmp_path / "sc.db").stdout)
+    assert again["n_items"] == len(records)
+
+    refused = run_cli("export", "demo-hard-positives", "--format", "bivlc", "--out", str(tmp_path / "x"), db=db_file)
+    assert refused.returncode != 0 and refused.stderr.strip() == "error: the bivlc layout holds group items; demo-hard-positives has triple items"

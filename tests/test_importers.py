@@ -311,3 +311,73 @@ def test_large_images_get_a_cached_thumbnail(tmp_path):
     made_at = first.stat().st_mtime_ns
     assert thumbnail(big, tmp_path / "thumbs") == first and first.stat().st_mtime_ns == made_at  # reused, not redrawn
     assert thumbnail(small, tmp_path / "thumbs") == small
+
+
+def _write_crepe(folder: Path) -> Path:
+    """A small CREPE tree in the repository's layout: productivity and systematicity CSVs."""
+    (folder / "prod_hard_negatives" / "swap").mkdir(parents=True)
+    (folder / "syst_hard_negatives").mkdir(parents=True)
+    box = {"x": 10, "y": 20, "width": 30, "height": 40}
+    prod = pd.DataFrame([
+        {"image_id": 2400001, "caption": "a man on a red horse", **box,
+         "hard_negs": str(["a horse on a red man", "a red man on a horse", "a man on a horse red", "man a on a red horse", "a red horse on a man"])},
+        {"image_id": 2400002, "caption": "a cup left of a plate", **box,
+         "hard_negs": str(["a plate left of a cup", "a left cup of a plate", "a cup of a left plate", "cup a left of a plate", "a plate of a left cup"])},
+    ])
+    prod.to_csv(folder / "prod_hard_negatives" / "swap" / "prod_vg_hard_negs_swap_complexity_4.csv", index=False)
+    syst = pd.DataFrame([
+        {"image_id": 2400001, "caption": "a black dog", **box, "valid_hard_negs_atom": str(["a white dog", "a black cat"]),
+         "valid_hard_negs_comp": str(["a black cat and a white dog", "a white dog", "a black bird"])},
+        {"image_id": 2400003, "caption": "a tall tree", **box, "valid_hard_negs_atom": str(["a short tree"]), "valid_hard_negs_comp": "[]"},
+    ])
+    syst.to_csv(folder / "syst_hard_negatives" / "syst_vg_hard_negs_unseen_compounds_in_laion.csv", index=False)
+    return folder
+
+
+def test_crepe_retrieval_sets_in_the_repository_layout(fresh_db, tmp_path):
+    images = tmp_path / "vg"
+    images.mkdir()
+    for image_id in (2400001, 2400002):
+        Image.new("RGB", (64, 64), "gray").save(images / f"{image_id}.jpg")
+    report = import_path(fresh_db, "crepe", _write_crepe(tmp_path / "crepe"), images=images)
+    assert report.by_category == {"prod_swap_c04": 2, "syst_atom_unseen": 2, "syst_comp_unseen": 1}
+    assert report.missing_images == 1  # 2400003.jpg is not in the folder
+    assert [(w["row"], w["message"]) for w in report.warnings] == [(3, "no valid_hard_negs_comp: this row has no comp retrieval set")]
+    items = {i["source_id"]: i for i in _all_items(fresh_db, "crepe")}
+    first = items["prod_vg_hard_negs_swap_complexity_4/2/swap"]
+    assert first["kind"] == "retrieval" and len(first["captions"]) == 6 and first["captions"][0] == "a man on a red horse"
+    assert first["meta"]["bbox"] == [10.0, 20.0, 30.0, 40.0] and first["meta"]["complexity"] == 4
+    assert len(items["syst_vg_hard_negs_unseen_compounds_in_laion/2/comp"]["captions"]) == 4  # sets differ in size
+
+
+def test_crepe_bad_negatives_name_the_file_and_row(fresh_db, tmp_path):
+    folder = _write_crepe(tmp_path / "crepe")
+    path = folder / "prod_hard_negatives" / "swap" / "prod_vg_hard_negs_swap_complexity_4.csv"
+    table = pd.read_csv(path)
+    table.loc[1, "hard_negs"] = "a plate left of a cup"  # a bare string, not a list
+    table.to_csv(path, index=False)
+    with pytest.raises(BadInputError, match=r"prod_vg_hard_negs_swap_complexity_4.csv, row 3: column 'hard_negs' .* expected a list of captions"):
+        import_path(fresh_db, "crepe", folder)
+    assert store.list_datasets(fresh_db) == []  # nothing half-imported
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "notes.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(BadInputError, match="no CREPE files here"):
+        import_path(fresh_db, "crepe", tmp_path / "elsewhere")
+
+
+def test_crepe_sets_of_different_sizes_score_and_rank(fresh_db, tmp_path):
+    from analysis.models import ModelSpec, load_model
+    from analysis.results import run_metrics
+    from analysis.scoring import score_dataset
+
+    images = tmp_path / "vg"
+    images.mkdir()
+    for number, image_id in enumerate((2400001, 2400002, 2400003)):
+        Image.new("RGB", (64, 64), (40 * number, 90, 160)).save(images / f"{image_id}.jpg")
+    import_path(fresh_db, "crepe", _write_crepe(tmp_path / "crepe"), images=images)
+    score_dataset(fresh_db, "crepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    result = run_metrics(fresh_db, "crepe", "random", n_boot=10)
+    assert result["n"] == 5 and set(result["by_category"]) == {"prod_swap_c04", "syst_atom_unseen", "syst_comp_unseen"}
+    # at most three captions in a systematicity atom set: the caption is always in the top 3,
+    # so the padding of the shorter set never outranks it
+    assert result["by_category"]["syst_atom_unseen"]["recall_at_3"] == 100.0
