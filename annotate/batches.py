@@ -30,7 +30,7 @@ import sqlite_utils
 from annotate import store
 from data.browse import existing_image
 from data.images import thumbnail
-from data.paths import files_dir
+from data.paths import thumbnail_dir
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES, INSTRUCTIONS, Task, build_task, check_answer, expected_answer, is_correct, parts_for
 
 Unit = tuple[int, int]  # (item id, part)
@@ -251,7 +251,7 @@ def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) ->
     root_text = store.get_dataset(db, batch["dataset"])["image_root"]
     root = Path(root_text) if root_text else None
     db_file = store.db_file(db)
-    cache = files_dir(db_file) / "thumbnails" if db_file else None
+    cache = thumbnail_dir(db_file) if db_file else None
     files = [(label, existing_image(root, reference)) for label, reference in task.images]
     return [(label, thumbnail(path, cache) if path and cache else path) for label, path in files]
 

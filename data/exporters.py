@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shutil
+import zipfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -136,3 +138,19 @@ def _write_parquet(items: list[dict[str, Any]], results: dict[int, dict[str, Any
         frame[f"{run}.scores"] = [json.dumps(results.get(i["id"], {}).get(run, {}).get("scores")) for i in items]
     frame.to_parquet(path, index=False)
     return path.name
+
+
+def zip_folder(folder: Path) -> bytes:
+    """Every file under `folder` in one zip archive (paths relative to it), for a download button."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            bundle.write(path, path.relative_to(folder).as_posix())
+    return archive.getvalue()
+
+
+def export_archive(db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path) -> tuple[dict[str, Any], bytes]:
+    """`export_dataset` into a fresh `folder` (an earlier export there is removed), zipped."""
+    shutil.rmtree(folder, ignore_errors=True)
+    report = export_dataset(db, dataset, fmt, folder)
+    return report, zip_folder(folder)

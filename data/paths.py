@@ -20,3 +20,8 @@ def files_dir(db_file: str | Path) -> Path:
 def demo_image_root(db_file: str | Path) -> Path:
     """The image root of the demo datasets of a store."""
     return files_dir(db_file) / "demo"
+
+
+def thumbnail_dir(db_file: str | Path) -> Path:
+    """Where the pages keep the small copies of large images they show."""
+    return files_dir(db_file) / "thumbnails"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -55,6 +57,22 @@ def test_item_browser_filters_by_dataset_category_and_page(app):
     at.number_input(key="page").set_value(2).run()
     assert not at.exception
     assert [t for t in texts(at) if t.startswith("#")] != first_page
+
+
+def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path):
+    from data.exporters import export_archive
+
+    at = app(ADMIN)
+    at.selectbox(key="dataset").set_value("demo-bivlc").run()
+    at.selectbox(key="export_format").set_value("bivlc").run()
+    at.button(key="export").click().run()
+    assert not at.exception and len(at.get("download_button")) == 1
+    report, archive = export_archive(demo_db, "demo-bivlc", "bivlc", tmp_path / "export")
+    names = zipfile.ZipFile(io.BytesIO(archive)).namelist()
+    assert "bivlc.csv" in names and sum(n.startswith("images/") for n in names) == 2 * SMALL_DEMO.n_groups == 2 * report["n_items"]
+    at.selectbox(key="export_format").set_value("sugarcrepe").run()
+    at.button(key="export").click().run()
+    assert any("the sugarcrepe layout holds pair items; demo-bivlc has group items" in e.value for e in at.error)
 
 
 def test_captions_are_plain_text_not_markup(app, demo_db):

@@ -4,11 +4,13 @@ import plotly.express as px
 import streamlit as st
 
 from annotate import store
-from data import browse, paths
+from data import browse, exporters, paths
+from data.images import thumbnail
 
 PAGE_SIZE = 10
 
-db = store.open_db(paths.db_path())
+db_file = paths.db_path()
+db = store.open_db(db_file)
 st.title("Datasets")
 table = browse.dataset_table(db)
 if table.empty:
@@ -20,6 +22,17 @@ dataset = st.selectbox("Dataset", table["dataset"].tolist(), key="dataset")
 categories = browse.category_table(db, dataset)
 chart = px.bar(categories, x="category", y="items", title=f"{dataset}: items per category")
 st.plotly_chart(chart, key="category_chart")
+
+with st.expander("Export"):
+    fmt = st.selectbox("Format", exporters.FORMATS, key="export_format",
+                       help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups")
+    if st.button("Prepare the download", key="export"):
+        try:
+            exported, archive = exporters.export_archive(db, dataset, fmt, paths.files_dir(db_file) / "exports" / dataset / fmt)
+        except store.StoreError as error:
+            st.error(str(error))
+        else:
+            st.download_button(f"{dataset} ({fmt}, {exported['n_items']} items, zip)", archive, f"{dataset}-{fmt}.zip", key="export_zip")
 
 st.subheader("Items")
 category = st.selectbox("Category", ["all", *categories["category"].tolist()], key="category")
@@ -36,7 +49,7 @@ for card in cards:
                 if path is None:
                     column.caption(f"{role}: image file missing")
                 else:
-                    column.image(str(path), caption=role, width=160)
+                    column.image(str(thumbnail(path, paths.thumbnail_dir(db_file))), caption=role, width=160)
         for role, caption in card.captions:
             st.text(f"{role}: {caption}")  # st.text: captions are shown as text, never as markup
         if card.truth:

@@ -1,8 +1,5 @@
 """Hackability audit: can captions alone tell the positive from the negative?"""
 
-import io
-import zipfile
-
 import numpy as np
 import pandas as pd
 import plotly.express as px
@@ -11,7 +8,7 @@ import streamlit as st
 from analysis import audit as audits
 from analysis import blind
 from annotate import store
-from data import paths
+from data import exporters, paths
 
 db_file = paths.db_path()
 db = store.open_db(db_file)
@@ -80,8 +77,4 @@ if len(scorers) >= 2:
         kept = np.array(refined["kept"])
         before_after = pd.DataFrame({"gap": blind.scaled(np.array(refined["gaps"][a])), "set": np.where(kept, "kept", "removed")})
         st.plotly_chart(px.histogram(before_after, x="gap", color="set", barmode="overlay", nbins=60, title=f"{a} gaps"), key="refine_hist")
-        archive = io.BytesIO()
-        with zipfile.ZipFile(archive, "w") as bundle:
-            for path in sorted(out.glob("*.json")):
-                bundle.write(path, path.name)
-        st.download_button("Refined subset (SugarCrepe layout, zip)", archive.getvalue(), f"{dataset}-refined.zip", key="refined_zip")
+        st.download_button("Refined subset (SugarCrepe layout, zip)", exporters.zip_folder(out), f"{dataset}-refined.zip", key="refined_zip")

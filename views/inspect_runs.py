@@ -106,7 +106,7 @@ st.caption(f"{total} items, worst margin first" + (f"; {len(humans)} items have 
 ids = [int(i) for i in chosen["item"]]
 cards = {card.id: card for card in browse.cards_for(db, dataset, ids)}
 human_lines = browse.human_label_lines(db, list(cards.values()))
-thumbs = paths.files_dir(db_file) / "thumbs"
+thumbs = paths.thumbnail_dir(db_file)
 for row in chosen.to_dict("records"):
     card = cards[row["item"]]
     with st.container(border=True):
