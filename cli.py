@@ -63,11 +63,9 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     """Import a benchmark file or folder (or a model's per-instance results)."""
     from data.loading import import_path
 
-    name = args.name
-    embedded = paths.files_dir(args.db) / "embedded" / (name or args.kind)
     report = import_path(
-        db, args.kind, Path(args.path), images=Path(args.images) if args.images else None,
-        name=name, run=args.run, embedded_root=embedded, progress=_progress("images"),
+        db, args.kind, Path(args.path), images=Path(args.images) if args.images else None, name=args.name, run=args.run,
+        embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind), progress=_progress("images"),
     )
     return report.to_dict()
 

@@ -25,3 +25,8 @@ def demo_image_root(db_file: str | Path) -> Path:
 def thumbnail_dir(db_file: str | Path) -> Path:
     """Where the pages keep the small copies of large images they show."""
     return files_dir(db_file) / "thumbnails"
+
+
+def embedded_image_dir(db_file: str | Path, dataset: str) -> Path:
+    """Where images embedded in an imported file (parquet bytes) are written, per dataset."""
+    return files_dir(db_file) / "embedded" / dataset

@@ -59,6 +59,24 @@ def test_item_browser_filters_by_dataset_category_and_page(app):
     assert [t for t in texts(at) if t.startswith("#")] != first_page
 
 
+def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixtures, tmp_path):
+    at = app(ADMIN)
+    at.selectbox(key="import_kind").set_value("sugarcrepe").run()
+    at.text_input(key="import_path").set_value(str(fixtures / "sugarcrepe" / "data")).run()
+    at.text_input(key="import_name").set_value("sugarcrepe-real").run()
+    at.button(key="import").click().run()
+    assert not at.exception
+    assert any(s.value.startswith("sugarcrepe-real: 7511 new of 7511 items") for s in at.success)
+    assert at.dataframe[0].value.set_index("dataset").loc["sugarcrepe-real", "items"] == 7511
+    bad = tmp_path / "swap_att.json"
+    bad.write_text('{"7": {"filename": "a.jpg", "caption": "a cat"}}')
+    at.text_input(key="import_path").set_value(str(bad)).run()
+    at.text_input(key="import_name").set_value("broken").run()
+    at.button(key="import").click().run()
+    assert not at.exception and any("swap_att.json, row 7" in e.value and "negative_caption" in e.value for e in at.error)
+    assert "broken" not in store.dataset_names(demo_db)
+
+
 def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path):
     from data.exporters import export_archive
 

@@ -1,11 +1,16 @@
 """Datasets: what is in the store, per category, and an item browser."""
 
+from pathlib import Path
+
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from annotate import store
 from data import browse, exporters, paths
-from data.images import thumbnail
+from data.images import UnsafeImagePathError, thumbnail
+from data.importers import PARSERS, BadInputError
+from data.loading import import_path
 
 PAGE_SIZE = 10
 
@@ -13,8 +18,31 @@ db_file = paths.db_path()
 db = store.open_db(db_file)
 st.title("Datasets")
 table = browse.dataset_table(db)
+
+with st.expander("Import a benchmark", expanded=table.empty):
+    kind = st.selectbox("Kind", sorted(PARSERS), key="import_kind", help="the layouts of README's import table")
+    source = st.text_input("File or folder on this machine", key="import_path")
+    images = st.text_input("Image folder (optional)", key="import_images")
+    name = st.text_input("Dataset name (optional)", key="import_name").strip() or None
+    if st.button("Import", key="import", type="primary", disabled=not source.strip()):
+        bar = st.progress(0.0, text="reading the file")
+        try:
+            report = import_path(
+                db, kind, Path(source.strip()).expanduser(), images=Path(images.strip()).expanduser() if images.strip() else None,
+                name=name, embedded_root=paths.embedded_image_dir(db_file, name or kind),
+                progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"),
+            )
+        except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
+            st.error(str(error))
+        else:
+            st.success(f"{report.dataset}: {report.n_new_items} new of {report.n_items} items"
+                       + (f", run {report.run}" if report.run else "") + f"; {report.missing_images} images missing.")
+            if report.warnings:
+                st.dataframe(pd.DataFrame(report.warnings), hide_index=True, width="stretch")
+            table = browse.dataset_table(db)
+
 if table.empty:
-    st.info("No datasets yet. Build the demo with `python cli.py demo` or import a benchmark (see README).")
+    st.info("No datasets yet. Build the demo with `python cli.py demo` or import a benchmark above (or see README).")
     st.stop()
 st.dataframe(table, hide_index=True, width="stretch")
 

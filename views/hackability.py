@@ -10,12 +10,6 @@ from analysis import blind
 from annotate import store
 from data import exporters, paths
 
-db_file = paths.db_path()
-db = store.open_db(db_file)
-st.title("Hackability audit")
-st.caption("Blind text-only scorers never see the image; above 50% they exploit how the negatives were written.")
-
-
 SCATTER_POINTS = 5_000
 
 
@@ -25,6 +19,10 @@ def cached_audit(db_path: str, dataset: str, fingerprint: str, scorers: tuple[st
     return audits.stored_audit(db, dataset, scorers=scorers) or audits.audit(db, dataset, scorers=scorers)
 
 
+db_file = paths.db_path()
+db = store.open_db(db_file)
+st.title("Hackability audit")
+st.caption("Blind text-only scorers never see the image; above 50% they exploit how the negatives were written.")
 names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & {"pair", "triple", "group"}]
 if not names:
     st.info("No dataset with caption pairs yet.")
