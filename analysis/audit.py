@@ -70,8 +70,11 @@ def refine_dataset(
 ) -> dict[str, Any]:
     """Adversarial refinement against two blind scorers; writes the kept items in SugarCrepe's layout."""
     items = dataset_pairs(db, dataset)
-    pairs = [(i["captions"][0], i["captions"][1]) for i in items]
-    results = blind.blind_gaps(pairs, scorers, k=folds, seed=seed, embed=embed)
+    stored = stored_audit(db, dataset, scorers=scorers, folds=folds, seed=seed) if embed is None else None
+    if stored is not None:  # the page's audit already fitted these scorers on these items
+        results = {name: blind.BlindResult(name, np.array(stored["gaps"][name])) for name in scorers}
+    else:
+        results = blind.blind_gaps([(i["captions"][0], i["captions"][1]) for i in items], scorers, k=folds, seed=seed, embed=embed)
     keep = blind.refine(results[scorers[0]].gaps, results[scorers[1]].gaps, grid=grid, seed=seed)
     if out is not None:
         write_sugarcrepe([item for item, kept in zip(items, keep) if kept], out)

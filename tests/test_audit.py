@@ -85,7 +85,7 @@ def test_audit_and_refine_a_stored_dataset(fresh_db, tmp_path):
     assert written == refined["n_after"]
 
 
-def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db):
+def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db, monkeypatch):
     def add(pairs: list[tuple[str, str]], start: int) -> None:
         parsed = Parsed("jsonl", "negated")
         for n, (c, neg) in enumerate(pairs, start):
@@ -97,6 +97,10 @@ def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db):
     first = audit(fresh_db, "negated", scorers=("stats", "ngram"))
     assert stored_audit(fresh_db, "negated", scorers=("ngram", "stats")) == first  # the page shows it without refitting
     assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram"), seed=1) is None  # other settings: not this result
+    with monkeypatch.context() as patch:
+        patch.setattr(blind, "blind_gaps", lambda *a, **k: pytest.fail("refinement refitted a stored audit"))
+        refined = refine_dataset(fresh_db, "negated", ("stats", "ngram"))
+    assert refined["blind_before"] == first["blind"] and refined["n_after"] < refined["n_before"]
     add(negated_pairs(50, 7), 200)
     assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram")) is None  # new items: refit
     assert audit(fresh_db, "negated", scorers=("stats", "ngram"))["n"] == 250

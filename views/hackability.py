@@ -69,7 +69,8 @@ if len(scorers) >= 2:
     seed = st.number_input("Seed", value=0, key="refine_seed")
     if st.button("Refine", key="refine"):
         out = paths.files_dir(db_file) / "refined" / dataset
-        refined = audits.refine_dataset(db, dataset, (a, b), grid=int(grid), seed=int(seed), out=out)
+        with st.spinner("Refining (the blind scorers are refitted unless this seed's audit is stored)..."):
+            refined = audits.refine_dataset(db, dataset, (a, b), grid=int(grid), seed=int(seed), out=out)
         st.write(f"Kept {refined['n_after']} of {refined['n_before']} items.")
         st.dataframe(pd.DataFrame({"before": refined["blind_before"], "after": refined["blind_after"]}), width="stretch")
         kept = np.array(refined["kept"])
