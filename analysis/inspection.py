@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 import numpy as np
 import pandas as pd
@@ -174,18 +175,32 @@ def shares_below_zero(tables: Mapping[str, pd.DataFrame], gap: str) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def selected_range(selection: Mapping[str, Any] | None) -> tuple[float, float] | None:
-    """The x range of a box drawn on a plotly chart (Streamlit's selection state), if any."""
+@dataclass(frozen=True)
+class GapRange:
+    """A gap range chosen on a chart, optionally limited to the categories whose facets it covers."""
+
+    low: float
+    high: float
+    categories: tuple[str, ...] = ()
+
+
+def selected_range(selection: Mapping[str, Any] | None) -> GapRange | None:
+    """The x range of a box drawn on a plotly chart (Streamlit's selection state), if any, and the
+    categories of the bars it caught (each bar carries its category as custom data)."""
     boxes = (selection or {}).get("box") or []
     if not boxes or len(boxes[0].get("x", ())) < 2:
         return None
     low, high = boxes[0]["x"][:2]
-    return (min(low, high), max(low, high))
+    caught = {str(point["customdata"][0]) for point in (selection or {}).get("points", []) if point.get("customdata")}
+    return GapRange(min(low, high), max(low, high), tuple(sorted(caught)))
 
 
-def in_range(table: pd.DataFrame, gap: str, low: float, high: float) -> pd.DataFrame:
-    """Items whose `gap` lies in [low, high], smallest gap first."""
-    return table[(table[gap] >= low) & (table[gap] <= high)].sort_values(gap, kind="stable")
+def in_range(table: pd.DataFrame, gap: str, chosen: GapRange) -> pd.DataFrame:
+    """Items whose `gap` lies in the range (and categories, if any are named), smallest gap first."""
+    mask = (table[gap] >= chosen.low) & (table[gap] <= chosen.high)
+    if chosen.categories:
+        mask &= table["category"].isin(chosen.categories)
+    return table[mask].sort_values(gap, kind="stable")
 
 
 def paired_gaps(table_a: pd.DataFrame, table_b: pd.DataFrame, gap: str) -> pd.DataFrame:

@@ -79,10 +79,14 @@ def test_gap_histogram_counts_every_item_once_and_box_selection_lists_its_range(
     bars = inspection.gap_histogram(tables, "s(c) - s(c_n)", bins=30)
     assert bars.groupby("run")["count"].sum().to_dict() == {run: len(t) for run, t in tables.items()}
     assert bars.groupby(["run", "category"])["count"].sum().loc["random"].to_dict() == tables["random"]["category"].value_counts().to_dict()
-    assert inspection.selected_range({"box": [{"x": [0.02, -0.01], "y": [0, 50]}], "points": []}) == (-0.01, 0.02)
+    assert inspection.selected_range({"box": [{"x": [0.02, -0.01], "y": [0, 50]}], "points": []}) == inspection.GapRange(-0.01, 0.02)
     assert inspection.selected_range({"box": [], "points": []}) is None
-    listed = inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", -0.01, 0.02)
+    listed = inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", inspection.GapRange(-0.01, 0.02))
     assert listed["s(c) - s(c_n)"].between(-0.01, 0.02).all() and listed["s(c) - s(c_n)"].is_monotonic_increasing
+    on_one_facet = {"box": [{"x": [-1.0, 1.0]}], "points": [{"x": 0.1, "customdata": ["swap_obj"]}, {"x": 0.2, "customdata": ["swap_obj"]}]}
+    chosen = inspection.selected_range(on_one_facet)
+    assert chosen.categories == ("swap_obj",)
+    assert set(inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", chosen)["category"]) == {"swap_obj"}  # the facet's items only
     paired = inspection.paired_gaps(tables["demo-clip"], tables["random"], "s(c) - s(c_n)")
     assert len(paired) == len(tables["random"]) and {"A", "B", "category"} <= set(paired.columns)
 

@@ -61,9 +61,9 @@ else:
     shares = inspection.shares_below_zero(tables, gap)
     titles = {c: f"{c}: " + ", ".join(f"{r['% at or below zero']:.1f}% ≤ 0" for r in part.to_dict("records"))
               for c, part in shares.groupby("category")}
-    bars = inspection.gap_histogram(tables, gap).assign(category=lambda f: f["category"].map(titles))
-    figure = px.bar(bars, x="middle", y="count", color="run", facet_col="category", facet_col_wrap=3, barmode="overlay",
-                    opacity=0.6, height=700, labels={"middle": gap})
+    bars = inspection.gap_histogram(tables, gap).assign(facet=lambda f: f["category"].map(titles))
+    figure = px.bar(bars, x="middle", y="count", color="run", facet_col="facet", facet_col_wrap=3, barmode="overlay",
+                    opacity=0.6, height=700, labels={"middle": gap}, custom_data=["category"])
     figure.update_traces(width=float(bars["right"].iloc[0] - bars["left"].iloc[0]))
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.add_vline(x=0, line_dash="dash")
@@ -72,9 +72,10 @@ else:
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
     slider = st.slider("List the items with a gap in", lowest, highest, (lowest, min(0.0, highest)), key=f"gap_range:{dataset}")
     box = inspection.selected_range(event.selection if event else None)
-    low, high = box or slider
-    listed = inspection.in_range(table_a, gap, low, high)
-    st.caption(f"{len(listed)} items of {run_a} with {gap} in [{low:.3f}, {high:.3f}]" + (" (the box drawn on the chart)" if box else ""))
+    chosen = box or inspection.GapRange(*slider)
+    listed = inspection.in_range(table_a, gap, chosen)
+    where = f" in {', '.join(chosen.categories)}" if chosen.categories else ""
+    st.caption(f"{len(listed)} items of {run_a} with {gap} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}" + (" (the box drawn on the chart)" if box else ""))
     st.dataframe(listed, hide_index=True, width="stretch")
 
 if run_b:
