@@ -15,12 +15,13 @@ import pandas as pd
 import sqlite_utils
 
 from analysis import metrics as m
-from analysis.results import Run, group_outcomes, item_kind, load_run, pair_correct
+from analysis.results import Run, UnsupportedRunError, group_outcomes, item_kind, load_run, pair_correct
 
 GAP_NAMES = {
     "pair": ("s(c) - s(c_n)",),
     "triple": ("s(c) - s(c_n)", "s(c_p) - s(c_n)"),
     "group": ("Ipos2T: s(C0,I0) - s(C1,I0)", "Ineg2T: s(C1,I1) - s(C0,I1)", "Tpos2I: s(C0,I0) - s(C0,I1)", "Tneg2I: s(C1,I1) - s(C1,I0)"),
+    "retrieval": ("s(c) - max s(c_n)",),  # the margin to the hardest negative: above zero is a hit at rank 1
 }
 
 
@@ -47,6 +48,8 @@ def _correct(kind: str, run: Run) -> np.ndarray:
         return m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["aug_acc"]
     if kind == "retrieval" and run.scores is not None:
         return m.recall_at_k(run.scores, 1)
+    if kind == "candidates":
+        raise UnsupportedRunError("candidate-image scores have no right answer to inspect: annotate them with pick_image")
     return pair_correct(run)[0]
 
 
@@ -55,6 +58,8 @@ def _gaps(kind: str, scores: np.ndarray) -> list[np.ndarray]:
         return [scores[:, 0] - scores[:, 1]]
     if kind == "triple":
         return [scores[:, 0] - scores[:, 1], scores[:, 2] - scores[:, 1]]
+    if kind == "retrieval":
+        return [scores[:, 0] - np.nanmax(scores[:, 1:], axis=1)]
     return [scores[:, 0, 0] - scores[:, 0, 1], scores[:, 1, 1] - scores[:, 1, 0], scores[:, 0, 0] - scores[:, 1, 0], scores[:, 1, 1] - scores[:, 0, 1]]
 
 

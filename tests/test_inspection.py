@@ -7,6 +7,7 @@ import json
 import pytest
 
 from analysis import inspection
+from analysis.results import UnsupportedRunError
 from annotate import baselines, batches
 from data import browse
 from analysis.models import ModelSpec, load_model, demo_model_spec
@@ -72,6 +73,21 @@ def test_brittle_items_of_hard_positive_runs(scored):
     positive, hard_positive = table["s(c) - s(c_n)"], table["s(c_p) - s(c_n)"]
     brittle = ((positive > 0) & (hard_positive < 0)) | ((hard_positive > 0) & (positive < 0))  # c_n between the two
     assert total == int(brittle.sum()) > 0 and set(page["item"]) == set(table.loc[brittle, "item"])
+
+
+def test_retrieval_runs_have_a_margin_and_candidate_runs_are_refused(scored, admin_page):
+    model = load_model(ModelSpec("foil-demo-clip", "none"), device="cpu")
+    score_dataset(scored, "demo-crepe", model, run="random")
+    table = inspection.item_table(scored, "demo-crepe", "random")
+    assert ((table["s(c) - max s(c_n)"] > 0) == table["correct"]).all()  # a positive margin is a hit at rank 1
+    score_dataset(scored, "demo-bivlc-candidates", model, run="random")
+    with pytest.raises(UnsupportedRunError, match="no right answer"):
+        inspection.item_table(scored, "demo-bivlc-candidates", "random")
+    at = admin_page(store.db_file(scored), "views/inspect_runs.py")
+    at.selectbox(key="inspect_dataset").set_value("demo-crepe").run()
+    assert not at.exception and len(at.get("plotly_chart")) == 1
+    at.selectbox(key="inspect_dataset").set_value("demo-bivlc-candidates").run()
+    assert not at.exception and any("no right answer" in i.value for i in at.info)
 
 
 def test_gap_histogram_counts_every_item_once_and_box_selection_lists_its_range(scored):

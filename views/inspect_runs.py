@@ -5,6 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from analysis import inspection
+from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, store
 from data import browse, paths
 from data.images import thumbnail
@@ -48,8 +49,12 @@ run_b = right.selectbox("Run B (optional)", ["(none)", *[r for r in runs if r !=
 run_b = None if run_b == "(none)" else run_b
 
 db_path, fingerprint = str(db_file), store.dataset_fingerprint(db, dataset)
-table_a = item_table(db_path, dataset, run_a, fingerprint)
-table_b = item_table(db_path, dataset, run_b, fingerprint) if run_b else None
+try:
+    table_a = item_table(db_path, dataset, run_a, fingerprint)
+    table_b = item_table(db_path, dataset, run_b, fingerprint) if run_b else None
+except UnsupportedRunError as error:
+    st.info(f"{run_a}: {error}")
+    st.stop()
 gaps = inspection.gap_columns(table_a)
 
 st.subheader("Score gaps")
