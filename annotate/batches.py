@@ -237,13 +237,28 @@ def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -
     if mine is None:
         raise BatchError("this batch holds nothing for you")
     done, assigned = int(mine["done"]), int(mine["assigned"])
-    nxt = store.next_assignment(db, annotator_id, batch["id"])
-    if nxt is None:
+    upcoming = store.unanswered_assignments(db, annotator_id, batch["id"])
+    if not upcoming:
         return QueueState(batch, None, None, None, done, assigned)
+    nxt = upcoming[0]
     item = store.items_by_id(db, [nxt["item_id"]])[nxt["item_id"]]
     started = store.open_assignment(db, nxt["id"])
-    task = build_task(batch["task"], item, nxt["part"], seed=f"{batch['config']['seed']}:{annotator_id}")
+    task = build_task(batch["task"], item, nxt["part"], seed=_task_seed(batch, annotator_id))
     return QueueState(batch, task, nxt["id"], started, done, assigned)
+
+
+def _task_seed(batch: dict[str, Any], annotator_id: int) -> str:
+    return f"{batch['config']['seed']}:{annotator_id}"
+
+
+def prefetch_images(db: sqlite_utils.Database, annotator_id: int, batch_name: str, ahead: int = 2) -> int:
+    """Make the thumbnails of the annotator's next `ahead` items after the current one, so the next
+    answer shows its images without resizing them first; returns how many images are ready."""
+    batch = store.get_batch(db, batch_name)
+    following = store.unanswered_assignments(db, annotator_id, batch["id"], limit=ahead + 1)[1:]
+    items = store.items_by_id(db, [a["item_id"] for a in following])
+    tasks = [build_task(batch["task"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id)) for a in following]
+    return sum(path is not None for task in tasks for _, path in task_images(db, batch, task))
 
 
 def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) -> list[tuple[str, Path | None]]:

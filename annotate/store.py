@@ -799,12 +799,11 @@ def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict
         " GROUP BY b.id ORDER BY b.id", [annotator_id]))
 
 
-def next_assignment(db: sqlite_utils.Database, annotator_id: int, batch_id: int) -> dict[str, Any] | None:
-    """The annotator's first unanswered assignment in the batch (resume point), or None."""
-    rows = list(db.query(
+def unanswered_assignments(db: sqlite_utils.Database, annotator_id: int, batch_id: int, limit: int = 1) -> list[dict[str, Any]]:
+    """The annotator's first `limit` unanswered assignments in the batch, in queue order (the first is the resume point)."""
+    return list(db.query(
         f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND NOT {_ANSWERED}"
-        " ORDER BY a.position LIMIT 1", [annotator_id, batch_id]))
-    return rows[0] if rows else None
+        " ORDER BY a.position LIMIT ?", [annotator_id, batch_id, limit]))
 
 
 def open_assignment(db: sqlite_utils.Database, assignment_id: int) -> str:

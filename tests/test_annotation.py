@@ -384,3 +384,29 @@ def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
     decide[0].click().run()
     recorded = store.batch_decisions(app_db, store.get_batch(app_db, created["batch"])["id"])
     assert (int(item), int(part)) in recorded and recorded[(int(item), int(part))]["decided_by"] == "admin"
+
+
+def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
+    from PIL import Image
+
+    from data.importers import Parsed
+    from data.items import Item
+    from data.loading import store_parsed
+    from data.paths import thumbnail_dir
+
+    images = tmp_path / "images"
+    images.mkdir()
+    parsed = Parsed("jsonl", "large-images")
+    for n in range(5):
+        Image.new("RGB", (1200, 900), (40 * n, 80, 120)).save(images / f"{n}.jpg")
+        parsed.add(Item("pair", "replace_att", f"x/{n}", (f"a red cup {n}", f"a blue cup {n}"), (f"{n}.jpg",)), "x", n)
+    db = store.open_db(tmp_path / "foil.db")
+    store_parsed(db, parsed, kind="jsonl", path="x", images=images)
+    created = batches.create_batch(db, batches.BatchSpec("large-images", "validate_negative", ("ada",), 1, seed=1))
+    ada = store.ensure_annotator(db, "ada")["id"]
+    current = batches.queue_state(db, ada, created["batch"]).task
+    assert batches.prefetch_images(db, ada, created["batch"]) == 2
+    made = {p.name for p in thumbnail_dir(tmp_path / "foil.db").glob("*.jpg")}
+    assert len(made) == 2  # the two following items, not the current one (it was shown already)
+    shown = batches.task_images(db, store.get_batch(db, created["batch"]), current)
+    assert shown[0][1].name not in made

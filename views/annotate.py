@@ -108,3 +108,6 @@ else:
         }
         if st.form_submit_button("Submit", shortcut="Ctrl+Enter", type="primary"):
             record({q: values.get(label) for q, label in chosen.items()})
+
+if item is None:  # after the page is drawn: the next items' images are resized while the annotator reads
+    batches.prefetch_images(db, role.annotator_id, batch_name)
