@@ -69,10 +69,20 @@ def share_below_zero(gaps: pd.Series) -> float:
 
 
 def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str) -> pd.DataFrame:
-    """Per category: how often the runs agree on correctness, and McNemar's exact test."""
-    from statsmodels.stats.contingency_tables import mcnemar  # ~0.8 s to import: only when two runs are compared
+    """Per category: how often two runs agree on correctness, and McNemar's exact test."""
+    return compare_correctness(item_table(db, dataset, run_a), item_table(db, dataset, run_b), run_a, run_b)
 
-    a, b = item_table(db, dataset, run_a), item_table(db, dataset, run_b)
+
+def human_table(humans: Mapping[int, bool]) -> pd.DataFrame:
+    """Human correctness per item (`baselines.item_outcomes`) as a table `compare_correctness` reads."""
+    return pd.DataFrame({"item": list(humans), "correct": list(humans.values())}, columns=["item", "correct"]).astype({"correct": bool})
+
+
+def compare_correctness(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: str) -> pd.DataFrame:
+    """Per category of `a` (and overall), on the items both judged: right for both, for one only,
+    for neither, the agreement, and McNemar's exact test of the two accuracies."""
+    from statsmodels.stats.contingency_tables import mcnemar  # ~0.8 s to import: only when two are compared
+
     joined = a[["item", "category", "correct"]].merge(b[["item", "correct"]], on="item", suffixes=("_a", "_b"))
     rows = []
     for category, part in [*joined.groupby("category"), ("(all)", joined)]:
@@ -81,7 +91,7 @@ def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str
         only_b = int((~part.correct_a & part.correct_b).sum())
         neither = int((~part.correct_a & ~part.correct_b).sum())
         test = mcnemar([[both, only_a], [only_b, neither]], exact=True)
-        rows.append({"category": category, "n": len(part), "both right": both, f"only {run_a}": only_a, f"only {run_b}": only_b,
+        rows.append({"category": category, "n": len(part), "both right": both, f"only {name_a}": only_a, f"only {name_b}": only_b,
                      "both wrong": neither, "agreement %": 100.0 * (both + neither) / max(len(part), 1), "McNemar p": float(test.pvalue)})
     return pd.DataFrame(rows)
 

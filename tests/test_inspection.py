@@ -47,7 +47,7 @@ def test_failure_patterns_and_margins(scored):
         inspection.failures(trained, pattern="wrong for both")
 
 
-def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored):
+def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, admin_page):
     created = batches.create_batch(scored, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada", "bob"), 2, 60, seed=3))
     batches.simulate(scored, created["batch"], accuracies=1.0)
     humans = baselines.item_outcomes(scored, "demo-sugarcrepe")
@@ -63,6 +63,15 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored):
     assert all(line.endswith("(right)") and "baseline_i2t" in line for card in cards for line in lines[card.id])
     with pytest.raises(ValueError, match="needs human baseline"):
         inspection.failures(table, pattern="wrong for A, right for humans")
+    against = inspection.compare_correctness(table, inspection.human_table(humans), "random", "humans").set_index("category")
+    assert against.loc["(all)", "n"] == 60 and against.loc["(all)", "only random"] == 0  # perfect humans: never wrong where the model is right
+    assert against.loc["(all)", "only humans"] == len(expected) and against.loc["(all)", "McNemar p"] < 0.05
+    at = admin_page(store.db_file(scored), "views/inspect_runs.py")
+    at.selectbox(key="run_a:demo-sugarcrepe").set_value("random").run()
+    at.selectbox(key="pattern").set_value("wrong for A, right for humans").run()
+    assert not at.exception and any("random against the humans" == h.value for h in at.subheader)
+    assert any(f"{len(expected)} items, worst margin first" in c.value for c in at.caption)
+    assert any(t.value.startswith("human · ") and t.value.endswith("(right)") for t in at.text)  # labels on the cards
 
 
 def test_brittle_items_of_hard_positive_runs(scored):

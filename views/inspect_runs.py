@@ -98,8 +98,13 @@ if run_b:
         scatter.add_vline(x=0, line_dash="dash")
         st.plotly_chart(scatter, key="gap_scatter")
 
-st.subheader("Failures")
 humans = human_outcomes(db_path, dataset, fingerprint)
+if humans:
+    st.subheader(f"{run_a} against the humans")
+    st.caption(f"Items answered in the dataset's baseline or ranking batches ({len(humans)}); humans are right on an item when the majority answer of each of its questions is.")
+    st.dataframe(inspection.compare_correctness(table_a, inspection.human_table(humans), run_a, "humans"), hide_index=True, width="stretch")
+
+st.subheader("Failures")
 patterns = inspection.patterns_for(table_a, table_b, humans)
 pattern = st.selectbox("Pattern (A and B as chosen above)", patterns, key="pattern")
 categories = ["all", *sorted(table_a["category"].unique())]
