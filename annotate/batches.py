@@ -262,7 +262,8 @@ def prefetch_images(db: sqlite_utils.Database, annotator_id: int, batch_name: st
 
 
 def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) -> list[tuple[str, Path | None]]:
-    """The task's images as cached thumbnails of the files under the dataset's image root."""
+    """The task's images as cached thumbnails of the files under the dataset's image root
+    (None where a file is missing or unreadable)."""
     root_text = store.get_dataset(db, batch["dataset"])["image_root"]
     root = Path(root_text) if root_text else None
     db_file = store.db_file(db)

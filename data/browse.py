@@ -11,7 +11,7 @@ import sqlite_utils
 
 from annotate import store
 from annotate.tasks import is_correct
-from data.images import UnsafeImagePathError, resolve_image
+from data.images import UnsafeImagePathError, resolve_image, thumbnail
 from data.items import caption_roles, image_roles
 
 
@@ -103,3 +103,9 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
         text += f" · comment: {label['comment']}" if label["comment"] else ""
         lines[label["item"]].append(text)
     return lines
+
+
+def card_thumbnails(card: ItemCard, cache_dir: Path) -> list[tuple[str, Path | None, Path | None]]:
+    """(label, file, thumbnail) per image of a card; the file is None when missing, the
+    thumbnail None when missing or unreadable (pages say which instead of failing)."""
+    return [(label, path, thumbnail(path, cache_dir) if path is not None else None) for label, path in card.images]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -71,21 +73,27 @@ def _sha256(payload: bytes) -> str:
 THUMBNAIL_SIDE = 448
 
 
-def thumbnail(path: Path, cache_dir: Path, max_side: int = THUMBNAIL_SIDE) -> Path:
-    """A JPEG no larger than `max_side` of the image at `path`, made once and cached.
+def thumbnail(path: Path, cache_dir: Path, max_side: int = THUMBNAIL_SIDE) -> Path | None:
+    """A JPEG no larger than `max_side` of the image at `path`, made once and cached; None if
+    the file cannot be read as an image (pages then say so instead of failing).
 
     Small images are returned as they are. The cache name changes with the file's size and
     modification time, so an edited image gets a fresh thumbnail.
     """
-    stat = path.stat()
-    with Image.open(path) as image:
-        if max(image.size) <= max_side:
-            return path
-        key = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{max_side}".encode()).hexdigest()
-        target = cache_dir / f"{key}.jpg"
-        if not target.exists():
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            small = ImageOps.exif_transpose(image).convert("RGB")
-            small.thumbnail((max_side, max_side))
-            small.save(target, quality=88)
+    try:
+        stat = path.stat()
+        with Image.open(path) as image:
+            if max(image.size) <= max_side:
+                return path
+            key = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{max_side}".encode()).hexdigest()
+            target = cache_dir / f"{key}.jpg"
+            if not target.exists():
+                cache_dir.mkdir(parents=True, exist_ok=True)
+                small = ImageOps.exif_transpose(image).convert("RGB")
+                small.thumbnail((max_side, max_side))
+                partial = target.with_name(f"{key}.{os.getpid()}.{threading.get_ident()}.part")
+                small.save(partial, format="JPEG", quality=88)
+                partial.replace(target)  # atomic: two sessions never show a half-written file
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError):
+        return None
     return target

@@ -77,6 +77,23 @@ def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixt
     assert "broken" not in store.dataset_names(demo_db)
 
 
+def test_a_broken_image_file_is_named_not_a_crash(app, demo_db, tmp_path):
+    from PIL import Image
+
+    from data.loading import import_path
+
+    Image.new("RGB", (900, 900), "white").save(tmp_path / "fine.jpg")
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    lines = [json.dumps({"kind": "pair", "category": "replace_att", "id": str(n), "captions": ["a red cup", "a blue cup"], "images": [name]})
+             for n, name in enumerate(["fine.jpg", "broken.jpg"])]
+    (tmp_path / "two.jsonl").write_text("\n".join(lines))
+    import_path(demo_db, "jsonl", tmp_path / "two.jsonl", images=tmp_path)
+    at = app(ADMIN)
+    at.selectbox(key="dataset").set_value("two").run()
+    assert not at.exception
+    assert len(at.get("image")) == 1 and any(c.value == "image: image file unreadable" for c in at.caption)
+
+
 def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path):
     from data.exporters import export_archive
 

@@ -69,7 +69,7 @@ images = batches.task_images(db, state.batch, task)
 if images:
     for column, (label, path) in zip(st.columns(len(images)), images):
         if path is None:
-            column.warning(f"{label}: image missing")
+            column.warning(f"{label}: image missing or unreadable")
         else:
             column.image(str(path), caption=label, width="stretch")
 for role_name, caption in task.captions:

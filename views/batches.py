@@ -95,9 +95,12 @@ for decision in shown:
     card = cards[decision.item]
     with st.container(border=True):
         st.text(f"item {decision.item} ({card.category}), votes: {decision.votes}")
-        images = [(label, path) for label, path in card.images if path is not None]
-        for column, (label, path) in zip(st.columns(max(len(images), 1)), images):
-            column.image(str(path), caption=label, width=140)
+        images = browse.card_thumbnails(card, paths.thumbnail_dir(paths.db_path()))
+        for column, (label, _, small) in zip(st.columns(max(len(images), 1)), images):
+            if small is None:
+                column.caption(f"{label}: image file missing or unreadable")
+            else:
+                column.image(str(small), caption=label, width=140)
         for role, caption in card.captions:
             st.text(f"{role}: {caption}")
         choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}")

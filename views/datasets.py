@@ -8,7 +8,7 @@ import streamlit as st
 
 from annotate import store
 from data import browse, exporters, paths
-from data.images import UnsafeImagePathError, thumbnail
+from data.images import UnsafeImagePathError
 from data.importers import PARSERS, BadInputError
 from data.loading import import_path
 
@@ -73,11 +73,11 @@ for card in cards:
         st.text(f"#{card.id}  {card.category}  {card.source_id}  ({card.kind})")
         if card.images:
             columns = st.columns(len(card.images))
-            for column, (role, path) in zip(columns, card.images):
-                if path is None:
-                    column.caption(f"{role}: image file missing")
+            for column, (role, path, small) in zip(columns, browse.card_thumbnails(card, paths.thumbnail_dir(db_file))):
+                if small is None:
+                    column.caption(f"{role}: image file {'missing' if path is None else 'unreadable'}")
                 else:
-                    column.image(str(thumbnail(path, paths.thumbnail_dir(db_file))), caption=role, width=160)
+                    column.image(str(small), caption=role, width=160)
         for role, caption in card.captions:
             st.text(f"{role}: {caption}")  # st.text: captions are shown as text, never as markup
         if card.truth:

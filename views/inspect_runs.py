@@ -8,7 +8,6 @@ from analysis import inspection
 from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, store
 from data import browse, paths
-from data.images import thumbnail
 
 PAGE_SIZE = 10
 SCATTER_POINTS = 5_000
@@ -122,9 +121,12 @@ for row in chosen.to_dict("records"):
     card = cards[row["item"]]
     with st.container(border=True):
         st.text(f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gaps))
-        images = [(label, path) for label, path in card.images if path is not None]
-        for column, (label, path) in zip(st.columns(max(len(images), 1)), images):
-            column.image(str(thumbnail(path, thumbs)), caption=label, width=140)
+        images = browse.card_thumbnails(card, thumbs)
+        for column, (label, path, small) in zip(st.columns(max(len(images), 1)), images):
+            if small is None:
+                column.caption(f"{label}: image file missing or unreadable")
+                continue
+            column.image(str(small), caption=label, width=140)
             if column.button("Enlarge", key=f"enlarge:{card.id}:{label}"):
                 enlarge(str(path), f"#{card.id} {label}")
         texts = [text for _, text in card.captions]
