@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 
@@ -29,4 +30,19 @@ def thumbnail_dir(db_file: str | Path) -> Path:
 
 def embedded_image_dir(db_file: str | Path, dataset: str) -> Path:
     """Where images embedded in an imported file (parquet bytes) are written, per dataset."""
-    return files_dir(db_file) / "embedded" / dataset
+    return output_dir(db_file, "embedded", dataset)
+
+
+def output_dir(db_file: str | Path, purpose: str, *names: str) -> Path:
+    """A folder the store owns for files it writes (exports, refined subsets...), one level per
+    name; dataset and batch names become safe folder names, so none can climb out of the store's folder.
+
+    >>> output_dir("/data/foil.db", "exports", "../../etc", "jsonl").as_posix()
+    '/data/foil_files/exports/_.._.._etc/jsonl'
+    """
+    return files_dir(db_file).joinpath(purpose, *(_folder_name(name) for name in names))
+
+
+def _folder_name(name: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return "_" + safe if safe.startswith(".") or not safe else safe

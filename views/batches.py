@@ -118,7 +118,7 @@ if middle.button("Simulate annotators (demo)", key="simulate", help="answers fro
 if batch_row["task"] in ("validate_negative", "ambiguity"):
     layout = "sugarcrepe" if batch_row["task"] == "validate_negative" else "bivlc"
     if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
-        out = paths.files_dir(paths.db_path()) / "cleaned" / name
+        out = paths.output_dir(paths.db_path(), "cleaned", name)
         summary = export.export_clean(db, name, layout, out)
         st.success(f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {out} with provenance.json.")
         st.text(export.protocol_paragraph(db, name))

@@ -56,7 +56,7 @@ with st.expander("Export"):
                        help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups")
     if st.button("Prepare the download", key="export"):
         try:
-            exported, archive = exporters.export_archive(db, dataset, fmt, paths.files_dir(db_file) / "exports" / dataset / fmt)
+            exported, archive = exporters.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt))
         except store.StoreError as error:
             st.error(str(error))
         else:

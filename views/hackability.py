@@ -68,7 +68,7 @@ if len(scorers) >= 2:
     grid = st.slider("Grid size (even)", 2, 20, 8, step=2, key="refine_grid")
     seed = st.number_input("Seed", value=0, key="refine_seed")
     if st.button("Refine", key="refine"):
-        out = paths.files_dir(db_file) / "refined" / dataset
+        out = paths.output_dir(db_file, "refined", dataset)
         with st.spinner("Refining (the blind scorers are refitted unless this seed's audit is stored)..."):
             refined = audits.refine_dataset(db, dataset, (a, b), grid=int(grid), seed=int(seed), out=out)
         st.write(f"Kept {refined['n_after']} of {refined['n_before']} items.")
