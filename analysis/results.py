@@ -6,7 +6,7 @@ same functions of ``analysis.metrics``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -181,3 +181,21 @@ def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key
         overall[run] = result["metrics"].get(key)
         overall[f"{run} 95% CI"] = result["intervals"].get(key)
     return list(table.values())
+
+
+def interval_text(interval: Sequence[float] | None) -> str:
+    """An interval as "low–high" with one decimal, "" when there is none.
+
+    >>> interval_text((78.794, 92.941)), interval_text(None)
+    ('78.8–92.9', '')
+    """
+    if interval is None or any(v != v for v in interval):  # NaN: too few items to resample
+        return ""
+    return f"{interval[0]:.1f}–{interval[1]:.1f}"
+
+
+def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | None]) -> dict[str, Any]:
+    """Plotly `error_y` for bars at `values` with asymmetric 95% intervals (none where absent)."""
+    lows = [v - i[0] if i is not None else 0.0 for v, i in zip(values, intervals)]
+    highs = [i[1] - v if i is not None else 0.0 for v, i in zip(values, intervals)]
+    return {"type": "data", "symmetric": False, "array": highs, "arrayminus": lows, "thickness": 1}

@@ -29,6 +29,11 @@ def run_summaries(db_path: str, dataset: str, fingerprint: str) -> dict[str, dic
     return results.run_summaries(store.open_db(db_path), dataset)
 
 
+def two_decimals(frame: pd.DataFrame) -> dict:
+    """Show the percentages of a table with two decimals (the data keep every digit)."""
+    return {c: st.column_config.NumberColumn(format="%.2f") for c in frame.select_dtypes("float").columns}
+
+
 with st.expander("Score a dataset now"):
     targets = store.dataset_names(db)
     target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
@@ -57,7 +62,7 @@ dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
 summaries = run_summaries(db_path, dataset, fingerprint)
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
-st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
 
 run_names = [row["run"] for row in overview if "note" not in row]
 chosen = st.multiselect("Runs", run_names, default=run_names[:2], key=f"scores_runs:{dataset}")
@@ -72,9 +77,11 @@ with_humans = bool(humans and key in humans["metrics"])
 if with_humans:
     table["humans"] = [humans["metrics"][key] if c == "(all)" else humans["by_category"].get(c, {}).get(key) for c in table["category"]]
     st.caption(f"Humans: majority answers of {', '.join(humans['batches'])} on {humans['n']} items.")
-st.dataframe(table, hide_index=True, width="stretch")
+shown = table.assign(**{f"{run} 95% CI": table[f"{run} 95% CI"].map(results.interval_text) for run in chosen})
+st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
 
-figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name]) for name in chosen])
+figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name], error_y=results.error_bars(table[name], table[f"{name} 95% CI"]))
+                    for name in chosen])
 if with_humans:
     figure.add_scatter(name="humans", x=table["category"], y=table["humans"], mode="lines+markers", line_dash="dot", line_color="black")
 chance = metrics.chance_level(key)
