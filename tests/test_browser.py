@@ -135,3 +135,40 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
                 assert "Create batch" not in page.inner_text("body")
                 context.close()
         browser.close()
+
+
+def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
+    """Plotly's box selection reaches the page (AppTest cannot draw one): the listing narrows to
+    the gap range and the category of the facet the box was drawn on."""
+    import re
+
+    from analysis import inspection
+    from analysis.models import demo_model_spec, load_model
+    from analysis.scoring import score_dataset
+
+    db = store.open_db(server["db"])
+    score_dataset(db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
+    table = inspection.item_table(db, "demo-sugarcrepe", "demo-clip")
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.goto(f"{server['base']}/inspect_runs?token=browser-admin")
+        chart = page.locator(".js-plotly-plot").first
+        expect(chart).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(1500)  # plotly finishes laying out the facets
+        box = chart.bounding_box()
+        start = (box["x"] + box["width"] * 0.10, box["y"] + box["height"] * 0.12)  # inside the first facet (add_att)
+        end = (box["x"] + box["width"] * 0.22, box["y"] + box["height"] * 0.28)
+        page.mouse.move(*start)
+        page.mouse.down()
+        page.mouse.move(*end, steps=10)
+        page.mouse.up()
+        listing = page.get_by_text(re.compile(r"items of demo-clip with .* \(the box drawn on the chart\)"))
+        expect(listing).to_be_visible(timeout=30_000)
+        caption = listing.inner_text()
+        browser.close()
+    shown, low, high, category = re.match(r"(\d+) items of demo-clip with .* in \[(\S+), (\S+)\] in (\w+)", caption).groups()
+    assert category == "add_att"
+    in_facet = table[(table["category"] == "add_att") & table["s(c) - s(c_n)"].between(float(low) - 5e-4, float(high) + 5e-4)]
+    assert 0 < int(shown) <= (table["category"] == "add_att").sum() and abs(int(shown) - len(in_facet)) <= 1  # caption rounds to 3 decimals
