@@ -15,7 +15,7 @@ import pandas as pd
 import sqlite_utils
 
 from analysis import metrics as m
-from analysis.results import Run, UnsupportedRunError, group_outcomes, item_kind, load_run, pair_correct
+from analysis.results import Run, UnsupportedRunError, choice_correct, group_outcomes, item_kind, load_run, pair_correct
 
 GAP_NAMES = {
     "pair": ("s(c) - s(c_n)",),
@@ -31,6 +31,9 @@ def item_table(db: sqlite_utils.Database, dataset: str, run: str) -> pd.DataFram
     frame = pd.DataFrame({"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)})
     if not len(columns):
         return frame
+    if columns.run_kind == "choices":  # GPT-4V: right under every caption order, and per order
+        frame["correct"], per_ordering = choice_correct(columns)
+        return frame.assign(**{f"right when {ordering}": values for ordering, values in per_ordering.items()})
     kind = item_kind(columns)
     frame["correct"] = _correct(kind, columns)
     if columns.scores is not None and kind in GAP_NAMES:

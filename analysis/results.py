@@ -30,16 +30,15 @@ def load_run(db: sqlite_utils.Database, dataset: str, run: str) -> Run:
 def run_metrics(db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The metrics JSON of cli.md for one run of one dataset."""
     dataset_row = store.get_dataset(db, dataset)
-    run_row = store.get_run(db, dataset, run)
-    columns = store.run_columns(db, run_row["id"])
+    columns = load_run(db, dataset, run)
     if not len(columns):
         raise UnsupportedRunError(f"run {run!r} on {dataset!r} has no scored items")
-    summary = _summarize(run_row["kind"], columns, dataset_row["source_kind"], n_boot, seed)
+    summary = _summarize(columns, dataset_row["source_kind"], n_boot, seed)
     return {"dataset": dataset, "run": run, **summary}
 
 
-def _summarize(run_kind: str, run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
-    if run_kind == "choices":
+def _summarize(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
+    if run.run_kind == "choices":
         return choice_summary(run, n_boot=n_boot, seed=seed)
     kind = item_kind(run)
     if kind == "pair":
@@ -138,6 +137,15 @@ def choice_summary(run: Run, *, n_boot: int = 1000, seed: int = 0) -> dict[str, 
     summary["metrics"]["n_unparsed"] = sum(not a["parsed"] for _, _, a in answers)
     summary["by_ordering"] = _by_ordering(answers)
     return summary
+
+
+def choice_correct(run: Run) -> tuple[np.ndarray, dict[str, list[bool | None]]]:
+    """Per item of a choices run: right under every ordering it was asked in, and per ordering
+    whether it was right (None where that ordering was not asked)."""
+    orderings = sorted({ordering for outcome in run.outcomes for ordering in outcome})
+    per = {o: [None if o not in outcome else bool(outcome[o]["correct"]) for outcome in run.outcomes] for o in orderings}
+    every = np.array([all(bool(answer["correct"]) for answer in outcome.values()) for outcome in run.outcomes], dtype=bool)
+    return every, per
 
 
 def _by_ordering(answers: list[tuple[str, str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:

@@ -600,10 +600,12 @@ def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, Any
 class RunColumns:
     """A run as columns (one entry per scored item, by item id): what metrics and pages read.
 
-    ``scores`` is one float array (items first) when every item has similarities, else None;
-    ``outcomes`` lists the imported decisions (None where an item has none).
+    ``run_kind`` is the run's kind (``scores``, or ``correct``/``groups``/``choices`` for imported
+    decisions); ``scores`` is one float array (items first) when every item has similarities,
+    else None; ``outcomes`` lists the imported decisions (None where an item has none).
     """
 
+    run_kind: str
     item_ids: np.ndarray
     kinds: np.ndarray
     categories: np.ndarray
@@ -623,6 +625,7 @@ def run_columns(db: sqlite_utils.Database, run_id: int) -> RunColumns:
     ).fetchall()
     ids, kinds, categories, scores, outcomes = zip(*rows) if rows else ((), (), (), (), ())
     return RunColumns(
+        run_kind=db.execute("SELECT kind FROM runs WHERE id = ?", [run_id]).fetchone()[0],
         item_ids=np.array(ids, dtype=np.int64),
         kinds=np.array(kinds, dtype=str),
         categories=np.array(categories, dtype=str),

@@ -159,3 +159,23 @@ def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixt
     assert any(c.value == f"{total} items, worst margin first" for c in at.caption)
     shown = [t.value for t in at.text if t.value.startswith("#")]
     assert len(shown) == min(10, total) and all(" swap_obj " in line for line in shown)
+
+
+
+def test_gpt4v_choices_are_inspected_per_caption_order_and_against_clip(tmp_path, fixtures, admin_page):
+    from analysis.results import run_metrics
+
+    db = store.open_db(tmp_path / "foil.db")
+    import_path(db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_ViT-B-32.csv")
+    import_path(db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
+    table = inspection.item_table(db, "sugarcrepe", "gpt4v")
+    orders = ["right when negative-first", "right when positive-first"]
+    assert (table["correct"] == table[orders].all(axis=1)).all()  # right only when right in both caption orders
+    by_ordering = run_metrics(db, "sugarcrepe", "gpt4v", n_boot=0)["by_ordering"]
+    assert 100 * table["right when positive-first"].mean() == pytest.approx(by_ordering["positive-first"]["accuracy"])
+    at = admin_page(tmp_path / "foil.db", "views/inspect_runs.py")
+    at.selectbox(key="run_a:sugarcrepe").set_value("gpt4v").run()
+    at.selectbox(key="run_b:sugarcrepe").set_value("ViT-B-32").run()
+    assert not at.exception
+    compared = at.dataframe[0].value.set_index("category")
+    assert compared.loc["(all)", "n"] == len(table) and compared.loc["(all)", "McNemar p"] < 0.001  # GPT-4V is not CLIP
