@@ -22,7 +22,8 @@ def cached_audit(db_path: str, dataset: str, fingerprint: str, scorers: tuple[st
 db_file = paths.db_path()
 db = store.open_db(db_file)
 st.title("Hackability audit")
-st.caption("Blind text-only scorers never see the image; above 50% they exploit how the negatives were written.")
+st.caption("Blind text-only scorers never see the image. Far from 50% either way, captions alone give the answer away: "
+           "above, the scorer exploits how negatives were written; below, its opposite choice would.")
 names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & {"pair", "triple", "group"}]
 if not names:
     st.info("No dataset with caption pairs yet.")
@@ -49,7 +50,7 @@ if compare != "(none)":
     extra = {c: v["blind"] for c, v in other["by_category"].items()} | {"(all)": other["blind"]}
     for scorer in scorers:
         table[f"{compare} {scorer}"] = [extra.get(c, {}).get(scorer) for c in table["category"]]
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(table.round(2), hide_index=True, width="stretch")
 long = table.melt(id_vars=["category"], value_vars=[c for c in table.columns if c not in ("category", "n", "same words")], var_name="dataset and scorer", value_name="blind accuracy")
 chart = px.bar(long, x="category", y="blind accuracy", color="dataset and scorer", barmode="group", range_y=[0, 100])
 chart.add_hline(y=50, line_dash="dash", annotation_text="chance 50")
