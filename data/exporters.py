@@ -18,6 +18,7 @@ from analysis.inspection import item_table
 from analysis.results import UnsupportedRunError
 from annotate import store
 from data.browse import existing_image
+from data.paths import safe_name
 
 FORMATS = ("sugarcrepe", "bivlc", "jsonl", "parquet")
 _KINDS_OF_FORMAT = {"sugarcrepe": ("pair",), "bivlc": ("group",)}
@@ -88,7 +89,8 @@ def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path)
         files = write_bivlc(items, Path(row["image_root"]) if row["image_root"] else None, out)
     else:
         results = per_instance_results(db, dataset)
-        files = [_write_jsonl(items, results, out / f"{dataset}.jsonl") if fmt == "jsonl" else _write_parquet(items, results, out / f"{dataset}.parquet")]
+        target = out / f"{safe_name(dataset)}.{fmt}"
+        files = [_write_jsonl(items, results, target) if fmt == "jsonl" else _write_parquet(items, results, target)]
     return {"dataset": dataset, "format": fmt, "n_items": len(items), "runs": sorted(per_instance_runs(db, dataset)), "files": files}
 
 

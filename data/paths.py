@@ -40,9 +40,14 @@ def output_dir(db_file: str | Path, purpose: str, *names: str) -> Path:
     >>> output_dir("/data/foil.db", "exports", "../../etc", "jsonl").as_posix()
     '/data/foil_files/exports/_.._.._etc/jsonl'
     """
-    return files_dir(db_file).joinpath(purpose, *(_folder_name(name) for name in names))
+    return files_dir(db_file).joinpath(purpose, *(safe_name(name) for name in names))
 
 
-def _folder_name(name: str) -> str:
+def safe_name(name: str) -> str:
+    """`name` as a file or folder name: letters, digits, '.', '_' and '-' only, never hidden or empty.
+
+    >>> safe_name("sugarcrepe/unrefined v2")
+    'sugarcrepe_unrefined_v2'
+    """
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
     return "_" + safe if safe.startswith(".") or not safe else safe
