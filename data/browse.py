@@ -94,8 +94,9 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
     its verdict where the truth is known, flags and comment."""
     lines: dict[int, list[str]] = {card.id: [] for card in cards}
     truths = {card.id: {"truth": card.truth} for card in cards}
+    cards_by_id = {card.id: card for card in cards}
     for label in store.item_labels(db, lines):
-        answer = ", ".join(f"{k}={v}" for k, v in label["answer"].items())
+        answer = answer_text(label["task"], label["answer"], cards_by_id[label["item"]])
         verdict = is_correct(label["task"], truths[label["item"]], label["part"], label["answer"])
         text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
         text += "" if verdict is None else (" (right)" if verdict else " (wrong)")
@@ -103,6 +104,22 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
         text += f" · comment: {label['comment']}" if label["comment"] else ""
         lines[label["item"]].append(text)
     return lines
+
+
+def answer_text(task: str, answer: dict[str, Any], card: ItemCard) -> str:
+    """An answer in the item's terms: which caption or image was chosen, else `question=value`.
+
+    >>> card = ItemCard(1, "swap_att", "x/1", "pair", [("positive", "a"), ("negative", "b")], [("image", None)], {})
+    >>> answer_text("baseline_i2t", {"answer": "1"}, card), answer_text("validate_negative", {"answer": "unsure"}, card)
+    ('chose the negative', 'answer=unsure')
+    """
+    value = str(answer.get("answer", ""))
+    chosen = {"baseline_i2t": card.captions, "baseline_t2i": card.images}.get(task)
+    if chosen is not None and value.isdigit() and int(value) < len(chosen):
+        return f"chose the {chosen[int(value)][0]}"
+    if task == "pick_image" and value.isdigit():  # by candidate letter: the card lists the source image first
+        return f"chose candidate {chr(ord('A') + int(value))}"
+    return ", ".join(f"{k}={v}" for k, v in answer.items())
 
 
 def card_thumbnails(card: ItemCard, cache_dir: Path) -> list[tuple[str, Path | None, Path | None]]:

@@ -60,7 +60,7 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     cards = browse.cards_for(scored, "demo-sugarcrepe", page["item"].tolist()[:3])
     lines = browse.human_label_lines(scored, cards)
     assert all(len(lines[card.id]) == 2 for card in cards)  # both annotators' answers on each row
-    assert all(line.endswith("(right)") and "baseline_i2t" in line for card in cards for line in lines[card.id])
+    assert all(line.endswith("chose the positive (right)") and "baseline_i2t" in line for card in cards for line in lines[card.id])
     with pytest.raises(ValueError, match="needs human baseline"):
         inspection.failures(table, pattern="wrong for A, right for humans")
     against = inspection.compare_correctness(table, inspection.human_table(humans), "random", "humans").set_index("category")
