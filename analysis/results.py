@@ -6,6 +6,7 @@ same functions of ``analysis.metrics``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,13 +29,22 @@ def load_run(db: sqlite_utils.Database, dataset: str, run: str) -> Run:
 
 
 def run_metrics(db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The metrics JSON of cli.md for one run of one dataset."""
-    dataset_row = store.get_dataset(db, dataset)
-    columns = load_run(db, dataset, run)
+    """The metrics JSON of cli.md for one run of one dataset.
+
+    Computed once per run, bootstrap size and seed, then stored until the run's scores change.
+    """
+    run_id = store.get_run(db, dataset, run)["id"]
+    settings = f"n_boot={n_boot};seed={seed}"
+    stored = store.get_run_summary(db, run_id, settings)
+    if stored is not None:
+        return stored
+    columns = store.run_columns(db, run_id)
     if not len(columns):
         raise UnsupportedRunError(f"run {run!r} on {dataset!r} has no scored items")
-    summary = _summarize(columns, dataset_row["source_kind"], n_boot, seed)
-    return {"dataset": dataset, "run": run, **summary}
+    summary = _summarize(columns, store.get_dataset(db, dataset)["source_kind"], n_boot, seed)
+    result = json.loads(json.dumps({"dataset": dataset, "run": run, **summary}))  # the stored form, whichever call reads it
+    store.put_run_summary(db, run_id, settings, result)
+    return result
 
 
 def _summarize(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:

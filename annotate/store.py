@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 6)
+Schema (version 7)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -28,7 +28,9 @@ Schema (version 6)
                   (batch, item, part), which wins over any vote.
 ``runs``          a model's (or imported) results on a dataset: ``model``, ``pretrained``,
                   ``kind`` (``scores`` for similarities, ``correct``/``groups``/``choices`` for
-                  imported decisions), JSON ``meta``.
+                  imported decisions), JSON ``meta``; ``version`` (since 7) counts writes of its scores.
+``run_summaries`` (since version 7) a run's metrics JSON per ``settings`` (bootstrap size, seed),
+                  valid while the run's ``version`` is the one it was computed at.
 ``scores``        per (run, item): JSON ``scores`` (similarities) and/or JSON ``outcome``.
 ``audits``        (since version 6) the latest hackability audit of a dataset per ``settings``
                   (scorers, folds, seed), with the ``items_fingerprint`` it was computed on.
@@ -210,6 +212,18 @@ def _m0006_audits_and_labels_by_item(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0007_run_versions_and_summaries(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        ALTER TABLE runs ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE run_summaries (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            settings TEXT NOT NULL, version INTEGER NOT NULL, summary TEXT NOT NULL,
+            created_at TEXT NOT NULL, PRIMARY KEY (run_id, settings));
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
@@ -217,6 +231,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0004_annotation_parts_and_leases", _m0004_annotation_parts_and_leases),
     ("0005_decisions", _m0005_decisions),
     ("0006_audits_and_labels_by_item", _m0006_audits_and_labels_by_item),
+    ("0007_run_versions_and_summaries", _m0007_run_versions_and_summaries),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -532,6 +547,7 @@ def put_outcomes(
         " ON CONFLICT (run_id, item_id) DO UPDATE SET outcome = json_patch(COALESCE(scores.outcome, '{}'), excluded.outcome)",
         [(run_id, item_id, json.dumps(outcome)) for item_id, outcome in rows],
     )
+    _new_run_version(db, run_id)
 
 
 def put_scores(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, Any]]) -> None:
@@ -541,6 +557,28 @@ def put_scores(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int,
         " ON CONFLICT (run_id, item_id) DO UPDATE SET scores = excluded.scores",
         [(run_id, item_id, json.dumps(scores)) for item_id, scores in rows],
     )
+    _new_run_version(db, run_id)
+
+
+def _new_run_version(db: sqlite_utils.Database, run_id: int) -> None:
+    """A run's scores changed: its stored summaries and the pages' caches no longer hold."""
+    db.execute("UPDATE runs SET version = version + 1 WHERE id = ?", [run_id])
+
+
+def get_run_summary(db: sqlite_utils.Database, run_id: int, settings: str) -> dict[str, Any] | None:
+    """A run's stored metrics under these settings, if computed on its current scores."""
+    row = db.execute(
+        "SELECT s.summary FROM run_summaries s JOIN runs ON runs.id = s.run_id"
+        " WHERE s.run_id = ? AND s.settings = ? AND s.version = runs.version", [run_id, settings]).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def put_run_summary(db: sqlite_utils.Database, run_id: int, settings: str, summary: dict[str, Any]) -> None:
+    """Store a run's metrics under these settings, for its current scores."""
+    with transaction(db):
+        db.execute(
+            "INSERT OR REPLACE INTO run_summaries (run_id, settings, version, summary, created_at)"
+            " SELECT id, ?, version, ?, ? FROM runs WHERE id = ?", [settings, json.dumps(summary), _now(), run_id])
 
 
 def update_run_meta(db: sqlite_utils.Database, run_id: int, meta: dict[str, Any]) -> None:
@@ -658,7 +696,7 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
     dataset_id = get_dataset(db, dataset)["id"]
     row = db.execute(
         "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
-        " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) FROM runs WHERE dataset_id = :d),"
+        " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) || ':' || COALESCE(SUM(version), 0) FROM runs WHERE dataset_id = :d),"
         " (SELECT COUNT(*) FROM scores JOIN runs ON runs.id = scores.run_id WHERE runs.dataset_id = :d),"
         " (SELECT COUNT(*) FROM labels JOIN batches ON batches.id = labels.batch_id WHERE batches.dataset_id = :d)",
         {"d": dataset_id},

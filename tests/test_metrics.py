@@ -181,3 +181,28 @@ def test_fast_intervals_match_resampling_items():
     assert np.allclose(share, _resampled_interval(lambda i: m.percent(correct[i]), 600), atol=0.6)
     assert np.allclose(macro, _resampled_interval(lambda i: m.macro_accuracy(correct[i], categories[i]), 600), atol=0.8)
     assert macro[1] - macro[0] > share[1] - share[0]  # the small swap_obj category widens the macro interval
+
+
+def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypatch):
+    from annotate import store
+    from data.importers import Parsed
+    from data.items import Item
+    from data.loading import store_parsed
+
+    parsed = Parsed("jsonl", "tiny")
+    for n in range(40):
+        parsed.add(Item("pair", "swap_att" if n % 2 else "add_obj", f"x/{n}", (f"a red cup {n}", f"a blue cup {n}"), (f"{n}.jpg",)), "x", n)
+    store_parsed(fresh_db, parsed, kind="jsonl", path="x")
+    dataset_id = store.get_dataset(fresh_db, "tiny")["id"]
+    ids = [i["id"] for i in store.list_items(fresh_db, dataset_id, limit=100)]
+    run_id = store.ensure_run(fresh_db, dataset_id, "model", kind="scores", model="model")
+    store.put_scores(fresh_db, run_id, [(i, [0.3, 0.1]) for i in ids])  # every item right
+    first = run_metrics(fresh_db, "tiny", "model", n_boot=50)
+    before = store.dataset_fingerprint(fresh_db, "tiny")
+    with monkeypatch.context() as patch:
+        patch.setattr(m, "summarize", lambda *a, **k: pytest.fail("a stored summary was recomputed"))
+        assert run_metrics(fresh_db, "tiny", "model", n_boot=50) == first
+    assert first["metrics"]["accuracy_micro"] == 100.0
+    store.put_scores(fresh_db, run_id, [(i, [0.1, 0.3]) for i in ids])  # the same items scored again, now all wrong
+    assert store.dataset_fingerprint(fresh_db, "tiny") != before  # page caches see it though no row was added
+    assert run_metrics(fresh_db, "tiny", "model", n_boot=50)["metrics"]["accuracy_micro"] == 0.0
