@@ -27,7 +27,11 @@ GAP_NAMES = {
 
 def item_table(db: sqlite_utils.Database, dataset: str, run: str) -> pd.DataFrame:
     """One row per scored item: id, category, `correct`, and its score gaps where scores exist."""
-    columns = load_run(db, dataset, run)
+    return run_table(load_run(db, dataset, run))
+
+
+def run_table(columns: Run) -> pd.DataFrame:
+    """`item_table` of a run already read as columns."""
     frame = pd.DataFrame({"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)})
     if not len(columns):
         return frame

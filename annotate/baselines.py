@@ -18,6 +18,8 @@ from annotate import store
 from annotate.tasks import is_correct
 
 BASELINE_TASKS = ("baseline_i2t", "baseline_t2i", "validate_negative", "rank_captions")
+# Tasks where an annotator answers the model's own question (which caption / image / ranking).
+MODEL_LIKE_TASKS = ("baseline_i2t", "baseline_t2i", "rank_captions")
 
 
 class BaselineError(store.StoreError):
@@ -93,7 +95,7 @@ def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, bool]:
     of the item is right, over the dataset's baseline and ranking batches (gold excluded)."""
     outcomes: dict[int, bool] = {}
     for batch in store.list_batches(db):
-        if batch["dataset"] == dataset and batch["task"] in ("baseline_i2t", "baseline_t2i", "rank_captions"):
+        if batch["dataset"] == dataset and batch["task"] in MODEL_LIKE_TASKS:
             for (item, _), right in question_outcomes(db, batch["name"]).items():
                 outcomes[item] = outcomes.get(item, True) and right
     return outcomes

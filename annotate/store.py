@@ -692,13 +692,18 @@ def _score_array(texts: tuple[str, ...]) -> np.ndarray:
 
 
 def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
-    """Changes whenever a dataset's items, runs, scores or labels do (a cache key for pages)."""
+    """Changes whenever a dataset's items, runs, scores, labels or decisions do (a cache key for pages)."""
     dataset_id = get_dataset(db, dataset)["id"]
     row = db.execute(
         "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
+        # every write of a run's scores bumps its version: no need to count 100,000s of score rows
         " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) || ':' || COALESCE(SUM(version), 0) FROM runs WHERE dataset_id = :d),"
-        " (SELECT COUNT(*) FROM scores JOIN runs ON runs.id = scores.run_id WHERE runs.dataset_id = :d),"
-        " (SELECT COUNT(*) FROM labels JOIN batches ON batches.id = labels.batch_id WHERE batches.dataset_id = :d)",
+        " (SELECT COUNT(*) FROM labels JOIN batches ON batches.id = labels.batch_id WHERE batches.dataset_id = :d),"
+        # revisions and adjudications change answers without adding labels
+        " (SELECT COUNT(*) FROM label_revisions r JOIN labels ON labels.id = r.label_id JOIN batches ON batches.id = labels.batch_id"
+        "  WHERE batches.dataset_id = :d),"
+        " (SELECT COUNT(*) || ':' || COALESCE(MAX(decisions.decided_at), '') FROM decisions JOIN batches ON batches.id = decisions.batch_id"
+        "  WHERE batches.dataset_id = :d)",
         {"d": dataset_id},
     ).fetchone()
     return ":".join(map(str, row))

@@ -93,11 +93,11 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
     """Per item card, one plain-text line per human label: batch, task, annotator, answer with
     its verdict where the truth is known, flags and comment."""
     lines: dict[int, list[str]] = {card.id: [] for card in cards}
-    truths = {card.id: {"truth": card.truth} for card in cards}
     cards_by_id = {card.id: card for card in cards}
     for label in store.item_labels(db, lines):
-        answer = answer_text(label["task"], label["answer"], cards_by_id[label["item"]])
-        verdict = is_correct(label["task"], truths[label["item"]], label["part"], label["answer"])
+        card = cards_by_id[label["item"]]
+        answer = answer_text(label["task"], label["answer"], card)
+        verdict = is_correct(label["task"], {"truth": card.truth}, label["part"], label["answer"])
         text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
         text += "" if verdict is None else (" (right)" if verdict else " (wrong)")
         text += f" · flags: {', '.join(label['flags'])}" if label["flags"] else ""

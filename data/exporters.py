@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from analysis.inspection import item_table
+from analysis.inspection import run_table
 from analysis.results import UnsupportedRunError
 from annotate import store
 from data.browse import existing_image
@@ -105,7 +105,7 @@ def per_instance_results(db: sqlite_utils.Database, dataset: str) -> dict[int, d
     for run in per_instance_runs(db, dataset):
         columns = store.run_columns(db, store.get_run(db, dataset, run)["id"])
         try:
-            table = item_table(db, dataset, run)
+            table = run_table(columns)
             correct = dict(zip(table["item"].tolist(), table["correct"].tolist()))
         except UnsupportedRunError:  # say, candidate-image scores: no decision, scores only
             correct = {}

@@ -82,3 +82,24 @@ def test_annotator_tokens_are_unguessable_and_stable(fresh_db):
     assert other["token"] != first["token"] and len(first["token"]) >= 20
     assert store.annotator_by_token(fresh_db, first["token"])["name"] == "ada"
     assert store.annotator_by_token(fresh_db, "guess") is None
+
+
+def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
+    from annotate import batches
+
+    dataset = "demo-sugarcrepe"
+    created = batches.create_batch(demo_db, batches.BatchSpec(dataset, "validate_negative", ("ada",), 1, 4, seed=1))
+    batches.simulate(demo_db, created["batch"], accuracies=1.0)
+    batch_id = store.get_batch(demo_db, created["batch"])["id"]
+    label = store.batch_labels(demo_db, batch_id)[0]
+    keys = [store.dataset_fingerprint(demo_db, dataset)]
+    store.revise_label(demo_db, label["id"], {"answer": "unsure"}, by="admin")
+    keys.append(store.dataset_fingerprint(demo_db, dataset))
+    store.decide(demo_db, batch_id, label["item"], label["part"], {"answer": "negative_true"}, by="admin")
+    keys.append(store.dataset_fingerprint(demo_db, dataset))
+    run_id = store.ensure_run(demo_db, store.get_dataset(demo_db, dataset)["id"], "m", kind="scores", model="m")
+    store.put_scores(demo_db, run_id, [(label["item"], [0.2, 0.1])])
+    keys.append(store.dataset_fingerprint(demo_db, dataset))
+    store.put_scores(demo_db, run_id, [(label["item"], [0.1, 0.2])])  # the same row, new scores
+    keys.append(store.dataset_fingerprint(demo_db, dataset))
+    assert len(set(keys)) == len(keys)  # every change gives the pages a new key
