@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
+from annotate.tasks import AGREEMENT_LEVEL, answer_questions
+
 KAPPA_PARADOX = (
     "Kappa corrects for the agreement expected by chance; when one answer dominates (most negatives "
     "are valid), that expectation is high and kappa drops even when annotators rarely disagree. "
@@ -35,26 +37,51 @@ KAPPA_PARADOX = (
 )
 
 
-def binarize(task: str, answer: Mapping[str, Any]) -> str:
-    """The label agreement is computed on: pick_image is "image" vs "none", as BiVLC reports.
+def binarize(task: str, answer: Mapping[str, Any], question: str = "answer") -> str:
+    """The label agreement is computed on, for one question of an answer: pick_image is "image"
+    vs "none", as BiVLC reports; every other answer is taken as given.
 
-    >>> binarize("pick_image", {"answer": "2"}), binarize("ambiguity", {"answer": "both"})
-    ('image', 'both')
+    >>> binarize("pick_image", {"answer": "2"}), binarize("rank_captions", {"rank_0": "1", "rank_1": "3"}, "rank_1")
+    ('image', '3')
     """
-    value = str(answer.get("answer", "|".join(f"{k}={v}" for k, v in sorted(answer.items()))))
+    value = str(answer[question])
     if task == "pick_image":
         return "none" if value == "none" else "image"
     return value
 
 
-def ratings_table(labels: list[Mapping[str, Any]], task: str, encode: Callable[[str, Mapping[str, Any]], str] = binarize) -> pd.DataFrame:
-    """Units (item, part) by annotators, holding each annotator's label or NaN."""
-    rows = [{"unit": (label["item"], label["part"]), "annotator": label["annotator"], "label": encode(task, label["answer"])} for label in labels]
+def ratings_table(labels: list[Mapping[str, Any]], task: str, questions: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Units by annotators, holding each annotator's label or NaN.
+
+    A unit is (item, part) for single-question tasks and (item, part, question) when several
+    questions are asked (rank_captions, compare_negatives): each question is a rating of its own.
+    """
+    questions = questions or answer_questions(task)
+    rows = [
+        {"unit": (label["item"], label["part"], *((q,) if len(questions) > 1 else ())), "annotator": label["annotator"],
+         "label": binarize(task, label["answer"], q)}
+        for label in labels for q in questions if q in label["answer"]
+    ]
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows).pivot(index="unit", columns="annotator", values="label")
     frame.columns.name = None
     return frame
+
+
+def task_agreement(labels: list[Mapping[str, Any]], task: str, *, n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
+    """`agreement_report` of a task's labels on the task's scale (ordinal for ranks).
+
+    Tasks that ask several questions report the coefficients over all their questions together
+    (each question of each item one unit) and, under ``by_question``, for each question alone.
+    """
+    questions, level = answer_questions(task), AGREEMENT_LEVEL.get(task, "nominal")
+    report = agreement_report(ratings_table(labels, task), level=level, n_boot=n_boot, seed=seed)
+    if len(questions) > 1:
+        report["by_question"] = {
+            q: agreement_report(ratings_table(labels, task, (q,)), level=level, n_boot=n_boot, seed=seed) for q in questions
+        }
+    return {**report, "level": level}
 
 
 def percent_agreement(table: pd.DataFrame) -> tuple[float | None, int]:

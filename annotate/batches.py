@@ -16,11 +16,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import random
+import re
 import secrets
 import statistics
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from data.paths import thumbnail_dir
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES, INSTRUCTIONS, Task, build_task, check_answer, expected_answer, is_correct, parts_for
 
 Unit = tuple[int, int]  # (item id, part)
+PROLIFIC_ID_PATTERN = r"[0-9a-f]{24}"  # Prolific participant ids are 24 lower-case hex characters
 
 
 class BatchError(store.StoreError):
@@ -78,10 +81,15 @@ class BatchSpec:
     seed: int = 0
     name: str | None = None
     instructions: str | None = None
-    lease_minutes: int = 30
+    lease_minutes: float = 30  # an item drawn but not answered this long goes to someone else
+    min_seconds: float = 0.5  # an answer sooner than this after the item was drawn is refused (held or doubled keys)
     crowd_items: int | None = None  # crowd mode: items per worker who joins through the study link
     practice: int = 2  # crowd mode: practice items with feedback before the real ones
-    gold_pass: float = 60.0  # crowd mode: gold accuracy (%) below which a worker is screened out
+    gold_pass: float = 60.0  # gold accuracy (%) below which an annotator is screened out / left out of the vote
+    max_participants: int | None = None  # crowd mode: cap on participants holding work (default: just enough)
+    joins_per_minute: int = 20  # crowd mode: new participants accepted per minute
+    idle_minutes: float = 15  # crowd mode: a participant idle this long returns their unopened units to the pool
+    worker_id_pattern: str = PROLIFIC_ID_PATTERN  # crowd mode: what a plausible participant id looks like
 
 
 def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
@@ -128,27 +136,70 @@ def crowd_link(base_url: str, crowd_token: str) -> str:
 def _crowd_config(
     chosen: list[dict[str, Any]], gold: set[int], candidates: list[dict[str, Any]], spec: BatchSpec, rng: random.Random
 ) -> dict[str, Any]:
-    """The unit pool crowd workers draw from, practice items outside the batch, and the codes."""
+    """The unit pool crowd workers draw from, practice items outside the batch, the codes and the cap."""
     units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i["kind"])]
     in_batch = {i["id"] for i in chosen}
     practice_pool = [i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task, i) is not None]
+    n_regular = sum(not is_gold for _, _, is_gold in units)
+    needed = max(1, math.ceil(n_regular * spec.overlap / max(1, spec.crowd_items or 1)))
     return {
         "units": units, "crowd_token": secrets.token_urlsafe(12), "screen_out_code": secrets.token_hex(4).upper(),
         "practice_items": rng.sample(practice_pool, min(spec.practice, len(practice_pool))),
+        "max_participants": spec.max_participants or needed,
     }
 
 
-def join_crowd(db: sqlite_utils.Database, crowd_token: str, external_id: str, session: str = "") -> dict[str, Any]:
-    """Register a crowd worker (e.g. a Prolific PID) and deal them their share; safe to repeat."""
+def join_crowd(
+    db: sqlite_utils.Database, crowd_token: str, external_id: str, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """Register a crowd worker (e.g. a Prolific PID) and deal them their share; safe to repeat.
+
+    Refused with a BatchError saying why when the link is wrong, the id implausible, the study
+    closed or full, too many people joined in the last minute, or no work is left.
+    """
     batch = store.batch_by_crowd_token(db, crowd_token)
-    if batch is None or not external_id.strip():
-        raise BatchError("this study link is not valid")
-    worker = store.ensure_annotator(db, f"crowd-{external_id.strip()}", external_id=external_id.strip())
-    with store.transaction(db):
+    if batch is None:
+        raise BatchError("This study link is not valid.")
+    config, worker_id = batch["config"], external_id.strip()
+    if not re.fullmatch(config.get("worker_id_pattern", PROLIFIC_ID_PATTERN), worker_id):
+        raise BatchError("This link does not carry a valid participant id. Open the study from the recruiting site.")
+    name = f"crowd-{worker_id}"
+    moment = now or datetime.now(timezone.utc)
+    with store.transaction(db):  # one joiner at a time: the cap and the rate hold under concurrency
         current = store.batch_assignments(db, batch["id"])
-        if not any(a["annotator_id"] == worker["id"] for a in current):
-            store.add_assignments(db, batch["id"], _crowd_share(batch, worker["id"], current))
+        known = store.annotator_by_name(db, name)
+        if known is not None and any(a["annotator_id"] == known["id"] for a in current):
+            return known
+        _check_study_open(db, batch, moment)
+        worker = store.ensure_annotator(db, name, external_id=worker_id)
+        share = _crowd_share(batch, worker["id"], current)
+        if not any(not gold for *_, gold in share) and any(not gold for *_, gold in config["units"]):
+            raise BatchError("Every item of this study is taken right now. Please try again later.")
+        store.add_assignments(db, batch["id"], share)
+        store.record_join(db, batch["id"], worker["id"], worker_id)
     return worker
+
+
+def _check_study_open(db: sqlite_utils.Database, batch: dict[str, Any], moment: datetime) -> None:
+    """Raise BatchError when a crowd study takes no new participant now (closed, full, or joined too fast)."""
+    config = batch["config"]
+    if batch.get("closed_at"):
+        raise BatchError("This study is closed.")
+    if store.participants_holding_work(db, batch["id"]) >= config.get("max_participants", 1 << 30):
+        raise BatchError("This study is full right now. Places free up when others leave: please try again later.")
+    recent = store.joins_since(db, batch["id"], store.timestamp(moment - timedelta(minutes=1)))
+    if recent >= config.get("joins_per_minute", 20):
+        raise BatchError("Too many people are joining this study at once. Please try again in a minute.")
+
+
+def close_study(db: sqlite_utils.Database, batch_name: str, closed: bool = True) -> None:
+    """Stop (or resume) taking new participants through a crowd study's link."""
+    store.set_batch_closed(db, store.get_batch(db, batch_name)["id"], closed)
+
+
+def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
+    """Who joined a crowd study, when, and what they hold and answered (for the admin)."""
+    return store.crowd_joins(db, store.get_batch(db, batch_name)["id"])
 
 
 def _crowd_share(batch: dict[str, Any], worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
@@ -218,7 +269,10 @@ def _assignment_rows(
 
 @dataclass(frozen=True)
 class QueueState:
-    """Where an annotator stands in one batch: the next task (None when done) and progress."""
+    """Where an annotator stands in one batch: the next task (None when done) and progress.
+
+    `started_at` is None until the item is drawn (`draw`): reading the queue starts no lease.
+    """
 
     batch: dict[str, Any]
     task: Task | None
@@ -229,22 +283,31 @@ class QueueState:
 
 
 def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> QueueState:
-    """The annotator's first unanswered item of the batch (a refresh resumes here)."""
-    reassign_stale(db, batch_name)  # whoever asks for work first frees items others walked away from
+    """The annotator's first unanswered item of the batch (a refresh resumes here). Reads only.
+
+    An annotator whose every item went to others (leases ran out) holds nothing: 0 of 0.
+    """
     batch = store.get_batch(db, batch_name)
     # Scoped to this annotator's assignments (indexed), not the whole batch: this runs on every answer.
     mine = next((b for b in store.annotator_batches(db, annotator_id) if b["id"] == batch["id"]), None)
     if mine is None:
-        raise BatchError("this batch holds nothing for you")
+        return QueueState(batch, None, None, None, 0, 0)
     done, assigned = int(mine["done"]), int(mine["assigned"])
     upcoming = store.unanswered_assignments(db, annotator_id, batch["id"])
     if not upcoming:
         return QueueState(batch, None, None, None, done, assigned)
     nxt = upcoming[0]
     item = store.items_by_id(db, [nxt["item_id"]])[nxt["item_id"]]
-    started = store.open_assignment(db, nxt["id"])
     task = build_task(batch["task"], item, nxt["part"], seed=_task_seed(batch, annotator_id))
-    return QueueState(batch, task, nxt["id"], started, done, assigned)
+    return QueueState(batch, task, nxt["id"], nxt["opened_at"], done, assigned)
+
+
+def draw(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> QueueState:
+    """The annotator's next item as it is put on screen: its lease and timer start now (once)."""
+    state = queue_state(db, annotator_id, batch_name)
+    if state.assignment_id is None or state.started_at is not None:
+        return state
+    return replace(state, started_at=store.open_assignment(db, state.assignment_id))
 
 
 def _task_seed(batch: dict[str, Any], annotator_id: int) -> str:
@@ -274,16 +337,22 @@ def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) ->
 
 def submit_answer(
     db: sqlite_utils.Database, annotator_id: int, batch_name: str, task: Task, answer: dict[str, Any],
-    *, flags: list[str] | None = None, comment: str = "", started_at: str | None = None,
+    *, flags: list[str] | None = None, comment: str = "", min_seconds: float = 0.0,
 ) -> bool:
-    """Validate and store one answer; True if stored now, False if it was already stored."""
+    """Store one answer to the item `task` was built for; True if stored now, False if that item
+    already had this annotator's answer (nothing is stored twice).
+
+    Raises TaskError for an answer outside the task's options and store.LabelRefused when the
+    item is not (or no longer) the annotator's, was never drawn for them, or was drawn less than
+    `min_seconds` ago: nothing is stored then.
+    """
     batch = store.get_batch(db, batch_name)
     clean = check_answer(task, answer)
     label = store.LabelWrite(
         batch["id"], task.item_id, task.part, annotator_id, task.type, clean, list(task.displayed_order),
-        sorted(flags or []), comment.strip(), started_at,
+        sorted(flags or []), comment.strip(),
     )
-    return store.save_label(db, label)[1]
+    return store.save_label(db, label, min_seconds=min_seconds)[1]
 
 
 # --- admin views -------------------------------------------------------------------------------
@@ -335,33 +404,45 @@ def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
 
 
 def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime | None = None) -> int:
-    """Move assignments whose lease ran out to the least-loaded annotator who lacks that unit.
+    """Free the work annotators walked away from; return how many assignments moved.
 
-    In a crowd batch they return to the pool that the next worker to join draws from.
+    An item drawn longer than the lease ago and still unanswered goes to the annotator with the
+    fewest open items among those who still have an open queue and lack that unit (or stays put
+    when nobody has). In a crowd batch it returns to the pool instead, and so do the unopened
+    units of a participant idle for ``idle_minutes``. One write transaction re-reads what is stale,
+    so an answer stored a moment ago is never moved (labels are written under the same lock).
     """
     batch = store.get_batch(db, batch_name)
-    cutoff = (now or datetime.now(timezone.utc)) - timedelta(minutes=batch["config"].get("lease_minutes", 30))
-    stale = store.stale_assignments(db, batch["id"], cutoff.isoformat(timespec="seconds"))
-    if not stale:  # the common case: no write, no lock
+    moment = now or datetime.now(timezone.utc)
+    config, crowd = batch["config"], "crowd_token" in batch["config"]
+    opened_before = store.timestamp(moment - timedelta(minutes=config.get("lease_minutes", 30)))
+    idle_before = store.timestamp(moment - timedelta(minutes=config.get("idle_minutes", 15))) if crowd else None
+    if not store.stale_assignments(db, batch["id"], opened_before, idle_before):  # the common case: no lock taken
         return 0
     moved = 0
     with store.transaction(db):
-        for assignment in stale:
-            if "crowd_token" in batch["config"]:  # back to the pool for the next worker who joins
+        for assignment in store.stale_assignments(db, batch["id"], opened_before, idle_before):
+            if crowd:
                 store.delete_assignment(db, assignment["id"])
                 moved += 1
-                continue
-            current = store.batch_assignments(db, batch["id"])
-            holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == (assignment["item_id"], assignment["part"])}
-            remaining = Counter(a["annotator_id"] for a in current if not a["done"])
-            others = [a for a in {x["annotator_id"] for x in current} if a not in holders]
-            if not others:
-                continue
-            target = min(others, key=lambda a: (remaining[a], a))
-            last = max((a["position"] for a in current if a["annotator_id"] == target), default=-1)
-            store.move_assignment(db, assignment["id"], target, last + 1)
-            moved += 1
+            elif (target := _reassignment_target(store.batch_assignments(db, batch["id"]), assignment)) is not None:
+                store.move_assignment(db, assignment["id"], *target)
+                moved += 1
     return moved
+
+
+def _reassignment_target(current: list[dict[str, Any]], assignment: dict[str, Any]) -> tuple[int, int] | None:
+    """(annotator, queue position) to take over a stale assignment: someone still working who
+    lacks the unit, fewest open items first; None when nobody qualifies."""
+    unit = (assignment["item_id"], assignment["part"])
+    holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == unit}
+    open_items = Counter(a["annotator_id"] for a in current if not a["done"])
+    working = [a for a in open_items if a not in holders]
+    if not working:
+        return None
+    target = min(working, key=lambda a: (open_items[a], a))
+    last = max(a["position"] for a in current if a["annotator_id"] == target)
+    return target, last + 1
 
 
 # --- BiVLC construction: pick_image survivors become an ambiguity batch ---------------------------
@@ -444,13 +525,11 @@ def _constructed_truth(item: dict[str, Any], choice: int) -> dict[str, Any]:
 
 def batch_agreement(db: sqlite_utils.Database, batch_name: str, *, n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
     """The `cli.py agreement` report of a batch (gold items excluded: they test, not measure)."""
-    from annotate.agreement import agreement_report, ratings_table
+    from annotate.agreement import task_agreement
 
     batch = store.get_batch(db, batch_name)
     labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
-    table = ratings_table(labels, batch["task"])
-    level = "ordinal" if batch["task"] == "rank_captions" else "nominal"
-    return {"batch": batch_name, **agreement_report(table, level=level, n_boot=n_boot, seed=seed)}
+    return {"batch": batch_name, **task_agreement(labels, batch["task"], n_boot=n_boot, seed=seed)}
 
 
 def simulate(
@@ -468,10 +547,10 @@ def simulate(
         annotator = store.ensure_annotator(db, name)
         accuracy = accuracies if isinstance(accuracies, float) else accuracies.get(name, 0.9)
         rng = random.Random(f"simulate:{seed}:{name}")
-        while (state := queue_state(db, annotator["id"], batch_name)).task is not None:
+        while (state := draw(db, annotator["id"], batch_name)).task is not None:
             item = store.items_by_id(db, [state.task.item_id])[state.task.item_id]
             answer = _simulated_answer(state.task, item, accuracy, rng)
-            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer, started_at=state.started_at)
+            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer)
     return {"batch": batch_name, "labels_written": dict(written)}
 
 
@@ -516,13 +595,13 @@ def extend_disagreements(db: sqlite_utils.Database, batch_name: str) -> int:
 
 def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
     """Percent agreement, mean Cohen's kappa and Krippendorff's alpha per item category."""
-    from annotate.agreement import agreement_report, ratings_table
+    from annotate.agreement import task_agreement
 
     batch = store.get_batch(db, batch_name)
     labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
     rows = []
     for category in sorted({label["category"] for label in labels}):
-        report = agreement_report(ratings_table([x for x in labels if x["category"] == category], batch["task"]), n_boot=0)
+        report = task_agreement([x for x in labels if x["category"] == category], batch["task"], n_boot=0)
         rows.append({"category": category, "n_items": report["n_items"], "percent_agreement": report["percent_agreement"],
                      "cohen_mean": report["cohen_mean"], "krippendorff_alpha": report["krippendorff_alpha"], "gwet_ac1": report["gwet_ac1"]})
     return rows

@@ -43,15 +43,37 @@ def answer_key(answer: dict[str, Any]) -> str:
     return str(answer["answer"]) if set(answer) == {"answer"} else "|".join(f"{k}={answer[k]}" for k in sorted(answer))
 
 
-def excluded_annotators(db: sqlite_utils.Database, batch_name: str, gold_pass: float = 60.0) -> list[str]:
-    """Annotators whose gold accuracy is below `gold_pass` percent (those without gold stay in)."""
-    return [row["annotator"] for row in batch_progress(db, batch_name) if row["gold_accuracy"] is not None and row["gold_accuracy"] < gold_pass]
+@dataclass(frozen=True)
+class Exclusion:
+    """An annotator left out of the vote, and why (their gold accuracy against the pass mark)."""
+
+    annotator: str
+    gold_accuracy: float
+    gold_n: int
+    gold_pass: float
+
+    @property
+    def reason(self) -> str:
+        return f"gold accuracy {self.gold_accuracy:.0f}% on {self.gold_n} check item(s), below the pass mark of {self.gold_pass:.0f}%"
 
 
-def decisions(db: sqlite_utils.Database, batch_name: str, *, gold_pass: float = 60.0) -> list[Decision]:
-    """The decision for every answered question of a batch (gold questions excluded)."""
+def excluded_annotators(db: sqlite_utils.Database, batch_name: str, gold_pass: float | None = None) -> list[Exclusion]:
+    """Annotators whose gold accuracy is below the pass mark (the batch's ``gold_pass``, 60% by
+    default); those without gold items stay in."""
+    mark = gold_pass if gold_pass is not None else float(store.get_batch(db, batch_name)["config"].get("gold_pass", 60.0))
+    return [
+        Exclusion(row["annotator"], row["gold_accuracy"], row["gold_n"], mark)
+        for row in batch_progress(db, batch_name) if row["gold_accuracy"] is not None and row["gold_accuracy"] < mark
+    ]
+
+
+def decisions(db: sqlite_utils.Database, batch_name: str, *, gold_pass: float | None = None, include_excluded: bool = False) -> list[Decision]:
+    """The decision for every answered question of a batch (gold questions excluded).
+
+    Annotators below the gold pass mark are left out of the vote unless `include_excluded`.
+    """
     batch = store.get_batch(db, batch_name)
-    left_out = set(excluded_annotators(db, batch_name, gold_pass))
+    left_out = set() if include_excluded else {e.annotator for e in excluded_annotators(db, batch_name, gold_pass)}
     admin = store.batch_decisions(db, batch["id"])
     votes: dict[Unit, Counter[str]] = {}
     for label in store.batch_labels(db, batch["id"]):
@@ -69,9 +91,10 @@ def decisions(db: sqlite_utils.Database, batch_name: str, *, gold_pass: float = 
     return result
 
 
-def adjudication_queue(db: sqlite_utils.Database, batch_name: str) -> list[Decision]:
-    """Questions whose annotators disagree and that no admin has decided yet."""
-    return [d for d in decisions(db, batch_name) if d.rule != "admin" and len(d.votes) > 1]
+def adjudication_queue(db: sqlite_utils.Database, batch_name: str, *, include_excluded: bool = False) -> list[Decision]:
+    """Questions whose annotators disagree and that no admin has decided yet (annotators below the
+    gold pass mark are left out unless `include_excluded`: `excluded_annotators` says who and why)."""
+    return [d for d in decisions(db, batch_name, include_excluded=include_excluded) if d.rule != "admin" and len(d.votes) > 1]
 
 
 def dawid_skene(db: sqlite_utils.Database, batch_name: str, *, n_iter: int = 100) -> dict[str, Any]:

@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 7)
+Schema (version 8)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -16,9 +16,12 @@ Schema (version 7)
                   (ok / missing / unreadable), ``sha256``, ``size`` in bytes, ``width``, ``height``.
 ``annotators``    ``name`` and an unguessable ``token``; ``external_id`` for crowd workers.
 ``batches``       an annotation batch over a dataset: ``task`` and JSON ``config`` (overlap,
-                  gold share, seed, instructions, completion code...).
+                  gold share, seed, instructions, completion code...); ``closed_at`` (since 8): a
+                  closed crowd study takes no new participants.
+``crowd_joins``   (since version 8) every participant who joined a crowd study through its link.
 ``assignments``   (batch, item, part, annotator) with a ``position`` in the annotator's queue,
-                  ``is_gold`` and ``opened_at`` (the lease: when the annotator opened it).
+                  ``is_gold``, ``assigned_at`` (since 8: when it was handed to this annotator) and
+                  ``opened_at`` (the lease and the item timer: when the item was first drawn for them).
                   ``part`` tells apart the independent questions one item yields.
 ``labels``        one answer per (batch, item, part, annotator), unique, so a resubmission
                   cannot add a second: ``task``, JSON ``answer``, ``displayed_order`` and
@@ -67,11 +70,28 @@ class NotFoundError(StoreError):
     """A named dataset, run or annotator does not exist."""
 
 
+class LabelRefused(StoreError):
+    """An answer the store will not keep: the message says why, for the annotator to read.
+
+    `reason` is one of "not_in_queue" (never theirs, or reassigned after the lease ran out),
+    "not_opened" (the item was never drawn for them) and "too_fast" (drawn too briefly to be seen).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 Migration = Callable[[sqlite_utils.Database], None]
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return timestamp(datetime.now(timezone.utc))
+
+
+def timestamp(moment: datetime) -> str:
+    """The store's text form of a time (UTC, milliseconds): such strings sort in time order."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _m0001_initial(db: sqlite_utils.Database) -> None:
@@ -224,6 +244,24 @@ def _m0007_run_versions_and_summaries(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0008_leases_and_crowd_joins(db: sqlite_utils.Database) -> None:
+    db.executescript(
+        """
+        ALTER TABLE assignments ADD COLUMN assigned_at TEXT;
+        UPDATE assignments SET assigned_at = (SELECT created_at FROM batches WHERE batches.id = assignments.batch_id);
+        ALTER TABLE batches ADD COLUMN closed_at TEXT;
+        CREATE TABLE crowd_joins (
+            id INTEGER PRIMARY KEY,
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            annotator_id INTEGER NOT NULL REFERENCES annotators(id),
+            external_id TEXT NOT NULL, joined_at TEXT NOT NULL,
+            UNIQUE (batch_id, annotator_id));
+        CREATE INDEX crowd_joins_by_time ON crowd_joins (batch_id, joined_at);
+        CREATE INDEX labels_by_annotator ON labels (batch_id, annotator_id);
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
@@ -232,6 +270,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0005_decisions", _m0005_decisions),
     ("0006_audits_and_labels_by_item", _m0006_audits_and_labels_by_item),
     ("0007_run_versions_and_summaries", _m0007_run_versions_and_summaries),
+    ("0008_leases_and_crowd_joins", _m0008_leases_and_crowd_joins),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -755,6 +794,12 @@ def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | No
     return next(db.query("SELECT id, name, token, external_id FROM annotators WHERE name = ?", [name]))
 
 
+def annotator_by_name(db: sqlite_utils.Database, name: str) -> dict[str, Any] | None:
+    """The annotator called `name` (id, name, token, external id), or None."""
+    rows = list(db.query("SELECT id, name, token, external_id FROM annotators WHERE name = ?", [name]))
+    return rows[0] if rows else None
+
+
 def annotator_by_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
     """The annotator holding `token`, or None."""
     rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE token = ?", [token]))
@@ -792,10 +837,11 @@ def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: st
 
 
 def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tuple[int, int, int, int, bool]]) -> None:
-    """Insert (item id, part, annotator id, position, is gold) rows of a batch."""
+    """Insert (item id, part, annotator id, position, is gold) rows of a batch, handed out now."""
+    now = _now()
     db.conn.executemany(
-        "INSERT INTO assignments (batch_id, item_id, part, annotator_id, position, is_gold) VALUES (?, ?, ?, ?, ?, ?)",
-        [(batch_id, item, part, annotator, position, int(gold)) for item, part, annotator, position, gold in rows],
+        "INSERT INTO assignments (batch_id, item_id, part, annotator_id, position, is_gold, assigned_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(batch_id, item, part, annotator, position, int(gold), now) for item, part, annotator, position, gold in rows],
     )
 
 
@@ -853,9 +899,15 @@ def unanswered_assignments(db: sqlite_utils.Database, annotator_id: int, batch_i
 
 
 def open_assignment(db: sqlite_utils.Database, assignment_id: int) -> str:
-    """Start (or keep) the lease on an assignment; return when it was first opened."""
+    """Start the lease and the timer of an assignment the first time its item is drawn; return
+    when that was. Writes only on the first draw (a reload keeps the first time)."""
+    row = db.execute("SELECT opened_at FROM assignments WHERE id = ?", [assignment_id]).fetchone()
+    if row is None:
+        raise NotFoundError(f"no assignment with id {assignment_id}")
+    if row[0] is not None:
+        return str(row[0])
     with transaction(db):
-        db.execute("UPDATE assignments SET opened_at = COALESCE(opened_at, ?) WHERE id = ?", [_now(), assignment_id])
+        db.execute("UPDATE assignments SET opened_at = ? WHERE id = ? AND opened_at IS NULL", [_now(), assignment_id])
     return str(db.execute("SELECT opened_at FROM assignments WHERE id = ?", [assignment_id]).fetchone()[0])
 
 
@@ -872,33 +924,40 @@ class LabelWrite:
     displayed_order: list[int]
     flags: list[str]
     comment: str
-    started_at: str | None
 
 
-def save_label(db: sqlite_utils.Database, label: LabelWrite) -> tuple[int, bool]:
+def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: float = 0.0) -> tuple[int, bool]:
     """Store an answer once: (label id, newly stored). A resubmission keeps the first answer.
 
-    Only an assignment of this annotator can be answered: anything else is a StoreError.
+    Checked inside the write transaction, so no lease reassignment can slip in between: the
+    assignment must be this annotator's, its item drawn for them (``opened_at``) at least
+    `min_seconds` ago. Anything else raises LabelRefused and nothing is written. The item timer
+    runs from the first draw.
     """
+    key = [label.batch_id, label.item_id, label.part, label.annotator_id]
     with transaction(db):
-        assigned = db.execute(
-            "SELECT 1 FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?",
-            [label.batch_id, label.item_id, label.part, label.annotator_id]).fetchone()
-        if not assigned:
-            raise StoreError("this item is not in your queue")
+        assignment = db.execute(
+            "SELECT opened_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?", key).fetchone()
+        if assignment is None:
+            raise LabelRefused("not_in_queue", "This item is not in your queue (any more): its lease may have run out and "
+                               "it went to another annotator. Your answer was not stored.")
+        stored = db.execute("SELECT id FROM labels WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?", key).fetchone()
+        if stored is not None:
+            return int(stored[0]), False
+        opened_at = assignment[0]
+        if opened_at is None:
+            raise LabelRefused("not_opened", "This item was not shown to you yet. Your answer was not stored.")
         submitted = _now()
-        seconds = _seconds_between(label.started_at, submitted)
+        seconds = _seconds_between(opened_at, submitted)
+        if seconds is not None and seconds < min_seconds:
+            raise LabelRefused("too_fast", f"This item was on screen for only {seconds:.2f} s, too briefly to be read "
+                               "(a key held down or pressed twice?). Your answer was not stored: look, then answer.")
         cursor = db.execute(
             "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
-            " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (batch_id, item_id, part, annotator_id) DO NOTHING",
-            [label.batch_id, label.item_id, label.part, label.annotator_id, label.task, json.dumps(label.answer),
-             json.dumps(label.displayed_order), json.dumps(label.flags), label.comment, label.started_at, submitted, seconds])
-        created = cursor.rowcount == 1
-        row = db.execute(
-            "SELECT id FROM labels WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?",
-            [label.batch_id, label.item_id, label.part, label.annotator_id]).fetchone()
-    return int(row[0]), created
+            " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [*key, label.task, json.dumps(label.answer), json.dumps(label.displayed_order), json.dumps(label.flags),
+             label.comment, opened_at, submitted, seconds])
+    return int(cursor.lastrowid), True
 
 
 def _seconds_between(started: str | None, submitted: str) -> float | None:
@@ -974,23 +1033,69 @@ def batch_decisions(db: sqlite_utils.Database, batch_id: int) -> dict[tuple[int,
     return {(r["item_id"], r["part"]): _decode(r, "answer") for r in rows}
 
 
-def stale_assignments(db: sqlite_utils.Database, batch_id: int, opened_before: str) -> list[dict[str, Any]]:
-    """Unanswered assignments opened before the cutoff (their annotator walked away)."""
+def stale_assignments(
+    db: sqlite_utils.Database, batch_id: int, opened_before: str, idle_before: str | None = None
+) -> list[dict[str, Any]]:
+    """Unanswered assignments whose lease ran out: opened before `opened_before` (the annotator
+    walked away from the item), or, when `idle_before` is given, never opened and held by an
+    annotator with no activity in the batch (joined, opened or answered) since `idle_before`."""
+    idle = (
+        " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b WHERE b.batch_id = a.batch_id"
+        " GROUP BY b.annotator_id HAVING MAX(MAX(COALESCE(b.assigned_at, '')), MAX(COALESCE(b.opened_at, '')),"
+        " COALESCE((SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), ''))"
+        " < :idle_before))"
+    ) if idle_before else ""
     return list(db.query(
-        "SELECT a.* FROM assignments a WHERE a.batch_id = ? AND a.opened_at IS NOT NULL AND a.opened_at < ?"
-        f" AND NOT {_ANSWERED}", [batch_id, opened_before]))
+        f"SELECT a.* FROM assignments a WHERE a.batch_id = :batch AND NOT {_ANSWERED}"
+        f" AND ((a.opened_at IS NOT NULL AND a.opened_at < :opened_before){idle}) ORDER BY a.id",
+        {"batch": batch_id, "opened_before": opened_before, "idle_before": idle_before}))
 
 
 def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> None:
     """Drop an unanswered assignment (its unit returns to a crowd batch's pool)."""
-    db.execute("DELETE FROM assignments WHERE id = ?", [assignment_id])
+    db.execute(f"DELETE FROM assignments AS a WHERE id = ? AND NOT {_ANSWERED}", [assignment_id])
 
 
 def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> None:
-    """Give an unanswered assignment to another annotator, at the end of their queue."""
+    """Give an unanswered assignment to another annotator, at `position` in their queue, unopened."""
     db.execute(
-        "UPDATE assignments SET annotator_id = ?, position = ?, opened_at = NULL WHERE id = ?",
-        [annotator_id, position, assignment_id])
+        f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, assigned_at = ? WHERE id = ? AND NOT {_ANSWERED}",
+        [annotator_id, position, _now(), assignment_id])
+
+
+# --- crowd studies ---------------------------------------------------------------------------
+
+
+def record_join(db: sqlite_utils.Database, batch_id: int, annotator_id: int, external_id: str) -> None:
+    """Log a participant joining a crowd study (once per participant)."""
+    db.execute(
+        "INSERT INTO crowd_joins (batch_id, annotator_id, external_id, joined_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (batch_id, annotator_id) DO NOTHING", [batch_id, annotator_id, external_id, _now()])
+
+
+def joins_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
+    """How many participants joined a crowd study at or after `since`."""
+    return int(db.execute("SELECT COUNT(*) FROM crowd_joins WHERE batch_id = ? AND joined_at >= ?", [batch_id, since]).fetchone()[0])
+
+
+def participants_holding_work(db: sqlite_utils.Database, batch_id: int) -> int:
+    """Participants of a batch who hold at least one assignment (answered or not)."""
+    return int(db.execute("SELECT COUNT(DISTINCT annotator_id) FROM assignments WHERE batch_id = ?", [batch_id]).fetchone()[0])
+
+
+def crowd_joins(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
+    """Every participant who joined a crowd study: external id, when, and their assignments now."""
+    return list(db.query(
+        "SELECT annotators.name AS annotator, j.external_id, j.joined_at,"
+        " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = j.batch_id AND a.annotator_id = j.annotator_id) AS held,"
+        " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = j.batch_id AND l.annotator_id = j.annotator_id) AS answered"
+        " FROM crowd_joins j JOIN annotators ON annotators.id = j.annotator_id WHERE j.batch_id = ? ORDER BY j.id", [batch_id]))
+
+
+def set_batch_closed(db: sqlite_utils.Database, batch_id: int, closed: bool) -> None:
+    """Close a crowd study to new participants (or open it again)."""
+    with transaction(db):
+        db.execute("UPDATE batches SET closed_at = ? WHERE id = ?", [_now() if closed else None, batch_id])
 
 
 # --- import log ------------------------------------------------------------------------------

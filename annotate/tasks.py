@@ -2,9 +2,12 @@
 order maps back to the item.
 
 A task is built by a pure function from an item, the part of it (BiVLC's human baseline asks
-two independent questions per instance and direction) and a seed. Every option order a human
-sees is randomised from that seed and recorded with the label (``Task.displayed_order``), so
-position bias can be analysed and answers are always stored in the item's own terms.
+two independent questions per instance and direction) and a seed. The *stimuli* (which caption
+or image is shown first, as (1) or A) are shuffled from that seed and their order recorded with
+the label (``Task.displayed_order``), so position bias can be analysed; answers are stored in the
+item's own terms. The *answer buttons* never move: each task type has fixed answers on fixed keys
+(key 1 is "Altered caption is wrong" on every validate_negative item, "A" on every pick_image
+item), or keyboard annotators make silent mistakes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,21 @@ ITEM_KINDS_FOR_TASK = {
     "rank_captions": ("triple",),
     "compare_negatives": ("retrieval",),
 }
+
+# The questions an answer holds, in the item's own terms (rank_0 is the rank of caption 0, whatever
+# the display order), and the scale agreement is measured on: ranks are ordinal, the rest nominal.
+ANSWER_QUESTIONS = {"rank_captions": ("rank_0", "rank_1", "rank_2"), "compare_negatives": ("commonsense", "grammar")}
+AGREEMENT_LEVEL = {"rank_captions": "ordinal"}
+
+
+def answer_questions(task_type: str) -> tuple[str, ...]:
+    """The questions of one answer of this task type, each agreed on separately.
+
+    >>> answer_questions("compare_negatives"), answer_questions("pick_image")
+    (('commonsense', 'grammar'), ('answer',))
+    """
+    return ANSWER_QUESTIONS.get(task_type, ("answer",))
+
 
 INSTRUCTIONS = {
     "validate_negative": (
@@ -114,15 +132,18 @@ def _shuffled(rng: random.Random, n: int) -> list[int]:
 
 
 def _validate_negative(item: dict[str, Any], part: int, rng: random.Random) -> Task:
+    # The two captions are shown under their roles (the annotator must know which one is
+    # altered), so there is no position to randomise; the answers keep keys 1-3 on every item.
     positive, negative = item["captions"][0], item["captions"][1]
-    options = [("negative_false", "The altered caption is wrong for the image"),
-               ("negative_true", "The altered caption is also true"), ("unsure", "Unsure")]
-    order = _shuffled(rng, len(options))
+    options = (
+        Option("negative_false", "Altered caption is wrong", "1"),
+        Option("negative_true", "Altered caption is also true", "2"),
+        Option("unsure", "Unsure", "3"),
+    )
     return Task(
         "validate_negative", item["id"], part, "Is the altered caption wrong for this image?",
         (("caption", positive), ("altered caption", negative)), (("image", item["images"][0]),) if item["images"] else (),
-        tuple(Option(options[i][0], options[i][1], str(n + 1)) for n, i in enumerate(order)), tuple(order),
-        extra={"flags": ("nonsensical", "ungrammatical")},
+        options, (0, 1), extra={"flags": ("nonsensical", "ungrammatical")},
     )
 
 

@@ -1,17 +1,29 @@
 """An annotator's queue: instructions first, one item at a time, keys for every choice.
 
 Only the signed-in annotator's own assignments are reachable here; a refresh resumes at the
-first unanswered item, and a second click on an answer stores nothing twice.
+first unanswered item. Every answer button is bound (by its key and its callback) to the item it
+was drawn for, so a click or key press lands on that item or nowhere: a double press, a second
+tab, or an item reassigned after the lease ran out store nothing elsewhere, and the annotator is
+told what happened.
 """
+
+from typing import Any
 
 import streamlit as st
 
 from annotate import batches, store
-from annotate.tasks import TaskError, is_correct
+from annotate.tasks import Task, TaskError, is_correct
 from data import paths
+
+# Images never push the answers below the fold: capped to a share of the window's height.
+IMAGE_CSS = """<style>
+[data-testid="stImage"] img {max-height: 34vh; width: auto !important; max-width: 100%; object-fit: contain;}
+[data-testid="stMainBlockContainer"] {padding-top: 2.5rem; padding-bottom: 1rem;}
+</style>"""
 
 role = st.session_state["role"]
 db = store.open_db(paths.db_path())
+st.html(IMAGE_CSS)
 st.title(f"Welcome, {role.name}")
 
 mine = store.annotator_batches(db, role.annotator_id)
@@ -19,8 +31,18 @@ if not mine:
     st.info("Nothing is assigned to you yet. Come back to this link when the study owner says so.")
     st.stop()
 batch_name = st.selectbox("Batch", [b["name"] for b in mine], key="batch") if len(mine) > 1 else mine[0]["name"]
-state = batches.queue_state(db, role.annotator_id, batch_name)
+batches.reassign_stale(db, batch_name)  # frees items others walked away from (its own short write)
+state = batches.queue_state(db, role.annotator_id, batch_name)  # reads only: no lease starts here
 crowd = "crowd_token" in state.batch["config"]
+
+
+def show_notice() -> None:
+    """What happened to the last answer (stored, already stored, refused), said once."""
+    notice = st.session_state.pop("notice", None)
+    if notice:
+        kind, text = notice
+        {"success": st.success, "info": st.info, "error": st.error}[kind](text)
+
 
 if crowd and not st.session_state.get(f"consent:{batch_name}") and state.done == 0:
     st.subheader("Consent")
@@ -34,7 +56,7 @@ if crowd and not st.session_state.get(f"consent:{batch_name}") and state.done ==
         st.rerun()
     st.stop()
 
-if not st.session_state.get(f"read:{batch_name}") and state.done == 0:
+if not st.session_state.get(f"read:{batch_name}") and state.done == 0 and state.started_at is None:
     st.subheader("Instructions")
     st.text(state.batch["config"]["instructions"])
     if st.button("Start", key="start", shortcut="Enter", type="primary"):
@@ -44,15 +66,17 @@ if not st.session_state.get(f"read:{batch_name}") and state.done == 0:
 
 practice = batches.practice_tasks(db, state.batch, role.annotator_id) if crowd and state.done == 0 else []
 step = st.session_state.get(f"practice:{batch_name}", 0)
+item: dict[str, Any] | None = None
 if step < len(practice):
     task, item = practice[step]
+else:
+    state = batches.draw(db, role.annotator_id, batch_name)  # the item goes on screen: lease and timer start now
+    task = state.task
+
+show_notice()
+if item is not None:
     st.caption(f"Practice question {step + 1} of {len(practice)}: not counted")
 else:
-    task, item = state.task, None
-
-with st.expander("Instructions"):
-    st.text(state.batch["config"]["instructions"])
-if item is None:
     st.progress(state.done / state.assigned, text=f"{state.done} of {state.assigned} done")
 if task is None:
     code, passed = batches.final_code(db, state.batch, role.name)
@@ -62,52 +86,88 @@ if task is None:
         st.warning(f"Thank you. Some attention checks were missed; your code: {code}")
     st.stop()
 
-if feedback := st.session_state.pop("feedback", None):
-    st.info(f"Practice feedback: {feedback}")
-st.subheader(task.prompt)
-images = batches.task_images(db, state.batch, task)
-if images:
-    for column, (label, path) in zip(st.columns(len(images)), images):
+
+def widget_key(task: Task) -> str:
+    """Every widget of an item carries the item: a press meant for one never reaches another."""
+    return f"{batch_name}:{task.item_id}:{task.part}"
+
+
+def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | None) -> None:
+    """Button callback: runs before the page is drawn again, with the task the button was drawn for."""
+    if practice_item is not None:  # practice: feedback, nothing stored
+        right = is_correct(task.type, practice_item, task.part, answer)
+        st.session_state[f"practice:{batch_name}"] = step + 1
+        st.session_state["notice"] = ("info", "Practice feedback: " + ("Correct." if right else "Not quite: look again at every detail the text mentions."))
+        return
+    key = widget_key(task)
+    flags, comment = st.session_state.get(f"flags:{key}") or [], st.session_state.get(f"comment:{key}", "")
+    try:
+        fresh = batches.submit_answer(
+            store.open_db(paths.db_path()), role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment,
+            min_seconds=float(state.batch["config"].get("min_seconds", 0.5)),
+        )
+    except (TaskError, store.StoreError) as error:
+        st.session_state["notice"] = ("error", f"Not stored. {error}")
+        return
+    st.session_state["notice"] = (
+        ("success", "Saved. Here is your next item.") if fresh
+        else ("info", "That item was already answered (a second press, or another tab): nothing was stored twice.")
+    )
+
+
+def record_form(task: Task, labels_to_values: dict[str, str], practice_item: dict[str, Any] | None) -> None:
+    """Form callback: the radios' choices for the item the form was drawn for."""
+    key = widget_key(task)
+    chosen = {q: labels_to_values.get(st.session_state.get(f"{q}:{key}")) for q in task.questions}
+    record(task, chosen, practice_item)
+
+
+def draw_images(task: Task) -> None:
+    images = batches.task_images(db, state.batch, task)
+    for column, (label, path) in zip(st.columns(max(len(images), 1)), images):
         if path is None:
             column.warning(f"{label}: image missing or unreadable")
         else:
             column.image(str(path), caption=label, width="stretch")
-for role_name, caption in task.captions:
-    st.text(f"{role_name}: {caption}")  # plain text, never markup
-
-flag_options = ["ambiguous", *task.extra.get("flags", ())]
-key = f"{batch_name}:{task.item_id}:{task.part}"
-flags = st.pills("Flags", flag_options, selection_mode="multi", key=f"flags:{key}")
-comment = st.text_input("Comment (optional)", key=f"comment:{key}")
 
 
-def record(answer: dict) -> None:
-    if item is not None:  # practice: feedback, nothing stored
-        right = is_correct(task.type, item, task.part, answer)
-        st.session_state[f"practice:{batch_name}"] = step + 1
-        st.session_state["feedback"] = "Correct." if right else "Not quite: look again at every detail the text mentions."
-        st.rerun()
-    try:
-        batches.submit_answer(db, role.annotator_id, batch_name, task, answer, flags=list(flags or []), comment=comment, started_at=state.started_at)
-    except (TaskError, store.StoreError) as error:
-        st.error(str(error))
+def draw_captions(task: Task) -> None:
+    for role_name, caption in task.captions:
+        st.text(f"{role_name}: {caption}")  # plain text, never markup
+
+
+def draw_answers(task: Task) -> None:
+    key = widget_key(task)
+    st.pills("Flags", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}")
+    st.text_input("Comment (optional)", key=f"comment:{key}")
+    if task.questions == ("answer",):
+        for column, option in zip(st.columns(len(task.options)), task.options):
+            column.button(
+                f"{option.label} ({option.shortcut})", key=f"option:{option.shortcut}:{key}", shortcut=option.shortcut or None,
+                width="stretch", on_click=record, args=(task, {"answer": option.value}, item),
+            )
         return
-    st.rerun()
-
-
-if task.questions == ("answer",):
-    for column, option in zip(st.columns(len(task.options)), task.options):
-        if column.button(option.label, key=f"option:{option.shortcut}", shortcut=option.shortcut or None, width="stretch"):
-            record({"answer": option.value})
-else:
-    with st.form(key=f"form:{key}"):
+    with st.form(key=f"form:{key}", border=False):
         values = {o.label: o.value for o in task.options}
-        chosen = {
-            q: st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
-            for q, label in zip(task.questions, task.question_labels)
-        }
-        if st.form_submit_button("Submit", shortcut="Ctrl+Enter", type="primary"):
-            record({q: values.get(label) for q, label in chosen.items()})
+        for q, label in zip(task.questions, task.question_labels):
+            st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
+        st.form_submit_button("Submit (Ctrl+Enter)", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item))
+
+
+st.subheader(task.prompt)
+if len(task.images) == 1:  # one image: image on the left, text and answers beside it
+    left, right = st.columns([2, 3])
+    with left:
+        draw_images(task)
+    with right:
+        draw_captions(task)
+        draw_answers(task)
+else:  # several images (or none): the text first, then the images side by side
+    draw_captions(task)
+    draw_images(task)
+    draw_answers(task)
+with st.expander("Instructions"):
+    st.text(state.batch["config"]["instructions"])
 
 if item is None:  # after the page is drawn: the next items' images are resized while the annotator reads
     batches.prefetch_images(db, role.annotator_id, batch_name)

@@ -1,0 +1,330 @@
+"""Annotation integrity: every stored label is the answer a person gave to the item they saw.
+
+The write path refuses answers for items that are not (or no longer) the annotator's, were never
+drawn, or were drawn too briefly to be seen; lease reassignment never moves an answered item;
+crowd links resist made-up participants; agreement works for every task type.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from itertools import combinations
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from annotate import batches, consensus, store
+from annotate.tasks import TASK_TYPES, expected_answer, is_correct
+
+DATASET_FOR_TASK = {
+    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
+    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
+    "compare_negatives": "demo-crepe",
+}
+
+
+def make(db, task="validate_negative", n=12, overlap=2, annotators=("ada", "ben", "cleo"), **options):
+    spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, annotators, overlap, n, seed=4, **{"min_seconds": 0, **options})
+    return batches.create_batch(db, spec)["batch"]
+
+
+def annotator_id(db, name: str) -> int:
+    return store.ensure_annotator(db, name)["id"]
+
+
+def first_option(task) -> dict[str, str]:
+    return {q: task.options[0].value for q in task.questions}
+
+
+def labels_of(db, batch: str) -> list[dict]:
+    return store.batch_labels(db, store.get_batch(db, batch)["id"])
+
+
+# --- the write path ----------------------------------------------------------------------------
+
+
+def test_reading_the_queue_starts_no_lease_and_no_timer(demo_db):
+    batch = make(demo_db)
+    ada = annotator_id(demo_db, "ada")
+    state = batches.queue_state(demo_db, ada, batch)
+    assert state.started_at is None
+    held = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["opened_at"]]
+    assert held == []  # instructions, consent and practice screens hold nothing either
+    drawn = batches.draw(demo_db, ada, batch)
+    assert drawn.task == state.task and drawn.started_at is not None
+    assert batches.draw(demo_db, ada, batch).started_at == drawn.started_at  # a reload keeps the first draw
+
+
+def test_an_item_never_drawn_cannot_be_answered(demo_db):
+    batch = make(demo_db)
+    ada = annotator_id(demo_db, "ada")
+    task = batches.queue_state(demo_db, ada, batch).task
+    with pytest.raises(store.LabelRefused) as refused:
+        batches.submit_answer(demo_db, ada, batch, task, first_option(task))
+    assert refused.value.reason == "not_opened" and labels_of(demo_db, batch) == []
+
+
+def test_an_answer_too_soon_after_the_draw_is_refused_and_the_item_stays_open(demo_db):
+    batch = make(demo_db, min_seconds=0.4)
+    ada = annotator_id(demo_db, "ada")
+    task = batches.draw(demo_db, ada, batch).task
+    with pytest.raises(store.LabelRefused, match="on screen for only") as refused:
+        batches.submit_answer(demo_db, ada, batch, task, first_option(task), min_seconds=0.4)
+    assert refused.value.reason == "too_fast" and labels_of(demo_db, batch) == []
+    time.sleep(0.45)
+    assert batches.submit_answer(demo_db, ada, batch, task, first_option(task), min_seconds=0.4) is True
+    assert [(lab["item"], lab["part"]) for lab in labels_of(demo_db, batch)] == [(task.item_id, task.part)]
+
+
+def test_two_tabs_on_one_link_store_one_answer_on_the_item_both_showed(demo_db):
+    batch = make(demo_db)
+    ada = annotator_id(demo_db, "ada")
+    tab1, tab2 = batches.draw(demo_db, ada, batch), batches.draw(demo_db, ada, batch)
+    assert tab1.task == tab2.task
+    assert batches.submit_answer(demo_db, ada, batch, tab2.task, {"answer": "negative_true"}) is True
+    assert batches.submit_answer(demo_db, ada, batch, tab1.task, {"answer": "negative_false"}) is False
+    stored = labels_of(demo_db, batch)
+    assert [(lab["item"], lab["answer"]["answer"]) for lab in stored] == [(tab1.task.item_id, "negative_true")]
+
+
+def test_an_answer_after_the_item_was_reassigned_is_refused_and_stored_nowhere(demo_db):
+    batch = make(demo_db, n=6)
+    ada = annotator_id(demo_db, "ada")
+    held = batches.draw(demo_db, ada, batch)
+    assert batches.reassign_stale(demo_db, batch, now=datetime.now(timezone.utc) + timedelta(hours=1)) == 1
+    with pytest.raises(store.LabelRefused, match="not in your queue") as refused:
+        batches.submit_answer(demo_db, ada, batch, held.task, first_option(held.task))
+    assert refused.value.reason == "not_in_queue"
+    assert labels_of(demo_db, batch) == []
+    following = batches.draw(demo_db, ada, batch)
+    assert (following.task.item_id, following.task.part) != (held.task.item_id, held.task.part)
+
+
+def test_an_answered_item_is_never_moved_and_keeps_its_label(demo_db):
+    batch = make(demo_db, n=6)
+    ada = annotator_id(demo_db, "ada")
+    state = batches.draw(demo_db, ada, batch)
+    batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task))
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    assert batches.reassign_stale(demo_db, batch, now=later) == 0
+    assert len(labels_of(demo_db, batch)) == 1 and labels_of(demo_db, batch)[0]["annotator"] == "ada"
+
+
+def test_freed_work_goes_only_to_annotators_whose_queues_are_still_open(demo_db):
+    batch = make(demo_db, n=6, overlap=1)
+    ids = {name: annotator_id(demo_db, name) for name in ("ada", "ben", "cleo")}
+    for name in ("ben",):  # ben finishes his queue
+        while (state := batches.draw(demo_db, ids[name], batch)).task is not None:
+            batches.submit_answer(demo_db, ids[name], batch, state.task, first_option(state.task))
+    held = batches.draw(demo_db, ids["ada"], batch)
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    assert batches.reassign_stale(demo_db, batch, now=later) == 1
+    holder = {(a["item_id"], a["part"]): a["annotator"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])}
+    assert holder[(held.task.item_id, held.task.part)] == "cleo"  # not ben, whose queue was finished
+    while (state := batches.draw(demo_db, ids["cleo"], batch)).task is not None:
+        batches.submit_answer(demo_db, ids["cleo"], batch, state.task, first_option(state.task))
+    stale = batches.draw(demo_db, ids["ada"], batch)
+    assert batches.reassign_stale(demo_db, batch, now=later + timedelta(hours=1)) == 0  # nobody else works: ada keeps it
+    assert batches.submit_answer(demo_db, ids["ada"], batch, stale.task, first_option(stale.task)) is True
+
+
+def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_store, tmp_path):
+    """50 threads, each its own connection: draw, think 0-0.6 s, answer, with 0.3 s leases so that
+    items are reassigned under the workers' hands all the time."""
+    path = tmp_path / "race.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(path)])
+    names = tuple(f"w{n:02d}" for n in range(50))
+    db = store.open_db(path)
+    batch = make(db, n=60, overlap=2, annotators=names, lease_minutes=0.3 / 60)
+    acknowledged: list[tuple[str, int, int, dict]] = []
+    refused = Counter[str]()
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def work(name: str) -> None:
+        try:
+            own = store.open_db(path)
+            me, rng, deadline = annotator_id(own, name), random.Random(name), time.monotonic() + 120
+            while time.monotonic() < deadline:
+                batches.reassign_stale(own, batch)
+                state = batches.draw(own, me, batch)
+                if state.task is None:
+                    return
+                time.sleep(rng.uniform(0, 0.6))
+                answer = {"answer": rng.choice([o.value for o in state.task.options])}
+                try:
+                    if batches.submit_answer(own, me, batch, state.task, answer):
+                        with lock:
+                            acknowledged.append((name, state.task.item_id, state.task.part, answer))
+                except store.LabelRefused as error:
+                    with lock:
+                        refused[error.reason] += 1
+            raise AssertionError(f"{name} did not finish in time")
+        except BaseException as error:  # noqa: BLE001 - reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=180)
+    assert errors == [] and not any(t.is_alive() for t in threads)
+    assert refused["not_in_queue"] > 0  # the race really happened
+    stored = {(lab["annotator"], lab["item"], lab["part"]): lab["answer"] for lab in labels_of(db, batch)}
+    assert {(n, i, p): a for n, i, p, a in acknowledged} == stored  # every acknowledged label, nothing else
+    exported = [json.loads(line) for line in batches.export_labels(db, batch, "jsonl").splitlines()]
+    assert len(exported) == len(acknowledged)
+    assert batches.batch_agreement(db, batch, n_boot=0)["n_labels"] == len(acknowledged)
+    per_unit = Counter((i, p) for _, i, p, _ in acknowledged)
+    assert set(per_unit.values()) == {2} and len(per_unit) == 60  # exact overlap, no item left out
+    assert all(a["done"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]))
+
+
+# --- crowd studies -------------------------------------------------------------------------------
+
+
+def crowd(db, n=6, overlap=2, per_worker=3, **options):
+    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", (), overlap, n, seed=9, crowd_items=per_worker, min_seconds=0, **options)
+    created = batches.create_batch(db, spec)
+    return created["batch"], created["crowd_url"].split("study=")[1].split("&")[0]
+
+
+def pid(n: int) -> str:
+    return f"{n:024x}"
+
+
+def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db):
+    batch, token = crowd(demo_db, n=6, overlap=2, per_worker=3, idle_minutes=10)  # 12 units: 4 participants
+    for fake in ["bot", "12345", "x" * 24, "<script>", pid(1)[:-1], pid(1) + "0", pid(1).upper()[:23] + "G"]:
+        with pytest.raises(batches.BatchError, match="valid participant id"):
+            batches.join_crowd(demo_db, token, fake)
+    joined, refused = [], []
+    for n in range(50):  # 50 plausible made-up ids arrive at once
+        try:
+            joined.append(batches.join_crowd(demo_db, token, pid(1000 + n)))
+        except batches.BatchError as error:
+            refused.append(str(error))
+    assert len(joined) == 4 and len(refused) == 46 and all("full" in r for r in refused)
+    with pytest.raises(batches.BatchError, match="full"):
+        batches.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
+    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    assert batches.reassign_stale(demo_db, batch, now=later) == 12  # ...the bots never opened a unit
+    real = batches.join_crowd(demo_db, token, pid(7))
+    mine = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == real["id"]]
+    assert len(mine) == 3
+    assert [j["external_id"] for j in batches.study_joins(demo_db, batch)][-1] == pid(7)
+
+
+def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_lease(demo_db):
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=3, idle_minutes=10)
+    busy, idle = batches.join_crowd(demo_db, token, pid(1)), batches.join_crowd(demo_db, token, pid(2))
+    state = batches.draw(demo_db, busy["id"], batch)
+    batches.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
+    batches.draw(demo_db, busy["id"], batch)
+    soon = datetime.now(timezone.utc) + timedelta(minutes=5)
+    assert batches.reassign_stale(demo_db, batch, now=soon) == 0
+    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    rows_before = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+    freed = batches.reassign_stale(demo_db, batch, now=later)
+    rows_after = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+    lost = Counter(a["annotator"] for a in rows_before) - Counter(a["annotator"] for a in rows_after)
+    # idle gives back all 3; busy gives back the unopened one and keeps the answered one and the one on screen
+    assert lost[idle["name"]] == 3 and lost[busy["name"]] == 1 and freed == 4
+    assert len(labels_of(demo_db, batch)) == 1
+
+
+def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
+    batch, token = crowd(demo_db, n=20, overlap=2, per_worker=2, joins_per_minute=5, max_participants=100)
+    now = datetime.now(timezone.utc)
+    for n in range(5):
+        batches.join_crowd(demo_db, token, pid(n), now=now)
+    with pytest.raises(batches.BatchError, match="Too many people"):
+        batches.join_crowd(demo_db, token, pid(5), now=now)
+    batches.join_crowd(demo_db, token, pid(5), now=now + timedelta(minutes=2))
+    batches.close_study(demo_db, batch)
+    with pytest.raises(batches.BatchError, match="closed"):
+        batches.join_crowd(demo_db, token, pid(6), now=now + timedelta(minutes=4))
+    assert batches.join_crowd(demo_db, token, pid(0))["external_id"] == pid(0)  # those in may come back
+    assert len(batches.study_joins(demo_db, batch)) == 6
+
+
+# --- agreement and adjudication -----------------------------------------------------------------
+
+
+def independent_tables(exported: list[dict], task: str, questions: tuple[str, ...]) -> dict[tuple, dict[str, str]]:
+    """unit -> {annotator: label}, built from the exported labels without the app's agreement code."""
+    units: dict[tuple, dict[str, str]] = {}
+    for row in exported:
+        if row["is_gold"]:
+            continue
+        for q in questions:
+            value = row["answer"][q]
+            if task == "pick_image":
+                value = "none" if value == "none" else "image"
+            units.setdefault((row["item"], row["part"], q), {})[row["annotator"]] = value
+    return units
+
+
+def oracle_kappas(units: dict[tuple, dict[str, str]]) -> dict[tuple[str, str], float]:
+    names = sorted({a for labels in units.values() for a in labels})
+    kappas = {}
+    for a, b in combinations(names, 2):
+        shared = [(labels[a], labels[b]) for labels in units.values() if a in labels and b in labels]
+        x, y = zip(*shared)
+        if len(set(x) | set(y)) > 1:
+            kappas[(a, b)] = cohen_kappa_score(x, y)
+    return kappas
+
+
+def oracle_alpha(units: dict[tuple, dict[str, str]], ordinal: bool) -> float:
+    names = sorted({a for labels in units.values() for a in labels})
+    values = sorted({v for labels in units.values() for v in labels.values()}, key=lambda v: float(v) if ordinal else v)
+    code = {v: i for i, v in enumerate(values)}
+    matrix = np.array([[code[labels[a]] if a in labels else np.nan for labels in units.values()] for a in names], dtype=float)
+    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal" if ordinal else "nominal"))
+
+
+QUESTIONS = {"rank_captions": ("rank_0", "rank_1", "rank_2"), "compare_negatives": ("commonsense", "grammar")}
+
+
+@pytest.mark.parametrize("task", TASK_TYPES)
+def test_agreement_on_every_task_type_matches_sklearn_and_krippendorff(demo_db, task):
+    batch = make(demo_db, task=task, n=24, overlap=2)
+    batches.simulate(demo_db, batch, accuracies=0.75, seed=2)
+    report = batches.batch_agreement(demo_db, batch, n_boot=0)
+    exported = [json.loads(line) for line in batches.export_labels(demo_db, batch, "jsonl").splitlines()]
+    questions = QUESTIONS.get(task, ("answer",))
+    ordinal = task == "rank_captions"
+    reports = {None: (report, questions)} | {q: (report["by_question"][q], (q,)) for q in questions if len(questions) > 1}
+    for _, (part, asked) in reports.items():
+        units = independent_tables(exported, task, asked)
+        ours = {(p["a"], p["b"]): p["kappa"] for p in part["cohen_pairs"] if p["kappa"] is not None}
+        expected = oracle_kappas(units)
+        assert ours.keys() == expected.keys() and ours == pytest.approx(expected)
+        assert part["krippendorff_alpha"] == pytest.approx(oracle_alpha(units, ordinal))
+        assert part["n_items"] == len(units) and part["n_labels"] == sum(len(v) for v in units.values())
+    assert report["level"] == ("ordinal" if ordinal else "nominal")
+
+
+def test_adjudication_names_the_annotators_left_out_and_can_include_them(demo_db):
+    batch = make(demo_db, n=40, overlap=2, annotators=("ada", "ben"), gold_share=0.25)
+    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
+    for name, careful in (("ada", True), ("ben", False)):
+        me = annotator_id(demo_db, name)
+        while (state := batches.draw(demo_db, me, batch)).task is not None:
+            item = items[state.task.item_id]
+            right = expected_answer("validate_negative", item)
+            wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
+            batches.submit_answer(demo_db, me, batch, state.task, right if careful else {"answer": wrong})
+    excluded = consensus.excluded_annotators(demo_db, batch)
+    assert [e.annotator for e in excluded] == ["ben"] and "below the pass mark of 60%" in excluded[0].reason
+    assert consensus.adjudication_queue(demo_db, batch) == []  # with ben left out nobody disagrees...
+    disputed = consensus.adjudication_queue(demo_db, batch, include_excluded=True)
+    assert len(disputed) == 30  # ...with him every regular item is disputed (he always answers wrong)
