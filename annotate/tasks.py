@@ -136,8 +136,8 @@ def _validate_negative(item: dict[str, Any], part: int, rng: random.Random) -> T
     # altered), so there is no position to randomise; the answers keep keys 1-3 on every item.
     positive, negative = item["captions"][0], item["captions"][1]
     options = (
-        Option("negative_false", "Altered caption is wrong", "1"),
-        Option("negative_true", "Altered caption is also true", "2"),
+        Option("negative_false", "Altered is wrong", "1"),
+        Option("negative_true", "Altered is also true", "2"),
         Option("unsure", "Unsure", "3"),
     )
     return Task(

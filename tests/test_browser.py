@@ -6,84 +6,28 @@ Streamlit server on a free local port.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from annotate import batches, store
-from tests.conftest import REPO
-
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def server(demo_store, tmp_path):
     """A Streamlit server on a copy of the demo store, with a pick_image batch for ada."""
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is required for the browser test (apt-get install chromium)")
     db_file = tmp_path / "browser.db"
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
     db = store.open_db(db_file)
-    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 12, gold_share=0.25, seed=2)
+    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 12, gold_share=0.25, seed=2, min_seconds=0)
     created = batches.create_batch(db, spec)
-    port = free_port()
-    log = (tmp_path / "streamlit.log").open("w")
-    env = {**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": "browser-admin"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    _wait_healthy(port, process)
-    yield {
-        "base": f"http://127.0.0.1:{port}", "db": db_file, "batch": created["batch"],
-        "tokens": {a["name"]: a["token"] for a in created["annotators"]},
-        "assigned": {a["name"]: a["n_assigned"] for a in created["annotators"]},
-    }
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-    log.close()
-
-
-def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as reply:
-                if reply.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError("streamlit did not become healthy")
-
-
-def press_when_idle(page, key: str) -> None:
-    """Press a key once the rerun has finished, with the focus on the page rather than an input."""
-    playwright_api.expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
-    page.get_by_role("heading", level=1).click()
-    page.keyboard.press(key)
+    with streamlit_server(db_file, tmp_path / "streamlit.log") as base:
+        yield {
+            "base": base, "db": db_file, "batch": created["batch"],
+            "tokens": {a["name"]: a["token"] for a in created["annotators"]},
+            "assigned": {a["name"]: a["n_assigned"] for a in created["annotators"]},
+        }
 
 
 def label_by_keyboard(page, url: str, name: str, n_assigned: int, keys: list[str]) -> None:
@@ -92,17 +36,17 @@ def label_by_keyboard(page, url: str, name: str, n_assigned: int, keys: list[str
     page.goto(url)
     expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Read the description")).to_be_visible()
-    press_when_idle(page, "Enter")  # "Start"
+    press_when_idle(page, expect, "Enter")  # "Start"
     for done, key in enumerate(keys):
         expect(page.get_by_text(f"{done} of {n_assigned} done")).to_be_visible(timeout=20_000)
-        press_when_idle(page, key)
+        press_when_idle(page, expect, key)
     expect(page.get_by_text(f"{len(keys)} of {n_assigned} done")).to_be_visible(timeout=20_000)
 
 
 def test_three_annotators_label_by_keyboard_in_three_browser_sessions(server):
     plan = {"ada": ["1", "0", "1", "0", "1"], "ben": ["2", "1", "0"], "cleo": ["1", "1", "1"]}
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        browser = launch(p)
         for name, keys in plan.items():  # one isolated session (cookies, storage) per annotator
             context = browser.new_context()
             label_by_keyboard(context.new_page(), f"{server['base']}/?token={server['tokens'][name]}", name, server["assigned"][name], keys)
@@ -123,7 +67,7 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
     starting with the very first request the server sees (a `pages/` folder once broke this)."""
     expect = playwright_api.expect
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        browser = launch(p)
         for path in ("batches", "inspect_runs", "model_scores", "hackability", "datasets"):
             for token, landing in ((server["tokens"]["ada"], "Welcome, ada"), ("", "Foil Studio"), ("not-a-token", "Foil Studio")):
                 context = browser.new_context()
@@ -151,9 +95,9 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
     table = inspection.item_table(db, "demo-sugarcrepe", "demo-clip")
     expect = playwright_api.expect
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
-        page.goto(f"{server['base']}/inspect_runs?token=browser-admin")
+        page.goto(f"{server['base']}/inspect_runs?token={ADMIN_TOKEN}")
         chart = page.locator(".js-plotly-plot").first
         expect(chart).to_be_visible(timeout=30_000)
         page.wait_for_timeout(1500)  # plotly finishes laying out the facets

@@ -17,13 +17,27 @@ from data import paths
 
 # Images never push the answers below the fold: capped to a share of the window's height.
 IMAGE_CSS = """<style>
-[data-testid="stImage"] img {max-height: 34vh; width: auto !important; max-width: 100%; object-fit: contain;}
-[data-testid="stMainBlockContainer"] {padding-top: 2.5rem; padding-bottom: 1rem;}
+[data-testid="stImage"] img {max-height: 30vh; width: auto !important; max-width: 100%; object-fit: contain;}
+[data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
+[data-testid="stMainBlockContainer"] h1 {font-size: 1.6rem; padding: 0.2rem 0;}
+[data-testid="stMainBlockContainer"] h3 {font-size: 1.25rem; padding: 0.1rem 0;}
 </style>"""
+
+# A key held down repeats its keydown ~30 times a second; Streamlit's shortcuts would press the
+# button each time. Auto-repeats are dropped before they reach it (a static script, no user data).
+IGNORE_KEY_REPEAT = """<script>
+if (!window.__foilIgnoresKeyRepeat) {
+  window.__foilIgnoresKeyRepeat = true;
+  window.addEventListener("keydown", (event) => {
+    if (event.repeat) { event.stopImmediatePropagation(); event.preventDefault(); }
+  }, true);
+}
+</script>"""
 
 role = st.session_state["role"]
 db = store.open_db(paths.db_path())
 st.html(IMAGE_CSS)
+st.html(IGNORE_KEY_REPEAT, unsafe_allow_javascript=True)
 st.title(f"Welcome, {role.name}")
 
 mine = store.annotator_batches(db, role.annotator_id)
@@ -137,21 +151,23 @@ def draw_captions(task: Task) -> None:
 
 
 def draw_answers(task: Task) -> None:
+    """The answer buttons (fixed per task type, each with its key), then flags and a comment."""
     key = widget_key(task)
-    st.pills("Flags", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}")
-    st.text_input("Comment (optional)", key=f"comment:{key}")
     if task.questions == ("answer",):
         for column, option in zip(st.columns(len(task.options)), task.options):
             column.button(
-                f"{option.label} ({option.shortcut})", key=f"option:{option.shortcut}:{key}", shortcut=option.shortcut or None,
+                option.label, key=f"option:{option.shortcut}:{key}", shortcut=option.shortcut or None,
                 width="stretch", on_click=record, args=(task, {"answer": option.value}, item),
             )
-        return
-    with st.form(key=f"form:{key}", border=False):
-        values = {o.label: o.value for o in task.options}
-        for q, label in zip(task.questions, task.question_labels):
-            st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
-        st.form_submit_button("Submit (Ctrl+Enter)", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item))
+    else:
+        with st.form(key=f"form:{key}", border=False):
+            values = {o.label: o.value for o in task.options}
+            for q, label in zip(task.questions, task.question_labels):
+                st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
+            st.form_submit_button("Submit", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item))
+    flags, comment = st.columns(2)
+    flags.pills("Flags (optional)", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}")
+    comment.text_input("Comment (optional)", key=f"comment:{key}")
 
 
 st.subheader(task.prompt)

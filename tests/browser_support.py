@@ -1,0 +1,84 @@
+"""A real Streamlit server and Debian's Chromium for the browser tests (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ADMIN_TOKEN = "browser-admin"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def streamlit_server(db_file: Path, log_file: Path) -> Iterator[str]:
+    """Serve app.py on `db_file` on a free port; yield its base URL; stop it afterwards."""
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is required for the browser tests (apt-get install chromium)")
+    port = free_port()
+    env = {**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN}
+    with log_file.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
+             "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        try:
+            _wait_healthy(port, process)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as reply:
+                if reply.read().decode().strip() == "ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError("streamlit did not become healthy")
+
+
+def launch(playwright):
+    """Debian's Chromium, headless, with no background network traffic."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+
+
+def wait_idle(page, expect) -> None:
+    """Wait until the script run the last action caused has finished."""
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
+
+
+def press_when_idle(page, expect, key: str) -> None:
+    """Press a key once the rerun has finished, with the focus on the page rather than an input."""
+    wait_idle(page, expect)
+    page.get_by_role("heading", level=1).click()
+    page.keyboard.press(key)

@@ -1,0 +1,217 @@
+"""The annotator's path in a real browser, the way people behave: double presses, a key held
+down, two tabs, a walk-away past the lease, a reload, a stale tab. Each test asserts on what is
+stored: never a label on an item the annotator did not see, and a message saying what happened.
+Also: every task type fits one screen at 1280x720 and 1400x1000 (screenshots kept for review).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from annotate import batches, store
+from annotate.tasks import TASK_TYPES
+from tests.browser_support import launch, press_when_idle, streamlit_server, wait_idle
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+READING_MS = 800  # a person looks at an item before answering (the page refuses answers under 0.5 s)
+DATASET_FOR_TASK = {
+    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
+    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
+    "compare_negatives": "demo-crepe",
+}
+SCREENSHOTS = Path(os.environ.get("FOIL_SCREENSHOTS", "")) if os.environ.get("FOIL_SCREENSHOTS") else None
+
+
+@pytest.fixture(scope="module")
+def site(demo_store, tmp_path_factory):
+    """One server for the module; each scenario gets its own batch and annotators."""
+    folder = tmp_path_factory.mktemp("browser-annotation")
+    db_file = folder / "foil.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    with streamlit_server(db_file, folder / "streamlit.log") as base:
+        with playwright_api.sync_playwright() as p:
+            browser = launch(p)
+            yield {"base": base, "db": db_file, "browser": browser}
+            browser.close()
+
+
+def new_batch(site, names: tuple[str, ...], task="validate_negative", overlap=1, n=8, **options) -> dict[str, str]:
+    """A batch for these annotators; returns name -> link."""
+    db = store.open_db(site["db"])
+    spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, names, overlap, n, seed=len(names[0]), name=f"{names[0]}-batch", **options)
+    created = batches.create_batch(db, spec)
+    return {a["name"]: f"{site['base']}/?token={a['token']}" for a in created["annotators"]}
+
+
+def open_queue(context, link: str, name: str):
+    """Open a link, read the instructions, press Start; return the page showing the first item."""
+    page = context.new_page()
+    page.goto(link)
+    expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
+    press_when_idle(page, expect, "Enter")
+    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=20_000)
+    wait_idle(page, expect)
+    return page
+
+
+def shown_negative(page) -> str:
+    """The altered caption on screen now."""
+    return page.get_by_text(re.compile(r"^altered caption: ")).inner_text().removeprefix("altered caption: ")
+
+
+def stored(site, name: str) -> list[tuple[str, str]]:
+    """(altered caption of the item, answer) of every label the annotator has, in order."""
+    db = store.open_db(site["db"])
+    me = store.annotator_by_name(db, name)["id"]
+    rows = db.execute("SELECT item_id, answer FROM labels WHERE annotator_id = ? ORDER BY id", [me]).fetchall()
+    items = store.items_by_id(db, [r[0] for r in rows])
+    import json
+    return [(items[i]["captions"][1], json.loads(a)["answer"]) for i, a in rows]
+
+
+def answer_and_wait(page, key: str) -> None:
+    """Look at the item, press `key`, and wait until the progress count has moved on."""
+    done, total = map(int, re.match(r"(\d+) of (\d+) done", page.get_by_text(re.compile(r"^\d+ of \d+ done$")).inner_text()).groups())
+    page.wait_for_timeout(READING_MS)
+    press_when_idle(page, expect, key)
+    expect(page.get_by_text(re.compile(rf"^{done + 1} of \d+ done$"))).to_be_visible(timeout=20_000)
+    wait_idle(page, expect)
+
+
+def notice(page) -> str:
+    wait_idle(page, expect)
+    alerts = page.get_by_test_id("stAlert").all_inner_texts()
+    return " ".join(alerts)
+
+
+def test_a_double_key_press_stores_one_answer_on_the_item_shown(site):
+    links = new_batch(site, ("dora",))
+    context = site["browser"].new_context()
+    page = open_queue(context, links["dora"], "dora")
+    first = shown_negative(page)
+    page.wait_for_timeout(READING_MS)
+    page.get_by_role("heading", level=1).click()
+    page.keyboard.press("1")
+    page.wait_for_timeout(80)
+    page.keyboard.press("1")
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    wait_idle(page, expect)
+    second = shown_negative(page)
+    assert second != first
+    assert stored(site, "dora") == [(first, "negative_false")]  # nothing on the second item
+    assert re.search(r"Saved|already answered|too briefly", notice(page))
+    page.wait_for_timeout(READING_MS)
+    press_when_idle(page, expect, "2")
+    expect(page.get_by_text("2 of 8 done")).to_be_visible(timeout=20_000)
+    assert stored(site, "dora") == [(first, "negative_false"), (second, "negative_true")]
+    context.close()
+
+
+def test_a_key_held_down_stores_one_answer(site):
+    links = new_batch(site, ("hal",))
+    context = site["browser"].new_context()
+    page = open_queue(context, links["hal"], "hal")
+    first = shown_negative(page)
+    page.wait_for_timeout(READING_MS)
+    page.get_by_role("heading", level=1).click()
+    for _ in range(12):  # the keyboard's auto-repeat: keydown after keydown, ~35 ms apart
+        page.keyboard.down("3")
+        page.wait_for_timeout(35)
+    page.keyboard.up("3")
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    page.wait_for_timeout(500)
+    wait_idle(page, expect)
+    assert stored(site, "hal") == [(first, "unsure")]
+    context.close()
+
+
+def test_two_tabs_on_one_link_never_answer_an_item_the_tab_did_not_show(site):
+    links = new_batch(site, ("tess",))
+    context = site["browser"].new_context()
+    tab_a = open_queue(context, links["tess"], "tess")
+    tab_b = context.new_page()
+    tab_b.goto(links["tess"])
+    expect(tab_b.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=30_000)
+    shown = shown_negative(tab_a)
+    assert shown_negative(tab_b) == shown
+    tab_b.wait_for_timeout(READING_MS)
+    press_when_idle(tab_b, expect, "3")
+    expect(tab_b.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    press_when_idle(tab_a, expect, "1")  # tab A still shows the item tab B answered
+    expect(tab_a.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    assert "already answered" in notice(tab_a)
+    assert stored(site, "tess") == [(shown, "unsure")]
+    context.close()
+
+
+def test_a_reload_mid_item_resumes_it_and_times_it_from_the_first_draw(site):
+    links = new_batch(site, ("ray",))
+    context = site["browser"].new_context()
+    page = open_queue(context, links["ray"], "ray")
+    shown = shown_negative(page)
+    page.wait_for_timeout(READING_MS)
+    page.reload()
+    expect(page.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=30_000)
+    assert shown_negative(page) == shown  # no instructions again, the same item
+    press_when_idle(page, expect, "2")
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    assert stored(site, "ray") == [(shown, "negative_true")]
+    db = store.open_db(site["db"])
+    seconds = db.execute("SELECT seconds FROM labels WHERE annotator_id = ?", [store.annotator_by_name(db, "ray")["id"]]).fetchone()[0]
+    assert seconds >= READING_MS / 1000
+
+
+def test_after_a_walk_away_past_the_lease_the_stale_tab_stores_nothing_and_says_why(site):
+    links = new_batch(site, ("wes", "zoe"), n=8, lease_minutes=2 / 60)
+    wes_context, zoe_context = site["browser"].new_context(), site["browser"].new_context()
+    wes = open_queue(wes_context, links["wes"], "wes")
+    held = shown_negative(wes)
+    wes.wait_for_timeout(2500)  # wes walks away past the 2-second lease
+    zoe = open_queue(zoe_context, links["zoe"], "zoe")  # zoe's page frees wes's item and zoe gets it
+    db = store.open_db(site["db"])
+    holders = {store.items_by_id(db, [a["item_id"]])[a["item_id"]]["captions"][1]: a["annotator"]
+               for a in store.batch_assignments(db, store.get_batch(db, "wes-batch")["id"])}
+    assert holders[held] == "zoe"
+    press_when_idle(wes, expect, "1")  # wes comes back to the stale tab and answers
+    assert "not in your queue" in notice(wes)
+    assert stored(site, "wes") == []
+    while shown_negative(zoe) != held:  # zoe answers her queue until the item she took over
+        answer_and_wait(zoe, "2")
+    answer_and_wait(zoe, "3")
+    assert (held, "unsure") in stored(site, "zoe")
+    press_when_idle(wes, expect, "1")  # a second press on the now-answered, reassigned item: still nothing
+    assert (held, "negative_false") not in stored(site, "wes")
+    assert all(caption != held for caption, _ in stored(site, "wes"))
+    wes_context.close()
+    zoe_context.close()
+
+
+@pytest.mark.parametrize("task", TASK_TYPES)
+def test_each_task_fits_one_screen_with_answers_visible(site, task):
+    name = f"shot{TASK_TYPES.index(task)}"
+    links = new_batch(site, (name,), task=task, n=4)
+    for width, height in ((1280, 720), (1400, 1000)):
+        context = site["browser"].new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        page.goto(links[name])
+        expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
+        press_when_idle(page, expect, "Enter")
+        answers = page.locator("[class*='st-key-option'] button, [data-testid='stBaseButton-primaryFormSubmit']")
+        expect(answers.first).to_be_visible(timeout=20_000)
+        wait_idle(page, expect)
+        page.wait_for_timeout(300)  # images finish loading and the layout settles
+        if SCREENSHOTS:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / f"annotate-{task}-{width}x{height}.png"))
+        boxes = [answers.nth(i).bounding_box() for i in range(answers.count())]
+        assert boxes and all(b["y"] >= 0 and b["y"] + b["height"] <= height for b in boxes), (task, width, boxes)
+        for image in page.locator("[data-testid='stImage'] img").all():
+            box = image.bounding_box()
+            assert box["y"] + box["height"] <= height, (task, width, "image below the fold")
+        context.close()
