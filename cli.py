@@ -139,14 +139,33 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     from annotate.batches import BatchSpec, create_batch
 
     annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
+    crowd = args.crowd_items is not None
     spec = BatchSpec(
-        dataset=args.dataset, task=args.task, annotators=annotators, overlap=args.overlap, n=args.n,
+        dataset=args.dataset, task=args.task, annotators=() if crowd else annotators, overlap=args.overlap, n=args.n,
         categories=tuple(args.category or ()), gold_share=args.gold_share, seed=args.seed, name=args.name,
+        lease_minutes=args.lease_minutes, crowd_items=args.crowd_items, max_participants=args.max_participants,
     )
     result = create_batch(db, spec)
     for annotator in result["annotators"]:
         annotator["url"] = args.base_url + annotator["url"]
+    if crowd:
+        result["crowd_url"] = args.base_url + result["crowd_url"]
     return result
+
+
+def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Who joined a crowd study through its link, when, and what they hold and answered."""
+    from annotate.batches import study_joins
+
+    return study_joins(db, args.batch)
+
+
+def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Close a crowd study to new participants (--reopen opens it again); those in may finish."""
+    from annotate.batches import close_study
+
+    close_study(db, args.batch, closed=not args.reopen)
+    return {"batch": args.batch, "closed": not args.reopen}
 
 
 def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -319,7 +338,19 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--seed", type=int, default=0)
     create.add_argument("--name")
     create.add_argument("--base-url", default="http://localhost:8501")
+    create.add_argument("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else")
+    create.add_argument("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link")
+    create.add_argument("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)")
     create.set_defaults(handler=cmd_batch_create)
+
+    joins = batch_commands.add_parser("joins", parents=[common], help=cmd_batch_joins.__doc__)
+    joins.add_argument("batch")
+    joins.set_defaults(handler=cmd_batch_joins)
+
+    close = batch_commands.add_parser("close", parents=[common], help=cmd_batch_close.__doc__)
+    close.add_argument("batch")
+    close.add_argument("--reopen", action="store_true")
+    close.set_defaults(handler=cmd_batch_close)
 
     from_picks = batch_commands.add_parser("from-picks", parents=[common], help=cmd_batch_from_picks.__doc__)
     from_picks.add_argument("batch", help="a pick_image batch")

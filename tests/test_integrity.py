@@ -328,3 +328,67 @@ def test_adjudication_names_the_annotators_left_out_and_can_include_them(demo_db
     assert consensus.adjudication_queue(demo_db, batch) == []  # with ben left out nobody disagrees...
     disputed = consensus.adjudication_queue(demo_db, batch, include_excluded=True)
     assert len(disputed) == 30  # ...with him every regular item is disputed (he always answers wrong)
+
+
+# --- the admin's page -------------------------------------------------------------------------------
+
+
+def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, admin_page):
+    batch = make(demo_db, n=40, overlap=2, annotators=("ada", "ben"), gold_share=0.25)
+    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
+    for name, careful in (("ada", True), ("ben", False)):
+        me = annotator_id(demo_db, name)
+        while (state := batches.draw(demo_db, me, batch)).task is not None:
+            item = items[state.task.item_id]
+            wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
+            batches.submit_answer(demo_db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong})
+    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at.selectbox(key="batch").set_value(batch).run()
+    assert not at.exception
+    assert any(w.value.startswith("Left out of the vote: ben (gold accuracy 0%") for w in at.warning)
+    assert any(c.value.startswith("0 questions where annotators disagree") for c in at.caption)
+    at.toggle(key="include_excluded").set_value(True).run()
+    assert any(c.value.startswith("30 questions where annotators disagree") for c in at.caption)
+
+
+def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
+    batch = make(demo_db, task="rank_captions", n=20, overlap=2)
+    batches.simulate(demo_db, batch, accuracies=0.8, seed=1)
+    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at.selectbox(key="batch").set_value(batch).run()
+    assert not at.exception
+    per_question = next(d.value for d in at.dataframe if "question" in d.value.columns)
+    report = batches.batch_agreement(demo_db, batch, n_boot=0)
+    assert list(per_question["question"]) == ["rank_0", "rank_1", "rank_2"]
+    assert list(per_question["krippendorff_alpha"]) == pytest.approx([report["by_question"][q]["krippendorff_alpha"] for q in ("rank_0", "rank_1", "rank_2")])
+
+
+def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=2)
+    batches.join_crowd(demo_db, token, pid(42))
+    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at.selectbox(key="batch").set_value(batch).run()
+    joins = next(d.value for d in at.dataframe if "external_id" in d.value.columns)
+    assert list(joins["external_id"]) == [pid(42)] and list(joins["held"]) == [2]
+    at.button(key="close_study").click().run()
+    assert not at.exception
+    with pytest.raises(batches.BatchError, match="closed"):
+        batches.join_crowd(demo_db, token, pid(43))
+
+
+def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    batch = make(demo_db, task="rank_captions", n=15, overlap=2)
+    batches.simulate(demo_db, batch, accuracies=0.8, seed=5)
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.db_file(demo_db)), "--json"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    expected = batches.batch_agreement(demo_db, batch)
+    assert sorted(report["by_question"]) == ["rank_0", "rank_1", "rank_2"]
+    assert report["krippendorff_alpha"] == pytest.approx(expected["krippendorff_alpha"]) and report["level"] == "ordinal"
+    assert report["n_items"] == 45 and all(part["n_items"] == 15 for part in report["by_question"].values())

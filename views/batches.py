@@ -30,10 +30,11 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         names = tuple(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
         crowd = st.checkbox("Crowd study link (workers join with their Prolific id)", key="new_crowd")
         per_worker = st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
+        cap = st.number_input("Participants at most (0: just enough to cover every item)", min_value=0, value=0, key="new_cap") if crowd else 0
         if st.button("Create batch", key="create_batch", type="primary"):
             spec = batches.BatchSpec(
                 dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold),
-                crowd_items=int(per_worker) if per_worker else None,
+                crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None,
             )
             try:
                 created = batches.create_batch(db, spec)
@@ -73,7 +74,13 @@ summary = pd.DataFrame([
     for key, value in figures.items()
 ])
 st.dataframe(summary, hide_index=True, width="stretch")
-st.caption(f"{report['n_items']} items, {report['n_labels']} labels (gold items excluded). {report['note']}")
+st.caption(f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale. {report['note']}")
+if "by_question" in report:
+    st.dataframe(pd.DataFrame([
+        {"question": question, "items": part["n_items"], **{key: part[key] for key in figures}}
+        for question, part in report["by_question"].items()
+    ]), hide_index=True, width="stretch")
+    st.caption("Each question of this task is agreed on separately; the table above pools them (each question of each item one unit).")
 if report["cohen_pairs"]:
     left, right = st.columns(2)
     heatmap = px.imshow(agreement.kappa_matrix(report["cohen_pairs"]), zmin=-1, zmax=1, color_continuous_scale="RdBu", text_auto=".2f", title="Cohen's kappa per pair")
@@ -87,7 +94,12 @@ if report["cohen_pairs"]:
 st.dataframe(pd.DataFrame(batches.agreement_by_category(db, name)), hide_index=True, width="stretch")
 
 st.subheader("Disagreements")
-queue = consensus.adjudication_queue(db, name)
+excluded = consensus.excluded_annotators(db, name)
+include = False
+if excluded:
+    st.warning("Left out of the vote: " + "; ".join(f"{e.annotator} ({e.reason})" for e in excluded) + ".")
+    include = st.toggle("Include them in the vote and in this queue", key="include_excluded")
+queue = consensus.adjudication_queue(db, name, include_excluded=include)
 st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
 shown = queue[:5]
 cards = {card.id: card for card in browse.cards_for(db, store.get_batch(db, name)["dataset"], [d.item for d in shown])}
@@ -140,6 +152,19 @@ base = st.text_input("App address", "http://localhost:8501", key="base_url")
 if "crowd_token" in batch_row["config"]:
     st.text("Crowd study link (paste into Prolific):")
     st.code(batches.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
+    joins = batches.study_joins(db, name)
+    config = batch_row["config"]
+    st.text(
+        f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
+        f"{config.get('joins_per_minute', 20)} may join per minute; units of a participant idle for "
+        f"{config.get('idle_minutes', 15)} minutes go back to the pool."
+    )
+    if joins:
+        st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")
+    closed = bool(batch_row.get("closed_at"))
+    if st.button("Reopen the study" if closed else "Close the study to new participants", key="close_study"):
+        batches.close_study(db, name, closed=not closed)
+        st.rerun()
 for annotator in batches.batch_links(db, name):
     st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
 
