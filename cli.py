@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import math
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import Any
 import sqlite_utils
 
 from annotate import store
-from annotate.tasks import TASK_TYPES
+from annotate.tasks import TASK_TYPES, TaskError
 from data import paths
 from analysis.model_spec import ModelUnavailableError
 from data.importers import PARSERS, BadInputError
@@ -298,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=str(paths.db_path()), help="store file (default: $FOIL_DB or foil.db)")
     common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     parser = argparse.ArgumentParser(prog="cli.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -442,8 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Bad input, absent names and unavailable weights end in one line on stderr, not a traceback.
-EXPECTED_ERRORS = (BadInputError, UnsafeImagePathError, store.StoreError, FileNotFoundError, ModelUnavailableError)
+# Bad input, absent names, unreadable files and unavailable weights end in one line on stderr,
+# not a traceback (--debug shows it).
+EXPECTED_ERRORS = (BadInputError, UnsafeImagePathError, store.StoreError, TaskError, OSError, ModelUnavailableError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -454,7 +457,14 @@ def main(argv: list[str] | None = None) -> int:
         db = store.open_db(args.db)
         result = args.handler(db, args)
     except EXPECTED_ERRORS as error:
+        if args.debug:
+            raise
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    except sqlite3.DatabaseError as error:  # a store damaged after it was opened
+        if args.debug:
+            raise
+        print(f"error: the store {args.db} is damaged or unreadable ({error}); restore it from a backup", file=sys.stderr)
         return 1
     if result is not None:
         print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else as_text(result))

@@ -98,6 +98,9 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
     if not spec.annotators and spec.crowd_items is None:
         raise BatchError("a batch needs at least one annotator (or crowd mode)")
+    name = store.check_name("batch", spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}")
+    for annotator in spec.annotators:
+        store.check_name("annotator", annotator)
     dataset = store.get_dataset(db, spec.dataset)
     candidates = _eligible_items(db, dataset["id"], spec)
     rng = random.Random(f"batch:{spec.seed}")
@@ -105,8 +108,7 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     if not chosen:
         raise BatchError(f"no {'/'.join(ITEM_KINDS_FOR_TASK[spec.task])} items in {spec.dataset} match this batch")
     gold_items = _pick_gold(chosen, spec, rng)
-    annotators = [store.ensure_annotator(db, name) for name in spec.annotators]
-    name = spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}"
+    annotators = [store.ensure_annotator(db, annotator) for annotator in spec.annotators]
     config = {
         **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids")},
         "instructions": spec.instructions or INSTRUCTIONS[spec.task],

@@ -46,7 +46,9 @@ Schema (version 8)
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -68,6 +70,31 @@ class StoreError(Exception):
 
 class NotFoundError(StoreError):
     """A named dataset, run or annotator does not exist."""
+
+
+class InvalidNameError(StoreError):
+    """A name (dataset, run, batch, annotator) that Foil Studio will not store."""
+
+
+MAX_NAME_CHARS = 120
+_NAME_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_name(kind: str, name: Any) -> str:
+    """`name` if it can name a `kind`: text of 1 to 120 characters, not blank, no control
+    characters. Names are shown as plain text everywhere, so markdown or HTML in them is harmless.
+
+    >>> check_name("run", "ViT-B-32 [openai]")
+    'ViT-B-32 [openai]'
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidNameError(f"a {kind} name must be non-empty text, got {name!r}")
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidNameError(f"a {kind} name may have at most {MAX_NAME_CHARS} characters, got {len(name)}: {name[:40]!r}...")
+    bad = _NAME_FORBIDDEN.search(name)
+    if bad:
+        raise InvalidNameError(f"a {kind} name may not hold control characters, got {bad.group()!r} in {name!r}")
+    return name
 
 
 class LabelRefused(StoreError):
@@ -286,6 +313,7 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION) -> sq
     if path is None:
         db = sqlite_utils.Database(memory=True)
     else:
+        check_store_file(Path(path))
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite_utils.Database(path)
         db.enable_wal()
@@ -293,6 +321,55 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION) -> sq
     db.conn.execute("PRAGMA busy_timeout = 10000")
     migrate(db, upto=upto)
     return db
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_store_file(path: Path) -> None:
+    """Raise StoreError, writing nothing, unless `path` is absent, empty, or a sound Foil Studio
+    store of this version or older: not a folder, an SQLite file, whole, with our migrations table."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder; expected a Foil Studio store file (give --db FILE or set FOIL_DB)")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
+        raise StoreError(f"{path} is not a Foil Studio store (not an SQLite database); nothing was written to it. "
+                         "Give another --db path.")
+    _check_whole(path, header)
+    version = _stored_schema_version(path)
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{path} was written by a newer Foil Studio (schema version {version}; this one knows up to "
+                         f"{SCHEMA_VERSION}); upgrade Foil Studio to open it. Nothing was written to it.")
+
+
+def _check_whole(path: Path, header: bytes) -> None:
+    """A file shorter than the pages its header counts was truncated (header fields per sqlite.org/fileformat)."""
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages, counter, valid_for = (int.from_bytes(header[i:i + 4], "big") for i in (28, 24, 92))
+    if counter == valid_for and path.stat().st_size < pages * page_size:
+        raise StoreError(f"{path} is damaged: {path.stat().st_size:,} bytes where its header counts {pages * page_size:,} "
+                         "(a truncated copy?); restore it from a backup. Nothing was written to it.")
+
+
+def _stored_schema_version(path: Path) -> int:
+    """The migrations a store file records, read through a read-only connection."""
+    connection = None
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "schema_migrations" not in tables:
+            raise StoreError(f"{path} is an SQLite database but not a Foil Studio store (it has no schema_migrations "
+                             "table); nothing was written to it. Give another --db path.")
+        return int(connection.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]) if tables else 0
+    except sqlite3.DatabaseError as error:
+        raise StoreError(f"{path} is damaged or not a Foil Studio store ({error}); nothing was written to it") from None
+    finally:
+        if connection is not None:
+            connection.close()
 
 
 def db_file(db: sqlite_utils.Database) -> Path | None:
@@ -359,6 +436,7 @@ def ensure_dataset(
     db: sqlite_utils.Database, name: str, source_kind: str, image_root: Path | None = None
 ) -> int:
     """The id of dataset `name`, created if absent; a newly given image root is recorded."""
+    check_name("dataset", name)
     row = db.execute("SELECT id, image_root FROM datasets WHERE name = ?", [name]).fetchone()
     root = str(image_root.resolve()) if image_root is not None else None
     if row is None:
@@ -564,6 +642,7 @@ def ensure_run(
     meta: dict[str, Any] | None = None,
 ) -> int:
     """The id of run `name` on a dataset, created if absent."""
+    check_name("run", name)
     row = db.execute(
         "SELECT id FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]
     ).fetchone()
@@ -785,6 +864,7 @@ def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, 
 
 def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | None = None) -> dict[str, Any]:
     """The annotator called `name`, created with a fresh unguessable token if absent."""
+    check_name("annotator", name)
     with transaction(db):
         db.execute(
             "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?)"
@@ -827,6 +907,7 @@ _ANSWERED = (
 
 def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: str, config: dict[str, Any]) -> int:
     """Insert a batch; a taken name is a StoreError."""
+    check_name("batch", name)
     if db.execute("SELECT 1 FROM batches WHERE name = ?", [name]).fetchone():
         raise StoreError(f"a batch named {name!r} already exists")
     cursor = db.execute(

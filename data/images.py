@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,11 +21,12 @@ class ImageInfo:
     """What the store records of one referenced image file."""
 
     path: str
-    status: str  # "ok", "missing" or "unreadable"
+    status: str  # "ok", "missing", "unreadable" or "too_large" (over FOIL_MAX_IMAGE_PIXELS)
     sha256: str | None = None
     size: int | None = None
     width: int | None = None
     height: int | None = None
+    pixels: int | None = None  # width x height, known even where the image was refused before its size was read
 
 
 def clean_relative_path(reference: str) -> str:
@@ -41,9 +43,12 @@ def clean_relative_path(reference: str) -> str:
 
 
 def resolve_image(root: Path, reference: str) -> Path:
-    """The file `reference` names under `root`; symlinks may not lead outside the root."""
+    """The file `reference` names under `root`; symlinks may not lead outside the root (nor loop)."""
     root = root.resolve()
-    target = (root / clean_relative_path(reference)).resolve()
+    try:
+        target = (root / clean_relative_path(reference)).resolve()
+    except (RuntimeError, OSError) as error:  # a symlink loop
+        raise UnsafeImagePathError(f"image path {reference!r} cannot be resolved ({error})") from None
     if not target.is_relative_to(root):
         raise UnsafeImagePathError(f"image path {reference!r} leaves the image root {root}")
     return target
@@ -57,13 +62,28 @@ def probe_image(root: Path | None, reference: str) -> ImageInfo:
     if not target.is_file():
         return ImageInfo(reference, "missing")
     payload = target.read_bytes()
+    limit = max_image_pixels()
     try:
         with Image.open(target) as image:
-            image.load()
             width, height = image.size
-    except (UnidentifiedImageError, OSError, SyntaxError):
+            if width * height > limit:
+                return ImageInfo(reference, "too_large", _sha256(payload), len(payload), width, height, width * height)
+            image.load()
+    except Image.DecompressionBombError as error:  # Pillow refuses before telling the size: take it from its message
+        pixels = re.search(r"\((\d+) pixels\)", str(error))
+        return ImageInfo(reference, "too_large", _sha256(payload), len(payload), pixels=int(pixels.group(1)) if pixels else None)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
         return ImageInfo(reference, "unreadable", _sha256(payload), len(payload))
     return ImageInfo(reference, "ok", _sha256(payload), len(payload), width, height)
+
+
+def max_image_pixels() -> int:
+    """The largest image (width x height) Foil Studio decodes (``FOIL_MAX_IMAGE_PIXELS``);
+    Pillow's own decompression-bomb check is set to the same figure."""
+    from data.reading import limits
+
+    Image.MAX_IMAGE_PIXELS = limits().image_pixels
+    return limits().image_pixels
 
 
 def _sha256(payload: bytes) -> str:

@@ -27,9 +27,7 @@ Import kinds (``python cli.py import KIND PATH``):
 from __future__ import annotations
 
 import ast
-import csv
 import io
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,15 +37,9 @@ from typing import Any
 import pandas as pd
 
 from data.items import Item, ItemShapeError, category_key
+from data.reading import BadInputError, check_binary_file, check_text, parse_json, read_csv_rows, read_json, read_text
 
-
-class BadInputError(ValueError):
-    """A file cannot be imported; the message names the file, the row and what was expected."""
-
-    def __init__(self, file: Path | str, row: int | str | None, message: str) -> None:
-        self.file, self.row, self.message = str(file), row, message
-        where = f"{file}" if row is None else f"{file}, row {row}"
-        super().__init__(f"{where}: {message}")
+__all__ = ["BadInputError", "PARSERS", "Parsed", "parse_choice"]
 
 
 @dataclass(frozen=True)
@@ -101,27 +93,6 @@ Parser = Callable[[Path], Parsed]
 # --- reading helpers -------------------------------------------------------------------------
 
 
-def read_json(path: Path) -> Any:
-    """Load a JSON file, turning a syntax error into a BadInputError with line and column."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise BadInputError(path, error.lineno, f"malformed JSON: {error.msg} (column {error.colno})") from None
-    except UnicodeDecodeError:
-        raise BadInputError(path, None, "not UTF-8 text; expected a JSON file") from None
-
-
-def read_csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield (row number, row) of a CSV after checking its header; row 1 is the header."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BadInputError(path, 1, f"missing column(s) {missing}; expected {list(required)}")
-        for number, row in enumerate(reader, start=2):
-            yield number, row
-
-
 def require_keys(record: Any, keys: tuple[str, ...], file: Path, row: int | str) -> dict[str, Any]:
     """Return `record` if it is an object with non-empty string values at `keys`."""
     if not isinstance(record, dict):
@@ -133,7 +104,17 @@ def require_keys(record: Any, keys: tuple[str, ...], file: Path, row: int | str)
 
 
 def make_item(file: Path, row: int | str, **fields: Any) -> Item:
-    """Build an Item, turning a shape error into a BadInputError naming file and row."""
+    """Build an Item from outside text, checked at the reading boundary: captions, category and
+    image paths are text within the limits, free of control characters; truth and meta are
+    objects. Any failure is a BadInputError naming file and row."""
+    for n, caption in enumerate(fields.get("captions", ())):
+        check_text(caption, file, row, f"caption {n + 1}")
+    for n, image in enumerate(fields.get("images", ())):
+        check_text(image, file, row, f"image {n + 1}")
+    check_text(fields.get("category"), file, row, "category")
+    for key in ("truth", "meta"):
+        if not isinstance(fields.get(key, {}), dict):
+            raise BadInputError(file, row, f"{key} is {fields[key]!r} ({type(fields[key]).__name__}); expected an object")
     try:
         return Item(**fields)
     except ItemShapeError as error:
@@ -314,29 +295,34 @@ def _bivlc_group(row: dict[str, Any], images: tuple[str, ...], file: Path, numbe
     )
 
 
+BIVLC_COLUMNS = ("caption", "negative_caption", "type", "subtype", "image", "negative_image")
+
+
 def parse_bivlc(path: Path) -> Parsed:
     """BiVLC instances from CSV or parquet; images as relative paths or embedded bytes."""
-    frame = _read_table(path)
-    columns = ("caption", "negative_caption", "type", "subtype", "image", "negative_image")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise BadInputError(path, 1, f"missing column(s) {missing}; expected {list(columns)}")
     parsed = Parsed("bivlc", "bivlc")
-    for number, row in enumerate(frame.to_dict("records"), start=2):
+    for number, row in _table_rows(path, BIVLC_COLUMNS):
         images = (_image_ref(parsed, row["image"], path, number), _image_ref(parsed, row["negative_image"], path, number))
         parsed.add(_bivlc_group(row, images, path, number), path, number)
     return parsed
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise BadInputError(path, None, "no such file")
+def _table_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, row) of a CSV (through the reading boundary) or a parquet table."""
+    if path.suffix.lower() != ".parquet":
+        yield from read_csv_rows(path, columns)
+        return
+    check_binary_file(path)
     try:
-        if path.suffix.lower() == ".parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = pd.read_parquet(path)
     except (ValueError, OSError) as error:
-        raise BadInputError(path, None, f"cannot read as {path.suffix or 'CSV'} table: {error}") from None
+        raise BadInputError(path, None, f"cannot read as a parquet table: {error}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise BadInputError(path, 1, f"missing column(s) {missing}; expected {list(columns)}")
+    if frame.empty:
+        raise BadInputError(path, None, "has no rows; expected at least one item")
+    yield from enumerate(frame.to_dict("records"), start=2)
 
 
 def _image_ref(parsed: Parsed, value: Any, file: Path, number: int) -> str:
@@ -364,6 +350,7 @@ def parse_bivlc_candidates(path: Path) -> Parsed:
     parsed = Parsed("bivlc-candidates", "bivlc-candidates")
     for number, row in read_csv_rows(path, columns):
         category = category_key(row["type"], row["subtype"])
+        check_text(row["caption"], path, number, "caption")
         item = make_item(
             path, number, kind="candidates", category=category,
             source_id=f"{category}/{row.get('index') or number}",
@@ -517,17 +504,11 @@ def parse_jsonl(path: Path) -> Parsed:
     optional ``truth`` and ``meta`` objects. List order follows ``data/items.py``.
     """
     parsed = Parsed("jsonl", path.stem)
-    text = path.read_text(encoding="utf-8") if path.is_file() else None
-    if text is None:
+    if not path.exists():
         raise BadInputError(path, None, "no such file")
-    for number, line in enumerate(io.StringIO(text), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise BadInputError(path, number, f"malformed JSON: {error.msg}") from None
-        parsed.add(_jsonl_item(record, path, number), path, number)
+    for number, line in enumerate(io.StringIO(read_text(path)), start=1):
+        if line.strip():
+            parsed.add(_jsonl_item(parse_json(line, path, number), path, number), path, number)
     return parsed
 
 
@@ -539,13 +520,13 @@ def _jsonl_item(record: Any, file: Path, number: int) -> Item:
     return make_item(
         file, number, kind=record["kind"], category=record["category"],
         source_id=str(record.get("id", number)), captions=tuple(captions), images=tuple(images),
-        truth=record.get("truth") or {}, meta=record.get("meta") or {},
+        truth=record.get("truth", {}), meta=record.get("meta", {}),
     )
 
 
 def _model_from_stem(path: Path, prefix: str) -> str:
     if not path.is_file():
-        raise BadInputError(path, None, "no such file")
+        raise BadInputError(path, None, "is a folder; expected a file" if path.is_dir() else "no such file")
     return path.stem.removeprefix(prefix) or path.stem
 
 

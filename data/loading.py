@@ -12,7 +12,7 @@ from typing import Any
 import sqlite_utils
 
 from annotate import store
-from data.images import UnsafeImagePathError, clean_relative_path, probe_image
+from data.images import UnsafeImagePathError, clean_relative_path, max_image_pixels, probe_image
 from data.importers import PARSERS, BadInputError, ImportWarning, Parsed
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,8 @@ def import_path(
     if kind not in PARSERS:
         raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {sorted(PARSERS)}")
     parsed = PARSERS[kind](Path(path))
+    if not parsed.items:
+        raise BadInputError(path, None, f"holds no items; expected at least one {kind} item (an empty file or folder?)")
     return store_parsed(
         db, parsed, kind=kind, path=str(path), images=images, name=name, run=run,
         embedded_root=embedded_root, progress=progress,
@@ -136,12 +138,29 @@ def _record_images(
     infos = []
     for done, reference in enumerate(references, start=1):
         if known.get(reference) != "ok" or root is None:
-            infos.append(probe_image(root, reference))
+            try:
+                infos.append(probe_image(root, reference))
+            except UnsafeImagePathError as error:
+                file, row = _origin_of(parsed, reference)
+                raise BadInputError(file, row, str(error)) from None
         if progress and (done % 500 == 0 or done == len(references)):
             progress(done, len(references))
     store.record_images(db, dataset_id, infos)
+    for info in infos:
+        if info.status == "too_large":
+            size = f"{info.pixels:,} pixels" if info.pixels else "more pixels than allowed"
+            parsed.warn(info.path, None, f"image not used: {size}, over the limit of {max_image_pixels():,} pixels; "
+                        "raise it with FOIL_MAX_IMAGE_PIXELS")
     statuses = store.known_image_paths(db, dataset_id)
     return sum(statuses.get(ref) != "ok" for ref in references)
+
+
+def _origin_of(parsed: Parsed, reference: str) -> tuple[str, int | str | None]:
+    """The file and row of the first item naming an image."""
+    for item, origin in zip(parsed.items, parsed.origins):
+        if reference in _image_references(item.images, item.meta):
+            return origin
+    return (parsed.origins[0][0] if parsed.origins else "?", None)
 
 
 def _store_run(

@@ -85,9 +85,10 @@ def answer_and_wait(page, key: str) -> None:
 
 
 def notice(page) -> str:
+    """The message the last answer produced (waits for it: the rerun may not have started yet)."""
+    expect(page.get_by_test_id("stAlert").first).to_be_visible(timeout=20_000)
     wait_idle(page, expect)
-    alerts = page.get_by_test_id("stAlert").all_inner_texts()
-    return " ".join(alerts)
+    return " ".join(page.get_by_test_id("stAlert").all_inner_texts())
 
 
 def test_a_double_key_press_stores_one_answer_on_the_item_shown(site):

@@ -1,0 +1,194 @@
+"""The one boundary through which Foil Studio reads files from outside.
+
+Every reader here checks sizes against ``Limits`` (each raisable by an environment variable),
+decodes UTF-8 with or without a byte-order mark, refuses NUL and control characters, nesting
+deeper than a limit, duplicate ids and empty files, and raises ``BadInputError`` naming the file,
+the row (or field) and what was expected. Nothing is written by any of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+
+class BadInputError(ValueError):
+    """A file cannot be imported; the message names the file, the row and what was expected."""
+
+    def __init__(self, file: Path | str, row: int | str | None, message: str) -> None:
+        self.file, self.row, self.message = str(file), row, message
+        where = f"{file}" if row is None else f"{file}, row {row}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one file may hold. Each limit is read from ``FOIL_MAX_<NAME>`` when set."""
+
+    file_bytes: int = 4 * 1024**3  # FOIL_MAX_FILE_BYTES
+    caption_chars: int = 5_000  # FOIL_MAX_CAPTION_CHARS: the longest caption or name-like text field
+    field_chars: int = 1_000_000  # FOIL_MAX_FIELD_CHARS: the longest CSV field
+    json_depth: int = 64  # FOIL_MAX_JSON_DEPTH: nesting of lists and objects
+    image_pixels: int = 178_956_970  # FOIL_MAX_IMAGE_PIXELS: width x height (Pillow's own error threshold)
+
+    @staticmethod
+    def env_name(name: str) -> str:
+        return f"FOIL_MAX_{name.upper()}"
+
+
+def limits() -> Limits:
+    """The limits in force, read from the environment at call time.
+
+    >>> limits().json_depth >= 16
+    True
+    """
+    values = {}
+    for spec in fields(Limits):
+        text = os.environ.get(Limits.env_name(spec.name))
+        if text:
+            try:
+                values[spec.name] = int(text.replace("_", ""))
+            except ValueError:
+                raise BadInputError(Limits.env_name(spec.name), None, f"is {text!r}; expected a whole number") from None
+    return Limits(**values)
+
+
+def over_limit(name: str, value: int, limit: int, what: str) -> str:
+    """The message for a limit passed: the value, the limit and how to raise it."""
+    return f"{what} is {value:,}, over the limit of {limit:,}; raise it with {Limits.env_name(name)}={max(value, limit * 2)}"
+
+
+# C0 control characters other than tab, line feed and carriage return, and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def check_binary_file(path: Path) -> None:
+    """The checks every file passes before it is read: a file (not a folder), within the size limit."""
+    path = Path(path)
+    if path.is_dir():
+        raise BadInputError(path, None, "is a folder; expected a file")
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise BadInputError(path, None, f"cannot be read ({error.strerror or error}); expected a readable file") from None
+    if size > limits().file_bytes:
+        raise BadInputError(path, None, over_limit("file_bytes", size, limits().file_bytes, "file size in bytes"))
+
+
+def read_text(path: Path) -> str:
+    """A whole text file: `check_binary_file`, then UTF-8 (a BOM is fine) free of NUL bytes."""
+    path = Path(path)
+    check_binary_file(path)
+    try:
+        payload = path.read_bytes()
+    except OSError as error:
+        raise BadInputError(path, None, f"cannot be read ({error.strerror or error}); expected a readable file") from None
+    try:
+        text = payload.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = payload[: error.start].count(b"\n") + 1
+        raise BadInputError(path, line, f"is not UTF-8 text (byte {error.start}: {payload[error.start:error.start + 1]!r}); "
+                            "save the file as UTF-8") from None
+    if "\x00" in text:
+        raise BadInputError(path, text[: text.index("\x00")].count("\n") + 1, "holds a NUL byte (a binary file?); expected text")
+    return text
+
+
+def parse_json(text: str, file: Path | str, row: int | str | None = None) -> Any:
+    """JSON text as Python values; refuses duplicate keys and nesting deeper than the limit."""
+    depth = limits().json_depth
+    try:
+        value = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, file, row))
+    except json.JSONDecodeError as error:
+        raise BadInputError(file, row if row is not None else error.lineno, f"malformed JSON: {error.msg} (column {error.colno})") from None
+    except RecursionError:
+        raise BadInputError(file, row, f"JSON nested too deeply to read; the limit is {depth} ({Limits.env_name('json_depth')})") from None
+    found = _nesting(value)
+    if found > depth:
+        raise BadInputError(file, row, over_limit("json_depth", found, depth, "JSON nesting depth"))
+    return value
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file through `read_text` and `parse_json`."""
+    return parse_json(read_text(path), path)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]], file: Path | str, row: int | str | None) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise BadInputError(file, row if row is not None else key, f"the key {key!r} appears twice in one object; "
+                                "expected unique ids (the second would silently replace the first)")
+        result[key] = value
+    return result
+
+
+def _nesting(value: Any) -> int:
+    """How deeply lists and objects nest in `value` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        current, level = stack.pop()
+        if isinstance(current, (dict, list)):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (current.values() if isinstance(current, dict) else current))
+    return deepest
+
+
+def read_csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield (row number, row) of a CSV after checking its header; row 1 is the header.
+
+    Rows with fewer or more fields than the header, fields over the limit and unterminated
+    quotes are refused with the row; a file with a header and no rows is refused too.
+    """
+    text = read_text(path)
+    csv.field_size_limit(limits().field_chars)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    number = 1
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise BadInputError(path, 1, f"is empty; expected a header row with {list(required)}")
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise BadInputError(path, 1, f"missing column(s) {missing}; expected {list(required)}")
+        n_rows, number = 0, 1
+        for fields_ in reader:
+            if not fields_:
+                continue
+            number += 1
+            if len(fields_) != len(header):
+                raise BadInputError(path, number, f"has {len(fields_)} fields but the header has {len(header)} "
+                                    "(a missing field, an extra comma, or an unterminated quote?)")
+            n_rows += 1
+            yield number, dict(zip(header, fields_))
+    except csv.Error as error:
+        message = str(error)
+        if "field larger than field limit" in message:
+            message = over_limit("field_chars", limits().field_chars + 1, limits().field_chars, "a field's length in characters")
+        raise BadInputError(path, number + 1 if header else 1, f"unreadable CSV: {message}") from None
+    if n_rows == 0:
+        raise BadInputError(path, 2, "has a header but no rows; expected at least one item")
+
+
+def check_text(value: Any, file: Path | str, row: int | str | None, field: str) -> str:
+    """`value` if it is a non-empty string within the caption limit, free of control characters."""
+    if not isinstance(value, str):
+        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected text")
+    if not value.strip():
+        raise BadInputError(file, row, f"{field} is empty; expected text")
+    limit = limits().caption_chars
+    if len(value) > limit:
+        raise BadInputError(file, row, over_limit("caption_chars", len(value), limit, f"{field}'s length in characters"))
+    bad = _CONTROL.search(value)
+    if bad:
+        raise BadInputError(file, row, f"{field} holds the control character {bad.group()!r} at position {bad.start()}; expected plain text")
+    return value

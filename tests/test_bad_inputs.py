@@ -1,0 +1,407 @@
+"""A generated corpus of malformed and odd inputs: every import kind, the store, names.
+
+Each case is written by code into a temporary folder (no binaries in the repository). Each must
+end in the named error, with a message naming the file and the row (or the field or limit), and
+leave the store byte-for-byte unchanged. A few odd-but-valid inputs (a byte-order mark) must be
+accepted. Add a case whenever a new bad input turns up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import struct
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from annotate import batches, store
+from data.importers import BadInputError
+from data.loading import import_path
+from tests.conftest import REPO
+
+SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
+HP = {"image_id": 1, "true_caption": "a dog on a mat", "false_caption": "a mat on a dog", "image_path": "a.jpg"}
+ARO = {"image_path": "a.jpg", "true_caption": "the dog is on the mat", "false_caption": "the mat is on the dog",
+       "relation_name": "on", "bbox_x": 0, "bbox_y": 0, "bbox_w": 10, "bbox_h": 10}
+JSONL = {"kind": "pair", "category": "att", "id": "1", "captions": ["a red cup", "a blue cup"], "images": ["a.jpg"]}
+CSV_HEADERS = {
+    "sugarcrepe-correct": ["filename", "caption", "negative_caption", "type", "subtype", "correct"],
+    "bivlc-results": ["caption", "negative_caption", "type", "subtype", "text_score_i0", "text_score_i1", "image_score_c0",
+                      "image_score_c1", "text_score", "image_score", "group_score"],
+    "bivlc": ["caption", "negative_caption", "type", "subtype", "image", "negative_image"],
+    "bivlc-candidates": ["filename", "caption", "negative_caption", "type", "subtype", "hn_img_0", "hn_img_1", "hn_img_2", "hn_img_3"],
+}
+CSV_ROWS = {
+    "sugarcrepe-correct": ["a.jpg", "a red cup", "a blue cup", "replace", "att", "1"],
+    "bivlc-results": ["a red cup", "a blue cup", "replace", "att", *["True"] * 7],
+    "bivlc": ["a red cup", "a blue cup", "replace", "att", "a.jpg", "b.jpg"],
+    "bivlc-candidates": ["a.jpg", "a red cup", "a blue cup", "replace", "att", "h0.jpg", "h1.jpg", "h2.jpg", "h3.jpg"],
+}
+CSV_FILES = {"sugarcrepe-correct": "SUGARCREPE_CORRECT_m.csv", "bivlc-results": "BiVLC_m.csv", "bivlc": "bivlc.csv",
+             "bivlc-candidates": "BiVLC_negative_imgs.csv"}
+CREPE_HEADER = ["image_id", "caption", "x", "y", "width", "height", "hard_negs"]
+CREPE_ROW = ["1", "a dog on a mat", "0", "0", "5", "5", "['a mat on a dog']"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: how to write it, what to import it as, and what the error must say."""
+
+    name: str
+    kind: str
+    write: Callable[[Path], Path]
+    says: tuple[str, ...]  # substrings the message must hold (besides the file name)
+    row: str | None = None  # "row N" expected in the message, when the fault has a row
+
+
+def csv_text(header: list[str], rows: list[list[str]]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def file_writer(relative: str, payload: str | bytes) -> Callable[[Path], Path]:
+    """Write `payload` at `relative` under the case folder; the import reads that folder's entry point."""
+    def write(folder: Path) -> Path:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(payload if isinstance(payload, bytes) else payload.encode("utf-8"))
+        return target
+    return write
+
+
+def in_parent(write: Callable[[Path], Path], levels: int) -> Callable[[Path], Path]:
+    """Import the folder `levels` above the file written (gpt4v reads a folder of orderings)."""
+    def wrapped(folder: Path) -> Path:
+        target = write(folder)
+        for _ in range(levels):
+            target = target.parent
+        return target
+    return wrapped
+
+
+def sugarcrepe(records: object | str | bytes, name: str = "add_att.json") -> Callable[[Path], Path]:
+    payload = records if isinstance(records, (str, bytes)) else json.dumps(records)
+    return file_writer(f"data/{name}", payload)
+
+
+def hard_positives(rows: object, swapped: object | None = None) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        for sub, payload in (("data", rows), ("swapped_data", rows if swapped is None else swapped)):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+            (folder / sub / "x.json").write_text(payload if isinstance(payload, str) else json.dumps(payload))
+        return folder
+    return write
+
+
+def jsonl(*records: object) -> Callable[[Path], Path]:
+    return file_writer("x.jsonl", "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+
+
+def deep_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG whose header claims width x height (a decompression bomb, written in bytes)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00")) + chunk(b"IEND", b"")
+
+
+def json_cases() -> list[Case]:
+    cases = []
+    for kind, build, good in (
+        ("sugarcrepe", lambda r: sugarcrepe(r), {"1": SC}),
+        ("gpt4v", lambda r: in_parent(file_writer("positive-first/gpt4v-add_att.json", r if isinstance(r, (str, bytes)) else json.dumps(r)), 2), {"1": SC}),
+        ("aro", lambda r: file_writer("visual_genome_relation.json", r if isinstance(r, (str, bytes)) else json.dumps(r)), [ARO]),
+    ):
+        cases += [
+            Case(f"{kind}-malformed", kind, build('{"1": {"filename": '), ("malformed JSON",), "row 1"),
+            Case(f"{kind}-nested-100k", kind, build(deep_json(100_000)), ("nested too deeply", "FOIL_MAX_JSON_DEPTH")),
+            Case(f"{kind}-nested-100", kind, build(deep_json(100)), ("JSON nesting depth", "FOIL_MAX_JSON_DEPTH")),
+            Case(f"{kind}-latin1", kind, build(json.dumps(good, ensure_ascii=False).replace("the", "thé").replace("red", "rouge é").encode("latin-1")), ("not UTF-8",)),
+            Case(f"{kind}-binary", kind, build(os.urandom(512) + b"\xff\xfe"), ("not UTF-8",)),
+            Case(f"{kind}-empty-object", kind, build({} if kind != "aro" else []), ("no items",)),
+            Case(f"{kind}-wrong-top-level", kind, build([SC] if kind != "aro" else {"1": ARO}), ("expected",)),
+        ]
+    cases += [
+        Case("sugarcrepe-folder-named-json", "sugarcrepe", lambda f: (f / "data" / "add_att.json").mkdir(parents=True) or f / "data", ("is a folder",)),
+        Case("sugarcrepe-duplicate-id", "sugarcrepe", sugarcrepe('{"7": %s, "7": %s}' % (json.dumps(SC), json.dumps(SC))), ("appears twice",), "row 7"),
+        Case("sugarcrepe-nul-in-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "a red\u0000cup"}}), ("control character",), "row 1"),
+        Case("sugarcrepe-bell-in-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "a red\u0007cup"}}), ("control character",), "row 1"),
+        Case("sugarcrepe-20mb-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "a " * 10_000_000}}), ("FOIL_MAX_CAPTION_CHARS", "caption 1"), "row 1"),
+        Case("sugarcrepe-6k-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "negative_caption": "b" * 6000}}), ("FOIL_MAX_CAPTION_CHARS", "caption 2"), "row 1"),
+        Case("sugarcrepe-caption-number", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": 5}}), ("missing or empty",), "row 1"),
+        Case("sugarcrepe-empty-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "  "}}), ("missing or empty",), "row 1"),
+        Case("sugarcrepe-missing-field", "sugarcrepe", sugarcrepe({"1": {"filename": "a.jpg", "caption": "x"}}), ("negative_caption",), "row 1"),
+        Case("sugarcrepe-record-is-list", "sugarcrepe", sugarcrepe({"1": ["a.jpg"]}), ("expected an object",), "row 1"),
+        Case("sugarcrepe-image-escapes-root", "sugarcrepe", sugarcrepe({"1": {**SC, "filename": "../../etc/passwd"}}), ("leaves the image root",), "row 1"),
+        Case("sugarcrepe-absolute-image", "sugarcrepe", sugarcrepe({"1": {**SC, "filename": "/etc/passwd"}}), ("leaves the image root",), "row 1"),
+        Case("sugarcrepe-empty-folder", "sugarcrepe", lambda f: (f / "data").mkdir() or f / "data", ("no *.json files",)),
+        Case("sugarcrepe-no-such-path", "sugarcrepe", lambda f: f / "nowhere", ("no such file",)),
+        Case("gpt4v-folder-with-wrong-name", "gpt4v", file_writer("answers/gpt4v-add_att.json", json.dumps({"1": SC})), ("expected a folder named",)),
+        Case("gpt4v-duplicate-id", "gpt4v", in_parent(file_writer("negative-first/gpt4v-add_att.json", '{"3": %s, "3": %s}' % (json.dumps(SC), json.dumps(SC))), 2), ("appears twice",), "row 3"),
+        Case("aro-bbox-text", "aro", file_writer("vgr.json", json.dumps([{**ARO, "bbox_x": "left"}])), ("bbox",), "row 1"),
+        Case("aro-no-relation", "aro", file_writer("vgr.json", json.dumps([{k: v for k, v in ARO.items() if k != "relation_name"}])), ("relation_name",), "row 1"),
+        Case("aro-nul-caption", "aro", file_writer("vgr.json", json.dumps([{**ARO, "false_caption": "x\u0000"}])), ("control character",), "row 1"),
+        Case("hard-positives-misaligned", "hard-positives", hard_positives([HP, HP], [HP]), ("misaligned",)),
+        Case("hard-positives-row-mismatch", "hard-positives", hard_positives([HP], [{**HP, "image_path": "b.jpg"}]), ("misaligned",), "row 1"),
+        Case("hard-positives-not-a-list", "hard-positives", hard_positives({"a": HP}), ("expected a list",)),
+        Case("hard-positives-empty", "hard-positives", hard_positives([]), ("no items",)),
+        Case("hard-positives-no-swapped", "hard-positives", file_writer("data/x.json", json.dumps([HP])), ("no matching hard-positive file",)),
+        Case("hard-positives-deep", "hard-positives", hard_positives(deep_json(5000)), ("nest",)),
+        Case("hard-positives-caption-control", "hard-positives", hard_positives([{**HP, "true_caption": "a\u001bdog"}]), ("control character",), "row 1"),
+    ]
+    return cases
+
+
+def csv_cases() -> list[Case]:
+    cases = []
+    for kind, header in CSV_HEADERS.items():
+        name, row = CSV_FILES[kind], CSV_ROWS[kind]
+        good = csv_text(header, [row])
+        cases += [
+            Case(f"{kind}-latin1", kind, file_writer(name, good.replace("red", "rouge é").encode("latin-1")), ("not UTF-8",), "row 2"),
+            Case(f"{kind}-binary", kind, file_writer(name, b"\x00\x01\x02\xff" * 200), ("not UTF-8",)),
+            Case(f"{kind}-nul-byte", kind, file_writer(name, good.replace("red", "re\x00d")), ("NUL byte",), "row 2"),
+            Case(f"{kind}-short-row", kind, file_writer(name, csv_text(header, [row[:-2]])), ("fields but the header has",), "row 2"),
+            Case(f"{kind}-long-row", kind, file_writer(name, csv_text(header, [[*row, "extra"]])), ("fields but the header has",), "row 2"),
+            Case(f"{kind}-unterminated-quote", kind, file_writer(name, good + '"' + ",".join(row)), ("fields but the header has",), "row 3"),
+            Case(f"{kind}-header-only", kind, file_writer(name, csv_text(header, [])), ("header but no rows",), "row 2"),
+            Case(f"{kind}-empty-file", kind, file_writer(name, ""), ("is empty",), "row 1"),
+            Case(f"{kind}-missing-column", kind, file_writer(name, csv_text(header[:-1], [row[:-1]])), ("missing column",), "row 1"),
+            Case(f"{kind}-folder-named-csv", kind, lambda f, n=name: (f / n).mkdir() or f / n, ("is a folder",)),
+            Case(f"{kind}-huge-field", kind, file_writer(name, csv_text(header, [[*row[:-1], "x" * 1_100_000]])), ("FOIL_MAX_FIELD_CHARS",), "row 2"),
+            Case(f"{kind}-bell-caption", kind, file_writer(name, good.replace("a red cup", "a red\x07cup")), ("control character",), "row 2"),
+        ]
+    cases += [
+        Case("sugarcrepe-correct-bad-bool", "sugarcrepe-correct", file_writer(CSV_FILES["sugarcrepe-correct"], csv_text(CSV_HEADERS["sugarcrepe-correct"], [[*CSV_ROWS["sugarcrepe-correct"][:-1], "maybe"]])), ("expected True/False",), "row 2"),
+        Case("bivlc-results-bad-bool", "bivlc-results", file_writer(CSV_FILES["bivlc-results"], csv_text(CSV_HEADERS["bivlc-results"], [[*CSV_ROWS["bivlc-results"][:-1], "yes"]])), ("expected True/False",), "row 2"),
+        Case("bivlc-image-escapes", "bivlc", file_writer("bivlc.csv", csv_text(CSV_HEADERS["bivlc"], [[*CSV_ROWS["bivlc"][:-1], "../b.jpg"]])), ("leaves the image root",), "row 2"),
+        Case("bivlc-empty-image", "bivlc", file_writer("bivlc.csv", csv_text(CSV_HEADERS["bivlc"], [[*CSV_ROWS["bivlc"][:-1], " "]])), ("image column is empty",), "row 2"),
+        Case("bivlc-broken-parquet", "bivlc", file_writer("bivlc.parquet", b"PAR1 not really"), ("cannot read as a parquet table",)),
+        Case("crepe-bad-list", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [[*CREPE_ROW[:-1], "a mat"]])), ("expected a list of captions",), "row 2"),
+        Case("crepe-bad-box", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [[*CREPE_ROW[:2], "x", *CREPE_ROW[3:]]])), ("expected numbers",), "row 2"),
+        Case("crepe-no-files", "crepe", file_writer("other.csv", csv_text(CREPE_HEADER, [CREPE_ROW])), ("no CREPE files",)),
+        Case("crepe-latin1", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [CREPE_ROW]).replace("dog", "chien é").encode("latin-1")), ("not UTF-8",), "row 2"),
+        Case("crepe-header-only", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [])), ("header but no rows",), "row 2"),
+    ]
+    return cases
+
+
+def jsonl_cases() -> list[Case]:
+    return [
+        Case("jsonl-meta-string", "jsonl", jsonl({**JSONL, "meta": "oops"}), ("meta is 'oops'", "expected an object"), "row 1"),
+        Case("jsonl-truth-list", "jsonl", jsonl({**JSONL, "truth": ["negative", "false"]}), ("truth is", "expected an object"), "row 1"),
+        Case("jsonl-image-number", "jsonl", jsonl({**JSONL, "images": [7]}), ("image 1 is 7",), "row 1"),
+        Case("jsonl-caption-number", "jsonl", jsonl({**JSONL, "captions": ["a red cup", 3]}), ("caption 2 is 3",), "row 1"),
+        Case("jsonl-captions-string", "jsonl", jsonl({**JSONL, "captions": "a red cup"}), ("must be lists",), "row 1"),
+        Case("jsonl-unknown-kind", "jsonl", jsonl({**JSONL, "kind": "quad"}), ("unknown item kind",), "row 1"),
+        Case("jsonl-wrong-shape", "jsonl", jsonl({**JSONL, "captions": ["a"]}), ("needs 2 captions",), "row 1"),
+        Case("jsonl-malformed-line", "jsonl", jsonl(JSONL, '{"kind": '), ("malformed JSON",), "row 2"),
+        Case("jsonl-not-object", "jsonl", jsonl([1, 2]), ("expected an object",), "row 1"),
+        Case("jsonl-duplicate-key", "jsonl", jsonl('{"kind": "pair", "kind": "triple"}'), ("appears twice",), "row 1"),
+        Case("jsonl-nul", "jsonl", jsonl({**JSONL, "captions": ["a\u0000", "b"]}), ("control character",), "row 1"),
+        Case("jsonl-deep", "jsonl", jsonl(deep_json(200)), ("nest",), "row 1"),
+        Case("jsonl-empty-file", "jsonl", file_writer("x.jsonl", "\n\n"), ("no items",)),
+        Case("jsonl-category-control", "jsonl", jsonl({**JSONL, "category": "a\u0008b"}), ("category holds the control character",), "row 1"),
+        Case("jsonl-binary", "jsonl", file_writer("x.jsonl", os.urandom(300) + b"\xff"), ("not UTF-8",)),
+        Case("jsonl-missing", "jsonl", lambda f: f / "absent.jsonl", ("no such file",)),
+    ]
+
+
+CASES = json_cases() + csv_cases() + jsonl_cases()
+
+
+@pytest.fixture
+def seeded_store(tmp_path):
+    """A store file holding one small dataset, closed (its bytes are the reference)."""
+    source = tmp_path / "seed.jsonl"
+    source.write_text(json.dumps(JSONL) + "\n")
+    path = tmp_path / "foil.db"
+    db = store.open_db(path)
+    import_path(db, "jsonl", source, name="seed")
+    db.conn.close()
+    return path
+
+
+def digest(path: Path) -> str:
+    """The store's bytes, with its write-ahead log if one is left."""
+    parts = [path.read_bytes()] + [Path(f"{path}{s}").read_bytes() for s in ("-wal",) if Path(f"{path}{s}").exists()]
+    return hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+def test_the_corpus_is_large():
+    assert len(CASES) + len(STORE_CASES) + len(NAME_CASES) >= 80
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_bad_file_gives_a_clear_error_and_changes_nothing(case, seeded_store, tmp_path):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    target = case.write(folder)
+    before = digest(seeded_store)
+    db = store.open_db(seeded_store)
+    with pytest.raises(BadInputError) as caught:
+        import_path(db, case.kind, target, images=folder)
+    db.conn.close()
+    message = str(caught.value)
+    assert str(folder) in message or str(target) in message, message  # names the file
+    assert all(part in message for part in case.says), message
+    if case.row:
+        assert f"{case.row}:" in message, message
+    assert "Traceback" not in message
+    assert digest(seeded_store) == before
+
+
+# --- images ------------------------------------------------------------------------------------
+
+
+def test_an_image_bomb_is_not_decoded_and_the_import_says_why(tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "a.jpg").write_bytes(png_header_only(30_000, 30_000))
+    data = sugarcrepe({"1": SC})(tmp_path)
+    report = import_path(store.open_db(tmp_path / "foil.db"), "sugarcrepe", data.parent, images=images)
+    assert report.missing_images == 1
+    warning = next(w for w in report.warnings if w["file"] == "a.jpg")
+    assert "900,000,000 pixels" in warning["message"] and "FOIL_MAX_IMAGE_PIXELS" in warning["message"]
+
+
+def test_a_symlink_loop_as_an_image_is_a_clear_error(tmp_path):
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "a.jpg").symlink_to(images / "b.jpg")
+    (images / "b.jpg").symlink_to(images / "a.jpg")
+    data = sugarcrepe({"1": SC})(tmp_path)
+    with pytest.raises(BadInputError, match=r"add_att.json, row 1: image path 'a.jpg' cannot be resolved"):
+        import_path(store.open_db(tmp_path / "foil.db"), "sugarcrepe", data.parent, images=images)
+
+
+# --- odd but valid -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sugarcrepe", "sugarcrepe-correct", "jsonl"])
+def test_utf8_with_a_byte_order_mark_is_accepted(kind, tmp_path):
+    if kind == "sugarcrepe":
+        target = sugarcrepe(b"\xef\xbb\xbf" + json.dumps({"1": SC}).encode())(tmp_path).parent
+    elif kind == "jsonl":
+        target = file_writer("x.jsonl", b"\xef\xbb\xbf" + json.dumps(JSONL).encode() + b"\n")(tmp_path)
+    else:
+        target = file_writer(CSV_FILES[kind], b"\xef\xbb\xbf" + csv_text(CSV_HEADERS[kind], [CSV_ROWS[kind]]).encode())(tmp_path)
+    report = import_path(store.open_db(tmp_path / "foil.db"), kind, target)
+    assert report.n_items == 1
+
+
+def test_limits_are_raised_by_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("FOIL_MAX_CAPTION_CHARS", "10000")
+    target = sugarcrepe({"1": {**SC, "negative_caption": "b" * 6000}})(tmp_path).parent
+    assert import_path(store.open_db(tmp_path / "foil.db"), "sugarcrepe", target).n_items == 1
+
+
+# --- the store ------------------------------------------------------------------------------------
+
+
+def newer_store(path: Path) -> Path:
+    db = store.open_db(path)
+    db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 'x')", [store.SCHEMA_VERSION + 1])
+    db.conn.commit()
+    db.conn.close()
+    return path
+
+
+def truncated_store(path: Path) -> Path:
+    db = store.open_db(path)
+    db.execute("CREATE TABLE filler (x)")
+    db.conn.executemany("INSERT INTO filler VALUES (?)", [("x" * 1000,)] * 200)
+    db.conn.commit()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.conn.close()
+    payload = path.read_bytes()
+    path.write_bytes(payload[:8192])
+    return path
+
+
+def foreign_sqlite(path: Path) -> Path:
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE photos (id INTEGER)")
+    connection.commit()
+    connection.close()
+    return path
+
+
+def written(payload: bytes) -> Callable[[Path], Path]:
+    def write(path: Path) -> Path:
+        path.write_bytes(payload)
+        return path
+    return write
+
+
+STORE_CASES = {
+    "text-file": (written(b"just some notes\n"), "not an SQLite database"),
+    "random-bytes": (written(os.urandom(8192)), "not an SQLite database"),
+    "a-folder": (lambda p: p.mkdir() or p, "is a folder"),
+    "truncated": (truncated_store, "is damaged"),
+    "newer-schema": (newer_store, "newer Foil Studio"),
+    "foreign-sqlite": (foreign_sqlite, "not a Foil Studio store"),
+    "short-header": (written(b"SQLite format 3\x00\x10"), "not an SQLite database"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STORE_CASES))
+def test_a_bad_store_is_refused_in_one_line_and_left_untouched(case, tmp_path):
+    make, says = STORE_CASES[case]
+    path = make(tmp_path / "store.db")
+    before = digest(path) if path.is_file() else None
+    with pytest.raises(store.StoreError, match=says) as caught:
+        store.open_db(path)
+    assert str(path) in str(caught.value)
+    assert (digest(path) if path.is_file() else None) == before
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "datasets", "--db", str(path)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr
+    assert (digest(path) if path.is_file() else None) == before
+
+
+# --- names -----------------------------------------------------------------------------------------
+
+NAME_CASES = {
+    "empty": "", "blank": "   ", "newline": "ada\nbob", "nul": "ada\x00", "escape": "\x1b[31mred", "too-long": "a" * 121,
+    "tab": "ada\tbob", "delete": "ada\x7f",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NAME_CASES))
+@pytest.mark.parametrize("where", ["annotator", "batch", "run", "dataset"])
+def test_bad_names_are_refused_on_the_way_in(case, where, seeded_store):
+    name = NAME_CASES[case]
+    if case == "empty" and where in ("batch", "dataset"):
+        pytest.skip("an empty batch or dataset name means: choose one for me")
+    db = store.open_db(seeded_store)
+    before = digest(seeded_store)
+    with pytest.raises(store.InvalidNameError, match=f"a {where} name"):
+        if where == "annotator":
+            store.ensure_annotator(db, name)
+        elif where == "batch":
+            batches.create_batch(db, batches.BatchSpec("seed", "validate_negative", ("ada",), 1, name=name))
+        elif where == "run":
+            store.ensure_run(db, store.get_dataset(db, "seed")["id"], name, kind="scores")
+        else:
+            import_path(db, "jsonl", seeded_store.parent / "seed.jsonl", name=name)
+    db.conn.close()
+    assert digest(seeded_store) == before
