@@ -30,7 +30,12 @@ if token:
     st.session_state["token"] = token
     st.query_params["token"] = token
 
-role = roles.resolve_role(db, token, roles.admin_token(db_file))
+try:
+    admin = roles.admin_token(db_file)
+except roles.WeakAdminTokenError as error:
+    st.error(str(error))
+    st.stop()
+role = roles.resolve_role(db, token, admin)
 st.session_state["role"] = role
 
 if role.kind == "admin":

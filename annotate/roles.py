@@ -28,16 +28,32 @@ class Role:
 ANONYMOUS = Role("anonymous")
 
 
+MIN_ADMIN_TOKEN_CHARS = 16
+
+
+class WeakAdminTokenError(store.StoreError):
+    """``$FOIL_ADMIN_TOKEN`` is too short to keep the admin pages private."""
+
+
 def admin_token(db_file: str | Path) -> str:
-    """`$FOIL_ADMIN_TOKEN`, else a token generated once and kept beside the store (mode 600)."""
+    """`$FOIL_ADMIN_TOKEN` (at least 16 characters), else a token generated once and kept
+    beside the store in a file that is private (mode 600) from the moment it exists."""
     from_env = os.environ.get(ADMIN_TOKEN_ENV)
-    if from_env:
-        return from_env
+    if from_env is not None and from_env.strip():
+        if len(from_env.strip()) < MIN_ADMIN_TOKEN_CHARS:
+            raise WeakAdminTokenError(
+                f"{ADMIN_TOKEN_ENV} has {len(from_env.strip())} characters; it needs at least {MIN_ADMIN_TOKEN_CHARS} "
+                "(unset it and one is generated for you)")
+        return from_env.strip()
     token_file = files_dir(db_file) / "admin_token"
     if not token_file.exists():
         token_file.parent.mkdir(parents=True, exist_ok=True)
-        token_file.write_text(secrets.token_urlsafe(24))
-        token_file.chmod(0o600)
+        try:
+            descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first: read theirs
+            return token_file.read_text().strip()
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(24))
     return token_file.read_text().strip()
 
 

@@ -68,9 +68,9 @@ def main() -> int:
     started = time.perf_counter()
     audit(store.open_db(db_file), "large", scorers=AUDIT_SCORERS)
     print(f"hackability audit ({', '.join(AUDIT_SCORERS)}, 5-fold) fitted and stored in {time.perf_counter() - started:.1f} s", flush=True)
-    os.environ.update(FOIL_DB=str(db_file), FOIL_ADMIN_TOKEN="bench")
+    os.environ.update(FOIL_DB=str(db_file), FOIL_ADMIN_TOKEN="bench-admin-token")
     app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600)
-    app.query_params["token"] = "bench"
+    app.query_params["token"] = "bench-admin-token"
     app.run()
     for name, page in PAGES.items():
         if page:

@@ -20,7 +20,7 @@ from tests.conftest import REPO
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ADMIN_TOKEN = "browser-admin"
+ADMIN_TOKEN = "browser-admin-token"
 
 
 def free_port() -> int:

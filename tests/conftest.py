@@ -57,9 +57,9 @@ def admin_page(monkeypatch):
 
     def open_page(db_file: Path, page: str, timeout: int = 120) -> AppTest:
         monkeypatch.setenv("FOIL_DB", str(db_file))
-        monkeypatch.setenv("FOIL_ADMIN_TOKEN", "page-test-admin")
+        monkeypatch.setenv("FOIL_ADMIN_TOKEN", "page-test-admin-token")
         at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
-        at.query_params["token"] = "page-test-admin"
+        at.query_params["token"] = "page-test-admin-token"
         return at.run().switch_page(page).run()
 
     return open_page

@@ -405,3 +405,30 @@ def test_bad_names_are_refused_on_the_way_in(case, where, seeded_store):
             import_path(db, "jsonl", seeded_store.parent / "seed.jsonl", name=name)
     db.conn.close()
     assert digest(seeded_store) == before
+
+
+# --- secrets ---------------------------------------------------------------------------------------
+
+
+def test_a_short_admin_token_is_refused(tmp_path, monkeypatch):
+    from annotate import roles
+
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "x")
+    with pytest.raises(roles.WeakAdminTokenError, match="at least 16"):
+        roles.admin_token(tmp_path / "foil.db")
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "a-long-enough-admin-token")
+    assert roles.admin_token(tmp_path / "foil.db") == "a-long-enough-admin-token"
+
+
+def test_the_generated_admin_token_file_is_private_from_the_start(tmp_path, monkeypatch):
+    from annotate import roles
+
+    monkeypatch.delenv("FOIL_ADMIN_TOKEN", raising=False)
+    old = os.umask(0)  # even with a permissive umask, the file is never readable by others
+    try:
+        token = roles.admin_token(tmp_path / "foil.db")
+    finally:
+        os.umask(old)
+    token_file = tmp_path / "foil_files" / "admin_token"
+    assert token_file.stat().st_mode & 0o777 == 0o600 and len(token) >= 16
+    assert roles.admin_token(tmp_path / "foil.db") == token

@@ -13,7 +13,7 @@ import streamlit as st
 
 from annotate import batches, store
 from annotate.tasks import Task, TaskError, is_correct
-from data import paths
+from data import paths, text
 
 # Images never push the answers below the fold: capped to a share of the window's height.
 IMAGE_CSS = """<style>
@@ -38,7 +38,7 @@ role = st.session_state["role"]
 db = store.open_db(paths.db_path())
 st.html(IMAGE_CSS)
 st.html(IGNORE_KEY_REPEAT, unsafe_allow_javascript=True)
-st.title(f"Welcome, {role.name}")
+st.title(f"Welcome, {text.md(role.name)}")
 
 mine = store.annotator_batches(db, role.annotator_id)
 if not mine:

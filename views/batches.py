@@ -6,7 +6,7 @@ import streamlit as st
 
 from annotate import agreement, batches, consensus, export, store
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
-from data import browse, paths
+from data import browse, paths, text
 
 db = store.open_db(paths.db_path())
 st.title("Annotation batches")
@@ -39,9 +39,9 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
             try:
                 created = batches.create_batch(db, spec)
             except store.StoreError as error:
-                st.error(str(error))
+                st.error(text.md(error))
             else:
-                st.success(f"Created {created['batch']} with {created['n_items']} items.")
+                st.success(f"Created {text.md(created['batch'])} with {created['n_items']} items.")
 
 all_batches = store.list_batches(db)
 if not all_batches:
@@ -84,12 +84,12 @@ if "by_question" in report:
 if report["cohen_pairs"]:
     left, right = st.columns(2)
     heatmap = px.imshow(agreement.kappa_matrix(report["cohen_pairs"]), zmin=-1, zmax=1, color_continuous_scale="RdBu", text_auto=".2f", title="Cohen's kappa per pair")
-    left.plotly_chart(heatmap, key="kappa_heatmap")
+    left.plotly_chart(text.literal_figure(heatmap), key="kappa_heatmap")
     answers = pd.DataFrame([{"annotator": r["annotator"], "answer": consensus.answer_key(r["answer"])} for r in store.batch_labels(db, store.get_batch(db, name)["id"])])
-    right.plotly_chart(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers"), key="answers_chart")
+    right.plotly_chart(text.literal_figure(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers")), key="answers_chart")
     st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch")
     reliability = consensus.dawid_skene(db, name)["accuracy"]
-    st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{k} {v:.2f}" for k, v in reliability.items()))
+    st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{text.md(k)} {v:.2f}" for k, v in reliability.items()))
 
 st.dataframe(pd.DataFrame(batches.agreement_by_category(db, name)), hide_index=True, width="stretch")
 
@@ -97,7 +97,7 @@ st.subheader("Disagreements")
 excluded = consensus.excluded_annotators(db, name)
 include = False
 if excluded:
-    st.warning("Left out of the vote: " + "; ".join(f"{e.annotator} ({e.reason})" for e in excluded) + ".")
+    st.warning("Left out of the vote: " + "; ".join(f"{text.md(e.annotator)} ({e.reason})" for e in excluded) + ".")
     include = st.toggle("Include them in the vote and in this queue", key="include_excluded")
 queue = consensus.adjudication_queue(db, name, include_excluded=include)
 st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
@@ -132,7 +132,7 @@ if batch_row["task"] in ("validate_negative", "ambiguity"):
     if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
         out = paths.output_dir(paths.db_path(), "cleaned", name)
         summary = export.export_clean(db, name, layout, out)
-        st.success(f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {out} with provenance.json.")
+        st.success(f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {text.md(out)} with provenance.json.")
         st.text(export.protocol_paragraph(db, name))
 if batch_row["task"] == "pick_image":
     st.subheader("Next construction step")
@@ -143,9 +143,9 @@ if batch_row["task"] == "pick_image":
         try:
             follow = batches.create_ambiguity_batch(db, name, annotators=holders, overlap=min(2, len(holders)))
         except store.StoreError as error:
-            st.error(str(error))
+            st.error(text.md(error))
         else:
-            st.success(f"Created {follow['batch']} with {follow['n_items']} items.")
+            st.success(f"Created {text.md(follow['batch'])} with {follow['n_items']} items.")
 
 st.subheader("Annotator links")
 base = st.text_input("App address", "http://localhost:8501", key="base_url")

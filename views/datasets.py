@@ -7,7 +7,7 @@ import plotly.express as px
 import streamlit as st
 
 from annotate import store
-from data import browse, exporters, paths
+from data import browse, exporters, paths, text
 from data.images import UnsafeImagePathError
 from data.importers import PARSERS, BadInputError
 from data.loading import import_path
@@ -33,9 +33,9 @@ with st.expander("Import a benchmark", expanded=table.empty):
                 progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"),
             )
         except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
-            st.error(str(error))
+            st.error(text.md(error))
         else:
-            st.success(f"{report.dataset}: {report.n_new_items} new of {report.n_items} items"
+            st.success(f"{text.md(report.dataset)}: {report.n_new_items} new of {report.n_items} items"
                        + (f", run {report.run}" if report.run else "") + f"; {report.missing_images} images missing.")
             if report.warnings:
                 st.dataframe(pd.DataFrame(report.warnings), hide_index=True, width="stretch")
@@ -49,7 +49,7 @@ st.dataframe(table, hide_index=True, width="stretch")
 dataset = st.selectbox("Dataset", table["dataset"].tolist(), key="dataset")
 categories = browse.category_table(db, dataset)
 chart = px.bar(categories, x="category", y="items", title=f"{dataset}: items per category")
-st.plotly_chart(chart, key="category_chart")
+st.plotly_chart(text.literal_figure(chart), key="category_chart")
 
 with st.expander("Export"):
     fmt = st.selectbox("Format", exporters.FORMATS, key="export_format",
@@ -58,7 +58,7 @@ with st.expander("Export"):
         try:
             exported, archive = exporters.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt))
         except store.StoreError as error:
-            st.error(str(error))
+            st.error(text.md(error))
         else:
             st.download_button(f"{dataset} ({fmt}, {exported['n_items']} items, zip)", archive, f"{dataset}-{fmt}.zip", key="export_zip")
 

@@ -8,7 +8,7 @@ import streamlit as st
 from analysis import audit as audits
 from analysis import blind
 from annotate import store
-from data import exporters, paths
+from data import exporters, paths, text
 
 SCATTER_POINTS = 5_000
 
@@ -54,7 +54,7 @@ st.dataframe(table.round(2), hide_index=True, width="stretch")
 long = table.melt(id_vars=["category"], value_vars=[c for c in table.columns if c not in ("category", "n", "same words")], var_name="dataset and scorer", value_name="blind accuracy")
 chart = px.bar(long, x="category", y="blind accuracy", color="dataset and scorer", barmode="group", range_y=[0, 100])
 chart.add_hline(y=50, line_dash="dash", annotation_text="chance 50")
-st.plotly_chart(chart, key="audit_chart")
+st.plotly_chart(text.literal_figure(chart), key="audit_chart")
 
 if len(scorers) >= 2:
     st.subheader("Score gaps of two blind scorers")
@@ -63,7 +63,7 @@ if len(scorers) >= 2:
     if len(gaps) > SCATTER_POINTS:
         st.caption(f"A random {SCATTER_POINTS:,} of the {len(gaps):,} items are drawn.")
         gaps = gaps.sample(SCATTER_POINTS, random_state=0)
-    st.plotly_chart(px.scatter(gaps, x=a, y=b, color="category", opacity=0.5, title="positive minus negative, scaled to [-1, 1]"), key="gap_scatter")
+    st.plotly_chart(text.literal_figure(px.scatter(gaps, x=a, y=b, color="category", opacity=0.5, title="positive minus negative, scaled to [-1, 1]")), key="gap_scatter")
 
     st.subheader("Adversarial refinement")
     grid = st.slider("Grid size (even)", 2, 20, 8, step=2, key="refine_grid")
@@ -76,5 +76,5 @@ if len(scorers) >= 2:
         st.dataframe(pd.DataFrame({"before": refined["blind_before"], "after": refined["blind_after"]}), width="stretch")
         kept = np.array(refined["kept"])
         before_after = pd.DataFrame({"gap": blind.scaled(np.array(refined["gaps"][a])), "set": np.where(kept, "kept", "removed")})
-        st.plotly_chart(px.histogram(before_after, x="gap", color="set", barmode="overlay", nbins=60, title=f"{a} gaps"), key="refine_hist")
+        st.plotly_chart(text.literal_figure(px.histogram(before_after, x="gap", color="set", barmode="overlay", nbins=60, title=f"{a} gaps")), key="refine_hist")
         st.download_button("Refined subset (SugarCrepe layout, zip)", exporters.zip_folder(out), f"{dataset}-refined.zip", key="refined_zip")

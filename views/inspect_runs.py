@@ -7,7 +7,7 @@ import streamlit as st
 from analysis import inspection
 from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, store
-from data import browse, paths
+from data import browse, paths, text
 
 PAGE_SIZE = 10
 SCATTER_POINTS = 5_000
@@ -52,13 +52,13 @@ try:
     table_a = item_table(db_path, dataset, run_a, fingerprint)
     table_b = item_table(db_path, dataset, run_b, fingerprint) if run_b else None
 except UnsupportedRunError as error:
-    st.info(f"{run_a}: {error}")
+    st.info(f"{text.md(run_a)}: {text.md(error)}")
     st.stop()
 gaps = inspection.gap_columns(table_a)
 
 st.subheader("Score gaps")
 if not gaps:
-    st.info(f"{run_a} holds imported decisions, not scores: no gaps to plot.")
+    st.info(f"{text.md(run_a)} holds imported decisions, not scores: no gaps to plot.")
 else:
     gap = st.selectbox("Gap", gaps, key=f"gap:{dataset}")
     tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
@@ -71,19 +71,19 @@ else:
     figure.update_traces(width=float(bars["right"].iloc[0] - bars["left"].iloc[0]))
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.add_vline(x=0, line_dash="dash")
-    event = st.plotly_chart(figure, key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
+    event = st.plotly_chart(text.literal_figure(figure), key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
     st.caption("Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use the slider, to list items.")
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
     slider = st.slider("List the items with a gap in", lowest, highest, (lowest, min(0.0, highest)), key=f"gap_range:{dataset}")
     box = inspection.selected_range(event.selection if event else None)
     chosen = box or inspection.GapRange(*slider)
     listed = inspection.in_range(table_a, gap, chosen)
-    where = f" in {', '.join(chosen.categories)}" if chosen.categories else ""
-    st.caption(f"{len(listed)} items of {run_a} with {gap} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}" + (" (the box drawn on the chart)" if box else ""))
+    where = f" in {text.md(', '.join(chosen.categories))}" if chosen.categories else ""
+    st.caption(f"{len(listed)} items of {text.md(run_a)} with {text.md(gap)} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}" + (" (the box drawn on the chart)" if box else ""))
     st.dataframe(listed, hide_index=True, width="stretch")
 
 if run_b:
-    st.subheader(f"{run_a} against {run_b}")
+    st.subheader(f"{text.md(run_a)} against {text.md(run_b)}")
     st.dataframe(compare_runs(db_path, dataset, run_a, run_b, fingerprint), hide_index=True, width="stretch")
     shared = [g for g in gaps if table_b is not None and g in table_b]
     if shared:
@@ -95,11 +95,11 @@ if run_b:
                              labels={"A": f"{run_a}: {shared[0]}", "B": f"{run_b}: {shared[0]}"})
         scatter.add_hline(y=0, line_dash="dash")
         scatter.add_vline(x=0, line_dash="dash")
-        st.plotly_chart(scatter, key="gap_scatter")
+        st.plotly_chart(text.literal_figure(scatter), key="gap_scatter")
 
 humans = human_outcomes(db_path, dataset, fingerprint)
 if humans:
-    st.subheader(f"{run_a} against the humans")
+    st.subheader(f"{text.md(run_a)} against the humans")
     st.caption(f"Items answered in the dataset's baseline or ranking batches ({len(humans)}); humans are right on an item when the majority answer of each of its questions is.")
     st.dataframe(inspection.compare_correctness(table_a, inspection.human_table(humans), run_a, "humans"), hide_index=True, width="stretch")
 
@@ -141,6 +141,6 @@ if total and st.button(f"Send these {total} items to a validate_negative batch",
     try:
         created = batches.create_batch(db, batches.BatchSpec(dataset, "validate_negative", everyone, min(2, len(everyone)), item_ids=tuple(int(i) for i in all_ids)))
     except store.StoreError as error:
-        st.error(str(error))
+        st.error(text.md(error))
     else:
         st.success(f"Created {created['batch']} with {created['n_items']} items.")

@@ -8,7 +8,7 @@ import streamlit as st
 
 from analysis import metrics, model_spec, results
 from annotate import baselines, store
-from data import paths
+from data import paths, text
 
 if TYPE_CHECKING:
     from analysis.models import LoadedModel
@@ -49,9 +49,9 @@ with st.expander("Score a dataset now"):
         try:
             report = scoring.score_dataset(db, target, cached_model(spec), progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
         except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
-            st.error(str(error))
+            st.error(text.md(error))
         else:
-            st.success(f"Scored {report.n_items} items as run {report.run} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused).")
+            st.success(f"Scored {report.n_items} items as run {text.md(report.run)} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused).")
 
 with_runs = store.dataset_names(db, with_runs=True)
 if not with_runs:
@@ -76,7 +76,7 @@ humans = baselines.dataset_baseline(db, dataset)
 with_humans = bool(humans and key in humans["metrics"])
 if with_humans:
     table["humans"] = [humans["metrics"][key] if c == "(all)" else humans["by_category"].get(c, {}).get(key) for c in table["category"]]
-    st.caption(f"Humans: majority answers of {', '.join(humans['batches'])} on {humans['n']} items.")
+    st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} items.")
 shown = table.assign(**{f"{run} 95% CI": table[f"{run} 95% CI"].map(results.interval_text) for run in chosen})
 st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
 
@@ -88,4 +88,4 @@ chance = metrics.chance_level(key)
 if chance is not None:
     figure.add_hline(y=chance, line_dash="dash", annotation_text=f"chance {chance:.1f}")
 figure.update_layout(barmode="group", yaxis_title=f"{key} (%)", yaxis_range=[0, 100])
-st.plotly_chart(figure, key="scores_chart")
+st.plotly_chart(text.literal_figure(figure), key="scores_chart")
