@@ -11,38 +11,40 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-# The characters that start markup inside a line in CommonMark, GitHub's extensions (autolinks,
-# tables, strikethrough) or Streamlit's (":red[...]" colours, ":material/...:" icons, ":smile:"
-# emoji, "$...$" LaTeX); a backslash before each makes it literal. Hyphens, dots and the like only
-# act at the start of a line (lists, headings) or in "www." autolinks, handled apart, and an
-# underscore inside a word ("negative_caption") never starts emphasis.
-_INLINE_ACTIVE = re.compile(r"([\\`*\[\]<>#|~$:!&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")  # "a_b" is never emphasis
+# Characters that start markup inside a line (CommonMark, GitHub's tables and strikethrough,
+# LaTeX): a backslash makes each literal. An underscore inside a word ("negative_caption") never
+# starts emphasis. Hyphens and numbers act only at the start of a line (lists).
+_INLINE_ACTIVE = re.compile(r"([\\`*\[\]<>#|~$!&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 _LIST_MARK = re.compile(r"(?m)^(\s*)([-+=])")
 _NUMBERED = re.compile(r"(?m)^(\s*\d+)([.)])")
-_WWW = re.compile(r"(?i)\b(www)\.")
+# Streamlit turns ":smile:", ":material/home:" and ":red[...]" into emoji, icons and colours, and
+# "http://...", "www...." and "a@b.org" into links, after escapes are resolved; an invisible word
+# joiner after ":" and "@" and inside "www." breaks each such sequence without changing what shows.
+WORD_JOINER = "\u2060"
+_LINK_OR_ICON = re.compile(r"(:|@|(?i:\bwww)(?=\.))")
 
 
 def md(value: Any) -> str:
-    """`value` as markdown that renders exactly as its text.
+    """`value` as markdown that renders exactly as its text (plus invisible word joiners).
 
-    >>> md("[click](http://x.org) *now*")
-    '\\\\[click\\\\](http\\\\://x.org) \\\\*now\\\\*'
-    >>> md("- www.x.org :red[alert]")
-    '\\\\- www\\\\.x.org \\\\:red\\\\[alert\\\\]'
+    >>> md("[click](http://x.org) *now*").replace(WORD_JOINER, "^")
+    '\\\\[click\\\\](http:^//x.org) \\\\*now\\\\*'
+    >>> md("- www.x.org :red[alert]").replace(WORD_JOINER, "^")
+    '\\\\- www^.x.org :^red\\\\[alert\\\\]'
     """
     escaped = _INLINE_ACTIVE.sub(r"\\\1", str(value))
     escaped = _LIST_MARK.sub(r"\1\\\2", escaped)
     escaped = _NUMBERED.sub(r"\1\\\2", escaped)
-    return _WWW.sub(r"\1\\.", escaped)
+    return _LINK_OR_ICON.sub(lambda m: m.group(1) + WORD_JOINER, escaped)
 
 
 def plain(value: Any) -> str:
     """`value` as plotly label text that shows exactly as its text (plotly reads &, < and >).
 
     >>> plain("<a href='x'>run</a> & co")
-    '&lt;a href=&#x27;x&#x27;&gt;run&lt;/a&gt; &amp; co'
+    "&lt;a href='x'&gt;run&lt;/a&gt; &amp; co"
     """
-    return html.escape(str(value))
+    return html.escape(str(value), quote=False)
 
 
 def literal_figure(figure: go.Figure) -> go.Figure:

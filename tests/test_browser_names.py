@@ -1,0 +1,87 @@
+"""Names from outside stay text on every admin page and in every chart, in a real browser.
+
+A store whose dataset, categories, run, batch and annotators are named with markdown, HTML and
+links: no page may turn them into links, bold or coloured text, and each shows the literal name.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from annotate import batches, store
+from data.loading import import_path
+from data.text import WORD_JOINER
+from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+DATASET = "[ds](http://evil.example/d) <b>EVILBOLD</b>"
+CATEGORY = ":red[cat] _EVILEM_ www.evil.example"
+RUN = "**run** <a href='http://evil.example/r'>EVILLINK</a>"
+BATCH = "[batch](http://evil.example/x) *EVILSTAR*"
+ANNOTATORS = ('<a href="http://evil.example/a">ann</a>', "[ben](http://evil.example/b)", ":material/home: cleo")
+PAGES = ("datasets", "model_scores", "inspect_runs", "batches", "hackability")
+MARKERS = ("EVILBOLD", "EVILLINK", "EVILEM", "EVILSTAR", "evil.example")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("names")
+    source = folder / "evil.jsonl"
+    rng = random.Random(1)
+    with source.open("w") as handle:
+        for n in range(40):
+            colour, other = rng.sample(["red", "blue", "green", "yellow"], 2)
+            record = {"kind": "pair", "category": CATEGORY if n % 2 else "plain", "id": str(n),
+                      "captions": [f"a {colour} cup number {n}", f"a {other} cup number {n}"], "images": [],
+                      "truth": {"negative": "false"}}
+            handle.write(json.dumps(record) + "\n")
+    db_file = folder / "foil.db"
+    db = store.open_db(db_file)
+    import_path(db, "jsonl", source, name=DATASET)
+    dataset = store.get_dataset(db, DATASET)
+    with store.transaction(db):
+        run_id = store.ensure_run(db, dataset["id"], RUN, kind="scores", model="hand-made")
+        store.put_scores(db, run_id, [(item["id"], [rng.random(), rng.random()]) for item in store.list_items(db, dataset["id"], limit=100)])
+    created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", ANNOTATORS, 2, 30, name=BATCH, min_seconds=0))
+    batches.simulate(db, created["batch"], accuracies=0.7, seed=1)
+    db.conn.close()
+    with streamlit_server(db_file, folder / "streamlit.log") as base:
+        with playwright_api.sync_playwright() as p:
+            browser = launch(p)
+            yield {"base": base, "browser": browser}
+            browser.close()
+
+
+LINKS_TO_EVIL = """() => [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(
+    a => a.name.endsWith('href') && a.value.includes('evil.example'))).length"""
+MARKUP_AROUND_MARKERS = """(markers) => [...document.querySelectorAll('a, b, strong, em, i, span[style*="color"], h1 a')]
+    .filter(e => markers.some(m => e.textContent.includes(m))).map(e => e.outerHTML.slice(0, 120))"""
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_names_with_markup_show_as_literal_text(site, page_name):
+    context = site["browser"].new_context(viewport={"width": 1400, "height": 1600})
+    page = context.new_page()
+    page.goto(f"{site['base']}/{page_name}?token={ADMIN_TOKEN}")
+    expect(page.get_by_role("heading", level=1)).to_be_visible(timeout=30_000)
+    wait_idle(page, expect)
+    settled = page.locator("svg text").count()
+    for _ in range(20):  # plotly draws its SVG after the script run ends: wait until it stops growing
+        page.wait_for_timeout(300)
+        settled, before = page.locator("svg text").count(), settled
+        if settled == before and settled > 0:
+            break
+    assert not page.get_by_test_id("stException").count()
+    assert page.evaluate(LINKS_TO_EVIL) == 0
+    assert page.evaluate(MARKUP_AROUND_MARKERS, list(MARKERS)) == []
+    shown = page.evaluate("() => document.body.textContent").replace(WORD_JOINER, "")  # invisible, kept out of links
+    expected = {"datasets": [DATASET, CATEGORY], "model_scores": [RUN, CATEGORY], "inspect_runs": [RUN],
+                "batches": list(ANNOTATORS), "hackability": [DATASET]}[page_name]  # the batch name shows only in tables (canvas)
+    for name in expected:
+        assert name in shown, (page_name, name)
+    context.close()
