@@ -123,9 +123,10 @@ def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
 
 
 def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Add an annotator; print their private link."""
+    """Add an annotator (an existing one gets a new link; earlier links stay valid); print their private link."""
     annotator = store.ensure_annotator(db, args.name)
-    return {"name": annotator["name"], "token": annotator["token"], "url": f"{args.base_url}/?token={annotator['token']}"}
+    token = annotator["token"] or store.issue_token(db, annotator["id"])
+    return {"name": annotator["name"], "token": token, "url": f"{args.base_url}/?token={token}"}
 
 
 def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:

@@ -120,10 +120,13 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     with store.transaction(db):
         batch_id = store.create_batch(db, name, dataset["id"], spec.task, config)
         store.add_assignments(db, batch_id, rows)
+        # Each batch hands out a link per annotator; links issued before stay valid.
+        tokens = {a["id"]: a["token"] or store.issue_token(db, a["id"]) for a in annotators}
     counts = Counter(annotator for _, _, annotator, _, _ in rows)
     result = {
         "batch": name, "task": spec.task, "n_items": len(chosen), "overlap": spec.overlap,
-        "annotators": [{"name": a["name"], "token": a["token"], "url": f"/?token={a['token']}", "n_assigned": counts[a["id"]]} for a in annotators],
+        "annotators": [{"name": a["name"], "token": tokens[a["id"]], "url": f"/?token={tokens[a['id']]}", "n_assigned": counts[a["id"]]}
+                       for a in annotators],
     }
     if spec.crowd_items is not None:
         result["crowd_url"] = crowd_link("", config["crowd_token"])
@@ -171,9 +174,10 @@ def join_crowd(
         current = store.batch_assignments(db, batch["id"])
         known = store.annotator_by_name(db, name)
         if known is not None and any(a["annotator_id"] == known["id"] for a in current):
-            return known
+            return {**known, "token": store.issue_token(db, known["id"])}  # a new session; older ones stay valid
         _check_study_open(db, batch, moment)
         worker = store.ensure_annotator(db, name, external_id=worker_id)
+        worker = {**worker, "token": worker["token"] or store.issue_token(db, worker["id"])}
         share = _crowd_share(batch, worker["id"], current)
         if not any(not gold for *_, gold in share) and any(not gold for *_, gold in config["units"]):
             raise BatchError("Every item of this study is taken right now. Please try again later.")
@@ -381,11 +385,12 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
     return rows
 
 
-def batch_links(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, str]]:
-    """Name and token of every annotator of a batch (for the admin to share)."""
+def issue_links(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, str]]:
+    """A new link token for every annotator of a batch (for the admin to share; earlier links
+    stay valid). Tokens are stored only as hashes, so a link can be shown only when issued."""
     batch = store.get_batch(db, batch_name)
-    ids = {a["annotator_id"] for a in store.batch_assignments(db, batch["id"])}
-    return [{"name": a["name"], "token": a["token"]} for a in store.annotator_tokens(db) if a["id"] in ids]
+    holders = sorted({(a["annotator"], a["annotator_id"]) for a in store.batch_assignments(db, batch["id"])})
+    return [{"name": name, "token": store.issue_token(db, annotator_id)} for name, annotator_id in holders]
 
 
 def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:

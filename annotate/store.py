@@ -4,7 +4,7 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. The sch
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 8)
+Schema (version 9)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -14,7 +14,9 @@ Schema (version 8)
                   makes imports idempotent; ``text_key`` matches sources that name no images.
 ``images``        one referenced image file per dataset and relative ``path``: ``status``
                   (ok / missing / unreadable), ``sha256``, ``size`` in bytes, ``width``, ``height``.
-``annotators``    ``name`` and an unguessable ``token``; ``external_id`` for crowd workers.
+``annotators``    ``name``; ``external_id`` for crowd workers (``token`` is a placeholder since 9).
+``annotator_tokens`` (since 9) the SHA-256 hash of every link token an annotator holds (several:
+                  each batch and each crowd visit issues one); the token itself is never stored.
 ``batches``       an annotation batch over a dataset: ``task`` and JSON ``config`` (overlap,
                   gold share, seed, instructions, completion code...); ``closed_at`` (since 8): a
                   closed crowd study takes no new participants.
@@ -45,6 +47,8 @@ Schema (version 8)
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 import secrets
@@ -289,6 +293,23 @@ def _m0008_leases_and_crowd_joins(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0009_hashed_tokens(db: sqlite_utils.Database) -> None:
+    # Tokens move to their own table as SHA-256 hashes; the old column keeps a placeholder only
+    # (it is NOT NULL UNIQUE, and SQLite cannot drop such a column).
+    db.executescript(
+        """
+        CREATE TABLE annotator_tokens (
+            token_hash TEXT PRIMARY KEY,
+            annotator_id INTEGER NOT NULL REFERENCES annotators(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL) WITHOUT ROWID;
+        CREATE INDEX annotator_tokens_by_annotator ON annotator_tokens (annotator_id);
+        """
+    )
+    rows = db.execute("SELECT id, token, created_at FROM annotators").fetchall()
+    db.conn.executemany("INSERT INTO annotator_tokens VALUES (?, ?, ?)", [(_token_hash(t), i, c) for i, t, c in rows])
+    db.conn.executemany("UPDATE annotators SET token = ? WHERE id = ?", [(f"hashed:{i}", i) for i, _, _ in rows])
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
@@ -298,6 +319,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0006_audits_and_labels_by_item", _m0006_audits_and_labels_by_item),
     ("0007_run_versions_and_summaries", _m0007_run_versions_and_summaries),
     ("0008_leases_and_crowd_joins", _m0008_leases_and_crowd_joins),
+    ("0009_hashed_tokens", _m0009_hashed_tokens),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -863,32 +885,49 @@ def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, 
 
 
 def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | None = None) -> dict[str, Any]:
-    """The annotator called `name`, created with a fresh unguessable token if absent."""
+    """The annotator called `name`, created if absent. `token` holds their first link token
+    when they were created by this call, else None (tokens are stored only as hashes)."""
     check_name("annotator", name)
     with transaction(db):
-        db.execute(
-            "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (name) DO NOTHING",
-            [name, secrets.token_urlsafe(16), external_id, _now()],
-        )
-    return next(db.query("SELECT id, name, token, external_id FROM annotators WHERE name = ?", [name]))
+        existing = annotator_by_name(db, name)
+        if existing is not None:
+            return {**existing, "token": None}
+        cursor = db.execute(
+            "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?)",
+            [name, f"pending:{secrets.token_hex(16)}", external_id, _now()])
+        annotator_id = int(cursor.lastrowid)
+        db.execute("UPDATE annotators SET token = ? WHERE id = ?", [f"hashed:{annotator_id}", annotator_id])
+        token = issue_token(db, annotator_id)
+    return {"id": annotator_id, "name": name, "external_id": external_id, "token": token}
+
+
+def issue_token(db: sqlite_utils.Database, annotator_id: int) -> str:
+    """A new link token for an annotator (their other tokens stay valid); only its hash is stored."""
+    token = secrets.token_urlsafe(16)  # 128 bits
+    with transaction(db):
+        db.execute("INSERT INTO annotator_tokens (token_hash, annotator_id, created_at) VALUES (?, ?, ?)",
+                   [_token_hash(token), annotator_id, _now()])
+    return token
+
+
+def _token_hash(token: str) -> str:
+    # An unkeyed hash suffices: tokens are 128-bit random, so no table of guesses can reach them.
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def annotator_by_name(db: sqlite_utils.Database, name: str) -> dict[str, Any] | None:
-    """The annotator called `name` (id, name, token, external id), or None."""
-    rows = list(db.query("SELECT id, name, token, external_id FROM annotators WHERE name = ?", [name]))
+    """The annotator called `name` (id, name, external id), or None."""
+    rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE name = ?", [name]))
     return rows[0] if rows else None
 
 
 def annotator_by_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
-    """The annotator holding `token`, or None."""
-    rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE token = ?", [token]))
-    return rows[0] if rows else None
-
-
-def annotator_tokens(db: sqlite_utils.Database) -> list[dict[str, Any]]:
-    """Every annotator with their token (admin use only)."""
-    return list(db.query("SELECT id, name, token FROM annotators ORDER BY id"))
+    """The annotator holding `token`, or None; the stored hash is compared in constant time."""
+    wanted = _token_hash(token)
+    row = db.execute("SELECT token_hash, annotator_id FROM annotator_tokens WHERE token_hash = ?", [wanted]).fetchone()
+    if row is None or not hmac.compare_digest(row[0], wanted):
+        return None
+    return next(db.query("SELECT id, name, external_id FROM annotators WHERE id = ?", [row[1]]))
 
 
 def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:

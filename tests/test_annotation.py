@@ -304,8 +304,10 @@ def test_admin_batches_page_shows_live_progress(app_db):
     at.button(key="refresh").click().run()
     after = at.dataframe[1].value.set_index("annotator")
     assert after.loc["ben", "done"] == before.loc["ben", "done"] + 1
-    links = " ".join(t.value for t in at.text)
-    assert all(a["token"] in links for a in created["annotators"])
+    at.button(key="issue_links").click().run()  # tokens are stored hashed: links are shown when issued
+    links = dict(t.value.split(": ", 1) for t in at.text if "/?token=" in t.value)
+    assert set(links) == {a["name"] for a in created["annotators"]}
+    assert all(store.annotator_by_token(app_db, link.split("token=")[1])["name"] == name for name, link in links.items())
 
 
 def test_pick_image_survivors_become_an_ambiguity_batch(db):

@@ -140,7 +140,7 @@ def test_a_wrong_token_is_refused(app):
 
 
 def test_an_annotator_token_never_reaches_the_datasets_page(app, demo_db):
-    token = store.ensure_annotator(demo_db, "ada")["token"]
+    token = store.issue_token(demo_db, store.ensure_annotator(demo_db, "ada")["id"])
     at = app(token)
     assert not at.exception
     assert [t.value for t in at.title] == ["Welcome, ada"]

@@ -75,13 +75,27 @@ def test_unknown_dataset_error_lists_known_names(fresh_db):
         store.get_dataset(fresh_db, "sugar")
 
 
-def test_annotator_tokens_are_unguessable_and_stable(fresh_db):
+def test_annotator_tokens_are_unguessable_stored_hashed_and_stay_valid(fresh_db):
     first = store.ensure_annotator(fresh_db, "ada")
-    assert store.ensure_annotator(fresh_db, "ada")["token"] == first["token"]
+    again = store.ensure_annotator(fresh_db, "ada")
+    assert again["id"] == first["id"] and again["token"] is None  # shown once, when issued
     other = store.ensure_annotator(fresh_db, "ben")
     assert other["token"] != first["token"] and len(first["token"]) >= 20
-    assert store.annotator_by_token(fresh_db, first["token"])["name"] == "ada"
+    second = store.issue_token(fresh_db, first["id"])
+    assert {store.annotator_by_token(fresh_db, t)["name"] for t in (first["token"], second)} == {"ada"}  # both valid
     assert store.annotator_by_token(fresh_db, "guess") is None
+    dump = "\n".join(fresh_db.conn.iterdump())
+    assert first["token"] not in dump and second not in dump  # only hashes are stored
+
+
+def test_migration_9_hashes_the_tokens_of_an_older_store(tmp_path):
+    old = store.open_db(tmp_path / "old.db", upto=8)
+    old.execute("INSERT INTO annotators (name, token, created_at) VALUES ('ada', 'plain-token-of-ada-123', 'x')")
+    old.conn.commit()
+    old.conn.close()
+    db = store.open_db(tmp_path / "old.db")
+    assert store.annotator_by_token(db, "plain-token-of-ada-123")["name"] == "ada"
+    assert "plain-token-of-ada-123" not in "\n".join(db.conn.iterdump())
 
 
 def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):

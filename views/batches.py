@@ -165,8 +165,11 @@ if "crowd_token" in batch_row["config"]:
     if st.button("Reopen the study" if closed else "Close the study to new participants", key="close_study"):
         batches.close_study(db, name, closed=not closed)
         st.rerun()
-for annotator in batches.batch_links(db, name):
-    st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
+st.caption("Links are stored only as hashes, so they are shown once, when issued. Each annotator got one when the batch was "
+           "created; new links leave the earlier ones valid.")
+if st.button("Issue new links for this batch's annotators", key="issue_links"):
+    for annotator in batches.issue_links(db, name):
+        st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
 
 st.subheader("Export")
 left, right = st.columns(2)
