@@ -125,7 +125,7 @@ def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
 def test_agreement_cli_contract(db):
     created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 30, seed=6))
     path = db.conn.execute("PRAGMA database_list").fetchone()[2]
-    run = lambda *args: subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO)  # noqa: E731
+    run = lambda *args: subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)  # noqa: E731
     simulated = json.loads(run("simulate", created["batch"], "--accuracy", "0.9").stdout)
     assert sum(simulated["labels_written"].values()) == 60
     report = json.loads(run("agreement", created["batch"], "--bootstrap", "50").stdout)

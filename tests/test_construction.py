@@ -85,7 +85,7 @@ def test_construction_from_the_cli(demo_db, tmp_path):
     path = str(store.db_file(demo_db))
 
     def run(*args):
-        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO)
+        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

@@ -313,16 +313,21 @@ def test_agreement_on_every_task_type_matches_sklearn_and_krippendorff(demo_db, 
     assert report["level"] == ("ordinal" if ordinal else "nominal")
 
 
-def test_adjudication_names_the_annotators_left_out_and_can_include_them(demo_db):
-    batch = make(demo_db, n=40, overlap=2, annotators=("ada", "ben"), gold_share=0.25)
-    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
+def careful_ada_and_careless_ben(db) -> str:
+    """A validate_negative batch (30 regular items, 10 gold) where ada is always right and ben always wrong."""
+    batch = make(db, n=40, overlap=2, annotators=("ada", "ben"), gold_share=0.25)
+    items = store.items_by_id(db, {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"])})
     for name, careful in (("ada", True), ("ben", False)):
-        me = annotator_id(demo_db, name)
-        while (state := batches.draw(demo_db, me, batch)).task is not None:
+        me = annotator_id(db, name)
+        while (state := batches.draw(db, me, batch)).task is not None:
             item = items[state.task.item_id]
-            right = expected_answer("validate_negative", item)
             wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
-            batches.submit_answer(demo_db, me, batch, state.task, right if careful else {"answer": wrong})
+            batches.submit_answer(db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong})
+    return batch
+
+
+def test_adjudication_names_the_annotators_left_out_and_can_include_them(demo_db):
+    batch = careful_ada_and_careless_ben(demo_db)
     excluded = consensus.excluded_annotators(demo_db, batch)
     assert [e.annotator for e in excluded] == ["ben"] and "below the pass mark of 60%" in excluded[0].reason
     assert consensus.adjudication_queue(demo_db, batch) == []  # with ben left out nobody disagrees...
@@ -334,14 +339,7 @@ def test_adjudication_names_the_annotators_left_out_and_can_include_them(demo_db
 
 
 def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, admin_page):
-    batch = make(demo_db, n=40, overlap=2, annotators=("ada", "ben"), gold_share=0.25)
-    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
-    for name, careful in (("ada", True), ("ben", False)):
-        me = annotator_id(demo_db, name)
-        while (state := batches.draw(demo_db, me, batch)).task is not None:
-            item = items[state.task.item_id]
-            wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
-            batches.submit_answer(demo_db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong})
+    batch = careful_ada_and_careless_ben(demo_db)
     at = admin_page(store.db_file(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception

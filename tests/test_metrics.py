@@ -71,7 +71,7 @@ def test_metrics_cli_prints_the_contract(tmp_path, fixtures):
     db = tmp_path / "f.db"
     path = fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"
     for args in (["import", "bivlc-results", str(path)], ["metrics", "bivlc", "--run", "ViT-B-32", "--json", "--bootstrap", "20"]):
-        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)], capture_output=True, text=True, cwd=REPO)
+        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)], capture_output=True, text=True, cwd=REPO, timeout=300)
         assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"dataset", "run", "n", "metrics", "by_category", "intervals"} <= set(result)
