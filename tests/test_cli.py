@@ -49,11 +49,14 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path):
     assert len(lines) == 1 and "swap_att.json, row 0" in lines[0] and "negative_caption" in lines[0]
 
 
+DEMO_COUNTS = {"demo-sugarcrepe": 770, "demo-hard-positives": 300, "demo-bivlc": 300, "demo-bivlc-candidates": 200, "demo-crepe": 150}
+
+
 def test_demo_then_datasets(tmp_path):
     built = json.loads(run_cli("demo", "--json", db=tmp_path / "f.db").stdout)
     names = [d["name"] for d in built["datasets"]]
     assert names == ["demo-sugarcrepe", "demo-hard-positives", "demo-bivlc", "demo-bivlc-candidates", "demo-crepe"]
-    assert sum(d["n_items"] for d in built["datasets"]) >= 1500
+    assert {d["name"]: d["n_items"] for d in built["datasets"]} == DEMO_COUNTS  # the default demo world, exactly
     listed = json.loads(run_cli("datasets", "--json", db=tmp_path / "f.db").stdout)
     assert {d["name"]: d["n_items"] for d in listed} == {d["name"]: d["n_items"] for d in built["datasets"]}
     assert (tmp_path / "f_files" / "demo" / "demo-sugarcrepe" / "00000.png").is_file()

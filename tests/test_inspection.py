@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from scipy.stats import binomtest
 
 from analysis import inspection
 from analysis.results import UnsupportedRunError
@@ -14,6 +15,18 @@ from analysis.models import ModelSpec, load_model, demo_model_spec
 from analysis.scoring import score_dataset
 from annotate import store
 from data.loading import import_path
+
+
+def bivlc_group_discordance(fixtures) -> tuple[int, int]:
+    """Items whose BiVLC group score is right only for ViT-B-32, and only for CLIP_COCO, from the CSVs."""
+    import csv
+
+    def groups(model: str) -> list[bool]:
+        with open(fixtures / "bivlc" / "results" / f"BiVLC_{model}.csv", newline="", encoding="utf-8") as handle:
+            return [row["group_score"] == "True" for row in csv.DictReader(handle)]
+
+    vit, coco = groups("ViT-B-32"), groups("CLIP_COCO")
+    return sum(v and not c for v, c in zip(vit, coco)), sum(c and not v for v, c in zip(vit, coco))
 
 
 @pytest.fixture
@@ -32,7 +45,9 @@ def test_gaps_match_correctness(scored):
 def test_run_comparison_counts_add_up_and_mcnemar_sees_a_real_difference(scored):
     compared = inspection.compare_runs(scored, "demo-sugarcrepe", "demo-clip", "random").set_index("category")
     overall = compared.loc["(all)"]
-    assert overall["both right"] + overall["only demo-clip"] + overall["only random"] + overall["both wrong"] == overall["n"]
+    a, b = (inspection.item_table(scored, "demo-sugarcrepe", run).set_index("item")["correct"] for run in ("demo-clip", "random"))
+    recount = {"both right": int((a & b).sum()), "only demo-clip": int((a & ~b).sum()), "only random": int((~a & b).sum()), "both wrong": int((~a & ~b).sum())}
+    assert {k: int(overall[k]) for k in recount} == recount and overall["n"] == len(a)
     assert overall["McNemar p"] < 0.001  # the trained model is not the random one
 
 
@@ -132,7 +147,11 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     assert not at.exception
     assert any("imported decisions" in i.value for i in at.info)
     comparison = at.dataframe[0].value.set_index("category")  # imported runs: no gap tables, just the comparison
-    assert comparison.loc["(all)", "n"] == 2933 and 0 <= comparison.loc["(all)", "McNemar p"] <= 1
+    only_vit, only_coco = bivlc_group_discordance(fixtures)
+    assert (only_vit, only_coco) == (160, 509)  # read from the two CSVs, not from the app
+    assert comparison.loc["(all)", "n"] == 2933
+    assert (comparison.loc["(all)", "only ViT-B-32"], comparison.loc["(all)", "only CLIP_COCO"]) == (only_vit, only_coco)
+    assert comparison.loc["(all)", "McNemar p"] == pytest.approx(binomtest(only_vit, only_vit + only_coco, 0.5).pvalue)
     at.selectbox(key="pattern").set_value("wrong for A, right for B").run()
     assert not at.exception
     at.button(key="send_to_annotation").click().run()
