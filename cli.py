@@ -24,6 +24,7 @@ from annotate import store
 from annotate.tasks import TASK_TYPES, TaskError
 from data import paths
 from analysis.model_spec import ModelUnavailableError
+from analysis.results import BOOTSTRAP
 from data.importers import PARSERS, BadInputError
 from data.images import UnsafeImagePathError
 
@@ -432,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     metrics = commands.add_parser("metrics", parents=[common], help=cmd_metrics.__doc__)
     metrics.add_argument("dataset")
     metrics.add_argument("--run", required=True)
-    metrics.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% intervals")
+    metrics.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)")
     metrics.add_argument("--seed", type=int, default=0)
     metrics.set_defaults(handler=cmd_metrics)
 

@@ -19,6 +19,9 @@ from annotate import store
 Run = store.RunColumns
 
 
+# Resamples behind every 95% interval of a run, in the app and the CLI alike (seed 0).
+BOOTSTRAP = 1000
+
 class UnsupportedRunError(store.StoreError):
     """A run holds nothing the metrics can use (say, candidate-image scores)."""
 
@@ -170,8 +173,9 @@ def _by_ordering(answers: list[tuple[str, str, Mapping[str, Any]]]) -> dict[str,
     return result
 
 
-def run_summaries(db: sqlite_utils.Database, dataset: str, *, n_boot: int = 200) -> dict[str, dict[str, Any]]:
-    """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset."""
+def run_summaries(db: sqlite_utils.Database, dataset: str, *, n_boot: int = BOOTSTRAP) -> dict[str, dict[str, Any]]:
+    """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset, with
+    the same bootstrap (size and seed) as ``cli.py metrics``: the app and the CLI show one number."""
     summaries: dict[str, dict[str, Any]] = {}
     for run in store.list_runs(db, dataset):
         try:
@@ -202,14 +206,14 @@ def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key
 
 
 def interval_text(interval: Sequence[float] | None) -> str:
-    """An interval as "low–high" with one decimal, "" when there is none.
+    """An interval as "low–high" with two decimals (as the figures beside it), "" when there is none.
 
     >>> interval_text((78.794, 92.941)), interval_text(None)
-    ('78.8–92.9', '')
+    ('78.79–92.94', '')
     """
     if interval is None or any(v != v for v in interval):  # NaN: too few items to resample
         return ""
-    return f"{interval[0]:.1f}–{interval[1]:.1f}"
+    return f"{interval[0]:.2f}–{interval[1]:.2f}"
 
 
 def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | None]) -> dict[str, Any]:
