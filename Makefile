@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test demo clean chromium
+.PHONY: run test demo clean chromium mutation
 
 $(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ chromium:
 
 test: $(VENV)/.testing chromium
 	$(PY) -m pytest -q
+
+# Mutation score of the core modules (TESTING.md); slow, so not part of `make test` or CI.
+mutation: $(VENV)/.testing
+	$(PY) -m pip install -q "mutmut>=3.3"
+	$(VENV)/bin/mutmut run --max-children 2
+	$(VENV)/bin/mutmut results --all true > mutation-results.txt || true
+	@echo "per-module summary: $(PY) bench/mutation_summary.py"
 
 clean:
 	rm -rf $(VENV) demo_store .pytest_cache
