@@ -30,34 +30,53 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(db_file: Path, log_file: Path) -> Iterator[str]:
-    """Serve app.py on `db_file` on a free port; yield its base URL; stop it afterwards."""
+def streamlit_server(db_file: Path, log_file: Path, attempts: int = 3) -> Iterator[str]:
+    """Serve app.py on `db_file` on a free port; yield its base URL; stop it afterwards.
+
+    A port found free can be taken before Streamlit binds it (Streamlit then exits): another
+    port is tried.
+    """
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is required for the browser tests (apt-get install chromium)")
-    port = free_port()
-    env = {**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN}
-    with log_file.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        try:
-            _wait_healthy(port, process)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            os.killpg(process.pid, signal.SIGTERM)
+    for attempt in range(attempts):
+        port = free_port()
+        with log_file.open("a") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
+                 "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                cwd=REPO, env={**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN},
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
             try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                _wait_healthy(port, process)
+            except ServerExited:
+                if attempt == attempts - 1:
+                    raise
+                continue
+            try:
+                yield f"http://127.0.0.1:{port}"
+            finally:
+                _stop(process)
+            return
+
+
+class ServerExited(RuntimeError):
+    """Streamlit stopped before it was healthy (its port was taken, or it crashed)."""
+
+
+def _stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}")
+            raise ServerExited(f"streamlit exited with {process.returncode}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as reply:
                 if reply.read().decode().strip() == "ok":

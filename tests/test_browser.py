@@ -81,6 +81,15 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
         browser.close()
 
 
+def facet_area(chart, title_box: dict) -> dict:
+    """The plot area (plotly's drag rectangle) of the facet whose title box is given: the one
+    right below the title, spanning its centre."""
+    centre = title_box["x"] + title_box["width"] / 2
+    below = [b for b in (r.bounding_box() for r in chart.locator(".draglayer .nsewdrag").all())
+             if b["x"] <= centre <= b["x"] + b["width"] and b["y"] >= title_box["y"]]
+    return min(below, key=lambda b: b["y"])
+
+
 def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
     """Plotly's box selection reaches the page (AppTest cannot draw one): the listing narrows to
     the gap range and the category of the facet the box was drawn on."""
@@ -99,11 +108,11 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
         page.goto(f"{server['base']}/inspect_runs?token={ADMIN_TOKEN}")
         chart = page.locator(".js-plotly-plot").first
-        expect(chart).to_be_visible(timeout=30_000)
-        page.wait_for_timeout(1500)  # plotly finishes laying out the facets
-        box = chart.bounding_box()
-        start = (box["x"] + box["width"] * 0.10, box["y"] + box["height"] * 0.12)  # inside the first facet (add_att)
-        end = (box["x"] + box["width"] * 0.22, box["y"] + box["height"] * 0.28)
+        title = chart.locator(".annotation-text", has_text="add_att:")
+        expect(title).to_be_visible(timeout=30_000)  # plotly has laid out the facets
+        area = facet_area(chart, title.bounding_box())
+        start = (area["x"] + area["width"] * 0.05, area["y"] + area["height"] * 0.05)
+        end = (area["x"] + area["width"] * 0.45, area["y"] + area["height"] * 0.95)
         page.mouse.move(*start)
         page.mouse.down()
         page.mouse.move(*end, steps=10)
