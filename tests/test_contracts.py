@@ -147,3 +147,68 @@ def test_model_scores_page_draws_the_chance_line_and_interval_columns(demo_db, a
     table = next(d.value for d in at.dataframe if "random 95% CI" in d.value.columns).set_index("category")
     low, high = run_metrics(demo_db, "demo-sugarcrepe", "random", n_boot=1000)["intervals"]["accuracy_micro"]  # the CLI's
     assert table.loc["(all)", "random 95% CI"] == f"{low:.2f}–{high:.2f}"
+
+
+# --- ARO, precision, activation -------------------------------------------------------------------
+
+
+def test_aro_macro_accuracy_averages_relations_not_items(tmp_path):
+    from analysis.results import run_metrics
+    from data.loading import import_path
+
+    # 3 items of "on" (2 right), 1 of "under" (right): micro 75%, macro (66.7 + 100) / 2 = 83.3%
+    records = [{"image_path": "a.jpg", "true_caption": f"the cup is {rel} the mat {n}", "false_caption": f"the mat is {rel} the cup {n}",
+                "relation_name": rel, "bbox_x": 0, "bbox_y": 0, "bbox_w": 4, "bbox_h": 4}
+               for n, rel in enumerate(["on", "on", "on", "under"])]
+    (tmp_path / "visual_genome_relation.json").write_text(json.dumps(records))
+    db = store.open_db(tmp_path / "f.db")
+    import_path(db, "aro", tmp_path / "visual_genome_relation.json", name="aro")
+    items = store.list_items(db, store.get_dataset(db, "aro")["id"], limit=10)
+    with store.transaction(db):
+        run = store.ensure_run(db, store.get_dataset(db, "aro")["id"], "hand", kind="scores")
+        store.put_scores(db, run, [(i["id"], [0.9, 0.1] if n != 1 else [0.1, 0.9]) for n, i in enumerate(items)])
+    result = run_metrics(db, "aro", "hand", n_boot=10)
+    assert result["metrics"]["macro_accuracy"] == pytest.approx((200 / 3 + 100) / 2)
+    assert result["by_category"]["on"]["n"] == 3 and result["by_category"]["under"]["n"] == 1
+
+
+def test_aro_crop_takes_the_union_box_from_the_image(tmp_path):
+    from PIL import Image
+
+    from analysis.scoring import load_image
+
+    image = Image.new("RGB", (40, 30), (0, 0, 255))
+    image.paste((255, 0, 0), (10, 5, 20, 15))  # a red square at x 10-20, y 5-15
+    image.save(tmp_path / "a.png")
+    crop = load_image(tmp_path, "a.png", [10, 5, 10, 10])
+    assert crop.size == (10, 10) and set(crop.getdata()) == {(255, 0, 0)}
+
+
+def test_fp16_embeddings_agree_with_fp32():
+    from analysis import models
+
+    loaded = {p: models.load_model(models.ModelSpec(models.DEMO_ARCH, "none", precision=p), device="cpu") for p in ("fp32", "fp16")}
+    texts = ["a red circle left of a blue square", "a blue circle left of a red square"]
+    vectors = {p: models.encode_texts(m, texts) for p, m in loaded.items()}
+    assert vectors["fp16"].dtype == np.float32 and loaded["fp16"].stamp()["precision"] == "fp16"
+    cosine = (vectors["fp16"] * vectors["fp32"]).sum(axis=1)
+    assert (cosine > 0.995).all()  # the same random weights, only the arithmetic differs
+
+
+def test_openai_weights_are_loaded_with_quick_gelu(monkeypatch):
+    """Without network weights: the loader asks open_clip for QuickGELU exactly when the tag wants it."""
+    import open_clip
+
+    from analysis import models
+
+    asked = {}
+
+    def fake_create(arch, **kwargs):
+        asked[(arch, kwargs["pretrained"])] = kwargs["force_quick_gelu"]
+        raise RuntimeError("no weights offline")
+
+    monkeypatch.setattr(open_clip, "create_model_and_transforms", fake_create)
+    for tag in ("openai", "laion2b_s34b_b79k"):
+        with pytest.raises(models.ModelUnavailableError):
+            models.load_model(models.ModelSpec("ViT-B-32", tag), device="cpu")
+    assert asked == {("ViT-B-32", "openai"): True, ("ViT-B-32", "laion2b_s34b_b79k"): False}
