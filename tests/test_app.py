@@ -94,7 +94,27 @@ def test_a_broken_image_file_is_named_not_a_crash(app, demo_db, tmp_path):
     assert len(at.get("image")) == 1 and any(c.value == "image: image file unreadable" for c in at.caption)
 
 
-def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path):
+@pytest.fixture
+def downloads(monkeypatch):
+    """What each download button of a page would hand the browser: file name -> bytes.
+
+    AppTest keeps no media files after a run, so the calls are recorded on their way in."""
+    import streamlit
+    from streamlit.delta_generator import DeltaGenerator
+
+    captured: dict[str, bytes] = {}
+    original = DeltaGenerator.download_button
+
+    def record(self, label, data, file_name=None, *args, **kwargs):
+        captured[file_name] = data if isinstance(data, bytes) else str(data).encode()
+        return original(self, label, data, file_name, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", record)
+    monkeypatch.setattr(streamlit, "download_button", lambda *a, **k: record(streamlit._main, *a, **k))
+    return captured
+
+
+def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downloads):
     from data.exporters import export_archive
 
     at = app(ADMIN)
@@ -105,6 +125,9 @@ def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path):
     report, archive = export_archive(demo_db, "demo-bivlc", "bivlc", tmp_path / "export")
     names = zipfile.ZipFile(io.BytesIO(archive)).namelist()
     assert "bivlc.csv" in names and sum(n.startswith("images/") for n in names) == 2 * SMALL_DEMO.n_groups == 2 * report["n_items"]
+    offered = zipfile.ZipFile(io.BytesIO(downloads["demo-bivlc-bivlc.zip"]))  # the bytes the button hands out
+    assert sorted(offered.namelist()) == sorted(names)
+    assert offered.read("bivlc.csv") == zipfile.ZipFile(io.BytesIO(archive)).read("bivlc.csv")
     at.selectbox(key="export_format").set_value("sugarcrepe").run()
     at.button(key="export").click().run()
     assert any("the sugarcrepe layout holds pair items; demo-bivlc has group items" in e.value for e in at.error)

@@ -60,7 +60,7 @@ with st.expander("Export"):
         except store.StoreError as error:
             st.error(text.md(error))
         else:
-            st.download_button(f"{dataset} ({fmt}, {exported['n_items']} items, zip)", archive, f"{dataset}-{fmt}.zip", key="export_zip")
+            st.download_button(f"{text.md(dataset)} ({fmt}, {exported['n_items']} items, zip)", archive, f"{dataset}-{fmt}.zip", key="export_zip")
 
 st.subheader("Items")
 category = st.selectbox("Category", ["all", *categories["category"].tolist()], key="category")
