@@ -169,3 +169,12 @@ def test_validation_baseline_per_category(db):
     batches.simulate(db, created["batch"], accuracies=1.0, seed=8)
     result = human_baseline(db, [created["batch"]], n_boot=20)
     assert result["metrics"]["accuracy_micro"] == 100.0 and result["n"] == 70
+
+
+def test_kappa_matrix_is_symmetric_with_gaps_where_undefined():
+    pairs = [{"a": "ada", "b": "ben", "kappa": 0.5}, {"a": "ada", "b": "cleo", "kappa": None}, {"a": "ben", "b": "cleo", "kappa": -0.25}]
+    matrix = agreement.kappa_matrix(pairs)
+    assert list(matrix.index) == list(matrix.columns) == ["ada", "ben", "cleo"]
+    assert matrix.loc["ada", "ben"] == matrix.loc["ben", "ada"] == 0.5
+    assert matrix.loc["ben", "cleo"] == matrix.loc["cleo", "ben"] == -0.25
+    assert np.isnan(matrix.loc["ada", "cleo"]) and np.isnan(matrix.loc["cleo", "ada"]) and np.isnan(matrix.loc["ada", "ada"])

@@ -206,3 +206,81 @@ def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypa
     store.put_scores(fresh_db, run_id, [(i, [0.1, 0.3]) for i in ids])  # the same items scored again, now all wrong
     assert store.dataset_fingerprint(fresh_db, "tiny") != before  # page caches see it though no row was added
     assert run_metrics(fresh_db, "tiny", "model", n_boot=50)["metrics"]["accuracy_micro"] == 0.0
+
+
+# --- strictness and exact values, one comparison at a time (they kill the mutants that survived) --
+
+
+def test_every_comparison_is_strict_and_ties_are_counted():
+    from analysis import metrics as m
+
+    compared = m.strictly_greater([1.0, 1.0, 2.0, 0.0], [1.0, 0.5, 2.0, 0.5])
+    assert compared.wins.tolist() == [False, True, False, False] and compared.ties == 2 and isinstance(compared.ties, int)
+
+
+# s[i, c] = s(C_c, I_i) starts with every direction right: [[0.9, 0.1], [0.2, 0.8]]. One cell is
+# raised to tie a comparison; worked by hand: (cell, value) -> (ipos2t, ineg2t, tpos2i, tneg2i).
+TIE_CASES = {
+    "ipos2t tied": ((0, 1), 0.9, (False, True, True, False)),  # s01 = s00; s01 also beats s11
+    "ineg2t tied": ((1, 0), 0.8, (True, False, True, True)),   # s10 = s11; s00 still beats s10
+    "tpos2i tied": ((1, 0), 0.9, (True, False, False, True)),  # s10 = s00; s10 also beats s11
+    "tneg2i tied": ((0, 1), 0.8, (True, True, True, False)),   # s01 = s11; s00 still beats s01
+}
+
+
+@pytest.mark.parametrize("case", sorted(TIE_CASES))
+def test_a_tie_fails_its_bivlc_direction_and_the_groups_built_on_it(case):
+    from analysis import metrics as m
+
+    cell, value, (ipos2t, ineg2t, tpos2i, tneg2i) = TIE_CASES[case]
+    s = np.array([[[0.9, 0.1], [0.2, 0.8]]])
+    s[0][cell] = value
+    outcomes = {k: bool(v[0]) for k, v in m.bivlc_outcomes(s).items()}
+    i2t, t2i = ipos2t and ineg2t, tpos2i and tneg2i
+    assert outcomes == {"ipos2t": ipos2t, "ineg2t": ineg2t, "tpos2i": tpos2i, "tneg2i": tneg2i,
+                        "i2t": i2t, "t2i": t2i, "group": i2t and t2i}
+    assert m.bivlc_ties(s) == 1
+
+
+def test_bivlc_ties_count_each_of_the_four_comparisons():
+    from analysis import metrics as m
+
+    assert m.bivlc_ties(np.full((3, 2, 2), 0.5)) == 12  # every comparison of every item
+    assert m.bivlc_ties(np.array([[[0.9, 0.1], [0.2, 0.8]]])) == 0
+
+
+def test_hard_positive_outcomes_are_strict_at_every_boundary():
+    from analysis import metrics as m
+
+    c, cn, cp = [0.5, 0.5, 0.9, 0.9, 0.2], [0.5, 0.3, 0.4, 0.4, 0.4], [0.1, 0.3, 0.4, 0.6, 0.6]
+    outcomes = {k: v.tolist() for k, v in m.hard_positive_outcomes(c, cn, cp).items()}
+    assert outcomes == {
+        "orig_acc": [False, True, True, True, False],
+        "aug_acc": [False, False, False, True, False],
+        "brittleness": [False, False, False, False, True],
+    }
+
+
+def test_recall_at_k_counts_ties_against_the_true_caption():
+    from analysis import metrics as m
+
+    scores = [[0.5, 0.4, 0.3, 0.2], [0.5, 0.5, 0.3, 0.2], [0.3, 0.5, 0.4, 0.2], [0.1, 0.5, 0.4, 0.2]]
+    assert [m.recall_at_k(scores, k).tolist() for k in (1, 2, 3)] == [
+        [True, False, False, False], [True, True, False, False], [True, True, True, False]]
+
+
+def test_per_category_counts_and_shares_in_sorted_order():
+    from analysis import metrics as m
+
+    result = m.per_category([True, False, True, True, False], ["b", "a", "b", "a", "a"])
+    assert list(result) == ["a", "b"] and result == {"a": (3, pytest.approx(100 / 3)), "b": (2, 100.0)}
+
+
+def test_chance_levels_of_every_metric():
+    from analysis import metrics as m
+
+    expected = {"accuracy_micro": 50, "accuracy_macro": 50, "macro_accuracy": 50, "accuracy": 50, "i2t": 25, "t2i": 25,
+                "group": 100 / 6, "ipos2t": 50, "tneg2i": 50, "orig_acc": 50, "aug_acc": 100 / 3, "brittleness": 100 / 3}
+    assert {k: m.chance_level(k) for k in expected} == pytest.approx(expected)
+    assert m.chance_level("recall_at_3", 5) == 60.0 and m.chance_level("recall_at_5", 4) == 100.0
+    assert m.chance_level("recall_at_1") is None and m.chance_level("n_unparsed") is None

@@ -54,3 +54,44 @@ def test_agreement_intervals_hold_the_value_and_narrow_with_more_items(demo_db, 
         assert low <= report[key] <= high and high > low, (key, n, low, report[key], high)
         widths.append(high - low)
     assert widths[1] < widths[0] * 0.8  # ten times the items: about a third of the width in theory
+
+
+def test_answer_keys_join_questions_in_a_fixed_order():
+    assert consensus.answer_key({"answer": "2"}) == "2"
+    assert consensus.answer_key({"grammar": "1", "commonsense": "tie"}) == consensus.answer_key({"commonsense": "tie", "grammar": "1"}) \
+        == "commonsense=tie|grammar=1"
+
+
+def test_the_adjudication_queue_holds_the_disputed_undecided_questions_only(demo_db):
+    batch = validate_batch(demo_db, n=12)
+    answer_all(demo_db, batch, "ada", lambda item: "negative_false")
+    answer_all(demo_db, batch, "ben", lambda item: "unsure" if item % 3 == 0 else "negative_false")
+    disputed = {i for i in {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])} if i % 3 == 0}
+    assert {d.item for d in consensus.adjudication_queue(demo_db, batch)} == disputed and disputed
+    first = min(disputed)
+    store.decide(demo_db, store.get_batch(demo_db, batch)["id"], first, 0, {"answer": "unsure"}, by="admin")
+    assert {d.item for d in consensus.adjudication_queue(demo_db, batch)} == disputed - {first}
+    decided = {d.item: d for d in consensus.decisions(demo_db, batch)}
+    assert (decided[first].answer, decided[first].rule, decided[first].votes) == ("unsure", "admin", {"negative_false": 1, "unsure": 1})
+
+
+def test_gold_exclusion_names_whoever_falls_below_the_batch_pass_mark(demo_db):
+    from annotate.tasks import expected_answer, is_correct
+
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.5, seed=8, min_seconds=0, gold_pass=50)
+    batch = batches.create_batch(demo_db, spec)["batch"]
+    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
+    for name, right_share in (("ada", 1.0), ("ben", 0.4)):
+        me = store.ensure_annotator(demo_db, name)["id"]
+        gold_seen = 0
+        while (state := batches.draw(demo_db, me, batch)).task is not None:
+            item = items[state.task.item_id]
+            right = expected_answer("validate_negative", item)
+            wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
+            gold_seen += 1
+            batches.submit_answer(demo_db, me, batch, state.task, right if gold_seen <= right_share * 20 else {"answer": wrong})
+    progress = {r["annotator"]: r for r in batches.batch_progress(demo_db, batch)}
+    excluded = consensus.excluded_annotators(demo_db, batch)
+    assert [e.annotator for e in excluded] == ["ben"] == [n for n, r in progress.items() if r["gold_accuracy"] < 50]
+    assert all(e.gold_pass == 50 and e.gold_n == progress[e.annotator]["gold_n"] for e in excluded)
+    assert consensus.excluded_annotators(demo_db, batch, gold_pass=0) == []
