@@ -37,6 +37,7 @@ from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES, INSTRUCTIONS, Task, 
 
 Unit = tuple[int, int]  # (item id, part)
 PROLIFIC_ID_PATTERN = r"[0-9a-f]{24}"  # Prolific participant ids are 24 lower-case hex characters
+MIN_SECONDS = 0.5  # an answer sooner than this after its item was drawn is refused (a held or doubled key)
 
 
 class BatchError(store.StoreError):
@@ -82,7 +83,7 @@ class BatchSpec:
     name: str | None = None
     instructions: str | None = None
     lease_minutes: float = 30  # an item drawn but not answered this long goes to someone else
-    min_seconds: float = 0.5  # an answer sooner than this after the item was drawn is refused (held or doubled keys)
+    min_seconds: float = MIN_SECONDS
     crowd_items: int | None = None  # crowd mode: items per worker who joins through the study link
     practice: int = 2  # crowd mode: practice items with feedback before the real ones
     gold_pass: float = 60.0  # gold accuracy (%) below which an annotator is screened out / left out of the vote

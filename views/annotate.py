@@ -54,8 +54,8 @@ def show_notice() -> None:
     """What happened to the last answer (stored, already stored, refused), said once."""
     notice = st.session_state.pop("notice", None)
     if notice:
-        kind, text = notice
-        {"success": st.success, "info": st.info, "error": st.error}[kind](text)
+        kind, message = notice
+        {"success": st.success, "info": st.info, "error": st.error}[kind](message)
 
 
 if crowd and not st.session_state.get(f"consent:{batch_name}") and state.done == 0:
@@ -118,7 +118,7 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
     try:
         fresh = batches.submit_answer(
             store.open_db(paths.db_path()), role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment,
-            min_seconds=float(state.batch["config"].get("min_seconds", 0.5)),
+            min_seconds=float(state.batch["config"].get("min_seconds", batches.MIN_SECONDS)),
         )
     except (TaskError, store.StoreError) as error:
         st.session_state["notice"] = ("error", f"Not stored. {error}")
