@@ -41,7 +41,7 @@ mutation: $(VENV)/.testing
 	$(PY) -m pip install -q "mutmut>=3.3"
 	$(VENV)/bin/mutmut run --max-children 2
 	$(VENV)/bin/mutmut results --all true > mutation-results.txt || true
-	@echo "per-module summary: $(PY) bench/mutation_summary.py"
+	$(PY) bench/mutation_summary.py mutation-results.txt
 
 clean:
 	rm -rf $(VENV) demo_store .pytest_cache
