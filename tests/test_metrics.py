@@ -284,3 +284,46 @@ def test_chance_levels_of_every_metric():
     assert {k: m.chance_level(k) for k in expected} == pytest.approx(expected)
     assert m.chance_level("recall_at_3", 5) == 60.0 and m.chance_level("recall_at_5", 4) == 100.0
     assert m.chance_level("recall_at_1") is None and m.chance_level("n_unparsed") is None
+
+
+@pytest.mark.parametrize("n", [40, 400])
+def test_share_interval_holds_the_value_matches_the_normal_width_and_follows_its_level(n):
+    from analysis import metrics as m
+
+    outcomes = np.arange(n) % 4 != 0  # 75% true
+    low, high = m.share_interval(outcomes, n_boot=4000, seed=1)
+    assert low < 75.0 < high
+    normal = 2 * 1.96 * 100 * np.sqrt(0.75 * 0.25 / n)  # the textbook 95% width
+    assert (high - low) == pytest.approx(normal, rel=0.2)
+    low90, high90 = m.share_interval(outcomes, n_boot=4000, seed=1, level=0.90)
+    assert low < low90 < high90 < high
+    assert m.share_interval(outcomes, n_boot=4000, seed=1) == (low, high)  # seeded: the same numbers again
+    assert all(np.isnan(v) for v in m.share_interval([], n_boot=10)) and all(np.isnan(v) for v in m.share_interval(outcomes, n_boot=0))
+
+
+def test_macro_interval_agrees_with_resampling_items_explicitly():
+    from analysis import metrics as m
+
+    rng = np.random.default_rng(5)
+    categories = np.repeat(["a", "b", "c"], [60, 30, 10])
+    outcomes = rng.random(100) < np.repeat([0.9, 0.6, 0.3], [60, 30, 10])
+    fast = m.macro_interval(outcomes, categories, n_boot=4000, seed=2)
+    picks = rng.integers(0, 100, size=(4000, 100))  # the naive oracle: resample items, recompute
+    naive = np.percentile([m.macro_accuracy(outcomes[p], categories[p]) for p in picks], [2.5, 97.5])
+    assert fast == pytest.approx(tuple(naive), abs=1.5)
+    assert fast[0] < m.macro_accuracy(outcomes, categories) < fast[1]
+
+
+def test_summarize_reports_every_outcome_and_category_with_intervals_around_them():
+    from analysis import metrics as m
+
+    outcomes = {"x": [True, True, False, True, False, True], "y": [False, False, True, True, True, True]}
+    summary = m.summarize(outcomes, ["b", "a", "b", "a", "a", "b"], macro=("x", "x_macro"), n_boot=500)
+    assert summary["n"] == 6 and summary["metrics"] == pytest.approx({"x": 400 / 6, "y": 400 / 6, "x_macro": (200 / 3 + 200 / 3) / 2})
+    assert summary["by_category"] == {"a": {"n": 3, "x": pytest.approx(200 / 3), "y": pytest.approx(200 / 3)},
+                                      "b": {"n": 3, "x": pytest.approx(200 / 3), "y": pytest.approx(200 / 3)}}
+    for key, (low, high) in summary["intervals"].items():
+        assert low <= summary["metrics"][key] <= high and high > low
+    for category, intervals in summary["category_intervals"].items():
+        assert set(intervals) == {"x", "y"}
+        assert all(low <= summary["by_category"][category][k] <= high for k, (low, high) in intervals.items())
