@@ -53,6 +53,8 @@ import json
 import re
 import secrets
 import sqlite3
+import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -335,14 +337,47 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION) -> sq
     if path is None:
         db = sqlite_utils.Database(memory=True)
     else:
-        check_store_file(Path(path))
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite_utils.Database(path)
-        db.enable_wal()
+        db = _connect_checked(Path(path))
     db.conn.execute("PRAGMA foreign_keys = ON")
     db.conn.execute("PRAGMA busy_timeout = 10000")
     migrate(db, upto=upto)
     return db
+
+
+# Store files with a live connection in this process, by (device, inode). Closing any file
+# descriptor of a file drops every POSIX lock this process holds on it (sqlite.org/howtocorrupt.html,
+# 2.2), so the raw header check must not run while a connection here may hold locks: another
+# process could then checkpoint and reset the WAL under that connection and this process would
+# go on reading an old snapshot (seen: links issued by the CLI refused by the running app).
+_live_connections: dict[tuple[int, int], weakref.WeakSet] = {}
+_opening = threading.Lock()
+
+
+def _connect_checked(path: Path) -> sqlite_utils.Database:
+    """A WAL connection to `path`, checked first (check_store_file) unless this process already
+    holds a live connection to the same file, which was checked when it was opened."""
+    with _opening:
+        key = _file_key(path)
+        if key is None or not _live_connections.get(key):
+            check_store_file(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path, factory=_TrackedConnection)
+        db = sqlite_utils.Database(connection)
+        db.enable_wal()
+        _live_connections.setdefault(_file_key(path), weakref.WeakSet()).add(connection)
+    return db
+
+
+class _TrackedConnection(sqlite3.Connection):
+    """An sqlite3 connection that can be weakly referenced (the base class cannot)."""
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from annotate import store
 from data.items import Item
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_new_store_is_at_the_latest_schema_in_wal_mode(tmp_path):
@@ -117,3 +122,43 @@ def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
     store.put_scores(demo_db, run_id, [(label["item"], [0.1, 0.2])])  # the same row, new scores
     keys.append(store.dataset_fingerprint(demo_db, dataset))
     assert len(set(keys)) == len(keys)  # every change gives the pages a new key
+
+
+APP_PROCESS = """
+import sys
+from annotate import store
+kept = store.open_db(sys.argv[1])  # a session that stays open, as in the running app
+with store.transaction(kept):
+    kept.execute("INSERT INTO seen VALUES (0)")
+for line in sys.stdin:
+    fresh = store.open_db(sys.argv[1])  # each rerun opens its own connection
+    count = fresh.execute("SELECT COUNT(*) FROM written").fetchone()[0]
+    with store.transaction(fresh):
+        fresh.execute("INSERT INTO seen VALUES (?)", [count])
+    print(count, flush=True)
+"""
+
+
+def test_a_running_app_sees_every_write_another_process_commits(tmp_path):
+    """The app keeps connections open while the CLI writes and exits. Opening the store must not
+    drop this process's file locks (closing any descriptor of the file does), or the other process
+    resets the WAL under the app, which then reads old data or fails with 'disk I/O error'."""
+    path = tmp_path / "foil.db"
+    setup = store.open_db(path)
+    setup.executescript("CREATE TABLE written (x); CREATE TABLE seen (x)")
+    setup.conn.close()
+    app = subprocess.Popen([sys.executable, "-c", APP_PROCESS, str(path)], cwd=ROOT, text=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for round_ in range(1, 7):
+            cli = store.open_db(path)
+            with store.transaction(cli):
+                cli.execute("INSERT INTO written VALUES (?)", [round_])
+            cli.conn.close()  # the CLI exits
+            app.stdin.write("next\n")
+            app.stdin.flush()
+            assert app.stdout.readline().strip() == str(round_), app.stderr.read() if app.poll() else ""
+    finally:
+        app.stdin.close()
+        app.wait(timeout=30)
+    assert app.returncode == 0
