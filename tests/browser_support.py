@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -101,3 +102,14 @@ def press_when_idle(page, expect, key: str) -> None:
     wait_idle(page, expect)
     page.get_by_role("heading", level=1).click()
     page.keyboard.press(key)
+
+
+def start_queue(page, expect) -> None:
+    """Press Start on the instructions screen if it is shown (a returning annotator goes straight
+    to their item). A click, which waits until the button is drawn and ready, where a key pressed
+    while the page is still settling can be lost."""
+    start = page.get_by_role("button", name=re.compile(r"^Start"))
+    expect(start.or_(page.get_by_text(re.compile(r"^\d+ of \d+ done$")))).to_be_visible(timeout=20_000)
+    wait_idle(page, expect)
+    if start.is_visible():
+        start.click()

@@ -14,7 +14,7 @@ import pytest
 
 from annotate import batches, store
 from annotate.tasks import TASK_TYPES
-from tests.browser_support import launch, press_when_idle, streamlit_server, wait_idle
+from tests.browser_support import launch, press_when_idle, start_queue, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -54,7 +54,7 @@ def open_queue(context, link: str, name: str):
     page = context.new_page()
     page.goto(link)
     expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
-    press_when_idle(page, expect, "Enter")
+    start_queue(page, expect)
     expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=20_000)
     wait_idle(page, expect)
     return page
@@ -202,7 +202,7 @@ def test_each_task_fits_one_screen_with_answers_visible(site, task):
         page = context.new_page()
         page.goto(links[name])
         expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
-        press_when_idle(page, expect, "Enter")
+        start_queue(page, expect)
         answers = page.locator("[class*='st-key-option'] button, [data-testid='stBaseButton-primaryFormSubmit']")
         expect(answers.first).to_be_visible(timeout=20_000)
         wait_idle(page, expect)
