@@ -6,8 +6,8 @@ every file in it directly (its legacy multipage mode), without running this role
 
 import streamlit as st
 
-from annotate import batches, roles, store
-from data import paths
+from annotate import batches, roles
+from data import paths, store
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
 

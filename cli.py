@@ -20,13 +20,12 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate import store
-from annotate.tasks import TASK_TYPES, TaskError
-from data import paths
 from analysis.model_spec import ModelUnavailableError
 from analysis.results import BOOTSTRAP
-from data.importers import PARSERS, BadInputError
+from annotate.tasks import TASK_TYPES, TaskError
+from data import paths, store
 from data.images import UnsafeImagePathError
+from data.importers import PARSERS, BadInputError
 
 log = logging.getLogger("foil")
 
@@ -82,7 +81,7 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
 
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
-    from data.exporters import export_dataset
+    from analysis.exports import export_dataset
 
     return export_dataset(db, args.dataset, args.format, Path(args.out))
 

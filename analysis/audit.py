@@ -11,7 +11,7 @@ import sqlite_utils
 
 from analysis import blind
 from analysis.metrics import percent
-from annotate import store
+from data import store
 from data.exporters import write_sugarcrepe
 
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
 import numpy as np
 import pandas as pd
 import sqlite_utils

@@ -30,7 +30,15 @@ import torch.nn.functional as F
 from PIL import Image
 
 from analysis.model_spec import (  # noqa: F401  (re-exported: callers name them models.X)
-    DEMO_ARCH, DEMO_CHECKPOINT, DEMO_MODEL_DIR, DEMO_RUN, PRECISIONS, RANDOM_WEIGHTS, ModelSpec, ModelUnavailableError, demo_model_spec,
+    DEMO_ARCH,
+    DEMO_CHECKPOINT,
+    DEMO_MODEL_DIR,
+    DEMO_RUN,
+    PRECISIONS,
+    RANDOM_WEIGHTS,
+    ModelSpec,
+    ModelUnavailableError,
+    demo_model_spec,
 )
 
 log = logging.getLogger(__name__)

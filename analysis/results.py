@@ -14,7 +14,7 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from annotate import store
+from data import store
 
 Run = store.RunColumns
 

@@ -20,7 +20,7 @@ import sqlite_utils
 from PIL import Image, ImageOps
 
 from analysis.models import LoadedModel, encode_images, encode_texts, token_lengths
-from annotate import store
+from data import store
 from data.images import resolve_image
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)

@@ -14,8 +14,8 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from annotate import store
 from annotate.tasks import is_correct
+from data import store
 
 BASELINE_TASKS = ("baseline_i2t", "baseline_t2i", "validate_negative", "rank_captions")
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).

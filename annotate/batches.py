@@ -29,11 +29,20 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate import store
-from data.browse import existing_image
-from data.images import thumbnail
+from annotate.tasks import (
+    INSTRUCTIONS,
+    ITEM_KINDS_FOR_TASK,
+    TASK_TYPES,
+    Task,
+    build_task,
+    check_answer,
+    expected_answer,
+    is_correct,
+    parts_for,
+)
+from data import store
+from data.images import existing_image, thumbnail
 from data.paths import thumbnail_dir
-from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES, INSTRUCTIONS, Task, build_task, check_answer, expected_answer, is_correct, parts_for
 
 Unit = tuple[int, int]  # (item id, part)
 PROLIFIC_ID_PATTERN = r"[0-9a-f]{24}"  # Prolific participant ids are 24 lower-case hex characters

@@ -21,8 +21,8 @@ import pandas as pd
 import sqlite_utils
 from crowdkit.aggregation import DawidSkene
 
-from annotate import store
 from annotate.batches import batch_progress
+from data import store
 
 Unit = tuple[int, int]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate import store
 from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
 from annotate.consensus import decisions
+from data import store
 from data.exporters import write_bivlc, write_sugarcrepe
 
 KEEP = {"validate_negative": {"negative_false"}, "ambiguity": {"original"}}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from annotate import store
+from data import store
 from data.paths import files_dir
 
 ADMIN_TOKEN_ENV = "FOIL_ADMIN_TOKEN"

@@ -26,7 +26,7 @@ from analysis import models  # noqa: E402
 from analysis.models import ModelSpec, load_model  # noqa: E402
 from analysis.results import load_run, pair_correct  # noqa: E402
 from analysis.scoring import load_image, score_dataset  # noqa: E402
-from annotate import store  # noqa: E402
+from data import store  # noqa: E402
 from data.demo import DemoConfig, install_demo  # noqa: E402
 
 GFLOPS_PER_IMAGE = 8.8  # ViT-B-32 at 224 px, open_clip's model profile

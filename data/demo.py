@@ -26,11 +26,11 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate import store
 from data import demo_world as w
+from data import store
 from data.importers import Parsed
-from data.loading import ImportReport, store_parsed
 from data.items import Item
+from data.loading import ImportReport, store_parsed
 
 DEMO_SOURCE = "demo"
 DEMO_ANNOTATORS = ("ada", "ben", "cleo")

@@ -117,3 +117,14 @@ def thumbnail(path: Path, cache_dir: Path, max_side: int = THUMBNAIL_SIDE) -> Pa
     except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError):
         return None
     return target
+
+
+def existing_image(root: Path | None, reference: str) -> Path | None:
+    """The file an image reference names under `root`, or None if unsafe or absent."""
+    if root is None:
+        return None
+    try:
+        path = resolve_image(root, reference)
+    except UnsafeImagePathError:
+        return None
+    return path if path.is_file() else None

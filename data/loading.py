@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate import store
+from data import store
 from data.images import UnsafeImagePathError, clean_relative_path, max_image_pixels, probe_image
 from data.importers import PARSERS, BadInputError, ImportWarning, Parsed
 

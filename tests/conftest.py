@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate import store
+from data import store
 from data.demo import DemoConfig, install_demo
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from annotate import store
+from data import store
 from tests.conftest import REPO, SMALL_DEMO
 
 ADMIN = "test-admin-token"
@@ -115,7 +115,7 @@ def downloads(monkeypatch):
 
 
 def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downloads):
-    from data.exporters import export_archive
+    from analysis.exports import export_archive
 
     at = app(ADMIN)
     at.selectbox(key="dataset").set_value("demo-bivlc").run()
@@ -135,9 +135,9 @@ def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downlo
 
 def test_captions_are_plain_text_not_markup(app, demo_db):
     db = demo_db
-    from data.loading import store_parsed
     from data.importers import Parsed
     from data.items import Item
+    from data.loading import store_parsed
 
     parsed = Parsed("jsonl", "html")
     parsed.add(Item("pair", "add_obj", "x", ("<b>bold</b> <script>alert(1)</script>", "**not bold**")), "x.jsonl", 1)

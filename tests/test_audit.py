@@ -138,7 +138,7 @@ def test_audit_cli_contract(tmp_path, fixtures):
 
 
 def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin_page):
-    from annotate import store
+    from data import store
 
     db = store.open_db(tmp_path / "foil.db")
     import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data")

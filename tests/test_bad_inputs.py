@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from annotate import batches, store
+from annotate import batches
+from data import store
 from data.importers import BadInputError
 from data.loading import import_path
 from tests.conftest import REPO

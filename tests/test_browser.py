@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import batches, store
+from annotate import batches
+from data import store
 from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server
 
 playwright_api = pytest.importorskip("playwright.sync_api")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from annotate import batches, store
+from annotate import batches
 from annotate.tasks import TASK_TYPES
+from data import store
 from tests.browser_support import launch, press_when_idle, start_queue, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")

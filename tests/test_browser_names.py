@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from annotate import batches, store
+from annotate import batches
+from data import store
 from data.loading import import_path
 from data.text import WORD_JOINER
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import cli
-from annotate.store import db_file as store_file
 from data.importers import PARSERS
+from data.store import db_file as store_file
 from tests.conftest import REPO
 
 

@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from annotate import batches, consensus, store
+from annotate import batches, consensus
 from annotate.baselines import human_baseline
 from annotate.export import export_clean
+from data import store
 from tests.conftest import REPO
 
 

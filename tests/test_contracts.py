@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotate import agreement, batches, store
+from annotate import agreement, batches
+from data import store
 from tests.conftest import REPO
 
 

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from annotate import store
 from data import demo_world as w
+from data import store
 from data.demo import DemoConfig, build_world, claim_from_data, install_demo, scene_from_data
 from tests.conftest import SMALL_DEMO
 

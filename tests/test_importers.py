@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from annotate import store
+from data import store
 from data.importers import BadInputError, parse_choice
 from data.loading import import_path
 

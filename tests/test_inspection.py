@@ -8,12 +8,11 @@ import pytest
 from scipy.stats import binomtest
 
 from analysis import inspection
+from analysis.models import ModelSpec, demo_model_spec, load_model
 from analysis.results import UnsupportedRunError
-from annotate import baselines, batches
-from data import browse
-from analysis.models import ModelSpec, load_model, demo_model_spec
 from analysis.scoring import score_dataset
-from annotate import store
+from annotate import baselines, batches, browse
+from data import store
 from data.loading import import_path
 
 

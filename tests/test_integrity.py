@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import batches, consensus, store
+from annotate import batches, consensus
 from annotate.tasks import TASK_TYPES, expected_answer, is_correct
+from data import store
 
 DATASET_FOR_TASK = {
     "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",

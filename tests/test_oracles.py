@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from annotate import batches, consensus, export, store
+from annotate import batches, consensus, export
+from data import store
 
 
 def validate_batch(db, n: int, annotators=("ada", "ben"), seed: int = 3) -> str:

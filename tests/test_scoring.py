@@ -16,7 +16,7 @@ from analysis import models
 from analysis.models import ModelSpec, load_model
 from analysis.results import run_metrics
 from analysis.scoring import load_image, score_dataset
-from annotate import store
+from data import store
 from tests.conftest import REPO
 
 CAPTIONS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate import store
+from data import store
 from data.items import Item
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
 
 APP_PROCESS = """
 import sys
-from annotate import store
+from data import store
 kept = store.open_db(sys.argv[1])  # a session that stays open, as in the running app
 with store.transaction(kept):
     kept.execute("INSERT INTO seen VALUES (0)")
@@ -162,3 +162,30 @@ def test_a_running_app_sees_every_write_another_process_commits(tmp_path):
         app.stdin.close()
         app.wait(timeout=30)
     assert app.returncode == 0
+
+
+def test_opening_a_current_store_needs_no_write_lock(tmp_path):
+    """Pages open the store on every rerun: that must not wait for a long write elsewhere
+    (an import, a scoring run) nor take the write lock itself."""
+    path = tmp_path / "foil.db"
+    store.open_db(path).conn.close()
+    writer = sqlite3.connect(path)
+    writer.execute("BEGIN IMMEDIATE")  # another process is writing
+    try:
+        reader = store.open_db(path)
+        assert store.schema_version(reader) == store.SCHEMA_VERSION
+        assert not reader.conn.in_transaction
+    finally:
+        writer.rollback()
+
+
+def test_two_processes_upgrading_one_old_store_apply_each_migration_once(tmp_path):
+    path = tmp_path / "old.db"
+    store.open_db(path, upto=1).conn.close()
+    upgrade = "import sys; from data import store; store.open_db(sys.argv[1])"
+    runs = [subprocess.Popen([sys.executable, "-c", upgrade, str(path)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    errors = [run.communicate(timeout=120)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errors
+    versions = [r[0] for r in sqlite3.connect(path).execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == list(range(1, store.SCHEMA_VERSION + 1))

@@ -4,9 +4,9 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotate import agreement, batches, consensus, export, store
+from annotate import agreement, batches, browse, consensus, export
 from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
-from data import browse, paths, text
+from data import paths, store, text
 
 db = store.open_db(paths.db_path())
 st.title("Annotation batches")

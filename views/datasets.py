@@ -6,8 +6,9 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotate import store
-from data import browse, exporters, paths, text
+from analysis import exports
+from annotate import browse
+from data import paths, store, text
 from data.images import UnsafeImagePathError
 from data.importers import PARSERS, BadInputError
 from data.loading import import_path
@@ -52,11 +53,11 @@ chart = px.bar(categories, x="category", y="items", title=f"{dataset}: items per
 st.plotly_chart(text.literal_figure(chart), key="category_chart")
 
 with st.expander("Export"):
-    fmt = st.selectbox("Format", exporters.FORMATS, key="export_format",
+    fmt = st.selectbox("Format", exports.FORMATS, key="export_format",
                        help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups")
     if st.button("Prepare the download", key="export"):
         try:
-            exported, archive = exporters.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt))
+            exported, archive = exports.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt))
         except store.StoreError as error:
             st.error(text.md(error))
         else:

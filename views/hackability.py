@@ -7,8 +7,7 @@ import streamlit as st
 
 from analysis import audit as audits
 from analysis import blind
-from annotate import store
-from data import exporters, paths, text
+from data import exporters, paths, store, text
 
 SCATTER_POINTS = 5_000
 

@@ -6,8 +6,8 @@ import streamlit as st
 
 from analysis import inspection
 from analysis.results import UnsupportedRunError
-from annotate import baselines, batches, store
-from data import browse, paths, text
+from annotate import baselines, batches, browse
+from data import paths, store, text
 
 PAGE_SIZE = 10
 SCATTER_POINTS = 5_000

@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis import metrics, model_spec, results
-from annotate import baselines, store
-from data import paths, text
+from annotate import baselines
+from data import paths, store, text
 
 if TYPE_CHECKING:
     from analysis.models import LoadedModel

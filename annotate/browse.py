@@ -9,9 +9,9 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from annotate import store
 from annotate.tasks import is_correct
-from data.images import UnsafeImagePathError, resolve_image, thumbnail
+from data import store
+from data.images import existing_image, thumbnail
 from data.items import caption_roles, image_roles
 
 
@@ -76,17 +76,6 @@ def _card(item: dict[str, Any], root: Path | None) -> ItemCard:
         images.insert(0, ("source image", existing_image(root, source)))
         captions.insert(0, ("positive", str(item["meta"].get("positive_caption", ""))))
     return ItemCard(item["id"], item["category"], item["source_id"], item["kind"], captions, images, item["truth"])
-
-
-def existing_image(root: Path | None, reference: str) -> Path | None:
-    """The file an image reference names under `root`, or None if unsafe or absent."""
-    if root is None:
-        return None
-    try:
-        path = resolve_image(root, reference)
-    except UnsafeImagePathError:
-        return None
-    return path if path.is_file() else None
 
 
 def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
