@@ -96,3 +96,38 @@ def test_gold_exclusion_names_whoever_falls_below_the_batch_pass_mark(demo_db):
     assert [e.annotator for e in excluded] == ["ben"] == [n for n, r in progress.items() if r["gold_accuracy"] < 50]
     assert all(e.gold_pass == 50 and e.gold_n == progress[e.annotator]["gold_n"] for e in excluded)
     assert consensus.excluded_annotators(demo_db, batch, gold_pass=0) == []
+    votes = lambda **options: {sum(d.votes.values()) for d in consensus.decisions(demo_db, batch, **options)}  # noqa: E731
+    assert votes() == {1} and votes(gold_pass=0) == votes(include_excluded=True) == {2}  # ben's vote counts only when asked
+
+
+def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo_db):
+    """Three annotators, two always right: the estimated label of each question is the truth."""
+    from annotate.tasks import expected_answer
+
+    batch = validate_batch(demo_db, n=10, annotators=("ada", "ben", "cleo"))
+    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
+    truth = {i: expected_answer("validate_negative", item)["answer"] for i, item in items.items()}
+    answer_all(demo_db, batch, "ada", lambda item: truth[item])
+    answer_all(demo_db, batch, "ben", lambda item: truth[item])
+    answer_all(demo_db, batch, "cleo", lambda item: "unsure")
+    estimate = consensus.dawid_skene(demo_db, batch)
+    assert estimate["labels"] == {f"{i}:0": truth[i] for i in items}
+    assert estimate["accuracy"]["ada"] > estimate["accuracy"]["cleo"]
+    assert consensus.dawid_skene(demo_db, validate_batch(demo_db, n=2, annotators=("dan",))) == {"labels": {}, "accuracy": {}}
+
+
+def test_truth_rules_at_their_edges():
+    """rank_captions: a three-way tie does not separate the negative; pick_image: None is wrong
+    when some candidate is valid; no known truth gives no verdict."""
+    from annotate.tasks import is_correct
+
+    ranked = {"truth": {"negative": 1}}
+    assert is_correct("rank_captions", ranked, 0, {"rank_0": "1", "rank_1": "2", "rank_2": "1"}) is True
+    assert is_correct("rank_captions", ranked, 0, {"rank_0": "1", "rank_1": "1", "rank_2": "1"}) is False
+    assert is_correct("rank_captions", ranked, 0, {"rank_0": "1", "rank_1": "2"}) is False  # a rank missing
+    candidates = {"truth": {"valid": [False, True]}}
+    assert is_correct("pick_image", candidates, 0, {"answer": "1"}) is True
+    assert is_correct("pick_image", candidates, 0, {"answer": "0"}) is False
+    assert is_correct("pick_image", candidates, 0, {"answer": "none"}) is False
+    assert is_correct("pick_image", {"truth": {"valid": [False, False]}}, 0, {"answer": "none"}) is True
+    assert is_correct("validate_negative", {"truth": {}}, 0, {"answer": "negative_false"}) is None

@@ -1,0 +1,113 @@
+"""What the annotator sees is what the stored answer means: each task shows the item's own
+captions and images under the right roles, every answer button stores the item index (or name)
+of the stimulus it is drawn beside, and the buttons with their keys never move; only the stimuli
+are shuffled, reproducibly per seed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from annotate.tasks import TASK_TYPES, build_task, parts_for
+from data import store
+
+DATASET_FOR_TASK = {
+    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
+    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
+    "compare_negatives": "demo-crepe",
+}
+# The answer buttons (label, key) of each task type, the same on every item.
+BUTTONS = {
+    "validate_negative": [("Altered is wrong", "1"), ("Altered is also true", "2"), ("Unsure", "3")],
+    "ambiguity": [("Left", "1"), ("Right", "2"), ("Both", "3")],
+    "baseline_i2t": [("Caption (1)", "1"), ("Caption (2)", "2")],
+    "baseline_t2i": [("Image A", "1"), ("Image B", "2")],
+    "rank_captions": [("1", ""), ("2", ""), ("3", "")],
+    "compare_negatives": [("First", ""), ("Second", ""), ("Tie", "")],
+}
+
+
+def tasks_of(db, task_type: str, seed: str = "s", n: int = 24):
+    dataset = store.get_dataset(db, DATASET_FOR_TASK[task_type])
+    items = store.list_items(db, dataset["id"], limit=n)
+    return [(item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item["kind"])]
+
+
+def pick_image_buttons(n_images: int) -> list[tuple[str, str]]:
+    return [(chr(ord("A") + n), str(n + 1)) for n in range(n_images)] + [("None", "0")]
+
+
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_answer_buttons_and_keys_are_the_same_on_every_item(demo_db, task_type):
+    for item, task in tasks_of(demo_db, task_type):
+        expected = pick_image_buttons(len(item["images"])) if task_type == "pick_image" else BUTTONS[task_type]
+        assert [(o.label, o.shortcut) for o in task.options] == expected
+
+
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_stimuli_are_shuffled_per_item_and_reproducible_per_seed(demo_db, task_type):
+    first, again, other = (tasks_of(demo_db, task_type, seed) for seed in ("s", "s", "t"))
+    assert [t.displayed_order for _, t in first] == [t.displayed_order for _, t in again]
+    if task_type != "validate_negative":  # shown under their roles: nothing to shuffle
+        assert len({t.displayed_order for _, t in first}) > 1
+        assert [t.displayed_order for _, t in first] != [t.displayed_order for _, t in other]
+
+
+def test_validate_negative_shows_the_caption_and_the_altered_caption_under_their_roles(demo_db):
+    for item, task in tasks_of(demo_db, "validate_negative"):
+        assert task.captions == (("caption", item["captions"][0]), ("altered caption", item["captions"][1]))
+        assert task.images == (("image", item["images"][0]),)
+        assert [o.value for o in task.options] == ["negative_false", "negative_true", "unsure"]
+
+
+def test_each_pick_image_button_stores_the_image_drawn_under_its_letter(demo_db):
+    for item, task in tasks_of(demo_db, "pick_image"):
+        assert task.captions == (("description", item["captions"][0]),)
+        shown = dict(task.images)
+        for option in task.options[:-1]:
+            assert shown[option.label] == item["images"][int(option.value)]
+        assert sorted(shown.values()) == sorted(item["images"]) and task.options[-1].value == "none"
+
+
+def test_each_ambiguity_button_names_the_image_drawn_on_its_side(demo_db):
+    for item, task in tasks_of(demo_db, "ambiguity"):
+        assert task.captions == (("caption", item["captions"][0]),)
+        shown = dict(task.images)
+        names = {"original": item["images"][0], "generated": item["images"][1]}
+        left, right, both = task.options
+        assert shown["Left"] == names[left.value] and shown["Right"] == names[right.value] and both.value == "both"
+
+
+def test_each_image_to_text_button_stores_the_caption_drawn_under_its_number(demo_db):
+    for item, task in tasks_of(demo_db, "baseline_i2t"):
+        assert task.images == (("image", item["images"][task.part]),)
+        shown = dict(task.captions)
+        for number, option in enumerate(task.options, 1):
+            assert shown[f"({number})"] == item["captions"][int(option.value)]
+
+
+def test_each_text_to_image_button_stores_the_image_drawn_under_its_letter(demo_db):
+    for item, task in tasks_of(demo_db, "baseline_t2i"):
+        assert task.captions == (("caption", item["captions"][task.part]),)
+        shown = dict(task.images)
+        for option in task.options:
+            assert shown[option.label] == item["images"][int(option.value)]
+
+
+def test_each_rank_question_names_the_caption_drawn_at_its_place(demo_db):
+    for item, task in tasks_of(demo_db, "rank_captions"):
+        assert task.images == (("image", item["images"][0]),)
+        assert [text for _, text in task.captions] == [item["captions"][int(q.removeprefix("rank_"))] for q in task.questions]
+        assert [role for role, _ in task.captions] == ["(1)", "(2)", "(3)"]
+        assert task.question_labels == ("rank of caption (1)", "rank of caption (2)", "rank of caption (3)")
+
+
+def test_compare_negatives_shows_the_original_and_each_button_stores_the_altered_caption_it_names(demo_db):
+    for item, task in tasks_of(demo_db, "compare_negatives"):
+        assert task.captions[0] == ("original", item["captions"][0])
+        shown = dict(task.captions[1:])
+        first, second, tie = task.options
+        assert shown["altered (1)"] == item["captions"][int(first.value)]
+        assert shown["altered (2)"] == item["captions"][int(second.value)]
+        assert {int(first.value), int(second.value)} == {1, 2} and tie.value == "tie"
+        assert task.questions == ("commonsense", "grammar")
