@@ -10,7 +10,7 @@ import pytest
 
 from annotate import batches
 from data import store
-from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server
+from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -82,12 +82,22 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
         browser.close()
 
 
+def box_of(locator, expect) -> dict:
+    """The element's box once it stays attached (a redraw can replace it between two calls)."""
+    for _ in range(20):
+        expect(locator).to_be_visible(timeout=30_000)
+        box = locator.bounding_box()
+        if box is not None:
+            return box
+    raise AssertionError(f"{locator} kept being redrawn")
+
+
 def facet_area(chart, title_box: dict) -> dict:
     """The plot area (plotly's drag rectangle) of the facet whose title box is given: the one
     right below the title, spanning its centre."""
     centre = title_box["x"] + title_box["width"] / 2
     below = [b for b in (r.bounding_box() for r in chart.locator(".draglayer .nsewdrag").all())
-             if b["x"] <= centre <= b["x"] + b["width"] and b["y"] >= title_box["y"]]
+             if b and b["x"] <= centre <= b["x"] + b["width"] and b["y"] >= title_box["y"]]
     return min(below, key=lambda b: b["y"])
 
 
@@ -111,7 +121,8 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         chart = page.locator(".js-plotly-plot").first
         title = chart.locator(".annotation-text", has_text="add_att:")
         expect(title).to_be_visible(timeout=30_000)  # plotly has laid out the facets
-        area = facet_area(chart, title.bounding_box())
+        wait_idle(page, expect)  # the page's run has finished: the chart is not redrawn under the mouse
+        area = facet_area(chart, box_of(title, expect))
         start = (area["x"] + area["width"] * 0.05, area["y"] + area["height"] * 0.05)
         end = (area["x"] + area["width"] * 0.45, area["y"] + area["height"] * 0.95)
         page.mouse.move(*start)
