@@ -178,3 +178,58 @@ def test_kappa_matrix_is_symmetric_with_gaps_where_undefined():
     assert matrix.loc["ada", "ben"] == matrix.loc["ben", "ada"] == 0.5
     assert matrix.loc["ben", "cleo"] == matrix.loc["cleo", "ben"] == -0.25
     assert np.isnan(matrix.loc["ada", "cleo"]) and np.isnan(matrix.loc["cleo", "ada"]) and np.isnan(matrix.loc["ada", "ada"])
+
+
+def _labels(answers: dict[str, list[dict[str, str]]]) -> list[dict]:
+    """Label rows as the store gives them: one per annotator and item, part 0."""
+    return [{"item": n, "part": 0, "annotator": who, "answer": answer}
+            for who, per_item in answers.items() for n, answer in enumerate(per_item)]
+
+
+def test_each_question_of_a_two_question_task_is_agreed_on_alone_and_together():
+    """compare_negatives asks commonsense and grammar: kappa per question is sklearn's kappa on
+    that question's answers; pooled, each (item, question) is one unit."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from annotate import agreement
+
+    sense_a, sense_b = ["1", "2", "tie", "1", "2", "1"], ["1", "2", "1", "1", "tie", "1"]
+    grammar_a, grammar_b = ["2", "2", "1", "1", "tie", "2"], ["1", "2", "2", "1", "1", "2"]
+    labels = _labels({"ada": [{"commonsense": s, "grammar": g} for s, g in zip(sense_a, grammar_a)],
+                      "ben": [{"commonsense": s, "grammar": g} for s, g in zip(sense_b, grammar_b)]})
+    report = agreement.task_agreement(labels, "compare_negatives", n_boot=50)
+    assert set(report["by_question"]) == {"commonsense", "grammar"} and report["level"] == "nominal"
+    assert report["by_question"]["commonsense"]["cohen_mean"] == pytest.approx(cohen_kappa_score(sense_a, sense_b))
+    assert report["by_question"]["grammar"]["cohen_mean"] == pytest.approx(cohen_kappa_score(grammar_a, grammar_b))
+    assert report["n_items"] == 12 and report["by_question"]["grammar"]["n_items"] == 6
+    assert report["cohen_mean"] == pytest.approx(cohen_kappa_score(sense_a + grammar_a, sense_b + grammar_b))
+    assert agreement.task_agreement(labels, "compare_negatives", n_boot=50) == report  # seeded
+
+
+def test_ranks_are_agreed_on_as_ordinal_per_caption():
+    import krippendorff
+
+    from annotate import agreement
+
+    ada = [{"rank_0": "1", "rank_1": "3", "rank_2": "2"}, {"rank_0": "1", "rank_1": "2", "rank_2": "1"},
+           {"rank_0": "2", "rank_1": "3", "rank_2": "1"}, {"rank_0": "1", "rank_1": "1", "rank_2": "2"}]
+    ben = [{"rank_0": "1", "rank_1": "2", "rank_2": "3"}, {"rank_0": "1", "rank_1": "3", "rank_2": "1"},
+           {"rank_0": "1", "rank_1": "3", "rank_2": "2"}, {"rank_0": "2", "rank_1": "1", "rank_2": "3"}]
+    report = agreement.task_agreement(_labels({"ada": ada, "ben": ben}), "rank_captions", n_boot=50)
+    assert report["level"] == "ordinal" and set(report["by_question"]) == {"rank_0", "rank_1", "rank_2"}
+    for question, alone in report["by_question"].items():
+        data = [[float(a[question]) for a in ada], [float(b[question]) for b in ben]]
+        assert alone["krippendorff_alpha"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal"))
+    one_resample = agreement.task_agreement(_labels({"ada": ada, "ben": ben}), "rank_captions", n_boot=1)
+    points = [(low, high) for low, high in one_resample["by_question"]["rank_1"]["intervals"].values() if low is not None]
+    assert points and all(low == high for low, high in points)
+
+
+def test_pick_image_agreement_is_on_image_versus_none():
+    from annotate import agreement
+
+    labels = _labels({"ada": [{"answer": "0"}, {"answer": "none"}, {"answer": "2"}],
+                      "ben": [{"answer": "1"}, {"answer": "none"}, {"answer": "none"}]})
+    table = agreement.ratings_table(labels, "pick_image")
+    assert table.to_dict("list") == {"ada": ["image", "none", "image"], "ben": ["image", "none", "none"]}
+    assert list(table.index) == [(0, 0), (1, 0), (2, 0)] and table.columns.name is None
