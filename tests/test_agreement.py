@@ -233,3 +233,40 @@ def test_pick_image_agreement_is_on_image_versus_none():
     table = agreement.ratings_table(labels, "pick_image")
     assert table.to_dict("list") == {"ada": ["image", "none", "image"], "ben": ["image", "none", "none"]}
     assert list(table.index) == [(0, 0), (1, 0), (2, 0)] and table.columns.name is None
+
+
+def test_gwet_ac1_matches_the_published_formula_with_missing_labels():
+    """Values checked against irrCAC 0.4.4 (Gwet's own package, ported): pa and pe there are
+    17/21 and 2/7 for the three-rater table with gaps, 0.7 and 0.3275 for the two-rater one."""
+    from annotate import agreement
+
+    gaps = pd.DataFrame({"a": ["x", "x", "y", "z", "x", None, "y"], "b": ["x", "y", "y", "z", None, "x", "y"],
+                         "c": ["x", "x", "y", "y", "x", "x", None]})
+    assert agreement.gwet_ac1(gaps) == (pytest.approx((17 / 21 - 2 / 7) / (1 - 2 / 7)), 7, None)
+    two = pd.DataFrame({"a": list("1123122311"), "b": list("1223123312")})
+    assert agreement.gwet_ac1(two)[0] == pytest.approx((0.7 - 0.3275) / (1 - 0.3275))
+    assert agreement.agreement_report(gaps, n_boot=20)["gwet_ac1"] == pytest.approx(11 / 15)
+
+
+def test_fleiss_counts_the_items_it_could_use_and_says_why_it_is_undefined():
+    from annotate import agreement
+
+    gaps = pd.DataFrame({"a": ["x", "x", "y", "z", "x", None, "y"], "b": ["x", "y", "y", "z", None, "x", "y"],
+                         "c": ["x", "x", "y", "y", "x", "x", None]})
+    assert agreement.fleiss(gaps) == (None, 7, "raters per item vary; use Krippendorff's alpha")
+    single = pd.DataFrame({"a": ["x", None, "y"], "b": [None, "y", None]})
+    value, n, reason = agreement.fleiss(single)
+    assert (value, n) == (None, 0) and "two or more labels" in reason
+
+
+def test_agreement_report_intervals_use_the_resamples_asked_for_and_name_undefined_coefficients():
+    from annotate import agreement
+
+    table = pd.DataFrame({"a": list("xxyxyxxy"), "b": list("xyyxyxyy"), "c": list("xxyxxxxy")})
+    single = agreement.agreement_report(table, n_boot=1)
+    assert all(low == high for low, high in single["intervals"].values())
+    assert agreement.agreement_report(table, n_boot=200) != single
+    same = pd.DataFrame({"a": ["x"] * 4, "b": ["x"] * 4})  # every label the same class
+    report = agreement.agreement_report(same, n_boot=20)
+    assert report["cohen_mean"] is None and report["gwet_ac1"] is None
+    assert set(report["undefined"]) >= {"cohen_mean", "gwet_ac1"} and all(report["undefined"].values())
