@@ -121,6 +121,7 @@ def test_recall_at_k_with_ties_against_the_positive():
 
 def test_undefined_percent_is_nan_not_zero():
     assert np.isnan(m.percent([]))
+    assert np.isnan(m.macro_accuracy([], []))
 
 
 # --- invariants (hypothesis) ------------------------------------------------------------------
