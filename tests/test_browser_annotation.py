@@ -15,7 +15,7 @@ import pytest
 from annotate import batches
 from annotate.tasks import TASK_TYPES
 from data import store
-from tests.browser_support import launch, press_when_idle, start_queue, streamlit_server, wait_idle
+from tests.browser_support import focus_page, launch, press_when_idle, start_queue, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -98,7 +98,7 @@ def test_a_double_key_press_stores_one_answer_on_the_item_shown(site):
     page = open_queue(context, links["dora"], "dora")
     first = shown_negative(page)
     page.wait_for_timeout(READING_MS)
-    page.get_by_role("heading", level=1).click()
+    focus_page(page)
     page.keyboard.press("1")
     page.wait_for_timeout(80)
     page.keyboard.press("1")
@@ -121,7 +121,7 @@ def test_a_key_held_down_stores_one_answer(site):
     page = open_queue(context, links["hal"], "hal")
     first = shown_negative(page)
     page.wait_for_timeout(READING_MS)
-    page.get_by_role("heading", level=1).click()
+    focus_page(page)
     for _ in range(12):  # the keyboard's auto-repeat: keydown after keydown, ~35 ms apart
         page.keyboard.down("3")
         page.wait_for_timeout(35)
