@@ -44,6 +44,12 @@ def test_unrefined_sugarcrepe_is_larger(fresh_db, fixtures):
     refined = SUGARCREPE_COUNTS
     assert set(report.by_category) == set(refined)
     assert all(report.by_category[c] > refined[c] for c in refined)
+    # one item per record of each file, counted by the json module alone
+    records = {path.stem: len(json.loads(path.read_text())) for path in (fixtures / "sugarcrepe" / "data_unrefined").glob("*.json")}
+    assert dict(report.by_category) == records == {
+        "add_att": 1789, "add_obj": 3967, "replace_att": 1703, "replace_obj": 3124,
+        "replace_rel": 3177, "swap_att": 2305, "swap_obj": 1413,
+    }
 
 
 def test_bivlc_per_instance_file_names_the_item_sugarcrepe_removed(fresh_db, fixtures):
