@@ -250,6 +250,8 @@ def _connect_checked(path: Path) -> sqlite_utils.Database:
         db = sqlite_utils.Database(connection)
         db.enable_wal()
         _live_connections.setdefault(_file_key(path), weakref.WeakSet()).add(connection)
+        for gone in [file for file, alive in _live_connections.items() if not alive]:
+            del _live_connections[gone]  # files no connection holds any more
     return db
 
 
