@@ -16,16 +16,12 @@ from annotate import batches
 from annotate.tasks import TASK_TYPES
 from data import store
 from tests.browser_support import focus_page, launch, press_when_idle, start_queue, streamlit_server, wait_idle
+from tests.conftest import DATASET_FOR_TASK
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
 READING_MS = 800  # a person looks at an item before answering (the page refuses answers under 0.5 s)
-DATASET_FOR_TASK = {
-    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
-    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
-    "compare_negatives": "demo-crepe",
-}
 SCREENSHOTS = Path(os.environ.get("FOIL_SCREENSHOTS", "")) if os.environ.get("FOIL_SCREENSHOTS") else None
 
 

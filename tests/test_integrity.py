@@ -23,12 +23,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotate import batches, consensus
 from annotate.tasks import TASK_TYPES, expected_answer, is_correct
 from data import store
-
-DATASET_FOR_TASK = {
-    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
-    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
-    "compare_negatives": "demo-crepe",
-}
+from tests.conftest import DATASET_FOR_TASK
 
 
 def make(db, task="validate_negative", n=12, overlap=2, annotators=("ada", "ben", "cleo"), **options):

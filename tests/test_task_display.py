@@ -10,12 +10,8 @@ import pytest
 
 from annotate.tasks import TASK_TYPES, build_task, parts_for
 from data import store
+from tests.conftest import DATASET_FOR_TASK
 
-DATASET_FOR_TASK = {
-    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
-    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
-    "compare_negatives": "demo-crepe",
-}
 # The answer buttons (label, key) of each task type, the same on every item.
 BUTTONS = {
     "validate_negative": [("Altered is wrong", "1"), ("Altered is also true", "2"), ("Unsure", "3")],
