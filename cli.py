@@ -22,7 +22,7 @@ import sqlite_utils
 
 from analysis.model_spec import ModelUnavailableError
 from analysis.results import BOOTSTRAP
-from annotate.tasks import TASK_TYPES, TaskError
+from annotate.task_types import TASK_TYPES, TaskError
 from data import paths, store
 from data.images import UnsafeImagePathError
 from data.importers import PARSERS, BadInputError

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from annotate.tasks import AGREEMENT_LEVEL, answer_questions
+from annotate.task_types import answer_questions, task_type
 
 KAPPA_PARADOX = (
     "Kappa corrects for the agreement expected by chance; when one answer dominates (most negatives "
@@ -37,17 +37,14 @@ KAPPA_PARADOX = (
 )
 
 
-def binarize(task: str, answer: Mapping[str, Any], question: str = "answer") -> str:
-    """The label agreement is computed on, for one question of an answer: pick_image is "image"
-    vs "none", as BiVLC reports; every other answer is taken as given.
+def coded_label(task: str, answer: Mapping[str, Any], question: str = "answer") -> str:
+    """The label agreement is computed on, for one question of an answer, as the task type codes
+    it: pick_image is "image" vs "none", as BiVLC reports; other answers are taken as given.
 
-    >>> binarize("pick_image", {"answer": "2"}), binarize("rank_captions", {"rank_0": "1", "rank_1": "3"}, "rank_1")
+    >>> coded_label("pick_image", {"answer": "2"}), coded_label("rank_captions", {"rank_0": "1", "rank_1": "3"}, "rank_1")
     ('image', '3')
     """
-    value = str(answer[question])
-    if task == "pick_image":
-        return "none" if value == "none" else "image"
-    return value
+    return task_type(task).agreement_code(str(answer[question]))
 
 
 def ratings_table(labels: list[Mapping[str, Any]], task: str, questions: tuple[str, ...] | None = None) -> pd.DataFrame:
@@ -59,7 +56,7 @@ def ratings_table(labels: list[Mapping[str, Any]], task: str, questions: tuple[s
     questions = questions or answer_questions(task)
     rows = [
         {"unit": (label["item"], label["part"], *((q,) if len(questions) > 1 else ())), "annotator": label["annotator"],
-         "label": binarize(task, label["answer"], q)}
+         "label": coded_label(task, label["answer"], q)}
         for label in labels for q in questions if q in label["answer"]
     ]
     if not rows:
@@ -75,7 +72,7 @@ def task_agreement(labels: list[Mapping[str, Any]], task: str, *, n_boot: int = 
     Tasks that ask several questions report the coefficients over all their questions together
     (each question of each item one unit) and, under ``by_question``, for each question alone.
     """
-    questions, level = answer_questions(task), AGREEMENT_LEVEL.get(task, "nominal")
+    questions, level = answer_questions(task), task_type(task).agreement_level
     report = agreement_report(ratings_table(labels, task), level=level, n_boot=n_boot, seed=seed)
     if len(questions) > 1:
         report["by_question"] = {

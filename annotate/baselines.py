@@ -14,12 +14,12 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from annotate.tasks import is_correct
+from annotate.task_types import REGISTRY, is_correct
 from data import store
 
-BASELINE_TASKS = ("baseline_i2t", "baseline_t2i", "validate_negative", "rank_captions")
+BASELINE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.human_baseline)
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).
-MODEL_LIKE_TASKS = ("baseline_i2t", "baseline_t2i", "rank_captions")
+MODEL_LIKE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.model_like)
 
 
 class BaselineError(store.StoreError):

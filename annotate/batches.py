@@ -29,9 +29,7 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate.tasks import (
-    INSTRUCTIONS,
-    ITEM_KINDS_FOR_TASK,
+from annotate.task_types import (
     TASK_TYPES,
     Task,
     build_task,
@@ -39,6 +37,7 @@ from annotate.tasks import (
     expected_answer,
     is_correct,
     parts_for,
+    task_type,
 )
 from data import store
 from data.images import existing_image, thumbnail
@@ -116,12 +115,12 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     rng = random.Random(f"batch:{spec.seed}")
     chosen = candidates if spec.n is None else rng.sample(candidates, min(spec.n, len(candidates)))
     if not chosen:
-        raise BatchError(f"no {'/'.join(ITEM_KINDS_FOR_TASK[spec.task])} items in {spec.dataset} match this batch")
+        raise BatchError(f"no {'/'.join(task_type(spec.task).item_kinds)} items in {spec.dataset} match this batch")
     gold_items = _pick_gold(chosen, spec, rng)
     annotators = [store.ensure_annotator(db, annotator) for annotator in spec.annotators]
     config = {
         **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids")},
-        "instructions": spec.instructions or INSTRUCTIONS[spec.task],
+        "instructions": spec.instructions or task_type(spec.task).instructions,
         "completion_code": secrets.token_hex(4).upper(), "n_items": len(chosen),
     }
     rows = _assignment_rows([a["id"] for a in annotators], chosen, gold_items, spec) if annotators else []
@@ -244,7 +243,7 @@ def final_code(db: sqlite_utils.Database, batch: dict[str, Any], annotator_name:
 
 
 def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[dict[str, Any]]:
-    kinds = ITEM_KINDS_FOR_TASK[spec.task]
+    kinds = task_type(spec.task).item_kinds
     items = [i for i in store.list_items(db, dataset_id, limit=1 << 62) if i["kind"] in kinds]
     if spec.categories:
         items = [i for i in items if i["category"] in spec.categories]

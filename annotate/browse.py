@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from annotate.tasks import is_correct
+from annotate.task_types import is_correct, task_type
 from data import store
 from data.images import existing_image, thumbnail
 from data.items import caption_roles, image_roles
@@ -103,10 +103,11 @@ def answer_text(task: str, answer: dict[str, Any], card: ItemCard) -> str:
     ('chose the negative', 'answer=unsure')
     """
     value = str(answer.get("answer", ""))
-    chosen = {"baseline_i2t": card.captions, "baseline_t2i": card.images}.get(task)
+    chooses = task_type(task).chooses
+    chosen = {"captions": card.captions, "images": card.images}.get(chooses or "")
     if chosen is not None and value.isdigit() and int(value) < len(chosen):
         return f"chose the {chosen[int(value)][0]}"
-    if task == "pick_image" and value.isdigit():  # by candidate letter: the card lists the source image first
+    if chooses == "candidate" and value.isdigit():  # by candidate letter: the card lists the source image first
         return f"chose candidate {chr(ord('A') + int(value))}"
     return ", ".join(f"{k}={v}" for k, v in answer.items())
 

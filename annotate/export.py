@@ -21,30 +21,27 @@ import sqlite_utils
 
 from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
 from annotate.consensus import decisions
+from annotate.task_types import REGISTRY
 from data import store
 from data.exporters import write_bivlc, write_sugarcrepe
 
-KEEP = {"validate_negative": {"negative_false"}, "ambiguity": {"original"}}
-RULES = {
-    ("validate_negative", "negative_true"): "false negative: the altered caption is also true",
-    ("validate_negative", "unsure"): "annotators unsure whether the negative is wrong",
-    ("ambiguity", "generated"): "ambiguous: the positive caption fits the generated image better",
-    ("ambiguity", "both"): "ambiguous: the positive caption fits both images",
-}
+# The construction task types: those whose record says which consensus answers are kept.
+CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.keep)
 
 
 def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path) -> dict[str, Any]:
     """Write the kept items in `fmt` (sugarcrepe or bivlc) plus provenance.json; return a summary."""
     batch = store.get_batch(db, batch_name)
-    if batch["task"] not in KEEP:
-        raise BatchError(f"export-clean needs a validate_negative or ambiguity batch, not {batch['task']}")
+    if batch["task"] not in CONSTRUCTION_TASKS:
+        raise BatchError(f"export-clean needs a {' or '.join(CONSTRUCTION_TASKS)} batch, not {batch['task']}")
+    task = REGISTRY[batch["task"]]
     outcome = {d.item: d for d in decisions(db, batch_name)}
     items = store.items_by_id(db, outcome)
-    kept = [items[i] for i, d in outcome.items() if d.answer in KEEP[batch["task"]]]
+    kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]
     removed = [
         {"item": i, "source_id": items[i]["source_id"], "batch": batch_name, "decision": d.answer, "votes": d.votes,
-         "rule": RULES.get((batch["task"], d.answer or ""), "unresolved: no majority and no admin decision")}
-        for i, d in sorted(outcome.items()) if d.answer not in KEEP[batch["task"]]
+         "rule": task.drop_reasons.get(d.answer or "", "unresolved: no majority and no admin decision")}
+        for i, d in sorted(outcome.items()) if d.answer not in task.keep
     ]
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)

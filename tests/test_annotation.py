@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from annotate import batches
-from annotate.tasks import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
+from annotate.task_types import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
 from data import store
 from tests.conftest import REPO
 

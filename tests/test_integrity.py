@@ -21,7 +21,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from annotate import batches, consensus
-from annotate.tasks import TASK_TYPES, expected_answer, is_correct
+from annotate.task_types import TASK_TYPES, expected_answer, is_correct
 from data import store
 from tests.conftest import DATASET_FOR_TASK
 

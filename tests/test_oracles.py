@@ -77,7 +77,7 @@ def test_the_adjudication_queue_holds_the_disputed_undecided_questions_only(demo
 
 
 def test_gold_exclusion_names_whoever_falls_below_the_batch_pass_mark(demo_db):
-    from annotate.tasks import expected_answer, is_correct
+    from annotate.task_types import expected_answer, is_correct
 
     spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.5, seed=8, min_seconds=0, gold_pass=50)
     batch = batches.create_batch(demo_db, spec)["batch"]
@@ -102,7 +102,7 @@ def test_gold_exclusion_names_whoever_falls_below_the_batch_pass_mark(demo_db):
 
 def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo_db):
     """Three annotators, two always right: the estimated label of each question is the truth."""
-    from annotate.tasks import expected_answer
+    from annotate.task_types import expected_answer
 
     batch = validate_batch(demo_db, n=10, annotators=("ada", "ben", "cleo"))
     items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
@@ -119,7 +119,7 @@ def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo
 def test_truth_rules_at_their_edges():
     """rank_captions: a three-way tie does not separate the negative; pick_image: None is wrong
     when some candidate is valid; no known truth gives no verdict."""
-    from annotate.tasks import is_correct
+    from annotate.task_types import is_correct
 
     ranked = {"truth": {"negative": 1}}
     assert is_correct("rank_captions", ranked, 0, {"rank_0": "1", "rank_1": "2", "rank_2": "1"}) is True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.tasks import TASK_TYPES, build_task, parts_for
+from annotate.task_types import TASK_TYPES, build_task, parts_for
 from data import store
 from tests.conftest import DATASET_FOR_TASK
 

@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from annotate import batches
-from annotate.tasks import Task, TaskError, is_correct
+from annotate.task_types import Task, TaskError, is_correct
 from data import paths, store, text
 
 # Images never push the answers below the fold: capped to a share of the window's height.

@@ -5,7 +5,7 @@ import plotly.express as px
 import streamlit as st
 
 from annotate import agreement, batches, browse, consensus, export
-from annotate.tasks import ITEM_KINDS_FOR_TASK, TASK_TYPES
+from annotate.task_types import TASK_TYPES, task_type
 from data import paths, store, text
 
 db = store.open_db(paths.db_path())
@@ -14,9 +14,9 @@ st.title("Annotation batches")
 with st.expander("New batch", expanded=not store.list_batches(db)):
     datasets = store.list_datasets(db)
     task = st.selectbox("Task", TASK_TYPES, key="new_task")
-    fitting = [d["name"] for d in datasets if set(d["item_kinds"]) & set(ITEM_KINDS_FOR_TASK[task])]
+    fitting = [d["name"] for d in datasets if set(d["item_kinds"]) & set(task_type(task).item_kinds)]
     if not fitting:
-        st.warning(f"No dataset has {' or '.join(ITEM_KINDS_FOR_TASK[task])} items for this task.")
+        st.warning(f"No dataset has {' or '.join(task_type(task).item_kinds)} items for this task.")
     else:
         dataset = st.selectbox("Dataset", fitting, key="new_dataset")
         categories = st.multiselect("Categories (empty: all)", list(store.category_counts(db, store.get_dataset(db, dataset)["id"])), key="new_categories")
@@ -127,8 +127,8 @@ if left.button("Add an annotator to disputed items", key="extend", help="adaptiv
 if middle.button("Simulate annotators (demo)", key="simulate", help="answers from the ground truth with 10% noise, through the same write path"):
     written = batches.simulate(db, name, accuracies=0.9)["labels_written"]
     st.info(f"Simulated {sum(written.values())} labels.")
-if batch_row["task"] in ("validate_negative", "ambiguity"):
-    layout = "sugarcrepe" if batch_row["task"] == "validate_negative" else "bivlc"
+layout = task_type(batch_row["task"]).clean_format
+if layout:
     if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
         out = paths.output_dir(paths.db_path(), "cleaned", name)
         summary = export.export_clean(db, name, layout, out)

@@ -1,0 +1,37 @@
+"""ambiguity: does the positive caption fit the generated image as well as the original? (BiVLC)"""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Item, Option, Task, TaskType, shuffled, truth
+
+_NAMES = {0: "original", 1: "generated"}  # item image 0 is the original, 1 the generated one
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    order = shuffled(rng, 2)
+    return Task(
+        "ambiguity", item["id"], part, "Which image does the caption describe best?",
+        (("caption", item["captions"][0]),), (("Left", item["images"][order[0]]), ("Right", item["images"][order[1]])),
+        (Option(_NAMES[order[0]], "Left", "1"), Option(_NAMES[order[1]], "Right", "2"), Option("both", "Both", "3")),
+        tuple(order),
+    )
+
+
+def expected(item: Item, part: int) -> dict[str, str] | None:
+    known = truth(item)
+    return {"answer": "both" if known["ambiguous"] else "original"} if "ambiguous" in known else None
+
+
+TASK_TYPE = TaskType(
+    "ambiguity", ("group",),
+    "Read the caption and pick the image it describes best. If it describes both equally well, choose Both.",
+    build, expected,
+    keep=frozenset({"original"}),
+    drop_reasons={
+        "generated": "ambiguous: the positive caption fits the generated image better",
+        "both": "ambiguous: the positive caption fits both images",
+    },
+    clean_format="bivlc",
+)

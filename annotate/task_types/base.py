@@ -1,0 +1,129 @@
+"""What every task type is made of, and the task a page shows.
+
+A task type is one record (``TaskType``) in its own module of this package. Its ``build``
+function turns a stored item into a ``Task`` from the item, the part of it asked about (BiVLC's
+human baseline asks two independent questions per instance and direction) and a seed. The
+*stimuli* (which caption or image is shown first, as (1) or A) are shuffled from that seed and
+their order recorded with the label (``Task.displayed_order``), so position bias can be
+analysed; answers are stored in the item's own terms. The *answer buttons* never move: each
+task type has fixed answers on fixed keys (key 1 is "Altered is wrong" on every
+validate_negative item, "A" on every pick_image item), or keyboard annotators make silent
+mistakes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Item = Mapping[str, Any]  # a stored item (`store.list_items` row)
+Answer = Mapping[str, Any]
+
+
+class TaskError(ValueError):
+    """An item cannot be shown as this task (wrong kind, or an answer out of range)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice shown to the annotator: `value` is what gets stored, in the item's terms.
+
+    `shortcut` is the key that picks it (digits by position; "" where a form is submitted).
+    """
+
+    value: str
+    label: str
+    shortcut: str
+
+
+@dataclass(frozen=True)
+class Task:
+    """Everything a page needs to show one question, and nothing it must compute."""
+
+    type: str
+    item_id: int
+    part: int
+    prompt: str
+    captions: tuple[tuple[str, str], ...]  # (role shown, text), in display order
+    images: tuple[tuple[str, str], ...]  # (label shown, relative path), in display order
+    options: tuple[Option, ...]
+    displayed_order: tuple[int, ...]  # item indices in the order shown
+    questions: tuple[str, ...] = ("answer",)
+    question_labels: tuple[str, ...] = ("answer",)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def single_part(kind: str) -> tuple[int, ...]:
+    """One question per item (every task type but BiVLC's baselines)."""
+    return (0,)
+
+
+def no_expected_answer(item: Item, part: int) -> dict[str, str] | None:
+    """No answer is known to be right (ambiguity judgements, comparisons of negatives)."""
+    return None
+
+
+def as_given(value: str) -> str:
+    """Agreement on the answer itself."""
+    return value
+
+
+@dataclass(frozen=True)
+class TaskType:
+    """One annotation task type: everything the batches, agreement, exports and pages need.
+
+    * ``build(item, part, rng)`` lays the task out; ``parts(kind)`` lists the questions an item yields;
+    * ``expected(item, part)`` is the right answer where the item's truth says it, and
+      ``correct(item, part, answer)`` (default: equal to ``expected``) judges an answer;
+    * ``questions`` are the questions of one answer, each agreed on separately, on the
+      ``agreement_level`` scale, after ``agreement_code`` maps each value (pick_image: image/none);
+    * ``keep``/``drop_reasons``/``clean_format``: for construction tasks, the consensus answers
+      kept in the cleaned export, why the others are removed, and the benchmark format written;
+    * ``chooses``: "captions" or "images" when the answer names one of the item's captions or
+      images by index (human baselines), "candidate" for pick_image;
+    * ``human_baseline``/``model_like``: its majority answers give a human baseline, and answer
+      the model's own question.
+    """
+
+    name: str
+    item_kinds: tuple[str, ...]
+    instructions: str
+    build: Callable[[Item, int, random.Random], Task]
+    expected: Callable[[Item, int], dict[str, str] | None] = no_expected_answer
+    correct: Callable[[Item, int, Answer], bool | None] | None = None
+    parts: Callable[[str], tuple[int, ...]] = single_part
+    questions: tuple[str, ...] = ("answer",)
+    agreement_level: str = "nominal"
+    agreement_code: Callable[[str], str] = as_given
+    keep: frozenset[str] = frozenset()
+    drop_reasons: Mapping[str, str] = field(default_factory=dict)
+    clean_format: str | None = None
+    chooses: str | None = None
+    human_baseline: bool = False
+    model_like: bool = False
+
+    def is_correct(self, item: Item, part: int, answer: Answer) -> bool | None:
+        """Whether an answer matches the known truth; None where no truth is known."""
+        if self.correct is not None:
+            return self.correct(item, part, answer)
+        expected = self.expected(item, part)
+        return None if expected is None else all(answer.get(k) == v for k, v in expected.items())
+
+
+def shuffled(rng: random.Random, n: int) -> list[int]:
+    """0..n-1 in the seeded random order the stimuli are shown in."""
+    order = list(range(n))
+    rng.shuffle(order)
+    return order
+
+
+def letter(n: int) -> str:
+    """A, B, C... for the n-th image shown."""
+    return chr(ord("A") + n)
+
+
+def truth(item: Item) -> Mapping[str, Any]:
+    """What the item's source says is true (empty when nothing is known)."""
+    return item.get("truth") or {}

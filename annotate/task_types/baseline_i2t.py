@@ -1,0 +1,34 @@
+"""baseline_i2t: the human baseline of image-to-text: which caption best matches the image?"""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Item, Option, Task, TaskType, shuffled
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    order = shuffled(rng, 2)
+    image = item["images"][part] if item["images"] else ""
+    captions = tuple((f"({n + 1})", item["captions"][i]) for n, i in enumerate(order))
+    return Task(
+        "baseline_i2t", item["id"], part, "Which caption BEST matches the image?", captions, (("image", image),),
+        tuple(Option(str(i), f"Caption ({n + 1})", str(n + 1)) for n, i in enumerate(order)), tuple(order),
+    )
+
+
+def expected(item: Item, part: int) -> dict[str, str]:
+    """Caption `part` belongs to image `part` (a pair asks once: the positive, caption 0)."""
+    return {"answer": str(part)}
+
+
+def one_question_per_image(kind: str) -> tuple[int, ...]:
+    """BiVLC asks about each of a group's two images on its own."""
+    return (0, 1) if kind == "group" else (0,)
+
+
+TASK_TYPE = TaskType(
+    "baseline_i2t", ("pair", "group"),
+    "Pick the caption that BEST matches the image. Word order matters: 'a dog on a cat' is not 'a cat on a dog'.",
+    build, expected, parts=one_question_per_image, chooses="captions", human_baseline=True, model_like=True,
+)

@@ -1,0 +1,31 @@
+"""baseline_t2i: the human baseline of text-to-image: which image best matches the caption? (BiVLC)"""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Item, Option, Task, TaskType, letter, shuffled
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    order = shuffled(rng, 2)
+    images = tuple((f"Image {letter(n)}", item["images"][i]) for n, i in enumerate(order))
+    return Task(
+        "baseline_t2i", item["id"], part, "Which image BEST matches the caption?", (("caption", item["captions"][part]),),
+        images, tuple(Option(str(i), f"Image {letter(n)}", str(n + 1)) for n, i in enumerate(order)), tuple(order),
+    )
+
+
+def expected(item: Item, part: int) -> dict[str, str]:
+    """Image `part` belongs to caption `part`."""
+    return {"answer": str(part)}
+
+
+def one_question_per_caption(kind: str) -> tuple[int, ...]:
+    return (0, 1)
+
+
+TASK_TYPE = TaskType(
+    "baseline_t2i", ("group",), "Pick the image that BEST matches the caption. Word order matters.",
+    build, expected, parts=one_question_per_caption, chooses="images", human_baseline=True, model_like=True,
+)

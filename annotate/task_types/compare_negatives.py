@@ -1,0 +1,26 @@
+"""compare_negatives: which of two altered captions makes more sense, and which is more grammatical?"""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Item, Option, Task, TaskType, shuffled
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    order = [1 + i for i in shuffled(rng, 2)]  # caption 0 is the positive
+    captions = (("original", item["captions"][0]), *((f"altered ({n + 1})", item["captions"][i]) for n, i in enumerate(order)))
+    options = (Option(str(order[0]), "First", ""), Option(str(order[1]), "Second", ""), Option("tie", "Tie", ""))
+    return Task(
+        "compare_negatives", item["id"], part, "Which altered caption is better on each question?", captions, (),
+        options, tuple(order), questions=("commonsense", "grammar"),
+        question_labels=("Which makes more sense?", "Which is more grammatical?"),
+    )
+
+
+TASK_TYPE = TaskType(
+    "compare_negatives", ("retrieval",),
+    "Both altered captions should be wrong for the original. Judge them on two separate "
+    "questions: which makes more sense (commonsense), and which is more grammatical.",
+    build, questions=("commonsense", "grammar"),
+)

@@ -1,0 +1,47 @@
+"""pick_image: which generated image shows everything the description says, or none? (BiVLC)"""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Answer, Item, Option, Task, TaskType, letter, shuffled, truth
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    order = shuffled(rng, len(item["images"]))
+    options = [Option(str(i), letter(n), str(n + 1)) for n, i in enumerate(order)]
+    return Task(
+        "pick_image", item["id"], part, "Which image shows everything the description says?",
+        (("description", item["captions"][0]),), tuple((letter(n), item["images"][i]) for n, i in enumerate(order)),
+        (*options, Option("none", "None", "0")), tuple(order),
+    )
+
+
+def expected(item: Item, part: int) -> dict[str, str] | None:
+    known = truth(item)
+    if "valid" not in known:
+        return None
+    return {"answer": "none" if known.get("best") is None else str(known["best"])}
+
+
+def correct(item: Item, part: int, answer: Answer) -> bool | None:
+    """Any valid candidate counts as right, not only the best one."""
+    known = truth(item)
+    if "valid" not in known:
+        return None
+    choice = answer.get("answer")
+    return choice == "none" if not any(known["valid"]) else choice != "none" and known["valid"][int(choice)]
+
+
+def image_or_none(value: str) -> str:
+    """BiVLC reports agreement on "some image" against "none", not on which image."""
+    return "none" if value == "none" else "image"
+
+
+TASK_TYPE = TaskType(
+    "pick_image", ("candidates",),
+    "Read the description, then pick the image that shows all the information in it. "
+    "Aesthetic defects (deformed hands or faces, odd textures) are accepted. If no image shows "
+    "everything the description says, choose None.",
+    build, expected, correct, agreement_code=image_or_none, chooses="candidate",
+)

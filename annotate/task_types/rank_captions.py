@@ -1,0 +1,41 @@
+"""rank_captions: rank a caption, its hard positive and its negative (hard-positives paper)."""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Answer, Item, Option, Task, TaskType, shuffled, truth
+
+QUESTIONS = ("rank_0", "rank_1", "rank_2")  # the rank of caption 0, 1, 2, whatever the display order
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    order = shuffled(rng, 3)
+    captions = tuple((f"({n + 1})", item["captions"][i]) for n, i in enumerate(order))
+    return Task(
+        "rank_captions", item["id"], part, "Rank the captions: 1 is best; equal captions may share a rank.",
+        captions, (("image", item["images"][0]),) if item["images"] else (),
+        tuple(Option(str(r), str(r), "") for r in (1, 2, 3)), tuple(order),
+        questions=tuple(f"rank_{i}" for i in order), question_labels=tuple(f"rank of caption ({n + 1})" for n in range(3)),
+    )
+
+
+def expected(item: Item, part: int) -> dict[str, str] | None:
+    """The caption and its hard positive tie first, the negative after."""
+    return {"rank_0": "1", "rank_1": "2", "rank_2": "1"} if "negative" in truth(item) else None
+
+
+def correct(item: Item, part: int, answer: Answer) -> bool | None:
+    """Right when the caption and its hard positive share the best rank and the negative ranks lower."""
+    if "negative" not in truth(item):
+        return None
+    ranks = [int(answer.get(q, 0)) for q in QUESTIONS]
+    return ranks[0] == ranks[2] < ranks[1]
+
+
+TASK_TYPE = TaskType(
+    "rank_captions", ("triple",),
+    "Rank the three captions by how well they describe the image: 1 is best. Captions that are "
+    "equally good may share a rank.",
+    build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", human_baseline=True, model_like=True,
+)

@@ -1,0 +1,46 @@
+"""validate_negative: is the altered caption really wrong for the image? (SugarCrepe, BiVLC)"""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Item, Option, Task, TaskType, truth
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    # The two captions are shown under their roles (the annotator must know which one is
+    # altered), so there is no position to randomise; the answers keep keys 1-3 on every item.
+    options = (
+        Option("negative_false", "Altered is wrong", "1"),
+        Option("negative_true", "Altered is also true", "2"),
+        Option("unsure", "Unsure", "3"),
+    )
+    return Task(
+        "validate_negative", item["id"], part, "Is the altered caption wrong for this image?",
+        (("caption", item["captions"][0]), ("altered caption", item["captions"][1])),
+        (("image", item["images"][0]),) if item["images"] else (),
+        options, (0, 1), extra={"flags": ("nonsensical", "ungrammatical")},
+    )
+
+
+def expected(item: Item, part: int) -> dict[str, str] | None:
+    known = truth(item)
+    if "negative" not in known:
+        return None
+    return {"answer": {"false": "negative_false", "true": "negative_true"}.get(known["negative"], "unsure")}
+
+
+TASK_TYPE = TaskType(
+    "validate_negative", ("pair", "triple", "group"),
+    "You see an image, a caption that describes it, and an altered caption. Decide whether the "
+    "altered caption is wrong for the image. If it is also true, say so: it is not a valid negative. "
+    "Pay close attention to word order. Flag captions that make no sense or are ungrammatical.",
+    build, expected,
+    keep=frozenset({"negative_false"}),
+    drop_reasons={
+        "negative_true": "false negative: the altered caption is also true",
+        "unsure": "annotators unsure whether the negative is wrong",
+    },
+    clean_format="sugarcrepe",
+    human_baseline=True,
+)
