@@ -15,16 +15,8 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
-from analysis import metrics as m
-from analysis.results import Run, UnsupportedRunError, choice_correct, group_outcomes, item_kind, load_run, pair_correct
-
-GAP_NAMES = {
-    "pair": ("s(c) - s(c_n)",),
-    "triple": ("s(c) - s(c_n)", "s(c_p) - s(c_n)"),
-    "group": ("Ipos2T: s(C0,I0) - s(C1,I0)", "Ineg2T: s(C1,I1) - s(C0,I1)", "Tpos2I: s(C0,I0) - s(C0,I1)", "Tneg2I: s(C1,I1) - s(C1,I0)"),
-    "retrieval": ("s(c) - max s(c_n)",),  # the margin to the hardest negative: above zero is a hit at rank 1
-}
-
+from analysis.results import Run, choice_correct, item_kind, load_run, metric_family
+from data import item_kinds
 
 def item_table(db: sqlite_utils.Database, dataset: str, run: str) -> pd.DataFrame:
     """One row per scored item: id, category, `correct`, and its score gaps where scores exist."""
@@ -40,35 +32,12 @@ def run_table(columns: Run) -> pd.DataFrame:
         frame["correct"], per_ordering = choice_correct(columns)
         return frame.assign(**{f"right when {ordering}": values for ordering, values in per_ordering.items()})
     kind = item_kind(columns)
-    frame["correct"] = _correct(kind, columns)
-    if columns.scores is not None and kind in GAP_NAMES:
-        for name, values in zip(GAP_NAMES[kind], _gaps(kind, columns.scores)):
-            frame[name] = values
-    if kind == "triple" and columns.scores is not None:
-        frame["brittle"] = m.hard_positive_outcomes(columns.scores[:, 0], columns.scores[:, 1], columns.scores[:, 2])["brittleness"]
-    return frame
-
-
-def _correct(kind: str, run: Run) -> np.ndarray:
-    if kind == "group":
-        return group_outcomes(run)[0]["group"]
-    if kind == "triple" and run.scores is not None:
-        return m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["aug_acc"]
-    if kind == "retrieval" and run.scores is not None:
-        return m.recall_at_k(run.scores, 1)
-    if kind == "candidates":
-        raise UnsupportedRunError("candidate-image scores have no right answer to inspect: annotate them with pick_image")
-    return pair_correct(run)[0]
-
-
-def _gaps(kind: str, scores: np.ndarray) -> list[np.ndarray]:
-    if kind == "pair":
-        return [scores[:, 0] - scores[:, 1]]
-    if kind == "triple":
-        return [scores[:, 0] - scores[:, 1], scores[:, 2] - scores[:, 1]]
-    if kind == "retrieval":
-        return [scores[:, 0] - np.nanmax(scores[:, 1:], axis=1)]
-    return [scores[:, 0, 0] - scores[:, 0, 1], scores[:, 1, 1] - scores[:, 1, 0], scores[:, 0, 0] - scores[:, 1, 0], scores[:, 1, 1] - scores[:, 0, 1]]
+    family = metric_family(kind)
+    frame["correct"] = family.correct(columns)
+    if columns.scores is not None:
+        for gap in item_kinds.item_kind(kind).gaps:
+            frame[gap.name] = gap.of(columns.scores)
+    return frame.assign(**family.columns(columns))
 
 
 def share_below_zero(gaps: pd.Series) -> float:

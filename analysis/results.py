@@ -7,14 +7,15 @@ same functions of ``analysis.metrics``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from data import store
+from data import item_kinds, store
 
 Run = store.RunColumns
 
@@ -53,22 +54,7 @@ def run_metrics(db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: in
 def _summarize(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
     if run.run_kind == "choices":
         return choice_summary(run, n_boot=n_boot, seed=seed)
-    kind = item_kind(run)
-    if kind == "pair":
-        correct, ties = pair_correct(run)
-        macro_key = "macro_accuracy" if source_kind == "aro" else "accuracy_macro"
-        summary = m.summarize({"accuracy_micro": correct}, run.categories, macro=("accuracy_micro", macro_key), n_boot=n_boot, seed=seed)
-        return {**summary, "ties": ties}
-    if kind == "group":
-        return group_summary(run, n_boot, seed)
-    if kind == "triple":
-        return triple_summary(run, n_boot, seed)
-    if kind == "retrieval":
-        scores = _scores(run)
-        outcomes = {f"recall_at_{k}": m.recall_at_k(scores, k) for k in (1, 3, 5)}
-        ties = int(np.sum(scores[:, 1:] == scores[:, :1]))
-        return {**m.summarize(outcomes, run.categories, n_boot=n_boot, seed=seed), "ties": ties}
-    raise UnsupportedRunError(f"no benchmark metric for {kind} items")
+    return metric_family(item_kind(run)).summarize(run, source_kind, n_boot, seed)
 
 
 def item_kind(run: Run) -> str:
@@ -129,6 +115,72 @@ def triple_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
         values.update(zip(("mean_s_c", "mean_s_cn", "mean_s_cp"), (float(v) for v in scores[mask].mean(axis=0))))
     ties = int(np.sum(scores[:, 0] == scores[:, 1]) + np.sum(scores[:, 2] == scores[:, 1]))
     return {**summary, "ties": ties}
+
+
+def pair_summary(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
+    """Accuracy `s(c) > s(c_n)` overall, macro over categories and per category (ARO names its
+    macro figure `macro_accuracy`, as its paper does)."""
+    correct, ties = pair_correct(run)
+    macro_key = "macro_accuracy" if source_kind == "aro" else "accuracy_macro"
+    summary = m.summarize({"accuracy_micro": correct}, run.categories, macro=("accuracy_micro", macro_key), n_boot=n_boot, seed=seed)
+    return {**summary, "ties": ties}
+
+
+def retrieval_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
+    """Recall at 1, 3 and 5 of the positive among its negatives (CREPE)."""
+    scores = _scores(run)
+    outcomes = {f"recall_at_{k}": m.recall_at_k(scores, k) for k in (1, 3, 5)}
+    ties = int(np.sum(scores[:, 1:] == scores[:, :1]))
+    return {**m.summarize(outcomes, run.categories, n_boot=n_boot, seed=seed), "ties": ties}
+
+
+def hard_positive_correct(run: Run) -> np.ndarray:
+    """Per item: both the caption and its hard positive above the negative (imported: `correct`)."""
+    if run.scores is None:
+        return pair_correct(run)[0]
+    return m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["aug_acc"]
+
+
+def hard_positive_columns(run: Run) -> dict[str, np.ndarray]:
+    """Per item: brittle (the caption beats the negative but the hard positive does not)."""
+    if run.scores is None:
+        return {}
+    return {"brittle": m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["brittleness"]}
+
+
+def retrieval_correct(run: Run) -> np.ndarray:
+    """Per item: the positive ranked first (imported: `correct`)."""
+    return m.recall_at_k(run.scores, 1) if run.scores is not None else pair_correct(run)[0]
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """How a run of one item kind becomes benchmark metrics (`summarize`) and per-item
+    right/wrong for inspection (`correct`), with any further per-item columns the inspection
+    pages offer (`columns`). Item kinds name their family (`ItemKind.metric_family`)."""
+
+    name: str
+    summarize: Callable[[Run, str, int, int], dict[str, Any]]  # run, source kind, bootstrap size, seed
+    correct: Callable[[Run], np.ndarray]
+    columns: Callable[[Run], dict[str, np.ndarray]] = lambda run: {}
+
+
+METRIC_FAMILIES = {
+    family.name: family for family in (
+        MetricFamily("pairwise", pair_summary, lambda run: pair_correct(run)[0]),
+        MetricFamily("hard_positive", lambda run, _, n_boot, seed: triple_summary(run, n_boot, seed), hard_positive_correct, hard_positive_columns),
+        MetricFamily("bivlc", lambda run, _, n_boot, seed: group_summary(run, n_boot, seed), lambda run: group_outcomes(run)[0]["group"]),
+        MetricFamily("retrieval", lambda run, _, n_boot, seed: retrieval_summary(run, n_boot, seed), retrieval_correct),
+    )
+}
+
+
+def metric_family(kind: str) -> MetricFamily:
+    """The metric family of an item kind; UnsupportedRunError when the kind has none."""
+    family = item_kinds.item_kind(kind).metric_family
+    if family is None:
+        raise UnsupportedRunError(f"{kind} items have no right answer to score or inspect: {item_kinds.item_kind(kind).no_metric_because}")
+    return METRIC_FAMILIES[family]
 
 
 def choice_summary(run: Run, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from PIL import Image, ImageOps
 
 from analysis.models import LoadedModel, encode_images, encode_texts, token_lengths
 from data import store
+from data.item_kinds import item_kind
 from data.images import resolve_image
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -130,12 +131,7 @@ def item_scores(plan: ItemPlan, images: dict[str, np.ndarray], texts: dict[str, 
     """
     text_matrix = np.stack([texts[k] for k in plan.text_keys])
     image_matrix = np.stack([images[k] for k in plan.image_keys])
-    similarity = image_matrix @ text_matrix.T  # rows: images, columns: captions
-    if plan.kind == "group":
-        return similarity.tolist()
-    if plan.kind == "candidates":
-        return similarity[:, 0].tolist()
-    return similarity[0].tolist()
+    return item_kind(plan.kind).scores_from(image_matrix @ text_matrix.T)  # rows: images, columns: captions
 
 
 def load_image(root: Path | None, path: str, bbox: list[float] | None = None) -> Image.Image:

@@ -12,7 +12,7 @@ import sqlite_utils
 from annotate.task_types import is_correct, task_type
 from data import store
 from data.images import existing_image, thumbnail
-from data.items import caption_roles, image_roles
+from data.item_kinds import item_kind
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,9 @@ def cards_for(db: sqlite_utils.Database, dataset: str, item_ids: list[int]) -> l
 
 
 def _card(item: dict[str, Any], root: Path | None) -> ItemCard:
-    captions = list(zip(caption_roles(item["kind"], len(item["captions"])), item["captions"]))
-    images = list(zip(image_roles(item["kind"], len(item["images"])), [existing_image(root, p) for p in item["images"]]))
+    kind = item_kind(item["kind"])
+    captions = list(zip(kind.caption_roles(len(item["captions"])), item["captions"]))
+    images = list(zip(kind.image_roles(len(item["images"])), [existing_image(root, p) for p in item["images"]]))
     source = item["meta"].get("source_image")
     if isinstance(source, str):
         images.insert(0, ("source image", existing_image(root, source)))

@@ -1,0 +1,58 @@
+"""What an item kind is: the meaning of an item's caption and image lists, and what its scores give.
+
+Every item stores its images and captions as ordered lists; its kind says how many there are,
+what each one is (its role, shown on cards and in exports), how a model's image-by-caption
+similarities become the item's stored scores, which score gaps the inspection pages plot, and
+which metric family (``analysis.results.METRIC_FAMILIES``) turns a run of such items into benchmark metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A named per-item score difference; above zero the model prefers the right answer."""
+
+    name: str
+    of: Callable[[np.ndarray], np.ndarray]  # a run's stacked scores -> one gap per item
+
+
+@dataclass(frozen=True)
+class ItemKind:
+    """One kind of benchmark item.
+
+    ``n_captions``/``n_images`` are exact counts (None: any number from ``min_captions``/
+    ``min_images``; images may be absent in result-only files). ``scores_from`` reads the item's
+    scores off its image-by-caption similarity matrix (rows: images, columns: captions).
+    ``metric_family`` names the family of ``analysis.results.METRIC_FAMILIES`` (None: no
+    benchmark metric, and ``no_metric_because`` says what to do instead).
+    """
+
+    name: str
+    images: str  # what the image list holds, in words (docs and error messages)
+    captions: str
+    n_captions: int | None
+    n_images: int | None
+    caption_roles: Callable[[int], list[str]]
+    image_roles: Callable[[int], list[str]]
+    scores_from: Callable[[np.ndarray], object]
+    gaps: tuple[Gap, ...] = ()
+    metric_family: str | None = None
+    no_metric_because: str = ""  # said when a run of this kind is asked for metrics
+    min_captions: int = 1
+    min_images: int = 0
+
+
+def one_image(n: int) -> list[str]:
+    """Roles of the images of a kind with one image."""
+    return ["image"] * n
+
+
+def first_image_row(similarity: np.ndarray) -> list[float]:
+    """s(caption_k, I) for each caption of a one-image item."""
+    return similarity[0].tolist()
