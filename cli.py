@@ -25,7 +25,8 @@ from analysis.results import BOOTSTRAP
 from annotate.task_types import TASK_TYPES, TaskError
 from data import paths, store
 from data.images import UnsafeImagePathError
-from data.importers import PARSERS, BadInputError
+from data import formats
+from data.formats import BadInputError
 
 log = logging.getLogger("foil")
 
@@ -308,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=cmd_demo)
 
     imp = commands.add_parser("import", parents=[common], help=cmd_import.__doc__)
-    imp.add_argument("kind", choices=sorted(PARSERS))
+    imp.add_argument("kind", choices=formats.IMPORT_KINDS)
     imp.add_argument("path")
     imp.add_argument("--images", help="image root the file's image paths are relative to")
     imp.add_argument("--name", help="dataset name (default: the benchmark's name)")
@@ -320,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", parents=[common], help=cmd_export.__doc__)
     export.add_argument("dataset")
-    export.add_argument("--format", choices=["sugarcrepe", "bivlc", "jsonl", "parquet"], required=True)
+    export.add_argument("--format", choices=formats.EXPORT_FORMATS, required=True)
     export.add_argument("--out", required=True)
     export.set_defaults(handler=cmd_export)
 

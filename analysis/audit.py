@@ -12,7 +12,7 @@ import sqlite_utils
 from analysis import blind
 from analysis.metrics import percent
 from data import store
-from data.exporters import write_sugarcrepe
+from data import formats
 
 
 def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[dict[str, Any]]:
@@ -77,7 +77,7 @@ def refine_dataset(
         results = blind.blind_gaps([(i["captions"][0], i["captions"][1]) for i in items], scorers, k=folds, seed=seed, embed=embed)
     keep = blind.refine(results[scorers[0]].gaps, results[scorers[1]].gaps, grid=grid, seed=seed)
     if out is not None:
-        write_sugarcrepe([item for item, kept in zip(items, keep) if kept], out)
+        formats.REGISTRY["sugarcrepe"].write([item for item, kept in zip(items, keep) if kept], out, formats.ExportContext(dataset))
     return {
         "dataset": dataset, "n_before": len(items), "n_after": int(keep.sum()),
         "blind_before": {name: percent(r.correct) for name, r in results.items()},

@@ -1,25 +1,21 @@
-"""Exporting a dataset in the field's layouts, or as jsonl/parquet with every run's per-instance
-results (decision and raw similarities per item)."""
+"""Exporting a dataset in a benchmark's layout (``data.formats``), jsonl and parquet carrying every
+run's per-instance results (decision and raw similarities per item)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import sqlite_utils
 
 from analysis.inspection import run_table
 from analysis.results import UnsupportedRunError
-from data import store
-from data.exporters import write_bivlc, write_sugarcrepe, zip_folder
-from data.paths import safe_name
+from data import formats, store
+from data.paths import zip_folder
 
-FORMATS = ("sugarcrepe", "bivlc", "jsonl", "parquet")
-_KINDS_OF_FORMAT = {"sugarcrepe": ("pair",), "bivlc": ("group",)}
+FORMATS = formats.EXPORT_FORMATS
 
 
 class ExportError(store.StoreError):
@@ -35,20 +31,16 @@ def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path)
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; expected one of {FORMATS}")
+    layout = formats.REGISTRY[fmt]
     row = store.get_dataset(db, dataset)
     items = store.list_items(db, row["id"], limit=1 << 62)
-    wrong = sorted({i["kind"] for i in items} - set(_KINDS_OF_FORMAT.get(fmt, {i["kind"] for i in items})))
+    wrong = sorted({i["kind"] for i in items} - set(layout.writes or {i["kind"] for i in items}))
     if wrong:
-        raise ExportError(f"the {fmt} layout holds {' and '.join(_KINDS_OF_FORMAT[fmt])} items; {dataset} has {', '.join(wrong)} items")
+        raise ExportError(f"the {fmt} layout holds {' and '.join(layout.writes)} items; {dataset} has {', '.join(wrong)} items")
     out.mkdir(parents=True, exist_ok=True)
-    if fmt == "sugarcrepe":
-        files = write_sugarcrepe(items, out)
-    elif fmt == "bivlc":
-        files = write_bivlc(items, Path(row["image_root"]) if row["image_root"] else None, out)
-    else:
-        results = per_instance_results(db, dataset)
-        target = out / f"{safe_name(dataset)}.{fmt}"
-        files = [_write_jsonl(items, results, target) if fmt == "jsonl" else _write_parquet(items, results, target)]
+    context = formats.ExportContext(dataset, Path(row["image_root"]) if row["image_root"] else None,
+                                    per_instance_results(db, dataset) if layout.carries_results else {})
+    files = layout.write(items, out, context)
     return {"dataset": dataset, "format": fmt, "n_items": len(items), "runs": sorted(per_instance_runs(db, dataset)), "files": files}
 
 
@@ -75,29 +67,6 @@ def per_instance_results(db: sqlite_utils.Database, dataset: str) -> dict[int, d
 
 def _without_padding(scores: list[Any]) -> list[Any]:
     return [s for s in scores if s == s] if scores and not isinstance(scores[0], list) else scores  # NaN != NaN
-
-
-def _write_jsonl(items: list[dict[str, Any]], results: dict[int, dict[str, Any]], path: Path) -> str:
-    with path.open("w", encoding="utf-8") as handle:
-        for item in items:
-            record = {"kind": item["kind"], "category": item["category"], "id": item["source_id"], "captions": item["captions"],
-                      "images": item["images"], "truth": item["truth"], "meta": item["meta"], "results": results.get(item["id"], {})}
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return path.name
-
-
-def _write_parquet(items: list[dict[str, Any]], results: dict[int, dict[str, Any]], path: Path) -> str:
-    runs = sorted({run for per_item in results.values() for run in per_item})
-    frame = pd.DataFrame({
-        "id": [i["source_id"] for i in items], "kind": [i["kind"] for i in items], "category": [i["category"] for i in items],
-        "captions": [i["captions"] for i in items], "images": [i["images"] for i in items],
-        "truth": [json.dumps(i["truth"]) for i in items], "meta": [json.dumps(i["meta"]) for i in items],
-    })
-    for run in runs:
-        frame[f"{run}.correct"] = pd.array([results.get(i["id"], {}).get(run, {}).get("correct") for i in items], dtype="boolean")
-        frame[f"{run}.scores"] = [json.dumps(results.get(i["id"], {}).get(run, {}).get("scores")) for i in items]
-    frame.to_parquet(path, index=False)
-    return path.name
 
 
 def export_archive(db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path) -> tuple[dict[str, Any], bytes]:

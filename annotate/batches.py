@@ -503,7 +503,7 @@ def create_ambiguity_batch(
     The chosen candidate becomes each group's negative image I1; the source image and positive
     caption are I0 and C0. The groups form a new dataset `<candidates dataset>-constructed`.
     """
-    from data.importers import Parsed
+    from data.formats import Parsed
     from data.items import Item
     from data.loading import store_parsed
 

@@ -23,7 +23,7 @@ from annotate.batches import BatchError, batch_agreement, batch_progress, pick_i
 from annotate.consensus import decisions
 from annotate.task_types import REGISTRY
 from data import store
-from data.exporters import write_bivlc, write_sugarcrepe
+from data import formats
 
 # The construction task types: those whose record says which consensus answers are kept.
 CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.keep)
@@ -46,7 +46,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
     root = store.get_dataset(db, batch["dataset"])["image_root"]
-    written = write_sugarcrepe(kept, out) if fmt == "sugarcrepe" else write_bivlc(kept, Path(root) if root else None, out)
+    written = formats.REGISTRY[fmt].write(kept, out, formats.ExportContext(batch["dataset"], Path(root) if root else None))
     provenance = {
         "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
         "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.audit import audit  # noqa: E402
 from data import store  # noqa: E402
-from data.importers import Parsed  # noqa: E402
+from data.formats import Parsed  # noqa: E402
 from data.items import Item  # noqa: E402
 from data.loading import store_parsed  # noqa: E402
 

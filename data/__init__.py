@@ -1,1 +1,1 @@
-"""Datasets: the item model, importers and exporters, the synthetic demo world."""
+"""The ground floor: the store, the item model and item kinds, benchmark formats, the reading boundary, the demo world."""

@@ -28,7 +28,7 @@ import sqlite_utils
 
 from data import demo_world as w
 from data import store
-from data.importers import Parsed
+from data.formats import Parsed
 from data.items import Item
 from data.loading import ImportReport, store_parsed
 

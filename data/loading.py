@@ -13,7 +13,8 @@ import sqlite_utils
 
 from data import store
 from data.images import UnsafeImagePathError, clean_relative_path, max_image_pixels, probe_image
-from data.importers import PARSERS, BadInputError, ImportWarning, Parsed
+from data import formats
+from data.formats import BadInputError, ImportWarning, Parsed
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,9 @@ def import_path(
     `images` is the image root the file's paths are relative to; images embedded in the file
     (parquet bytes) are written under `embedded_root` instead, which then becomes the root.
     """
-    if kind not in PARSERS:
-        raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {sorted(PARSERS)}")
-    parsed = PARSERS[kind](Path(path))
+    if kind not in formats.IMPORT_KINDS:
+        raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {list(formats.IMPORT_KINDS)}")
+    parsed = formats.reader(kind)(Path(path))
     if not parsed.items:
         raise BadInputError(path, None, f"holds no items; expected at least one {kind} item (an empty file or folder?)")
     return store_parsed(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import zipfile
 from pathlib import Path
 
 
@@ -51,3 +53,12 @@ def safe_name(name: str) -> str:
     """
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
     return "_" + safe if safe.startswith(".") or not safe else safe
+
+
+def zip_folder(folder: Path) -> bytes:
+    """Every file under `folder` in one zip archive (paths relative to it), for a download button."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            bundle.write(path, path.relative_to(folder).as_posix())
+    return archive.getvalue()

@@ -418,7 +418,7 @@ def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
 def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
     from PIL import Image
 
-    from data.importers import Parsed
+    from data.formats import Parsed
     from data.items import Item
     from data.loading import store_parsed
     from data.paths import thumbnail_dir

@@ -135,7 +135,7 @@ def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downlo
 
 def test_captions_are_plain_text_not_markup(app, demo_db):
     db = demo_db
-    from data.importers import Parsed
+    from data.formats import Parsed
     from data.items import Item
     from data.loading import store_parsed
 

@@ -12,7 +12,7 @@ import pytest
 
 from analysis import blind
 from analysis.audit import audit, refine_dataset, stored_audit
-from data.importers import Parsed
+from data.formats import Parsed
 from data.items import Item
 from data.loading import import_path, store_parsed
 from tests.conftest import REPO

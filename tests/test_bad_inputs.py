@@ -24,7 +24,7 @@ import pytest
 
 from annotate import batches
 from data import store
-from data.importers import BadInputError
+from data.formats import BadInputError
 from data.loading import import_path
 from tests.conftest import REPO
 

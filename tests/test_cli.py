@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import cli
-from data.importers import PARSERS
+from data.formats import IMPORT_KINDS as PARSERS
 from data.store import db_file as store_file
 from tests.conftest import REPO
 

@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from data import store
-from data.importers import BadInputError, parse_choice
+from data.formats import BadInputError
+from data.formats.gpt4v import parse_choice
 from data.loading import import_path
 
 SUGARCREPE_COUNTS = {

@@ -186,7 +186,7 @@ def test_fast_intervals_match_resampling_items():
 
 def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypatch):
     from data import store
-    from data.importers import Parsed
+    from data.formats import Parsed
     from data.items import Item
     from data.loading import store_parsed
 

@@ -10,7 +10,8 @@ from analysis import exports
 from annotate import browse
 from data import paths, store, text
 from data.images import UnsafeImagePathError
-from data.importers import PARSERS, BadInputError
+from data import formats
+from data.formats import BadInputError
 from data.loading import import_path
 
 PAGE_SIZE = 10
@@ -21,7 +22,8 @@ st.title("Datasets")
 table = browse.dataset_table(db)
 
 with st.expander("Import a benchmark", expanded=table.empty):
-    kind = st.selectbox("Kind", sorted(PARSERS), key="import_kind", help="the layouts of README's import table")
+    kind = st.selectbox("Kind", formats.IMPORT_KINDS, key="import_kind", help="the layouts of README's import table")
+    st.caption(f"Reads {formats.REGISTRY[kind].layout}; for example `{formats.REGISTRY[kind].example}`")
     source = st.text_input("File or folder on this machine", key="import_path")
     images = st.text_input("Image folder (optional)", key="import_images")
     name = st.text_input("Dataset name (optional)", key="import_name").strip() or None

@@ -7,7 +7,7 @@ import streamlit as st
 
 from analysis import audit as audits
 from analysis import blind
-from data import exporters, paths, store, text
+from data import paths, store, text
 
 SCATTER_POINTS = 5_000
 
@@ -76,4 +76,4 @@ if len(scorers) >= 2:
         kept = np.array(refined["kept"])
         before_after = pd.DataFrame({"gap": blind.scaled(np.array(refined["gaps"][a])), "set": np.where(kept, "kept", "removed")})
         st.plotly_chart(text.literal_figure(px.histogram(before_after, x="gap", color="set", barmode="overlay", nbins=60, title=f"{a} gaps")), key="refine_hist")
-        st.download_button("Refined subset (SugarCrepe layout, zip)", exporters.zip_folder(out), f"{dataset}-refined.zip", key="refined_zip")
+        st.download_button("Refined subset (SugarCrepe layout, zip)", paths.zip_folder(out), f"{dataset}-refined.zip", key="refined_zip")

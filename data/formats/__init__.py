@@ -1,0 +1,54 @@
+"""The benchmark formats: one module per benchmark with its reader and writer, listed once in
+``REGISTRY``.
+
+The CLI's ``import`` kinds and ``export --format`` choices, the Datasets page's import form and
+the README's import table (``import_table``; a test keeps the README in step) all come from this
+registry; a new benchmark is a new module defining its ``Format`` and one line below.
+"""
+
+from __future__ import annotations
+
+from data.formats import aro, bivlc, crepe, gpt4v, hard_positives, jsonl, sugarcrepe
+from data.formats.base import BadInputError, ExportContext, Format, ImportWarning, Parsed, Reader, RunSpec, Writer
+
+REGISTRY: dict[str, Format] = {
+    f.name: f for f in (
+        sugarcrepe.SUGARCREPE,
+        sugarcrepe.SUGARCREPE_CORRECT,
+        bivlc.BIVLC_RESULTS,
+        gpt4v.GPT4V,
+        bivlc.BIVLC,
+        bivlc.BIVLC_CANDIDATES,
+        hard_positives.HARD_POSITIVES,
+        aro.ARO,
+        crepe.CREPE,
+        jsonl.JSONL,
+        jsonl.PARQUET,
+    )
+}
+# What `python cli.py import KIND` reads and `export --format` writes, in registry order.
+IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
+EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
+
+__all__ = [
+    "REGISTRY", "IMPORT_KINDS", "EXPORT_FORMATS", "BadInputError", "ExportContext", "Format", "ImportWarning", "Parsed",
+    "Reader", "RunSpec", "Writer", "reader", "import_table",
+]
+
+
+def reader(kind: str) -> Reader:
+    """The reader of an import kind (one of IMPORT_KINDS)."""
+    read = REGISTRY[kind].read
+    assert read is not None, f"{kind} is written, not read"
+    return read
+
+
+def import_table() -> str:
+    """The README's table of import kinds, one row per reader.
+
+    >>> import_table().splitlines()[0]
+    '| kind | example | reads |'
+    """
+    rows = ["| kind | example | reads |", "| --- | --- | --- |"]
+    rows += [f"| `{f.name}` | `{f.example}` | {f.layout} |" for f in REGISTRY.values() if f.read is not None]
+    return "\n".join(rows)

@@ -1,0 +1,73 @@
+"""ARO (Yuksekgonul et al. 2023): VG-Relation and VG-Attribution pairs, each cropped to its
+bounding box when scored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from data.items import Item
+from data.reading import BadInputError, read_json
+
+def parse_aro(path: Path) -> Parsed:
+    """ARO's VG-Relation / VG-Attribution JSON; the bounding box crops the image when scored."""
+    parsed = Parsed("aro", "aro")
+    for file in json_files(path):
+        records = read_json(file)
+        if not isinstance(records, list):
+            raise BadInputError(file, None, "expected a list of ARO items")
+        for number, record in enumerate(records, start=1):
+            require_keys(record, ("true_caption", "false_caption", "image_path"), file, number)
+            parsed.add(_aro_pair(record, file, number), file, number)
+    return parsed
+
+
+def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
+    if isinstance(record.get("relation_name"), str):
+        category = record["relation_name"]
+    elif isinstance(record.get("attributes"), list) and len(record["attributes"]) == 2:
+        category = "_".join(map(str, record["attributes"]))
+    else:
+        raise BadInputError(file, number, "expected a 'relation_name' or a two-element 'attributes' list")
+    try:
+        bbox = [float(record[k]) for k in ("bbox_x", "bbox_y", "bbox_w", "bbox_h")]
+    except (KeyError, TypeError, ValueError):
+        raise BadInputError(file, number, "expected numeric bbox_x, bbox_y, bbox_w, bbox_h") from None
+    return make_item(
+        file, number, kind="pair", category=category, source_id=f"{file.stem}/{number}",
+        captions=(record["true_caption"], record["false_caption"]), images=(record["image_path"],),
+        meta={"bbox": bbox, "image_id": str(record.get("image_id", "")),
+              **({"attributes": [str(a) for a in record["attributes"]]} if "relation_name" not in record else {"relation_name": category})},
+    )
+
+
+def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
+    """One JSON list per source file (`visual_genome_relation.json`...), records as ARO writes them."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        meta = item["meta"]
+        x, y, w, h = meta.get("bbox") or (0.0, 0.0, 0.0, 0.0)
+        record: dict[str, Any] = {
+            "image_id": meta.get("image_id", ""), "image_path": (item["images"] or [""])[0],
+            "bbox_x": x, "bbox_y": y, "bbox_w": w, "bbox_h": h,
+            "true_caption": item["captions"][0], "false_caption": item["captions"][1],
+        }
+        if isinstance(meta.get("attributes"), list):
+            record["attributes"] = meta["attributes"]
+        else:
+            record["relation_name"] = meta.get("relation_name", item["category"])
+        files.setdefault(item["source_id"].rsplit("/", 1)[0], []).append(record)
+    out.mkdir(parents=True, exist_ok=True)
+    for stem, records in files.items():
+        (out / f"{stem}.json").write_text(json.dumps(records, indent=2, ensure_ascii=False))
+    return sorted(f"{stem}.json" for stem in files)
+
+
+ARO = Format(
+    "aro",
+    "VG-Relation / VG-Attribution with bounding boxes; category = relation or attribute pair",
+    "python cli.py import aro visual_genome_relation.json --images vg/images",
+    parse_aro, write_aro, writes=("pair",),
+)

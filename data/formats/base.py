@@ -1,0 +1,194 @@
+"""What every benchmark format module is made of: the ``Format`` record, what a reader returns
+(``Parsed``), and the reading helpers all readers share.
+
+A reader takes a path and returns a ``Parsed``: the items in file order, the file and row each
+came from, per-item outcomes when the file holds a model's results, and warnings. Readers never
+touch the store; ``data.loading.import_path`` writes what they return in one transaction. A
+writer takes stored items (``store.list_items`` rows), a folder and an ``ExportContext``, writes
+the benchmark's own layout there and returns the names it wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from data.items import Item, ItemShapeError
+from data.reading import BadInputError, check_binary_file, check_text, read_csv_rows
+
+@dataclass(frozen=True)
+class ImportWarning:
+    """Something imported with a caveat, or skipped."""
+
+    file: str
+    row: int | str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """The run that imported per-item results belong to."""
+
+    name: str
+    kind: str  # "correct", "groups" or "choices"
+    model: str | None = None
+
+
+@dataclass
+class Parsed:
+    """What a parser read: items in file order, their origins and optional outcomes."""
+
+    source_kind: str
+    default_name: str
+    items: list[Item] = field(default_factory=list)
+    origins: list[tuple[str, int | str]] = field(default_factory=list)
+    outcomes: list[dict[str, Any]] | None = None
+    run: RunSpec | None = None
+    warnings: list[ImportWarning] = field(default_factory=list)
+    embedded_images: dict[str, bytes] = field(default_factory=dict)
+
+    def add(self, item: Item, file: Path | str, row: int | str, outcome: dict[str, Any] | None = None) -> None:
+        """Append one item with where it came from (and its outcome for results files)."""
+        self.items.append(item)
+        self.origins.append((str(file), row))
+        if outcome is not None:
+            if self.outcomes is None:
+                self.outcomes = []
+            self.outcomes.append(outcome)
+
+    def warn(self, file: Path | str, row: int | str | None, message: str) -> None:
+        """Record a warning that the import report will show."""
+        self.warnings.append(ImportWarning(str(file), row, message))
+
+
+Reader = Callable[[Path], Parsed]
+StoredItem = Mapping[str, Any]
+Results = Mapping[int, Mapping[str, Mapping[str, Any]]]
+Writer = Callable[[list[StoredItem], Path, "ExportContext"], list[str]]
+
+
+@dataclass(frozen=True)
+class ExportContext:
+    """What a writer may need besides the items: the dataset's name, where its images are, and
+    its runs' per-item results (item id -> run -> {correct, scores}) for layouts that hold them."""
+
+    dataset: str
+    image_root: Path | None = None
+    results: Results = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Format:
+    """One benchmark layout: how to read it (`python cli.py import NAME PATH`) and write it
+    (`python cli.py export DATASET --format NAME`), with what the README's tables say of it.
+
+    `writes` lists the item kinds the writer's layout holds (empty: any kind); `carries_results`
+    says the layout holds each run's per-item results too.
+    """
+
+    name: str
+    layout: str  # the files it reads or writes, in words
+    example: str = ""  # a README command line importing it
+    read: Reader | None = None
+    write: Writer | None = None
+    writes: tuple[str, ...] = ()
+    carries_results: bool = False
+
+
+# --- reading helpers -------------------------------------------------------------------------
+
+
+def require_keys(record: Any, keys: tuple[str, ...], file: Path, row: int | str) -> dict[str, Any]:
+    """Return `record` if it is an object with non-empty string values at `keys`."""
+    if not isinstance(record, dict):
+        raise BadInputError(file, row, f"expected an object with keys {list(keys)}, got {type(record).__name__}")
+    bad = [k for k in keys if not isinstance(record.get(k), str) or not record[k].strip()]
+    if bad:
+        raise BadInputError(file, row, f"missing or empty field(s) {bad}; expected {list(keys)}")
+    return record
+
+
+def make_item(file: Path, row: int | str, **fields: Any) -> Item:
+    """Build an Item from outside text, checked at the reading boundary: captions, category and
+    image paths are text within the limits, free of control characters; truth and meta are
+    objects. Any failure is a BadInputError naming file and row."""
+    for n, caption in enumerate(fields.get("captions", ())):
+        check_text(caption, file, row, f"caption {n + 1}")
+    for n, image in enumerate(fields.get("images", ())):
+        check_text(image, file, row, f"image {n + 1}")
+    check_text(fields.get("category"), file, row, "category")
+    for key in ("truth", "meta"):
+        if not isinstance(fields.get(key, {}), dict):
+            raise BadInputError(file, row, f"{key} is {fields[key]!r} ({type(fields[key]).__name__}); expected an object")
+    try:
+        return Item(**fields)
+    except ItemShapeError as error:
+        raise BadInputError(file, row, str(error)) from None
+
+
+def json_files(path: Path, pattern: str = "*.json") -> list[Path]:
+    """`path` itself if it is a file, else the matching files of the folder in sorted order."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise BadInputError(path, None, "no such file or folder")
+    files = sorted(path.glob(pattern))
+    if not files:
+        raise BadInputError(path, None, f"no {pattern} files in this folder")
+    return files
+
+
+def read_bool(value: Any, file: Path, row: int, column: str) -> bool:
+    """A 0/1 or True/False cell."""
+    text = str(value).strip().lower()
+    if text in ("true", "1", "1.0"):
+        return True
+    if text in ("false", "0", "0.0"):
+        return False
+    raise BadInputError(file, row, f"column {column!r} is {value!r}; expected True/False or 1/0")
+
+
+def model_from_stem(path: Path, prefix: str) -> str:
+    """The model a results file is named after (`BiVLC_ViT-B-32.csv` -> `ViT-B-32`)."""
+    if not path.is_file():
+        raise BadInputError(path, None, "is a folder; expected a file" if path.is_dir() else "no such file")
+    return path.stem.removeprefix(prefix) or path.stem
+
+
+def table_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, row) of a CSV (through the reading boundary) or a parquet table."""
+    if path.suffix.lower() != ".parquet":
+        yield from read_csv_rows(path, columns)
+        return
+    check_binary_file(path)
+    try:
+        frame = pd.read_parquet(path)
+    except (ValueError, OSError) as error:
+        raise BadInputError(path, None, f"cannot read as a parquet table: {error}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise BadInputError(path, 1, f"missing column(s) {missing}; expected {list(columns)}")
+    if frame.empty:
+        raise BadInputError(path, None, "has no rows; expected at least one item")
+    yield from enumerate(frame.to_dict("records"), start=2)
+
+
+def image_ref(parsed: Parsed, value: Any, file: Path, number: int) -> str:
+    """A relative image path; embedded bytes are kept for writing under a content name."""
+    if isinstance(value, dict) and value.get("bytes"):
+        payload = bytes(value["bytes"])
+        name = f"embedded/{_digest_bytes(payload)}{Path(str(value.get('path') or '')).suffix or '.png'}"
+        parsed.embedded_images[name] = payload
+        return name
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise BadInputError(file, number, "image column is empty; expected a path or {bytes, path}")
+
+
+def _digest_bytes(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()[:24]

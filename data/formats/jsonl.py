@@ -1,0 +1,75 @@
+"""The generic formats: JSONL (read and written, one item per line, with every run's per-item
+results when written) and parquet (written: one row per item, a column pair per run)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from data.formats.base import ExportContext, Format, Parsed, StoredItem, make_item, require_keys
+from data.items import Item
+from data.paths import safe_name
+from data.reading import BadInputError, parse_json, read_text
+
+def parse_jsonl(path: Path) -> Parsed:
+    """The generic format: one object per line.
+
+    Keys: ``kind`` (pair, triple, group, retrieval, candidates), ``category``, ``id``,
+    ``captions`` (list), ``images`` (list of paths under the image root, may be empty), and
+    optional ``truth`` and ``meta`` objects. List order follows ``data/items.py``.
+    """
+    parsed = Parsed("jsonl", path.stem)
+    if not path.exists():
+        raise BadInputError(path, None, "no such file")
+    for number, line in enumerate(io.StringIO(read_text(path)), start=1):
+        if line.strip():
+            parsed.add(_jsonl_item(parse_json(line, path, number), path, number), path, number)
+    return parsed
+
+
+def _jsonl_item(record: Any, file: Path, number: int) -> Item:
+    require_keys(record, ("kind", "category"), file, number)
+    captions, images = record.get("captions"), record.get("images", [])
+    if not isinstance(captions, list) or not isinstance(images, list):
+        raise BadInputError(file, number, "'captions' and 'images' must be lists")
+    return make_item(
+        file, number, kind=record["kind"], category=record["category"],
+        source_id=str(record.get("id", number)), captions=tuple(captions), images=tuple(images),
+        truth=record.get("truth", {}), meta=record.get("meta", {}),
+    )
+
+
+def write_jsonl(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
+    """`{dataset}.jsonl`: the generic import format plus a `results` object per item (run ->
+    {correct, scores}); `python cli.py import jsonl` reads it back."""
+    path, results = out / f"{safe_name(context.dataset)}.jsonl", context.results
+    with path.open("w", encoding="utf-8") as handle:
+        for item in items:
+            record = {"kind": item["kind"], "category": item["category"], "id": item["source_id"], "captions": item["captions"],
+                      "images": item["images"], "truth": item["truth"], "meta": item["meta"], "results": results.get(item["id"], {})}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return [path.name]
+
+
+def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
+    """`{dataset}.parquet`: one row per item, columns `{run}.correct` and `{run}.scores` per run."""
+    path, results = out / f"{safe_name(context.dataset)}.parquet", context.results
+    runs = sorted({run for per_item in results.values() for run in per_item})
+    frame = pd.DataFrame({
+        "id": [i["source_id"] for i in items], "kind": [i["kind"] for i in items], "category": [i["category"] for i in items],
+        "captions": [i["captions"] for i in items], "images": [i["images"] for i in items],
+        "truth": [json.dumps(i["truth"]) for i in items], "meta": [json.dumps(i["meta"]) for i in items],
+    })
+    for run in runs:
+        frame[f"{run}.correct"] = pd.array([results.get(i["id"], {}).get(run, {}).get("correct") for i in items], dtype="boolean")
+        frame[f"{run}.scores"] = [json.dumps(results.get(i["id"], {}).get(run, {}).get("scores")) for i in items]
+    frame.to_parquet(path, index=False)
+    return [path.name]
+
+
+JSONL = Format("jsonl", "generic: one object per line, see below", "python cli.py import jsonl mine.jsonl --images imgs/", parse_jsonl, write_jsonl, carries_results=True)
+PARQUET = Format("parquet", "one row per item with every run's decision and scores (written only)", write=write_parquet, carries_results=True)
