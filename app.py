@@ -7,12 +7,14 @@ every file in it directly (its legacy multipage mode), without running this role
 import streamlit as st
 
 from annotate import batches, roles
-from data import paths, store
+from data import paths
+from views.session import prepare_store, session_db
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
 
 db_file = paths.db_path()
-db = store.open_db(db_file)
+prepare_store()
+db = session_db()
 
 # A crowd study link (?study=...&PROLIFIC_PID=...) registers the worker and becomes their token.
 study, worker = st.query_params.get("study"), st.query_params.get("PROLIFIC_PID")

@@ -15,22 +15,59 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
-from analysis.model_spec import ModelUnavailableError
+from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.results import BOOTSTRAP
+from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
-from data import paths, store
+from data import formats, paths, store
 from data.images import UnsafeImagePathError
-from data import formats
 from data.formats import BadInputError
+
+# The layouts construction batches write (validate_negative: SugarCrepe's, ambiguity: BiVLC's).
+CLEAN_FORMATS = sorted({t.clean_format for t in TASK_REGISTRY.values() if t.clean_format})
 
 log = logging.getLogger("foil")
 
 Handler = Callable[[sqlite_utils.Database, argparse.Namespace], Any]
+
+
+# --- command registry: each handler declares its arguments beside it -----------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """One CLI command: `group name` (or `name`), its handler and its arguments."""
+
+    name: str
+    group: str | None
+    handler: Handler
+    arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+
+
+COMMANDS: list[Command] = []
+GROUP_HELP = {"batch": "annotation batches", "annotator": "manage annotators"}
+
+
+def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """One argument of a command, as `argparse.add_argument` takes it."""
+    return flags, options
+
+
+def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as command `name` ("batch create" for a group's command)."""
+    group, _, leaf = name.rpartition(" ")
+
+    def register(handler: Handler) -> Handler:
+        COMMANDS.append(Command(leaf, group or None, handler, arguments))
+        return handler
+
+    return register
 
 
 def _progress(label: str) -> Callable[[int, int], None]:
@@ -43,6 +80,7 @@ def _progress(label: str) -> Callable[[int, int], None]:
 # --- commands --------------------------------------------------------------------------------
 
 
+@command("demo")
 def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Build (or rebuild) the embedded demo datasets."""
     from analysis.scoring import score_demo
@@ -61,6 +99,13 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
     return {"datasets": datasets, "runs": store.list_runs(db), "seconds": time.perf_counter() - started}
 
 
+@command("import",
+    arg("kind", choices=formats.IMPORT_KINDS),
+    arg("path"),
+    arg("--images", help="image root the file's image paths are relative to"),
+    arg("--name", help="dataset name (default: the benchmark's name)"),
+    arg("--run", help="run name for results files (default: from the file name)"),
+)
 def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Import a benchmark file or folder (or a model's per-instance results)."""
     from data.loading import import_path
@@ -72,6 +117,7 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     return report.to_dict()
 
 
+@command("datasets")
 def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """List datasets with item counts per category."""
     return [
@@ -80,6 +126,11 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
     ]
 
 
+@command("export",
+    arg("dataset"),
+    arg("--format", choices=formats.EXPORT_FORMATS, required=True),
+    arg("--out", required=True),
+)
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
     from analysis.exports import export_dataset
@@ -87,11 +138,26 @@ def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     return export_dataset(db, args.dataset, args.format, Path(args.out))
 
 
+@command("runs",
+    arg("dataset", nargs="?"),
+)
 def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """List model runs (scored here or imported)."""
     return store.list_runs(db, args.dataset)
 
 
+@command("score",
+    arg("dataset"),
+    arg("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
+    arg("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
+    arg("--checkpoint", help="local weights file"),
+    arg("--precision", choices=PRECISIONS, default="fp32"),
+    arg("--batch-size", type=int, default=64),
+    arg("--limit", type=int, help="score only the first N items"),
+    arg("--run", help="run name (default: model-tag)"),
+    arg("--device", default="auto"),
+    arg("--cache-dir", help="where open_clip looks for downloaded weights"),
+)
 def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Score a dataset with an open_clip model (cached, batched, de-duplicated)."""
     from analysis.models import ModelSpec, load_model
@@ -116,6 +182,12 @@ def _tqdm_progress(bars: dict[str, Any]) -> Callable[[str, int, int], None]:
     return report
 
 
+@command("metrics",
+    arg("dataset"),
+    arg("--run", required=True),
+    arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
+    arg("--seed", type=int, default=0),
+)
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark metrics of one run, per category, with bootstrap intervals."""
     from analysis.results import run_metrics
@@ -123,6 +195,10 @@ def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
     return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed)
 
 
+@command("annotator add",
+    arg("name"),
+    arg("--base-url", default="http://localhost:8501"),
+)
 def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Add an annotator (an existing one gets a new link; earlier links stay valid); print their private link."""
     annotator = store.ensure_annotator(db, args.name)
@@ -130,6 +206,7 @@ def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     return {"name": annotator["name"], "token": token, "url": f"{args.base_url}/?token={token}"}
 
 
+@command("admin-token")
 def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     """Print the admin token of this store (from $FOIL_ADMIN_TOKEN or generated once)."""
     from annotate.roles import admin_token
@@ -137,6 +214,21 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     return admin_token(args.db)
 
 
+@command("batch create",
+    arg("dataset"),
+    arg("--task", required=True, choices=TASK_TYPES),
+    arg("--category", action="append", help="only items of this category (repeatable)"),
+    arg("--n", type=int, help="sample this many items (default: all)"),
+    arg("--overlap", type=int, default=2, help="annotators per item"),
+    arg("--gold-share", type=float, default=0.0, help="share of gold items (known answers)"),
+    arg("--annotators", nargs="+", help="annotator names (created if new; default: all)"),
+    arg("--seed", type=int, default=0),
+    arg("--name"),
+    arg("--base-url", default="http://localhost:8501"),
+    arg("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else"),
+    arg("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link"),
+    arg("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)"),
+)
 def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Create an annotation batch: items, overlap, gold share, annotators."""
     from annotate.batches import BatchSpec, create_batch
@@ -156,6 +248,9 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     return result
 
 
+@command("batch joins",
+    arg("batch"),
+)
 def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Who joined a crowd study through its link, when, and what they hold and answered."""
     from annotate.batches import study_joins
@@ -163,6 +258,10 @@ def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list
     return study_joins(db, args.batch)
 
 
+@command("batch close",
+    arg("batch"),
+    arg("--reopen", action="store_true"),
+)
 def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Close a crowd study to new participants (--reopen opens it again); those in may finish."""
     from annotate.batches import close_study
@@ -171,6 +270,13 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     return {"batch": args.batch, "closed": not args.reopen}
 
 
+@command("batch from-picks",
+    arg("batch", help="a pick_image batch"),
+    arg("--annotators", nargs="+"),
+    arg("--overlap", type=int, default=2),
+    arg("--seed", type=int, default=0),
+    arg("--name"),
+)
 def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
     from annotate.batches import create_ambiguity_batch
@@ -179,6 +285,9 @@ def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) ->
     return create_ambiguity_batch(db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name)
 
 
+@command("assignments",
+    arg("batch"),
+)
 def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """List a batch's assignments: item, annotator, position in their queue."""
     batch = store.get_batch(db, args.batch)
@@ -188,6 +297,11 @@ def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list
     ]
 
 
+@command("labels",
+    arg("batch"),
+    arg("--format", choices=["jsonl", "csv"], default="jsonl"),
+    arg("--out"),
+)
 def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | None:
     """Export a batch's labels as JSONL or CSV (stdout, or --out FILE)."""
     from annotate.batches import export_labels
@@ -200,6 +314,11 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
     return None
 
 
+@command("agreement",
+    arg("batch"),
+    arg("--bootstrap", type=int, default=500),
+    arg("--seed", type=int, default=0),
+)
 def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1."""
     from annotate.batches import batch_agreement
@@ -207,6 +326,12 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
     return batch_agreement(db, args.batch, n_boot=args.bootstrap, seed=args.seed)
 
 
+@command("simulate",
+    arg("batch"),
+    arg("--annotators", type=int, help="answer as the first N annotators of the batch (default: all)"),
+    arg("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth"),
+    arg("--seed", type=int, default=0),
+)
 def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Answer a batch from ground truth with per-annotator noise (same write path as the app)."""
     from annotate.batches import simulate
@@ -214,6 +339,11 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     return simulate(db, args.batch, accuracies=args.accuracy, n_annotators=args.annotators, seed=args.seed)
 
 
+@command("baseline",
+    arg("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together"),
+    arg("--bootstrap", type=int, default=1000),
+    arg("--seed", type=int, default=0),
+)
 def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Human baseline of baseline/validation/ranking batches, with the keys of `metrics`."""
     from annotate.baselines import human_baseline
@@ -221,6 +351,11 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     return human_baseline(db, args.batches, n_boot=args.bootstrap, seed=args.seed)
 
 
+@command("export-clean",
+    arg("batch"),
+    arg("--format", choices=CLEAN_FORMATS, required=True),
+    arg("--out", required=True),
+)
 def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write the cleaned benchmark a construction batch leaves, with provenance.json."""
     from annotate.export import export_clean
@@ -228,6 +363,12 @@ def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     return export_clean(db, args.batch, args.format, Path(args.out))
 
 
+@command("audit",
+    arg("dataset"),
+    arg("--folds", type=int, default=5),
+    arg("--seed", type=int, default=0),
+    arg("--scorers", nargs="+", default=["stats", "ngram", "minilm"], choices=["stats", "ngram", "minilm"]),
+)
 def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Blind text-only baselines: how far captions alone tell positive from negative."""
     from analysis.audit import audit
@@ -238,6 +379,13 @@ def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     return result
 
 
+@command("refine",
+    arg("dataset"),
+    arg("--scorers", nargs=2, required=True, choices=["stats", "ngram", "minilm"]),
+    arg("--grid", type=int, default=8),
+    arg("--seed", type=int, default=0),
+    arg("--out", required=True),
+)
 def cmd_refine(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Adversarial refinement against two blind scorers; writes the kept subset."""
     from analysis.audit import refine_dataset
@@ -297,152 +445,25 @@ def jsonable(value: Any) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every command."""
+    """The argument parser of every registered command (``@command`` beside each handler)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=str(paths.db_path()), help="store file (default: $FOIL_DB or foil.db)")
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     parser = argparse.ArgumentParser(prog="cli.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-
-    demo = commands.add_parser("demo", parents=[common], help=cmd_demo.__doc__)
-    demo.set_defaults(handler=cmd_demo)
-
-    imp = commands.add_parser("import", parents=[common], help=cmd_import.__doc__)
-    imp.add_argument("kind", choices=formats.IMPORT_KINDS)
-    imp.add_argument("path")
-    imp.add_argument("--images", help="image root the file's image paths are relative to")
-    imp.add_argument("--name", help="dataset name (default: the benchmark's name)")
-    imp.add_argument("--run", help="run name for results files (default: from the file name)")
-    imp.set_defaults(handler=cmd_import)
-
-    datasets = commands.add_parser("datasets", parents=[common], help=cmd_datasets.__doc__)
-    datasets.set_defaults(handler=cmd_datasets)
-
-    export = commands.add_parser("export", parents=[common], help=cmd_export.__doc__)
-    export.add_argument("dataset")
-    export.add_argument("--format", choices=formats.EXPORT_FORMATS, required=True)
-    export.add_argument("--out", required=True)
-    export.set_defaults(handler=cmd_export)
-
-    runs = commands.add_parser("runs", parents=[common], help=cmd_runs.__doc__)
-    runs.add_argument("dataset", nargs="?")
-    runs.set_defaults(handler=cmd_runs)
-
-    batch = commands.add_parser("batch", help="annotation batches")
-    batch_commands = batch.add_subparsers(dest="action", required=True)
-    create = batch_commands.add_parser("create", parents=[common], help=cmd_batch_create.__doc__)
-    create.add_argument("dataset")
-    create.add_argument("--task", required=True, choices=TASK_TYPES)
-    create.add_argument("--category", action="append", help="only items of this category (repeatable)")
-    create.add_argument("--n", type=int, help="sample this many items (default: all)")
-    create.add_argument("--overlap", type=int, default=2, help="annotators per item")
-    create.add_argument("--gold-share", type=float, default=0.0, help="share of gold items (known answers)")
-    create.add_argument("--annotators", nargs="+", help="annotator names (created if new; default: all)")
-    create.add_argument("--seed", type=int, default=0)
-    create.add_argument("--name")
-    create.add_argument("--base-url", default="http://localhost:8501")
-    create.add_argument("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else")
-    create.add_argument("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link")
-    create.add_argument("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)")
-    create.set_defaults(handler=cmd_batch_create)
-
-    joins = batch_commands.add_parser("joins", parents=[common], help=cmd_batch_joins.__doc__)
-    joins.add_argument("batch")
-    joins.set_defaults(handler=cmd_batch_joins)
-
-    close = batch_commands.add_parser("close", parents=[common], help=cmd_batch_close.__doc__)
-    close.add_argument("batch")
-    close.add_argument("--reopen", action="store_true")
-    close.set_defaults(handler=cmd_batch_close)
-
-    from_picks = batch_commands.add_parser("from-picks", parents=[common], help=cmd_batch_from_picks.__doc__)
-    from_picks.add_argument("batch", help="a pick_image batch")
-    from_picks.add_argument("--annotators", nargs="+")
-    from_picks.add_argument("--overlap", type=int, default=2)
-    from_picks.add_argument("--seed", type=int, default=0)
-    from_picks.add_argument("--name")
-    from_picks.set_defaults(handler=cmd_batch_from_picks)
-
-    assignments = commands.add_parser("assignments", parents=[common], help=cmd_assignments.__doc__)
-    assignments.add_argument("batch")
-    assignments.set_defaults(handler=cmd_assignments)
-
-    labels = commands.add_parser("labels", parents=[common], help=cmd_labels.__doc__)
-    labels.add_argument("batch")
-    labels.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
-    labels.add_argument("--out")
-    labels.set_defaults(handler=cmd_labels)
-
-    agreement = commands.add_parser("agreement", parents=[common], help=cmd_agreement.__doc__)
-    agreement.add_argument("batch")
-    agreement.add_argument("--bootstrap", type=int, default=500)
-    agreement.add_argument("--seed", type=int, default=0)
-    agreement.set_defaults(handler=cmd_agreement)
-
-    simulate = commands.add_parser("simulate", parents=[common], help=cmd_simulate.__doc__)
-    simulate.add_argument("batch")
-    simulate.add_argument("--annotators", type=int, help="answer as the first N annotators of the batch (default: all)")
-    simulate.add_argument("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth")
-    simulate.add_argument("--seed", type=int, default=0)
-    simulate.set_defaults(handler=cmd_simulate)
-
-    baseline = commands.add_parser("baseline", parents=[common], help=cmd_baseline.__doc__)
-    baseline.add_argument("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together")
-    baseline.add_argument("--bootstrap", type=int, default=1000)
-    baseline.add_argument("--seed", type=int, default=0)
-    baseline.set_defaults(handler=cmd_baseline)
-
-    clean = commands.add_parser("export-clean", parents=[common], help=cmd_export_clean.__doc__)
-    clean.add_argument("batch")
-    clean.add_argument("--format", choices=["sugarcrepe", "bivlc"], required=True)
-    clean.add_argument("--out", required=True)
-    clean.set_defaults(handler=cmd_export_clean)
-
-    audit = commands.add_parser("audit", parents=[common], help=cmd_audit.__doc__)
-    audit.add_argument("dataset")
-    audit.add_argument("--folds", type=int, default=5)
-    audit.add_argument("--seed", type=int, default=0)
-    audit.add_argument("--scorers", nargs="+", default=["stats", "ngram", "minilm"], choices=["stats", "ngram", "minilm"])
-    audit.set_defaults(handler=cmd_audit)
-
-    refine = commands.add_parser("refine", parents=[common], help=cmd_refine.__doc__)
-    refine.add_argument("dataset")
-    refine.add_argument("--scorers", nargs=2, required=True, choices=["stats", "ngram", "minilm"])
-    refine.add_argument("--grid", type=int, default=8)
-    refine.add_argument("--seed", type=int, default=0)
-    refine.add_argument("--out", required=True)
-    refine.set_defaults(handler=cmd_refine)
-
-    token = commands.add_parser("admin-token", parents=[common], help=cmd_admin_token.__doc__)
-    token.set_defaults(handler=cmd_admin_token)
-
-    score = commands.add_parser("score", parents=[common], help=cmd_score.__doc__)
-    score.add_argument("dataset")
-    score.add_argument("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME")
-    score.add_argument("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)")
-    score.add_argument("--checkpoint", help="local weights file")
-    score.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
-    score.add_argument("--batch-size", type=int, default=64)
-    score.add_argument("--limit", type=int, help="score only the first N items")
-    score.add_argument("--run", help="run name (default: model-tag)")
-    score.add_argument("--device", default="auto")
-    score.add_argument("--cache-dir", help="where open_clip looks for downloaded weights")
-    score.set_defaults(handler=cmd_score)
-
-    metrics = commands.add_parser("metrics", parents=[common], help=cmd_metrics.__doc__)
-    metrics.add_argument("dataset")
-    metrics.add_argument("--run", required=True)
-    metrics.add_argument("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)")
-    metrics.add_argument("--seed", type=int, default=0)
-    metrics.set_defaults(handler=cmd_metrics)
-
-    annotator = commands.add_parser("annotator", help="manage annotators")
-    annotator_commands = annotator.add_subparsers(dest="action", required=True)
-    add = annotator_commands.add_parser("add", parents=[common], help=cmd_annotator_add.__doc__)
-    add.add_argument("name")
-    add.add_argument("--base-url", default="http://localhost:8501")
-    add.set_defaults(handler=cmd_annotator_add)
+    groups: dict[str, Any] = {}
+    for registered in COMMANDS:
+        parent = commands
+        if registered.group:
+            if registered.group not in groups:
+                holder = commands.add_parser(registered.group, help=GROUP_HELP[registered.group])
+                groups[registered.group] = holder.add_subparsers(dest="action", required=True)
+            parent = groups[registered.group]
+        sub = parent.add_parser(registered.name, parents=[common], help=registered.handler.__doc__)
+        for flags, options in registered.arguments:
+            sub.add_argument(*flags, **options)
+        sub.set_defaults(handler=registered.handler)
     return parser
 
 

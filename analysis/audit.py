@@ -48,7 +48,7 @@ def _settings(scorers: Sequence[str], folds: int, seed: int) -> str:
     return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}"
 
 
-def summarize_blind(items: list[dict[str, Any]], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]) -> dict[str, Any]:
+def summarize_blind(items: list[store.ItemRow], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]) -> dict[str, Any]:
     """Blind accuracies and same-word counts, overall and per category."""
     categories = np.array([i["category"] for i in items])
     flags = np.array([blind.same_words(c, n) for c, n in pairs])

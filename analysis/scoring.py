@@ -107,7 +107,7 @@ def score_dataset(
 
 
 def plan_items(
-    items: list[dict[str, Any]], hashes: dict[str, str]
+    items: list[store.ItemRow], hashes: dict[str, str]
 ) -> tuple[list[ItemPlan], dict[str, tuple[str, list[float] | None]], dict[str, str]]:
     """Content keys per item, plus the distinct images (path, crop) and captions to encode."""
     plans, images, texts = [], {}, {}

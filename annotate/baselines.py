@@ -54,7 +54,7 @@ def human_baseline(db: sqlite_utils.Database, batch_names: list[str], *, n_boot:
     return {"dataset": datasets.pop(), "batches": batch_names, **summary}
 
 
-def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any]:
+def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], n_boot: int, seed: int) -> dict[str, Any]:
     """Pairs and triples: accuracy per category (ranking points for hard positives)."""
     task, outcomes = next(iter(by_task.items()))
     units = sorted(outcomes)
@@ -65,7 +65,7 @@ def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dic
     return m.summarize({"accuracy_micro": correct}, categories, macro=("accuracy_micro", "accuracy_macro"), n_boot=n_boot, seed=seed)
 
 
-def _group_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any]:
+def _group_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], n_boot: int, seed: int) -> dict[str, Any]:
     """BiVLC: the four queries of each instance combine into I2T, T2I and Group as for models."""
     i2t, t2i = by_task.get("baseline_i2t", {}), by_task.get("baseline_t2i", {})
     complete = sorted(i for i in items if all(u in d for d in (i2t, t2i) if d for u in ((i, 0), (i, 1))))

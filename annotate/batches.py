@@ -195,7 +195,7 @@ def join_crowd(
     return worker
 
 
-def _check_study_open(db: sqlite_utils.Database, batch: dict[str, Any], moment: datetime) -> None:
+def _check_study_open(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> None:
     """Raise BatchError when a crowd study takes no new participant now (closed, full, or joined too fast)."""
     config = batch["config"]
     if batch.get("closed_at"):
@@ -217,7 +217,7 @@ def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, An
     return store.crowd_joins(db, store.get_batch(db, batch_name)["id"])
 
 
-def _crowd_share(batch: dict[str, Any], worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
+def _crowd_share(batch: store.BatchRow, worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
     config = batch["config"]
     holders = Counter((a["item_id"], a["part"]) for a in current)
     regular = [(i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"]]
@@ -228,13 +228,13 @@ def _crowd_share(batch: dict[str, Any], worker_id: int, current: list[dict[str, 
     return [(item, part, worker_id, position, gold) for position, ((item, part), gold) in enumerate(share)]
 
 
-def practice_tasks(db: sqlite_utils.Database, batch: dict[str, Any], annotator_id: int) -> list[tuple[Task, dict[str, Any]]]:
+def practice_tasks(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> list[tuple[Task, store.ItemRow]]:
     """The crowd batch's practice questions (items outside the batch with known answers)."""
     items = store.items_by_id(db, batch["config"].get("practice_items", []))
     return [(build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i]) for i in batch["config"].get("practice_items", [])]
 
 
-def final_code(db: sqlite_utils.Database, batch: dict[str, Any], annotator_name: str) -> tuple[str, bool]:
+def final_code(db: sqlite_utils.Database, batch: store.BatchRow, annotator_name: str) -> tuple[str, bool]:
     """(code to show, passed): the completion code, or the screen-out code when gold checks fail."""
     config = batch["config"]
     row = next((r for r in batch_progress(db, batch["name"]) if r["annotator"] == annotator_name), None)
@@ -242,7 +242,7 @@ def final_code(db: sqlite_utils.Database, batch: dict[str, Any], annotator_name:
     return (config["screen_out_code"], False) if failed else (config["completion_code"], True)
 
 
-def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[dict[str, Any]]:
+def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[store.ItemRow]:
     kinds = task_type(spec.task).item_kinds
     items = [i for i in store.list_items(db, dataset_id, limit=1 << 62) if i["kind"] in kinds]
     if spec.categories:
@@ -253,14 +253,14 @@ def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec)
     return items
 
 
-def _pick_gold(items: list[dict[str, Any]], spec: BatchSpec, rng: random.Random) -> set[int]:
+def _pick_gold(items: list[store.ItemRow], spec: BatchSpec, rng: random.Random) -> set[int]:
     knowable = [i["id"] for i in items if expected_answer(spec.task, i) is not None]
     n_gold = min(len(knowable), round(spec.gold_share * len(items)))
     return set(rng.sample(knowable, n_gold))
 
 
 def _assignment_rows(
-    annotators: list[int], items: list[dict[str, Any]], gold: set[int], spec: BatchSpec
+    annotators: list[int], items: list[store.ItemRow], gold: set[int], spec: BatchSpec
 ) -> list[tuple[int, int, int, int, bool]]:
     units = [(item["id"], part) for item in items for part in parts_for(spec.task, item["kind"])]
     regular = [u for u in units if u[0] not in gold]
@@ -289,7 +289,7 @@ class QueueState:
     `started_at` is None until the item is drawn (`draw`): reading the queue starts no lease.
     """
 
-    batch: dict[str, Any]
+    batch: store.BatchRow
     task: Task | None
     assignment_id: int | None
     started_at: str | None
@@ -325,7 +325,7 @@ def draw(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> Queue
     return replace(state, started_at=store.open_assignment(db, state.assignment_id))
 
 
-def _task_seed(batch: dict[str, Any], annotator_id: int) -> str:
+def _task_seed(batch: store.BatchRow, annotator_id: int) -> str:
     return f"{batch['config']['seed']}:{annotator_id}"
 
 
@@ -339,7 +339,7 @@ def prefetch_images(db: sqlite_utils.Database, annotator_id: int, batch_name: st
     return sum(path is not None for task in tasks for _, path in task_images(db, batch, task))
 
 
-def task_images(db: sqlite_utils.Database, batch: dict[str, Any], task: Task) -> list[tuple[str, Path | None]]:
+def task_images(db: sqlite_utils.Database, batch: store.BatchRow, task: Task) -> list[tuple[str, Path | None]]:
     """The task's images as cached thumbnails of the files under the dataset's image root
     (None where a file is missing or unreadable)."""
     root_text = store.get_dataset(db, batch["dataset"])["image_root"]
@@ -528,7 +528,7 @@ def create_ambiguity_batch(
     return create_batch(db, BatchSpec(target, "ambiguity", annotators, overlap, item_ids=ids, seed=seed, name=name))
 
 
-def _constructed_truth(item: dict[str, Any], choice: int) -> dict[str, Any]:
+def _constructed_truth(item: store.ItemRow, choice: int) -> dict[str, Any]:
     """Ground truth carried over from a candidate set, where the source knows it (the demo)."""
     truth = item.get("truth") or {}
     known = {"valid_choice": truth["valid"][choice]} if "valid" in truth else {}
@@ -570,7 +570,7 @@ def simulate(
     return {"batch": batch_name, "labels_written": dict(written)}
 
 
-def _simulated_answer(task: Task, item: dict[str, Any], accuracy: float, rng: random.Random) -> dict[str, str]:
+def _simulated_answer(task: Task, item: store.ItemRow, accuracy: float, rng: random.Random) -> dict[str, str]:
     values = [o.value for o in task.options]
     right = expected_answer(task.type, item, task.part)
     if right is None or rng.random() >= accuracy:

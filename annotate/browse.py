@@ -68,7 +68,7 @@ def cards_for(db: sqlite_utils.Database, dataset: str, item_ids: list[int]) -> l
     return [_card(items[i], root) for i in item_ids if i in items]
 
 
-def _card(item: dict[str, Any], root: Path | None) -> ItemCard:
+def _card(item: store.ItemRow, root: Path | None) -> ItemCard:
     kind = item_kind(item["kind"])
     captions = list(zip(kind.caption_roles(len(item["captions"])), item["captions"]))
     images = list(zip(kind.image_roles(len(item["images"])), [existing_image(root, p) for p in item["images"]]))

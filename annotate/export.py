@@ -56,7 +56,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path
     return {"batch": batch_name, "format": fmt, "n_kept": len(kept), "n_removed": len(removed), "files": written}
 
 
-def _dropped_upstream(db: sqlite_utils.Database, batch: dict[str, Any], kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _dropped_upstream(db: sqlite_utils.Database, batch: store.BatchRow, kept: list[store.ItemRow]) -> list[dict[str, Any]]:
     """Candidate sets the pick_image batch before an ambiguity batch dropped (None chosen)."""
     sources = {i["meta"].get("from_batch") for i in kept} - {None}
     dropped = []

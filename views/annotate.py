@@ -13,7 +13,8 @@ import streamlit as st
 
 from annotate import batches
 from annotate.task_types import Task, TaskError, is_correct
-from data import paths, store, text
+from data import store, text
+from views.session import session_db
 
 # Images never push the answers below the fold: capped to a share of the window's height.
 IMAGE_CSS = """<style>
@@ -35,7 +36,7 @@ if (!window.__foilIgnoresKeyRepeat) {
 </script>"""
 
 role = st.session_state["role"]
-db = store.open_db(paths.db_path())
+db = session_db()
 st.html(IMAGE_CSS)
 st.html(IGNORE_KEY_REPEAT, unsafe_allow_javascript=True)
 st.title(f"Welcome, {text.md(role.name)}")
@@ -117,7 +118,7 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
     flags, comment = st.session_state.get(f"flags:{key}") or [], st.session_state.get(f"comment:{key}", "")
     try:
         fresh = batches.submit_answer(
-            store.open_db(paths.db_path()), role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment,
+            db, role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment,
             min_seconds=float(state.batch["config"].get("min_seconds", batches.MIN_SECONDS)),
         )
     except (TaskError, store.StoreError) as error:

@@ -7,8 +7,10 @@ import streamlit as st
 from annotate import agreement, batches, browse, consensus, export
 from annotate.task_types import TASK_TYPES, task_type
 from data import paths, store, text
+from views.item_card import draw_item_card
+from views.session import session_db
 
-db = store.open_db(paths.db_path())
+db = session_db()
 st.title("Annotation batches")
 
 with st.expander("New batch", expanded=not store.list_batches(db)):
@@ -56,8 +58,7 @@ st.subheader("Progress")
 @st.fragment(run_every="10s")
 def live_progress(batch_name: str) -> None:
     """Per-annotator progress, redrawn every 10 seconds as labels arrive."""
-    fresh = store.open_db(paths.db_path())  # fragments may run on another thread: own connection
-    st.dataframe(pd.DataFrame(batches.batch_progress(fresh, batch_name)), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(batches.batch_progress(session_db(), batch_name)), hide_index=True, width="stretch")
 
 
 live_progress(name)
@@ -105,20 +106,12 @@ shown = queue[:5]
 cards = {card.id: card for card in browse.cards_for(db, store.get_batch(db, name)["dataset"], [d.item for d in shown])}
 for decision in shown:
     card = cards[decision.item]
-    with st.container(border=True):
-        st.text(f"item {decision.item} ({card.category}), votes: {decision.votes}")
-        images = browse.card_thumbnails(card, paths.thumbnail_dir(paths.db_path()))
-        for column, (label, _, small) in zip(st.columns(max(len(images), 1)), images):
-            if small is None:
-                column.caption(f"{label}: image file missing or unreadable")
-            else:
-                column.image(str(small), caption=label, width=140)
-        for role, caption in card.captions:
-            st.text(f"{role}: {caption}")
-        choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}")
-        if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}"):
-            store.decide(db, store.get_batch(db, name)["id"], decision.item, decision.part, {"answer": choice}, by="admin")
-            st.rerun()
+    draw_item_card(card, f"item {decision.item} ({card.category}), votes: {decision.votes}", paths.thumbnail_dir(paths.db_path()), width=140)
+    choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}")
+    if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}"):
+        store.decide(db, store.get_batch(db, name)["id"], decision.item, decision.part, {"answer": choice}, by="admin")
+        st.rerun()
+
 
 batch_row = store.get_batch(db, name)
 left, middle, right = st.columns(3)

@@ -9,6 +9,8 @@ import streamlit as st
 from analysis import exports
 from annotate import browse
 from data import paths, store, text
+from views.item_card import draw_item_card
+from views.session import session_db
 from data.images import UnsafeImagePathError
 from data import formats
 from data.formats import BadInputError
@@ -17,7 +19,7 @@ from data.loading import import_path
 PAGE_SIZE = 10
 
 db_file = paths.db_path()
-db = store.open_db(db_file)
+db = session_db()
 st.title("Datasets")
 table = browse.dataset_table(db)
 
@@ -72,16 +74,4 @@ cards, total = browse.item_cards(db, dataset, category=None if category == "all"
 st.caption(f"{total} items; showing {page * PAGE_SIZE + 1}-{page * PAGE_SIZE + len(cards)}")
 
 for card in cards:
-    with st.container(border=True):
-        st.text(f"#{card.id}  {card.category}  {card.source_id}  ({card.kind})")
-        if card.images:
-            columns = st.columns(len(card.images))
-            for column, (role, path, small) in zip(columns, browse.card_thumbnails(card, paths.thumbnail_dir(db_file))):
-                if small is None:
-                    column.caption(f"{role}: image file {'missing' if path is None else 'unreadable'}")
-                else:
-                    column.image(str(small), caption=role, width=160)
-        for role, caption in card.captions:
-            st.text(f"{role}: {caption}")  # st.text: captions are shown as text, never as markup
-        if card.truth:
-            st.json(card.truth, expanded=False)
+    draw_item_card(card, f"#{card.id}  {card.category}  {card.source_id}  ({card.kind})", paths.thumbnail_dir(db_file), width=160, show_truth=True)

@@ -3,23 +3,24 @@
 import numpy as np
 import pandas as pd
 import plotly.express as px
+import sqlite_utils
 import streamlit as st
 
 from analysis import audit as audits
 from analysis import blind
 from data import paths, store, text
+from views.session import session_db
 
 SCATTER_POINTS = 5_000
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def cached_audit(db_path: str, dataset: str, fingerprint: str, scorers: tuple[str, ...]) -> dict:
-    db = store.open_db(db_path)
-    return audits.stored_audit(db, dataset, scorers=scorers) or audits.audit(db, dataset, scorers=scorers)
+def cached_audit(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, scorers: tuple[str, ...]) -> dict:
+    return audits.stored_audit(_db, dataset, scorers=scorers) or audits.audit(_db, dataset, scorers=scorers)
 
 
 db_file = paths.db_path()
-db = store.open_db(db_file)
+db = session_db()
 st.title("Hackability audit")
 st.caption("Blind text-only scorers never see the image. Far from 50% either way, captions alone give the answer away: "
            "above, the scorer exploits how negatives were written; below, its opposite choice would.")
@@ -37,7 +38,7 @@ if not scorers:
 
 def run(name: str) -> dict:
     with st.spinner(f"Blind scorers on {name} (fitted once, then stored)..."):
-        return cached_audit(str(db_file), name, store.items_fingerprint(db, store.get_dataset(db, name)["id"]), scorers)
+        return cached_audit(db, str(db_file), name, store.items_fingerprint(db, store.get_dataset(db, name)["id"]), scorers)
 
 
 result = run(dataset)

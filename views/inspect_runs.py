@@ -2,30 +2,33 @@
 
 import pandas as pd
 import plotly.express as px
+import sqlite_utils
 import streamlit as st
 
 from analysis import inspection
 from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, browse
 from data import paths, store, text
+from views.item_card import draw_item_card
+from views.session import session_db
 
 PAGE_SIZE = 10
 SCATTER_POINTS = 5_000
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def item_table(db_path: str, dataset: str, run: str, fingerprint: str) -> pd.DataFrame:
-    return inspection.item_table(store.open_db(db_path), dataset, run)
+def item_table(_db: sqlite_utils.Database, db_path: str, dataset: str, run: str, fingerprint: str) -> pd.DataFrame:
+    return inspection.item_table(_db, dataset, run)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def compare_runs(db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str) -> pd.DataFrame:
-    return inspection.compare_runs(store.open_db(db_path), dataset, run_a, run_b)
+def compare_runs(_db: sqlite_utils.Database, db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str) -> pd.DataFrame:
+    return inspection.compare_runs(_db, dataset, run_a, run_b)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def human_outcomes(db_path: str, dataset: str, fingerprint: str) -> dict[int, bool]:
-    return baselines.item_outcomes(store.open_db(db_path), dataset)
+def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict[int, bool]:
+    return baselines.item_outcomes(_db, dataset)
 
 
 @st.dialog("Image", width="large")
@@ -34,7 +37,7 @@ def enlarge(path: str, caption: str) -> None:
 
 
 db_file = paths.db_path()
-db = store.open_db(db_file)
+db = session_db()
 st.title("Inspect runs")
 with_runs = store.dataset_names(db, with_runs=True)
 if not with_runs:
@@ -49,8 +52,8 @@ run_b = None if run_b == "(none)" else run_b
 
 db_path, fingerprint = str(db_file), store.dataset_fingerprint(db, dataset)
 try:
-    table_a = item_table(db_path, dataset, run_a, fingerprint)
-    table_b = item_table(db_path, dataset, run_b, fingerprint) if run_b else None
+    table_a = item_table(db, db_path, dataset, run_a, fingerprint)
+    table_b = item_table(db, db_path, dataset, run_b, fingerprint) if run_b else None
 except UnsupportedRunError as error:
     st.info(f"{text.md(run_a)}: {text.md(error)}")
     st.stop()
@@ -84,7 +87,7 @@ else:
 
 if run_b:
     st.subheader(f"{text.md(run_a)} against {text.md(run_b)}")
-    st.dataframe(compare_runs(db_path, dataset, run_a, run_b, fingerprint), hide_index=True, width="stretch")
+    st.dataframe(compare_runs(db, db_path, dataset, run_a, run_b, fingerprint), hide_index=True, width="stretch")
     shared = [g for g in gaps if table_b is not None and g in table_b]
     if shared:
         paired = inspection.paired_gaps(table_a, table_b, shared[0])
@@ -97,7 +100,7 @@ if run_b:
         scatter.add_vline(x=0, line_dash="dash")
         st.plotly_chart(text.literal_figure(scatter), key="gap_scatter")
 
-humans = human_outcomes(db_path, dataset, fingerprint)
+humans = human_outcomes(db, db_path, dataset, fingerprint)
 if humans:
     st.subheader(f"{text.md(run_a)} against the humans")
     st.caption(f"Items answered in the dataset's baseline or ranking batches ({len(humans)}); humans are right on an item when the majority answer of each of its questions is.")
@@ -119,22 +122,10 @@ human_lines = browse.human_label_lines(db, list(cards.values()))
 thumbs = paths.thumbnail_dir(db_file)
 for row in chosen.to_dict("records"):
     card = cards[row["item"]]
-    with st.container(border=True):
-        st.text(f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gaps))
-        images = browse.card_thumbnails(card, thumbs)
-        for column, (label, path, small) in zip(st.columns(max(len(images), 1)), images):
-            if small is None:
-                column.caption(f"{label}: image file missing or unreadable")
-                continue
-            column.image(str(small), caption=label, width=140)
-            if column.button("Enlarge", key=f"enlarge:{card.id}:{label}"):
-                enlarge(str(path), f"#{card.id} {label}")
-        texts = [text for _, text in card.captions]
-        marked = list(inspection.marked_difference(texts[0], texts[1])) + texts[2:] if len(texts) >= 2 else texts
-        for (role, _), text in zip(card.captions, marked):
-            st.text(f"{role}: {text}")  # differing words in [brackets]; plain text, never markup
-        for line in human_lines[card.id]:
-            st.text(line)
+    texts = [caption for _, caption in card.captions]
+    marked = list(inspection.marked_difference(texts[0], texts[1])) + texts[2:] if len(texts) >= 2 else texts  # differing words in [brackets]
+    heading = f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gaps)
+    draw_item_card(card, heading, thumbs, captions=marked, lines=human_lines[card.id], enlarge=enlarge, width=140)
 if total and st.button(f"Send these {total} items to a validate_negative batch", key="send_to_annotation"):
     everyone = tuple(a["name"] for a in store.list_annotators(db))
     all_ids = inspection.failures(table_a, table_b, **query, page_size=total)[0]["item"]

@@ -4,16 +4,18 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
+import sqlite_utils
 import streamlit as st
 
 from analysis import metrics, model_spec, results
 from annotate import baselines
 from data import paths, store, text
+from views.session import session_db
 
 if TYPE_CHECKING:
     from analysis.models import LoadedModel
 
-db = store.open_db(paths.db_path())
+db = session_db()
 st.title("Model scores")
 
 
@@ -25,8 +27,8 @@ def cached_model(spec: model_spec.ModelSpec) -> "LoadedModel":
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing metrics and intervals...")
-def run_summaries(db_path: str, dataset: str, fingerprint: str) -> dict[str, dict]:
-    return results.run_summaries(store.open_db(db_path), dataset)
+def run_summaries(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict[str, dict]:
+    return results.run_summaries(_db, dataset)
 
 
 def two_decimals(frame: pd.DataFrame) -> dict:
@@ -60,7 +62,7 @@ if not with_runs:
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
-summaries = run_summaries(db_path, dataset, fingerprint)
+summaries = run_summaries(db, db_path, dataset, fingerprint)
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
 

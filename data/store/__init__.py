@@ -109,6 +109,18 @@ from data.store.datasets import (
     record_images,
     upsert_items,
 )
+from data.store.rows import (
+    AnnotatorRow,
+    BatchRow,
+    BatchSummary,
+    DatasetRow,
+    DatasetSummary,
+    ItemLabel,
+    ItemRow,
+    LabelRow,
+    RunRow,
+    RunSummary,
+)
 from data.store.runs import (
     RunColumns,
     dataset_fingerprint,
@@ -132,6 +144,7 @@ from data.store.runs import (
 from data.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    StoreBehindError,
     check_store_file,
     db_file,
     migrate,

@@ -13,6 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from data.store.base import LabelRefused, NotFoundError, StoreError, _decode, _now, _token_hash, check_name, transaction
+from data.store.rows import AnnotatorRow, BatchRow, BatchSummary, ItemLabel, ItemRow, LabelRow
 
 # --- annotators ------------------------------------------------------------------------------
 
@@ -45,13 +46,13 @@ def issue_token(db: sqlite_utils.Database, annotator_id: int) -> str:
 
 
 
-def annotator_by_name(db: sqlite_utils.Database, name: str) -> dict[str, Any] | None:
+def annotator_by_name(db: sqlite_utils.Database, name: str) -> AnnotatorRow | None:
     """The annotator called `name` (id, name, external id), or None."""
     rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE name = ?", [name]))
     return rows[0] if rows else None
 
 
-def annotator_by_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
+def annotator_by_token(db: sqlite_utils.Database, token: str) -> AnnotatorRow | None:
     """The annotator holding `token`, or None; the stored hash is compared in constant time."""
     wanted = _token_hash(token)
     row = db.execute("SELECT token_hash, annotator_id FROM annotator_tokens WHERE token_hash = ?", [wanted]).fetchone()
@@ -95,7 +96,7 @@ def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tup
     )
 
 
-def get_batch(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
+def get_batch(db: sqlite_utils.Database, name: str) -> BatchRow:
     """The batch `name` with its dataset name (config decoded), or NotFoundError."""
     rows = list(db.query(
         "SELECT batches.*, datasets.name AS dataset FROM batches JOIN datasets ON datasets.id = batches.dataset_id"
@@ -106,13 +107,13 @@ def get_batch(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
     return _decode(rows[0], "config")
 
 
-def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> dict[str, Any] | None:
+def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> BatchRow | None:
     """The crowd batch whose study link carries `token`, or None."""
     rows = list(db.query("SELECT name FROM batches WHERE json_extract(config, '$.crowd_token') = ?", [token]))
     return get_batch(db, rows[0]["name"]) if rows else None
 
 
-def list_batches(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+def list_batches(db: sqlite_utils.Database) -> list[BatchSummary]:
     """Every batch with its dataset, task and label counts."""
     rows = db.query(
         "SELECT batches.id, batches.name, datasets.name AS dataset, task, batches.created_at,"
@@ -228,7 +229,7 @@ def revise_label(db: sqlite_utils.Database, label_id: int, answer: dict[str, Any
         db.execute("UPDATE labels SET answer = ? WHERE id = ?", [json.dumps(answer), label_id])
 
 
-def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
+def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[LabelRow]:
     """Every label of a batch with annotator name, decoded answer and displayed order."""
     rows = db.query(
         "SELECT l.id, annotators.name AS annotator, l.item_id AS item, items.source_id, items.category, l.part,"
@@ -239,10 +240,10 @@ def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any
     return [_decode(row, "answer", "displayed_order", "flags") for row in rows]
 
 
-def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[dict[str, Any]]:
+def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[ItemLabel]:
     """Every label given to these items in any batch: batch, task, annotator, answer, flags, comment."""
     wanted = sorted(set(item_ids))
-    found: list[dict[str, Any]] = []
+    found: list[ItemLabel] = []
     for start in range(0, len(wanted), 500):
         chunk = wanted[start:start + 500]
         rows = db.query(
@@ -254,10 +255,10 @@ def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[dict
     return found
 
 
-def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, ItemRow]:
     """Decoded item rows by id."""
     wanted = sorted(set(item_ids))
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, ItemRow] = {}
     for start in range(0, len(wanted), 500):
         chunk = wanted[start:start + 500]
         rows = db.query(

@@ -7,13 +7,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 
 from data.images import ImageInfo
 from data.items import Item
 from data.store.base import NotFoundError, _decode, _now, check_name, transaction
+from data.store.rows import DatasetRow, DatasetSummary, ItemRow
 
 # --- datasets --------------------------------------------------------------------------------
 
@@ -36,7 +36,7 @@ def ensure_dataset(
     return int(row[0])
 
 
-def get_dataset(db: sqlite_utils.Database, name: str) -> dict[str, Any]:
+def get_dataset(db: sqlite_utils.Database, name: str) -> DatasetRow:
     """The dataset row named `name`, or NotFoundError listing the names that exist."""
     rows = list(db.query("SELECT * FROM datasets WHERE name = ?", [name]))
     if not rows:
@@ -52,7 +52,7 @@ def delete_dataset(db: sqlite_utils.Database, name: str) -> None:
         db.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
 
 
-def list_datasets(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+def list_datasets(db: sqlite_utils.Database) -> list[DatasetSummary]:
     """Every dataset with `n_items`, `by_category` counts and image status counts."""
     datasets = list(db.query("SELECT id, name, source_kind AS kind, image_root FROM datasets"))
     for dataset in datasets:
@@ -185,7 +185,7 @@ def list_items(
     category: str | None = None,
     limit: int = 50,
     offset: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[ItemRow]:
     """One page of a dataset's items (JSON columns decoded), in import order."""
     where, params = "dataset_id = ?", [dataset_id]
     if category:

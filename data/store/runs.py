@@ -12,6 +12,7 @@ import sqlite_utils
 
 from data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
 from data.store.datasets import get_dataset
+from data.store.rows import RunRow, RunSummary
 
 # --- runs and scores -------------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ def image_hashes(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
     return dict(db.execute(sql, [dataset_id]).fetchall())
 
 
-def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[dict[str, Any]]:
+def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[RunSummary]:
     """Runs with their dataset name and number of scored items, optionally of one dataset."""
     sql = (
         "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.kind AS kind,"
@@ -127,7 +128,7 @@ def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[dic
     return list(db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset]))
 
 
-def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, Any]:
+def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> RunRow:
     """The run `name` of a dataset (meta decoded), or NotFoundError listing the dataset's runs."""
     dataset_id = get_dataset(db, dataset)["id"]
     rows = list(db.query("SELECT * FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]))

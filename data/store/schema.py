@@ -214,18 +214,29 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # --- connection and transactions -------------------------------------------------------------
 
 
-def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION) -> sqlite_utils.Database:
+class StoreBehindError(StoreError):
+    """A store opened without migrating is at an older schema than this code."""
+
+
+def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migrate_now: bool = True, shared: bool = False) -> sqlite_utils.Database:
     """Open (creating if needed) the store at `path`, or in memory when `path` is None.
 
-    The connection belongs to the calling thread; Streamlit pages open one per rerun.
+    The CLI and tests migrate on opening. The app migrates once at start-up and then opens with
+    ``migrate_now=False``: a store that is not at the current schema is refused
+    (``StoreBehindError``) rather than migrated mid-session. A connection belongs to the calling
+    thread unless ``shared``: the app keeps one per browser session, whose reruns and fragments
+    run one at a time on changing threads.
     """
     if path is None:
         db = sqlite_utils.Database(memory=True)
     else:
-        db = _connect_checked(Path(path))
+        db = _connect_checked(Path(path), shared=shared)
     db.conn.execute("PRAGMA foreign_keys = ON")
     db.conn.execute("PRAGMA busy_timeout = 10000")
-    migrate(db, upto=upto)
+    if migrate_now:
+        migrate(db, upto=upto)
+    elif schema_version(db) != upto:
+        raise StoreBehindError(f"{path} is at schema version {schema_version(db)}, this Foil Studio needs {upto}: restart the app, which migrates it at start-up")
     return db
 
 
@@ -238,7 +249,7 @@ _live_connections: dict[tuple[int, int], weakref.WeakSet] = {}
 _opening = threading.Lock()
 
 
-def _connect_checked(path: Path) -> sqlite_utils.Database:
+def _connect_checked(path: Path, *, shared: bool = False) -> sqlite_utils.Database:
     """A WAL connection to `path`, checked first (check_store_file) unless this process already
     holds a live connection to the same file, which was checked when it was opened."""
     with _opening:
@@ -246,7 +257,7 @@ def _connect_checked(path: Path) -> sqlite_utils.Database:
         if key is None or not _live_connections.get(key):
             check_store_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(path, factory=_TrackedConnection)
+        connection = sqlite3.connect(path, factory=_TrackedConnection, check_same_thread=not shared)
         db = sqlite_utils.Database(connection)
         db.enable_wal()
         _live_connections.setdefault(_file_key(path), weakref.WeakSet()).add(connection)
