@@ -26,8 +26,8 @@ from analysis.results import BOOTSTRAP
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
 from data import formats, paths, store
-from data.images import UnsafeImagePathError
 from data.formats import BadInputError
+from data.images import UnsafeImagePathError
 
 # The layouts construction batches write (validate_negative: SugarCrepe's, ambiguity: BiVLC's).
 CLEAN_FORMATS = sorted({t.clean_format for t in TASK_REGISTRY.values() if t.clean_format})
@@ -361,6 +361,14 @@ def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     from annotate.export import export_clean
 
     return export_clean(db, args.batch, args.format, Path(args.out))
+
+
+@command("votes", arg("dataset"))
+def cmd_votes(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Crowd votes shipped with a benchmark (VALSE): valid items and Fleiss' kappa per category."""
+    from annotate.votes import vote_agreement
+
+    return vote_agreement(db, args.dataset)
 
 
 @command("audit",

@@ -18,6 +18,7 @@ import sqlite_utils
 from analysis.results import Run, choice_correct, item_kind, load_run, metric_family
 from data import item_kinds
 
+
 def item_table(db: sqlite_utils.Database, dataset: str, run: str) -> pd.DataFrame:
     """One row per scored item: id, category, `correct`, and its score gaps where scores exist."""
     return run_table(load_run(db, dataset, run))

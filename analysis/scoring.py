@@ -21,8 +21,8 @@ from PIL import Image, ImageOps
 
 from analysis.models import LoadedModel, encode_images, encode_texts, token_lengths
 from data import store
-from data.item_kinds import item_kind
 from data.images import resolve_image
+from data.item_kinds import item_kind
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 

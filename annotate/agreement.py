@@ -145,12 +145,30 @@ def fleiss(table: pd.DataFrame) -> tuple[float | None, int, str | None]:
     codes = _codes(table).to_numpy(dtype=float)
     per_unit = np.array([row[~np.isnan(row)] for row in codes], dtype=int)  # the k labels of each unit
     aggregated, _ = aggregate_raters(per_unit)
-    if aggregated.shape[1] < 2:
-        return None, len(table), "every label is the same class: kappa is undefined"
+    return fleiss_from_counts(aggregated)
+
+
+def fleiss_from_counts(counts: np.ndarray) -> tuple[float | None, int, str | None]:
+    """Fleiss' kappa (statsmodels) from a units-by-answers table of vote counts, as crowd
+    validations publish them (VALSE's three votes per foil): no rater identities needed, but the
+    same number of votes on every unit.
+
+    >>> round(fleiss_from_counts(np.array([[3, 0, 0], [2, 1, 0], [0, 3, 0], [1, 1, 1]]))[0], 3)
+    0.268
+    """
+    counts = np.asarray(counts, dtype=int)
+    totals = counts.sum(axis=1)
+    if not len(counts) or totals.max() < 2:
+        return None, 0, "no item has two or more votes"
+    if len(set(totals.tolist())) != 1:
+        return None, int((totals >= 2).sum()), "votes per item vary: Fleiss' kappa needs the same number on every item"
+    used = counts[:, counts.sum(axis=0) > 0]
+    if used.shape[1] < 2:
+        return None, len(counts), "every vote is the same answer: kappa is undefined"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        value = float(fleiss_kappa(aggregated))
-    return (None, len(table), "chance agreement is 1: kappa is undefined") if math.isnan(value) else (value, len(table), None)
+        value = float(fleiss_kappa(used))
+    return (None, len(counts), "chance agreement is 1: kappa is undefined") if math.isnan(value) else (value, len(counts), None)
 
 
 def krippendorff_alpha(table: pd.DataFrame, level: str = "nominal") -> tuple[float | None, int, str | None]:

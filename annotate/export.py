@@ -22,8 +22,7 @@ import sqlite_utils
 from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
 from annotate.consensus import decisions
 from annotate.task_types import REGISTRY
-from data import store
-from data import formats
+from data import formats, store
 
 # The construction task types: those whose record says which consensus answers are kept.
 CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.keep)

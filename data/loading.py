@@ -11,10 +11,9 @@ from typing import Any
 
 import sqlite_utils
 
-from data import store
-from data.images import UnsafeImagePathError, clean_relative_path, max_image_pixels, probe_image
-from data import formats
+from data import formats, store
 from data.formats import BadInputError, ImportWarning, Parsed
+from data.images import UnsafeImagePathError, clean_relative_path, max_image_pixels, probe_image
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +33,14 @@ class ImportReport:
     by_category: dict[str, int]
     missing_images: int
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)  # the format's own figures (VALSE: valid foils per piece)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON output."""
-        return asdict(self)
+        """Plain data for JSON output (`notes` only for formats that report figures of their own)."""
+        data = asdict(self)
+        if not data["notes"]:
+            del data["notes"]
+        return data
 
 
 def import_path(
@@ -58,13 +61,19 @@ def import_path(
     """
     if kind not in formats.IMPORT_KINDS:
         raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {list(formats.IMPORT_KINDS)}")
+    fmt = formats.REGISTRY[kind]
     parsed = formats.reader(kind)(Path(path))
+    if fmt.place_images is not None and images is not None:
+        parsed = fmt.place_images(parsed, images)
     if not parsed.items:
         raise BadInputError(path, None, f"holds no items; expected at least one {kind} item (an empty file or folder?)")
-    return store_parsed(
+    report = store_parsed(
         db, parsed, kind=kind, path=str(path), images=images, name=name, run=run,
         embedded_root=embedded_root, progress=progress,
     )
+    if fmt.report is not None:
+        report.notes = fmt.report(parsed)
+    return report
 
 
 def store_parsed(

@@ -29,6 +29,8 @@ from data.loading import import_path
 from tests.conftest import REPO
 
 SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
+VALSE = {"dataset": "SWiG", "image_file": "a.jpg", "caption": "a dog chases a cat", "foil": "a cat chases a dog",
+         "mturk": {"caption": 3, "foil": 0, "other": 0}}
 HP = {"image_id": 1, "true_caption": "a dog on a mat", "false_caption": "a mat on a dog", "image_path": "a.jpg"}
 ARO = {"image_path": "a.jpg", "true_caption": "the dog is on the mat", "false_caption": "the mat is on the dog",
        "relation_name": "on", "bbox_x": 0, "bbox_y": 0, "bbox_w": 10, "bbox_h": 10}
@@ -160,6 +162,10 @@ def json_cases() -> list[Case]:
         Case("aro-bbox-text", "aro", file_writer("vgr.json", json.dumps([{**ARO, "bbox_x": "left"}])), ("bbox",), "row 1"),
         Case("aro-no-relation", "aro", file_writer("vgr.json", json.dumps([{k: v for k, v in ARO.items() if k != "relation_name"}])), ("relation_name",), "row 1"),
         Case("aro-nul-caption", "aro", file_writer("vgr.json", json.dumps([{**ARO, "false_caption": "x\u0000"}])), ("control character",), "row 1"),
+        Case("valse-votes-as-words", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": "two", "foil": 1, "other": 0}}})), ("mturk is", "vote counts"), "row 1"),
+        Case("valse-negative-votes", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": -1, "foil": 1, "other": 0}}})), ("mturk is",), "row 1"),
+        Case("valse-no-foil", "valse", file_writer("existence.json", json.dumps({"1": {k: v for k, v in VALSE.items() if k != "foil"}})), ("foil",), "row 1"),
+        Case("valse-list", "valse", file_writer("existence.json", json.dumps([VALSE])), ("expected an object mapping",)),
         Case("hard-positives-misaligned", "hard-positives", hard_positives([HP, HP], [HP]), ("misaligned",)),
         Case("hard-positives-row-mismatch", "hard-positives", hard_positives([HP], [{**HP, "image_path": "b.jpg"}]), ("misaligned",), "row 1"),
         Case("hard-positives-not-a-list", "hard-positives", hard_positives({"a": HP}), ("expected a list",)),

@@ -62,6 +62,7 @@ def sources(fixtures: Path, tmp_path: Path) -> dict[str, Path]:
         "aro": write_aro(tmp_path / "aro"),
         "crepe": write_crepe(tmp_path / "crepe"),
         "jsonl": write_jsonl(tmp_path / "mine.jsonl"),
+        "valse": fixtures / "valse" / "data" / "existence.json",
     }
 
 

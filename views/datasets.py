@@ -8,13 +8,12 @@ import streamlit as st
 
 from analysis import exports
 from annotate import browse
-from data import paths, store, text
+from data import formats, paths, store, text
+from data.formats import BadInputError
+from data.images import UnsafeImagePathError
+from data.loading import import_path
 from views.item_card import draw_item_card
 from views.session import session_db
-from data.images import UnsafeImagePathError
-from data import formats
-from data.formats import BadInputError
-from data.loading import import_path
 
 PAGE_SIZE = 10
 

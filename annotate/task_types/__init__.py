@@ -11,7 +11,13 @@ import random
 from typing import Any
 
 from annotate.task_types import (
-    ambiguity, baseline_i2t, baseline_t2i, compare_negatives, pick_image, rank_captions, validate_negative,
+    ambiguity,
+    baseline_i2t,
+    baseline_t2i,
+    compare_negatives,
+    pick_image,
+    rank_captions,
+    validate_negative,
 )
 from annotate.task_types.base import Answer, Item, Option, Task, TaskError, TaskType
 

@@ -8,7 +8,7 @@ registry; a new benchmark is a new module defining its ``Format`` and one line b
 
 from __future__ import annotations
 
-from data.formats import aro, bivlc, crepe, gpt4v, hard_positives, jsonl, sugarcrepe
+from data.formats import aro, bivlc, crepe, gpt4v, hard_positives, jsonl, sugarcrepe, valse
 from data.formats.base import BadInputError, ExportContext, Format, ImportWarning, Parsed, Reader, RunSpec, Writer
 
 REGISTRY: dict[str, Format] = {
@@ -22,6 +22,7 @@ REGISTRY: dict[str, Format] = {
         hard_positives.HARD_POSITIVES,
         aro.ARO,
         crepe.CREPE,
+        valse.VALSE,
         jsonl.JSONL,
         jsonl.PARQUET,
     )

@@ -11,6 +11,7 @@ from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_fi
 from data.items import Item
 from data.reading import BadInputError, read_json
 
+
 def parse_aro(path: Path) -> Parsed:
     """ARO's VG-Relation / VG-Attribution JSON; the bounding box crops the image when scored."""
     parsed = Parsed("aro", "aro")

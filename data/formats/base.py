@@ -21,6 +21,7 @@ import pandas as pd
 from data.items import Item, ItemShapeError
 from data.reading import BadInputError, check_binary_file, check_text, read_csv_rows
 
+
 @dataclass(frozen=True)
 class ImportWarning:
     """Something imported with a caveat, or skipped."""
@@ -88,7 +89,9 @@ class Format:
     (`python cli.py export DATASET --format NAME`), with what the README's tables say of it.
 
     `writes` lists the item kinds the writer's layout holds (empty: any kind); `carries_results`
-    says the layout holds each run's per-item results too.
+    says the layout holds each run's per-item results too. `place_images(parsed, root)` adjusts
+    image paths to where they are under the image root (sources with several layouts), and
+    `report(parsed)` adds the format's own figures to the import report.
     """
 
     name: str
@@ -98,6 +101,8 @@ class Format:
     write: Writer | None = None
     writes: tuple[str, ...] = ()
     carries_results: bool = False
+    place_images: Callable[[Parsed, Path], Parsed] | None = None
+    report: Callable[[Parsed], dict[str, Any]] | None = None
 
 
 # --- reading helpers -------------------------------------------------------------------------

@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from data.formats.base import (
-    ExportContext, Format, Parsed, RunSpec, StoredItem, image_ref, make_item, model_from_stem, read_bool, table_rows,
+    ExportContext,
+    Format,
+    Parsed,
+    RunSpec,
+    StoredItem,
+    image_ref,
+    make_item,
+    model_from_stem,
+    read_bool,
+    table_rows,
 )
 from data.images import existing_image
 from data.items import Item, category_key

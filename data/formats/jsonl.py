@@ -15,6 +15,7 @@ from data.items import Item
 from data.paths import safe_name
 from data.reading import BadInputError, parse_json, read_text
 
+
 def parse_jsonl(path: Path) -> Parsed:
     """The generic format: one object per line.
 

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from data.formats.base import (
-    ExportContext, Format, Parsed, RunSpec, StoredItem, json_files, make_item, model_from_stem, read_bool, require_keys,
+    ExportContext,
+    Format,
+    Parsed,
+    RunSpec,
+    StoredItem,
+    json_files,
+    make_item,
+    model_from_stem,
+    read_bool,
+    require_keys,
 )
 from data.items import Item, category_key
 from data.reading import BadInputError, read_csv_rows, read_json

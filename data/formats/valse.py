@@ -1,0 +1,106 @@
+"""VALSE (Parcalabescu et al., ACL 2022): image, caption and foil, in 11 pieces (one JSON file
+each: existence, plurals, counting-*, relations, action-*, actant-swap, coreference-*, foil-it).
+
+Each instance carries the authors' crowd validation, ``mturk: {caption, foil, other}``: of three
+annotators, how many chose the caption (and not the foil), the foil, or neither. It is kept as
+the item's vote counts (``meta["votes"]``), and the authors' rule, a foil is valid when
+``mturk.caption >= 2``, as ``truth["valid_foil"]``. Images come from several source datasets
+(SWiG, VisDial, Visual7W, COCO...): under ``--images`` they may lie flat or in one folder per
+source dataset (``place_images`` finds which).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from data.items import Item
+from data.reading import BadInputError, read_json
+
+VALSE_FIELDS = ("caption", "foil", "image_file", "dataset")
+VOTES = ("caption", "foil", "other")
+VALID_FOIL_VOTES = 2  # the authors' rule: a foil is valid when at least 2 of 3 chose the caption
+
+
+def parse_valse(path: Path) -> Parsed:
+    """VALSE piece files: `{key: {dataset, image_file, caption, foil, mturk, ...}}`."""
+    parsed = Parsed("valse", "valse")
+    for file in json_files(path):
+        records = read_json(file)
+        if not isinstance(records, dict):
+            raise BadInputError(file, None, "expected an object mapping instance keys to VALSE instances")
+        piece = file.stem.lower()
+        for key, record in records.items():
+            require_keys(record, VALSE_FIELDS, file, key)
+            parsed.add(_valse_pair(record, piece, str(key), file), file, key)
+    return parsed
+
+
+def _valse_pair(record: dict[str, Any], piece: str, key: str, file: Path) -> Item:
+    votes = _votes(record.get("mturk"), file, key)
+    return make_item(
+        file, key, kind="pair", category=piece, source_id=f"{piece}/{key}",
+        captions=(record["caption"], record["foil"]), images=(record["image_file"].strip(),),
+        truth={"valid_foil": votes["caption"] >= VALID_FOIL_VOTES} if votes else {},
+        meta={"source_dataset": record["dataset"], "image_file": record["image_file"].strip(),
+              **({"votes": votes} if votes else {})},
+    )
+
+
+def _votes(mturk: Any, file: Path, key: str) -> dict[str, int] | None:
+    """The crowd votes as counts per answer, or None for an instance without them."""
+    if mturk is None:
+        return None
+    if not isinstance(mturk, dict) or not all(isinstance(mturk.get(k), int) and mturk[k] >= 0 for k in VOTES):
+        raise BadInputError(file, key, f"mturk is {mturk!r}; expected vote counts {{caption, foil, other}} as whole numbers")
+    return {k: int(mturk[k]) for k in VOTES}
+
+
+def place_images(parsed: Parsed, root: Path) -> Parsed:
+    """Image paths as found under `root`: `image_file` flat, else `{source dataset}/image_file`."""
+    placed = Parsed(parsed.source_kind, parsed.default_name, origins=parsed.origins, outcomes=parsed.outcomes,
+                    run=parsed.run, warnings=parsed.warnings, embedded_images=parsed.embedded_images)
+    for item in parsed.items:
+        flat, nested = item.images[0], f"{item.meta['source_dataset']}/{item.images[0]}"
+        chosen = nested if not (root / flat).is_file() and (root / nested).is_file() else flat
+        placed.items.append(dataclasses.replace(item, images=(chosen,)))
+    return placed
+
+
+def valid_foils(parsed: Parsed) -> dict[str, Any]:
+    """For the import report: per piece, the instances and the valid foils by the authors' rule."""
+    pieces: dict[str, Counter[str]] = defaultdict(Counter)
+    for item in parsed.items:
+        pieces[item.category]["items"] += 1
+        pieces[item.category]["valid_foils"] += int(bool(item.truth.get("valid_foil")))
+    return {"valid_foils": {piece: counts["valid_foils"] for piece, counts in sorted(pieces.items())},
+            "valid_foil_rule": f"mturk.caption >= {VALID_FOIL_VOTES} of 3"}
+
+
+def write_valse(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
+    """One `{piece}.json` per piece, keyed as the source was, with the crowd votes as `mturk`."""
+    pieces: dict[str, dict[str, Any]] = defaultdict(dict)
+    for item in items:
+        piece, _, key = item["source_id"].partition("/")
+        meta = item["meta"]
+        record = {"dataset": meta.get("source_dataset", ""), "image_file": meta.get("image_file", (item["images"] or [""])[0]),
+                  "linguistic_phenomena": piece, "caption": item["captions"][0], "foil": item["captions"][1]}
+        if "votes" in meta:
+            record["mturk"] = meta["votes"]
+        pieces[piece][key] = record
+    out.mkdir(parents=True, exist_ok=True)
+    for piece, records in pieces.items():
+        (out / f"{piece}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
+    return sorted(f"{piece}.json" for piece in pieces)
+
+
+VALSE = Format(
+    "valse",
+    "one JSON file per piece (`existence.json`, `plurals.json`, `counting-hard.json`...): caption, foil, image and the authors' three crowd votes (`mturk`); the import reports the valid foils per piece (`mturk.caption >= 2`); images flat under `--images` or in one folder per source dataset",
+    "python cli.py import valse VALSE/data --images valse_images/",
+    parse_valse, write_valse, writes=("pair",), place_images=place_images, report=valid_foils,
+)

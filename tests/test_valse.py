@@ -1,0 +1,87 @@
+"""VALSE with its crowd votes: every piece read, valid foils by the authors' rule, Fleiss' kappa
+from the vote counts, images found flat or per source dataset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from annotate.votes import vote_agreement
+from cli import main
+from data import store
+from data.loading import import_path
+
+PIECES = ("actant-swap", "action-replacement", "coreference-hard", "coreference-standard", "counting-adversarial",
+          "counting-hard", "counting-small-quant", "existence", "foil-it", "plurals", "relations")
+
+
+def raw_pieces(fixtures: Path) -> dict[str, dict]:
+    return {path.stem: json.loads(path.read_text()) for path in sorted((fixtures / "valse" / "data").glob("*.json"))}
+
+
+def fleiss_by_hand(rows: list[list[int]]) -> float:
+    """Fleiss (1971) from per-item vote counts, written out as the paper defines it."""
+    n_items, raters = len(rows), sum(rows[0])
+    shares = [sum(row[j] for row in rows) / (n_items * raters) for j in range(len(rows[0]))]
+    agreement = sum((sum(c * c for c in row) - raters) / (raters * (raters - 1)) for row in rows) / n_items
+    chance = sum(p * p for p in shares)
+    return (agreement - chance) / (1 - chance)
+
+
+def test_every_piece_is_read_with_its_valid_foils_counted_by_the_authors_rule(fresh_db, fixtures):
+    report = import_path(fresh_db, "valse", fixtures / "valse" / "data")
+    raw = raw_pieces(fixtures)
+    assert tuple(report.by_category) == PIECES
+    assert report.by_category == {piece: len(records) for piece, records in raw.items()}
+    assert report.notes["valid_foils"] == {piece: sum(r["mturk"]["caption"] >= 2 for r in records.values()) for piece, records in raw.items()}
+    assert report.notes["valid_foils"]["existence"] == 505 and report.notes["valid_foils"]["plurals"] == 851
+
+
+def test_an_item_keeps_its_caption_foil_image_source_and_votes(fresh_db, fixtures):
+    import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json")
+    record = raw_pieces(fixtures)["existence"]["existence_visual7w_2371044"]
+    item = next(i for i in store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=1000)
+                if i["source_id"] == "existence/existence_visual7w_2371044")
+    assert item["captions"] == [record["caption"], record["foil"]] and item["images"] == [record["image_file"]]
+    assert item["meta"]["votes"] == record["mturk"] and item["meta"]["source_dataset"] == "visual7w"
+    assert item["truth"] == {"valid_foil": True}
+
+
+def test_fleiss_kappa_of_the_votes_per_piece_matches_the_formula(fresh_db, fixtures):
+    import_path(fresh_db, "valse", fixtures / "valse" / "data")
+    report = vote_agreement(fresh_db, "valse")
+    for piece, records in raw_pieces(fixtures).items():
+        rows = [[r["mturk"]["caption"], r["mturk"]["foil"], r["mturk"]["other"]] for r in records.values()]
+        assert report["by_category"][piece]["fleiss"] == pytest.approx(fleiss_by_hand(rows), abs=1e-9), piece
+        assert report["by_category"][piece]["n"] == len(records)
+    assert report["overall"]["n_valid"] == sum(report["by_category"][p]["n_valid"] for p in PIECES) == 7702
+
+
+def test_images_are_found_flat_or_in_a_folder_per_source_dataset(fresh_db, tmp_path):
+    records = {
+        "1": {"dataset": "SWiG", "image_file": "jumping_1.jpg", "caption": "a man jumps", "foil": "a man sits", "mturk": {"caption": 3, "foil": 0, "other": 0}},
+        "2": {"dataset": "coco2017", "image_file": "000000002.jpg", "caption": "two dogs", "foil": "one dog", "mturk": {"caption": 1, "foil": 2, "other": 0}},
+    }
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "mixed.json").write_text(json.dumps(records))
+    images = tmp_path / "images"
+    (images / "coco2017").mkdir(parents=True)
+    Image.new("RGB", (4, 4)).save(images / "jumping_1.jpg")
+    Image.new("RGB", (4, 4)).save(images / "coco2017" / "000000002.jpg")
+    report = import_path(fresh_db, "valse", data, images=images)
+    assert report.missing_images == 0 and report.notes["valid_foils"] == {"mixed": 1}
+    stored = store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"])
+    assert sorted(i["images"][0] for i in stored) == ["coco2017/000000002.jpg", "jumping_1.jpg"]
+
+
+def test_the_cli_reports_valid_foils_on_import_and_kappa_per_piece(tmp_path, fixtures, capsys):
+    db = str(tmp_path / "v.db")
+    assert main(["import", "valse", str(fixtures / "valse" / "data" / "relations.json"), "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"]["valid_foils"] == {"relations": 535}
+    assert main(["votes", "valse", "--db", db, "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["by_category"]["relations"]
+    assert figures["n"] == 614 and figures["n_valid"] == 535 and -1 <= figures["fleiss"] <= 1
