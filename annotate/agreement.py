@@ -159,12 +159,12 @@ def fleiss_from_counts(counts: np.ndarray) -> tuple[float | None, int, str | Non
     counts = np.asarray(counts, dtype=int)
     totals = counts.sum(axis=1)
     if not len(counts) or totals.max() < 2:
-        return None, 0, "no item has two or more votes"
+        return None, 0, "no item has two or more labels"
     if len(set(totals.tolist())) != 1:
         return None, int((totals >= 2).sum()), "votes per item vary: Fleiss' kappa needs the same number on every item"
     used = counts[:, counts.sum(axis=0) > 0]
     if used.shape[1] < 2:
-        return None, len(counts), "every vote is the same answer: kappa is undefined"
+        return None, len(counts), "every label is the same class: kappa is undefined"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         value = float(fleiss_kappa(used))

@@ -3,11 +3,19 @@ bounding box when scored."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from data.formats.base import (
+    ExportContext,
+    Format,
+    Parsed,
+    StoredItem,
+    json_files,
+    make_item,
+    require_keys,
+    write_json_files,
+)
 from data.items import Item
 from data.reading import BadInputError, read_json
 
@@ -60,10 +68,7 @@ def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> lis
         else:
             record["relation_name"] = meta.get("relation_name", item["category"])
         files.setdefault(item["source_id"].rsplit("/", 1)[0], []).append(record)
-    out.mkdir(parents=True, exist_ok=True)
-    for stem, records in files.items():
-        (out / f"{stem}.json").write_text(json.dumps(records, indent=2, ensure_ascii=False))
-    return sorted(f"{stem}.json" for stem in files)
+    return write_json_files(out, files)
 
 
 ARO = Format(

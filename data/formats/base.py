@@ -11,6 +11,7 @@ the benchmark's own layout there and returns the names it wrote.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,16 @@ class Format:
     carries_results: bool = False
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
+
+
+def write_json_files(out: Path, files: Mapping[str, Any]) -> list[str]:
+    """Write each `{name: document}` as `out/{name}.json` (folders created); return the names
+    written, sorted. The one way format writers lay out JSON files."""
+    for name, document in files.items():
+        target = out / f"{name}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(document, indent=2, ensure_ascii=False))
+    return sorted(f"{name}.json" for name in files)
 
 
 # --- reading helpers -------------------------------------------------------------------------

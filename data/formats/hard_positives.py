@@ -3,11 +3,19 @@ positive (a meaning-preserving rewrite), in ``data/X.json`` and ``swapped_data/X
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from data.formats.base import (
+    ExportContext,
+    Format,
+    Parsed,
+    StoredItem,
+    json_files,
+    make_item,
+    require_keys,
+    write_json_files,
+)
 from data.reading import BadInputError, read_json
 
 HARD_POSITIVE_FIELDS = ("true_caption", "false_caption", "image_path")
@@ -56,11 +64,8 @@ def write_hard_positives(items: list[StoredItem], out: Path, context: ExportCont
         shared = {"image_id": str(item["meta"].get("image_id", "")), "image_path": (item["images"] or [""])[0], "false_caption": negative}
         originals[item["category"]].append({**shared, "true_caption": caption})
         swapped[item["category"]].append({**shared, "true_caption": positive})
-    for folder, tables in (("data", originals), ("swapped_data", swapped)):
-        (out / folder).mkdir(parents=True, exist_ok=True)
-        for category, rows in tables.items():
-            (out / folder / f"{category}.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False))
-    return sorted(f"{folder}/{category}.json" for folder in ("data", "swapped_data") for category in originals)
+    files = {f"{folder}/{category}": rows for folder, tables in (("data", originals), ("swapped_data", swapped)) for category, rows in tables.items()}
+    return write_json_files(out, files)
 
 
 HARD_POSITIVES = Format(

@@ -6,7 +6,6 @@ Reads the authors' ``{category}.json`` files and BiVLC's per-instance SugarCrepe
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from data.formats.base import (
     model_from_stem,
     read_bool,
     require_keys,
+    write_json_files,
 )
 from data.items import Item, category_key
 from data.reading import BadInputError, read_csv_rows, read_json
@@ -68,16 +68,13 @@ def write_sugarcrepe(items: list[StoredItem], out: Path, context: ExportContext)
 
     Ids are the part of each item's source id after the last "/", as the importer made them.
     """
-    out.mkdir(parents=True, exist_ok=True)
     by_category: dict[str, dict[str, Any]] = defaultdict(dict)
     for item in items:
         key = item["source_id"].rsplit("/", 1)[-1]
         by_category[item["category"]][key] = {
             "filename": (item["images"] or [""])[0], "caption": item["captions"][0], "negative_caption": item["captions"][1],
         }
-    for category, records in by_category.items():
-        (out / f"{category}.json").write_text(json.dumps(records, indent=2, ensure_ascii=False))
-    return sorted(f"{c}.json" for c in by_category)
+    return write_json_files(out, by_category)
 
 
 SUGARCREPE = Format(

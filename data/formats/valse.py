@@ -12,12 +12,20 @@ source dataset (``place_images`` finds which).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from data.formats.base import (
+    ExportContext,
+    Format,
+    Parsed,
+    StoredItem,
+    json_files,
+    make_item,
+    require_keys,
+    write_json_files,
+)
 from data.items import Item
 from data.reading import BadInputError, read_json
 
@@ -92,10 +100,7 @@ def write_valse(items: list[StoredItem], out: Path, context: ExportContext) -> l
         if "votes" in meta:
             record["mturk"] = meta["votes"]
         pieces[piece][key] = record
-    out.mkdir(parents=True, exist_ok=True)
-    for piece, records in pieces.items():
-        (out / f"{piece}.json").write_text(json.dumps(records, indent=1, ensure_ascii=False))
-    return sorted(f"{piece}.json" for piece in pieces)
+    return write_json_files(out, pieces)
 
 
 VALSE = Format(
