@@ -28,6 +28,7 @@ from annotate.task_types import TASK_TYPES, TaskError
 from data import formats, paths, store
 from data.formats import BadInputError
 from data.images import UnsafeImagePathError
+from data.subsets import SUBSETS
 
 # The layouts construction batches write (validate_negative: SugarCrepe's, ambiguity: BiVLC's).
 CLEAN_FORMATS = sorted({t.clean_format for t in TASK_REGISTRY.values() if t.clean_format})
@@ -130,12 +131,13 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
     arg("dataset"),
     arg("--format", choices=formats.EXPORT_FORMATS, required=True),
     arg("--out", required=True),
+    arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
 )
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
     from analysis.exports import export_dataset
 
-    return export_dataset(db, args.dataset, args.format, Path(args.out))
+    return export_dataset(db, args.dataset, args.format, Path(args.out), subset=args.subset)
 
 
 @command("runs",
@@ -187,12 +189,13 @@ def _tqdm_progress(bars: dict[str, Any]) -> Callable[[str, int, int], None]:
     arg("--run", required=True),
     arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
     arg("--seed", type=int, default=0),
+    arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
 )
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark metrics of one run, per category, with bootstrap intervals."""
     from analysis.results import run_metrics
 
-    return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed)
+    return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed, subset=args.subset)
 
 
 @command("annotator add",

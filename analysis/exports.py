@@ -12,7 +12,7 @@ import sqlite_utils
 
 from analysis.inspection import run_table
 from analysis.results import UnsupportedRunError
-from data import formats, store
+from data import formats, store, subsets
 from data.paths import zip_folder
 
 FORMATS = formats.EXPORT_FORMATS
@@ -22,18 +22,18 @@ class ExportError(store.StoreError):
     """A dataset cannot be written in the asked layout."""
 
 
-def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path) -> dict[str, Any]:
+def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path, *, subset: str | None = None) -> dict[str, Any]:
     """Write a dataset in `fmt`; jsonl and parquet carry every run's per-instance results too.
 
     jsonl is the generic import format (``cli.py import jsonl`` reads it back) with a ``results``
     object per item: run -> {correct, scores}; parquet holds one row per item with columns
-    ``{run}.correct`` and ``{run}.scores``.
+    ``{run}.correct`` and ``{run}.scores``. `subset` writes only the items of a named subset.
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; expected one of {FORMATS}")
     layout = formats.REGISTRY[fmt]
     row = store.get_dataset(db, dataset)
-    items = store.list_items(db, row["id"], limit=1 << 62)
+    items = store.list_items(db, row["id"], limit=1 << 62, truth_flag=subsets.truth_flag(subset))
     wrong = sorted({i["kind"] for i in items} - set(layout.writes or {i["kind"] for i in items}))
     if wrong:
         raise ExportError(f"the {fmt} layout holds {' and '.join(layout.writes)} items; {dataset} has {', '.join(wrong)} items")
@@ -41,7 +41,8 @@ def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path)
     context = formats.ExportContext(dataset, Path(row["image_root"]) if row["image_root"] else None,
                                     per_instance_results(db, dataset) if layout.carries_results else {})
     files = layout.write(items, out, context)
-    return {"dataset": dataset, "format": fmt, "n_items": len(items), "runs": sorted(per_instance_runs(db, dataset)), "files": files}
+    named = {"subset": subset} if subsets.truth_flag(subset) else {}
+    return {"dataset": dataset, "format": fmt, **named, "n_items": len(items), "runs": sorted(per_instance_runs(db, dataset)), "files": files}
 
 
 def per_instance_runs(db: sqlite_utils.Database, dataset: str) -> list[str]:
@@ -69,8 +70,8 @@ def _without_padding(scores: list[Any]) -> list[Any]:
     return [s for s in scores if s == s] if scores and not isinstance(scores[0], list) else scores  # NaN != NaN
 
 
-def export_archive(db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path) -> tuple[dict[str, Any], bytes]:
+def export_archive(db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path, *, subset: str | None = None) -> tuple[dict[str, Any], bytes]:
     """`export_dataset` into a fresh `folder` (an earlier export there is removed), zipped."""
     shutil.rmtree(folder, ignore_errors=True)
-    report = export_dataset(db, dataset, fmt, folder)
+    report = export_dataset(db, dataset, fmt, folder, subset=subset)
     return report, zip_folder(folder)

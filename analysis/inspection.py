@@ -19,9 +19,10 @@ from analysis.results import Run, choice_correct, item_kind, load_run, metric_fa
 from data import item_kinds
 
 
-def item_table(db: sqlite_utils.Database, dataset: str, run: str) -> pd.DataFrame:
-    """One row per scored item: id, category, `correct`, and its score gaps where scores exist."""
-    return run_table(load_run(db, dataset, run))
+def item_table(db: sqlite_utils.Database, dataset: str, run: str, subset: str | None = None) -> pd.DataFrame:
+    """One row per scored item (of a named subset): id, category, `correct`, and its score gaps
+    where scores exist."""
+    return run_table(load_run(db, dataset, run, subset))
 
 
 def run_table(columns: Run) -> pd.DataFrame:
@@ -46,9 +47,9 @@ def share_below_zero(gaps: pd.Series) -> float:
     return float(100.0 * (gaps <= 0).mean()) if len(gaps) else float("nan")
 
 
-def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str) -> pd.DataFrame:
+def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str, subset: str | None = None) -> pd.DataFrame:
     """Per category: how often two runs agree on correctness, and McNemar's exact test."""
-    return compare_correctness(item_table(db, dataset, run_a), item_table(db, dataset, run_b), run_a, run_b)
+    return compare_correctness(item_table(db, dataset, run_a, subset), item_table(db, dataset, run_b, subset), run_a, run_b)
 
 
 def human_table(humans: Mapping[int, bool]) -> pd.DataFrame:

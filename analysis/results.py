@@ -15,7 +15,7 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from data import item_kinds, store
+from data import item_kinds, store, subsets
 
 Run = store.RunColumns
 
@@ -27,26 +27,31 @@ class UnsupportedRunError(store.StoreError):
     """A run holds nothing the metrics can use (say, candidate-image scores)."""
 
 
-def load_run(db: sqlite_utils.Database, dataset: str, run: str) -> Run:
-    """The scored items of one run of a dataset, as columns."""
-    return store.run_columns(db, store.get_run(db, dataset, run)["id"])
+def load_run(db: sqlite_utils.Database, dataset: str, run: str, subset: str | None = None) -> Run:
+    """The scored items of one run of a dataset (of one named subset, `data.subsets`), as columns."""
+    return store.run_columns(db, store.get_run(db, dataset, run)["id"], truth_flag=subsets.truth_flag(subset))
 
 
-def run_metrics(db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The metrics JSON of cli.md for one run of one dataset.
+def run_metrics(
+    db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0, subset: str | None = None,
+) -> dict[str, Any]:
+    """The metrics JSON of cli.md for one run of one dataset (on a named subset of its items:
+    `subset` then names it in the result).
 
-    Computed once per run, bootstrap size and seed, then stored until the run's scores change.
+    Computed once per run, subset, bootstrap size and seed, then stored until the run's scores change.
     """
     run_id = store.get_run(db, dataset, run)["id"]
-    settings = f"n_boot={n_boot};seed={seed}"
+    flag = subsets.truth_flag(subset)
+    settings = f"n_boot={n_boot};seed={seed}" + (f";subset={subset}" if flag else "")
     stored = store.get_run_summary(db, run_id, settings)
     if stored is not None:
         return stored
-    columns = store.run_columns(db, run_id)
+    columns = store.run_columns(db, run_id, truth_flag=flag)
     if not len(columns):
-        raise UnsupportedRunError(f"run {run!r} on {dataset!r} has no scored items")
+        raise UnsupportedRunError(f"run {run!r} on {dataset!r} has no scored items" + (f" in subset {subset!r}" if flag else ""))
     summary = _summarize(columns, store.get_dataset(db, dataset)["source_kind"], n_boot, seed)
-    result = json.loads(json.dumps({"dataset": dataset, "run": run, **summary}))  # the stored form, whichever call reads it
+    named = {"subset": subset} if flag else {}
+    result = json.loads(json.dumps({"dataset": dataset, "run": run, **named, **summary}))  # the stored form, whichever call reads it
     store.put_run_summary(db, run_id, settings, result)
     return result
 
@@ -225,13 +230,13 @@ def _by_ordering(answers: list[tuple[str, str, Mapping[str, Any]]]) -> dict[str,
     return result
 
 
-def run_summaries(db: sqlite_utils.Database, dataset: str, *, n_boot: int = BOOTSTRAP) -> dict[str, dict[str, Any]]:
+def run_summaries(db: sqlite_utils.Database, dataset: str, *, n_boot: int = BOOTSTRAP, subset: str | None = None) -> dict[str, dict[str, Any]]:
     """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset, with
     the same bootstrap (size and seed) as ``cli.py metrics``: the app and the CLI show one number."""
     summaries: dict[str, dict[str, Any]] = {}
     for run in store.list_runs(db, dataset):
         try:
-            summaries[run["run"]] = run_metrics(db, dataset, run["run"], n_boot=n_boot)
+            summaries[run["run"]] = run_metrics(db, dataset, run["run"], n_boot=n_boot, subset=subset)
         except UnsupportedRunError as error:
             summaries[run["run"]] = {"note": str(error)}
     return summaries

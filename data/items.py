@@ -20,7 +20,6 @@ from typing import Any
 from data.item_kinds import ITEM_KINDS, REGISTRY
 
 
-
 class ItemShapeError(ValueError):
     """An item's images or captions do not fit its kind."""
 

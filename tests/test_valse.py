@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
+from statsmodels.stats.inter_rater import fleiss_kappa
 
 from annotate.votes import vote_agreement
 from cli import main
@@ -56,6 +58,7 @@ def test_fleiss_kappa_of_the_votes_per_piece_matches_the_formula(fresh_db, fixtu
     for piece, records in raw_pieces(fixtures).items():
         rows = [[r["mturk"]["caption"], r["mturk"]["foil"], r["mturk"]["other"]] for r in records.values()]
         assert report["by_category"][piece]["fleiss"] == pytest.approx(fleiss_by_hand(rows), abs=1e-9), piece
+        assert report["by_category"][piece]["fleiss"] == pytest.approx(fleiss_kappa(np.array(rows)), abs=1e-12), piece
         assert report["by_category"][piece]["n"] == len(records)
     assert report["overall"]["n_valid"] == sum(report["by_category"][p]["n_valid"] for p in PIECES) == 7702
 
@@ -85,3 +88,46 @@ def test_the_cli_reports_valid_foils_on_import_and_kappa_per_piece(tmp_path, fix
     assert main(["votes", "valse", "--db", db, "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)["by_category"]["relations"]
     assert figures["n"] == 614 and figures["n_valid"] == 535 and -1 <= figures["fleiss"] <= 1
+
+
+def scored_as_the_crowd_judged(db) -> None:
+    """A run that prefers the caption exactly on the items the crowd validated (acc_r known)."""
+    dataset = store.get_dataset(db, "valse")
+    items = store.list_items(db, dataset["id"], limit=1 << 62)
+    with store.transaction(db):
+        run_id = store.ensure_run(db, dataset["id"], "crowd-like", kind="scores", model="none")
+        store.put_scores(db, run_id, [(i["id"], [0.3, 0.2] if i["truth"]["valid_foil"] else [0.2, 0.3]) for i in items])
+
+
+def test_metrics_on_the_valid_subset_count_only_valid_foils(fresh_db, fixtures, tmp_path, capsys):
+    from analysis.results import run_metrics
+
+    import_path(fresh_db, "valse", fixtures / "valse" / "data")
+    scored_as_the_crowd_judged(fresh_db)
+    every = run_metrics(fresh_db, "valse", "crowd-like")
+    valid = run_metrics(fresh_db, "valse", "crowd-like", subset="valid")
+    assert every["n"] == 8782 and every["metrics"]["accuracy_micro"] == pytest.approx(100 * 7702 / 8782)
+    assert valid["n"] == 7702 and valid["metrics"]["accuracy_micro"] == 100.0 and valid["subset"] == "valid"
+    assert valid["by_category"]["existence"]["n"] == 505 and "subset" not in every
+
+
+def test_the_valid_subset_exports_and_reads_back_with_only_valid_foils(fresh_db, fixtures, tmp_path):
+    from analysis.exports import export_dataset
+
+    import_path(fresh_db, "valse", fixtures / "valse" / "data" / "plurals.json")
+    report = export_dataset(fresh_db, "valse", "valse", tmp_path / "out", subset="valid")
+    written = json.loads((tmp_path / "out" / "plurals.json").read_text())
+    assert report["n_items"] == len(written) == 851 and all(r["mturk"]["caption"] >= 2 for r in written.values())
+
+
+def test_the_model_scores_page_offers_the_valid_subset(fresh_db, fixtures, tmp_path, monkeypatch, admin_page):
+    db_file = tmp_path / "page.db"
+    db = store.open_db(db_file)
+    import_path(db, "valse", fixtures / "valse" / "data" / "existence.json")
+    scored_as_the_crowd_judged(db)
+    at = admin_page(db_file, "views/model_scores.py")
+    assert [r.options for r in at.radio] == [["all", "valid"]]
+    at.radio[0].set_value("valid").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "category" in d.value.columns)
+    assert table.set_index("category").loc["(all)", "n"] == 505

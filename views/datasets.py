@@ -12,6 +12,7 @@ from data import formats, paths, store, text
 from data.formats import BadInputError
 from data.images import UnsafeImagePathError
 from data.loading import import_path
+from views.choices import subset_choice
 from views.item_card import draw_item_card
 from views.session import session_db
 
@@ -58,9 +59,10 @@ st.plotly_chart(text.literal_figure(chart), key="category_chart")
 with st.expander("Export"):
     fmt = st.selectbox("Format", exports.FORMATS, key="export_format",
                        help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups")
+    export_subset = subset_choice(db, dataset, "export_subset")
     if st.button("Prepare the download", key="export"):
         try:
-            exported, archive = exports.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt))
+            exported, archive = exports.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt), subset=export_subset)
         except store.StoreError as error:
             st.error(text.md(error))
         else:

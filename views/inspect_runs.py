@@ -9,6 +9,7 @@ from analysis import inspection
 from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, browse
 from data import paths, store, text
+from views.choices import subset_choice
 from views.item_card import draw_item_card
 from views.session import session_db
 
@@ -17,13 +18,13 @@ SCATTER_POINTS = 5_000
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def item_table(_db: sqlite_utils.Database, db_path: str, dataset: str, run: str, fingerprint: str) -> pd.DataFrame:
-    return inspection.item_table(_db, dataset, run)
+def item_table(_db: sqlite_utils.Database, db_path: str, dataset: str, run: str, fingerprint: str, subset: str | None) -> pd.DataFrame:
+    return inspection.item_table(_db, dataset, run, subset)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def compare_runs(_db: sqlite_utils.Database, db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str) -> pd.DataFrame:
-    return inspection.compare_runs(_db, dataset, run_a, run_b)
+def compare_runs(_db: sqlite_utils.Database, db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str, subset: str | None) -> pd.DataFrame:
+    return inspection.compare_runs(_db, dataset, run_a, run_b, subset)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -50,10 +51,11 @@ run_a = left.selectbox("Run A", runs, key=f"run_a:{dataset}")
 run_b = right.selectbox("Run B (optional)", ["(none)", *[r for r in runs if r != run_a]], key=f"run_b:{dataset}")
 run_b = None if run_b == "(none)" else run_b
 
+subset = subset_choice(db, dataset, "inspect_subset")
 db_path, fingerprint = str(db_file), store.dataset_fingerprint(db, dataset)
 try:
-    table_a = item_table(db, db_path, dataset, run_a, fingerprint)
-    table_b = item_table(db, db_path, dataset, run_b, fingerprint) if run_b else None
+    table_a = item_table(db, db_path, dataset, run_a, fingerprint, subset)
+    table_b = item_table(db, db_path, dataset, run_b, fingerprint, subset) if run_b else None
 except UnsupportedRunError as error:
     st.info(f"{text.md(run_a)}: {text.md(error)}")
     st.stop()
@@ -87,7 +89,7 @@ else:
 
 if run_b:
     st.subheader(f"{text.md(run_a)} against {text.md(run_b)}")
-    st.dataframe(compare_runs(db, db_path, dataset, run_a, run_b, fingerprint), hide_index=True, width="stretch")
+    st.dataframe(compare_runs(db, db_path, dataset, run_a, run_b, fingerprint, subset), hide_index=True, width="stretch")
     shared = [g for g in gaps if table_b is not None and g in table_b]
     if shared:
         paired = inspection.paired_gaps(table_a, table_b, shared[0])

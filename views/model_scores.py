@@ -10,6 +10,7 @@ import streamlit as st
 from analysis import metrics, model_spec, results
 from annotate import baselines
 from data import paths, store, text
+from views.choices import subset_choice
 from views.session import session_db
 
 if TYPE_CHECKING:
@@ -27,8 +28,8 @@ def cached_model(spec: model_spec.ModelSpec) -> "LoadedModel":
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing metrics and intervals...")
-def run_summaries(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict[str, dict]:
-    return results.run_summaries(_db, dataset)
+def run_summaries(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None) -> dict[str, dict]:
+    return results.run_summaries(_db, dataset, subset=subset)
 
 
 def two_decimals(frame: pd.DataFrame) -> dict:
@@ -62,7 +63,8 @@ if not with_runs:
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
-summaries = run_summaries(db, db_path, dataset, fingerprint)
+subset = subset_choice(db, dataset, "scores_subset")
+summaries = run_summaries(db, db_path, dataset, fingerprint, subset)
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
 

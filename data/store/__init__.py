@@ -107,6 +107,8 @@ from data.store.datasets import (
     list_items,
     log_import,
     record_images,
+    truth_flag_condition,
+    truth_flags,
     upsert_items,
 )
 from data.store.rows import (

@@ -12,7 +12,7 @@ import sqlite_utils
 
 from data.images import ImageInfo
 from data.items import Item
-from data.store.base import NotFoundError, _decode, _now, check_name, transaction
+from data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
 from data.store.rows import DatasetRow, DatasetSummary, ItemRow
 
 # --- datasets --------------------------------------------------------------------------------
@@ -185,17 +185,38 @@ def list_items(
     category: str | None = None,
     limit: int = 50,
     offset: int = 0,
+    truth_flag: str | None = None,
 ) -> list[ItemRow]:
-    """One page of a dataset's items (JSON columns decoded), in import order."""
+    """One page of a dataset's items (JSON columns decoded), in import order; with `truth_flag`,
+    only the items whose truth sets that flag to true (a named subset, `data.subsets`)."""
     where, params = "dataset_id = ?", [dataset_id]
     if category:
         where, params = where + " AND category = ?", [*params, category]
+    if truth_flag:
+        where += f" AND {truth_flag_condition(truth_flag, 'items')}"
     rows = db.query(
         f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items"
         f" WHERE {where} ORDER BY id LIMIT ? OFFSET ?",
         [*params, limit, offset],
     )
     return [_decode(row, "captions", "images", "truth", "meta") for row in rows]
+
+
+def truth_flag_condition(flag: str, table: str) -> str:
+    """SQL condition: the item row of `table` has `truth[flag]` true (flag checked as a plain name)."""
+    return f"json_extract({table}.truth, '{_flag_path(flag)}') = 1"
+
+
+def truth_flags(db: sqlite_utils.Database, dataset_id: int, flags: list[str]) -> list[str]:
+    """Which of `flags` some item of the dataset carries in its truth (the subsets it offers)."""
+    sql = "SELECT 1 FROM items WHERE dataset_id = ? AND json_type(truth, ?) IS NOT NULL LIMIT 1"
+    return [flag for flag in flags if db.execute(sql, [dataset_id, _flag_path(flag)]).fetchone()]
+
+
+def _flag_path(flag: str) -> str:
+    if not flag.isidentifier():
+        raise StoreError(f"truth flag {flag!r} is not a plain name")
+    return f"$.{flag}"
 
 
 def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None = None) -> int:

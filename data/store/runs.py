@@ -11,7 +11,7 @@ import numpy as np
 import sqlite_utils
 
 from data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
-from data.store.datasets import get_dataset
+from data.store.datasets import get_dataset, truth_flag_condition
 from data.store.rows import RunRow, RunSummary
 
 # --- runs and scores -------------------------------------------------------------------------
@@ -158,11 +158,13 @@ class RunColumns:
         return len(self.item_ids)
 
 
-def run_columns(db: sqlite_utils.Database, run_id: int) -> RunColumns:
-    """Every scored item of a run as columns, decoded in bulk (fast on 100,000 items)."""
+def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | None = None) -> RunColumns:
+    """Every scored item of a run as columns, decoded in bulk (fast on 100,000 items); with
+    `truth_flag`, only the items of that subset."""
+    subset = f" AND {truth_flag_condition(truth_flag, 'items')}" if truth_flag else ""
     rows = db.execute(
         "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome"
-        " FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ? ORDER BY scores.item_id",
+        f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY scores.item_id",
         [run_id],
     ).fetchall()
     ids, kinds, categories, scores, outcomes = zip(*rows) if rows else ((), (), (), (), ())
