@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from data.items import Item, ItemShapeError
-from data.reading import BadInputError, check_binary_file, check_text, read_csv_rows
+from data.reading import BadInputError, check_binary_file, check_text, read_csv_rows, read_json
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,17 @@ def make_item(file: Path, row: int | str, **fields: Any) -> Item:
         return Item(**fields)
     except ItemShapeError as error:
         raise BadInputError(file, row, str(error)) from None
+
+
+def keyed_records(path: Path, fields: tuple[str, ...]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
+    """(file, key, record) of every `{key: record}` JSON file at `path` (a file or a folder of
+    them), each record checked to hold non-empty text at `fields`; the layout of SugarCrepe and VALSE."""
+    for file in json_files(path):
+        records = read_json(file)
+        if not isinstance(records, dict):
+            raise BadInputError(file, None, f"expected an object mapping keys to records with {list(fields)}")
+        for key, record in records.items():
+            yield file, str(key), require_keys(record, fields, file, key)
 
 
 def json_files(path: Path, pattern: str = "*.json") -> list[Path]:

@@ -16,15 +16,14 @@ from data.formats.base import (
     Parsed,
     RunSpec,
     StoredItem,
-    json_files,
+    keyed_records,
     make_item,
     model_from_stem,
     read_bool,
-    require_keys,
     write_json_files,
 )
 from data.items import Item, category_key
-from data.reading import BadInputError, read_csv_rows, read_json
+from data.reading import read_csv_rows
 
 SUGARCREPE_FIELDS = ("filename", "caption", "negative_caption")
 
@@ -32,14 +31,9 @@ SUGARCREPE_FIELDS = ("filename", "caption", "negative_caption")
 def parse_sugarcrepe(path: Path) -> Parsed:
     """SugarCrepe JSON files, one per category: `{id: {filename, caption, negative_caption}}`."""
     parsed = Parsed("sugarcrepe", "sugarcrepe")
-    for file in json_files(path):
-        records = read_json(file)
-        if not isinstance(records, dict):
-            raise BadInputError(file, None, "expected an object mapping ids to items")
+    for file, key, record in keyed_records(path, SUGARCREPE_FIELDS):
         category = file.stem.lower()
-        for key, record in records.items():
-            require_keys(record, SUGARCREPE_FIELDS, file, key)
-            parsed.add(sugarcrepe_pair(record, category, f"{category}/{key}", file, key), file, key)
+        parsed.add(sugarcrepe_pair(record, category, f"{category}/{key}", file, key), file, key)
     return parsed
 
 

@@ -21,13 +21,12 @@ from data.formats.base import (
     Format,
     Parsed,
     StoredItem,
-    json_files,
+    keyed_records,
     make_item,
-    require_keys,
     write_json_files,
 )
 from data.items import Item
-from data.reading import BadInputError, read_json
+from data.reading import BadInputError
 
 VALSE_FIELDS = ("caption", "foil", "image_file", "dataset")
 VOTES = ("caption", "foil", "other")
@@ -37,14 +36,8 @@ VALID_FOIL_VOTES = 2  # the authors' rule: a foil is valid when at least 2 of 3 
 def parse_valse(path: Path) -> Parsed:
     """VALSE piece files: `{key: {dataset, image_file, caption, foil, mturk, ...}}`."""
     parsed = Parsed("valse", "valse")
-    for file in json_files(path):
-        records = read_json(file)
-        if not isinstance(records, dict):
-            raise BadInputError(file, None, "expected an object mapping instance keys to VALSE instances")
-        piece = file.stem.lower()
-        for key, record in records.items():
-            require_keys(record, VALSE_FIELDS, file, key)
-            parsed.add(_valse_pair(record, piece, str(key), file), file, key)
+    for file, key, record in keyed_records(path, VALSE_FIELDS):
+        parsed.add(_valse_pair(record, file.stem.lower(), key, file), file, key)
     return parsed
 
 
