@@ -8,12 +8,11 @@ import streamlit as st
 
 from annotate import batches, roles
 from data import paths
-from views.session import prepare_store, session_db
+from views.session import session_db
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
 
 db_file = paths.db_path()
-prepare_store()
 db = session_db()
 
 # A crowd study link (?study=...&PROLIFIC_PID=...) registers the worker and becomes their token.

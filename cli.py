@@ -356,7 +356,7 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
 
 @command("export-clean",
     arg("batch"),
-    arg("--format", choices=CLEAN_FORMATS, required=True),
+    arg("--format", choices=CLEAN_FORMATS, help="the layout (default: the task type's own: sugarcrepe for validate_negative, bivlc for ambiguity)"),
     arg("--out", required=True),
 )
 def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:

@@ -11,8 +11,7 @@ import sqlite_utils
 
 from analysis import blind
 from analysis.metrics import percent
-from data import store
-from data import formats
+from data import formats, store
 
 
 def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[dict[str, Any]]:

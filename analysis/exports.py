@@ -32,8 +32,8 @@ def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path,
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; expected one of {FORMATS}")
     layout = formats.REGISTRY[fmt]
-    row = store.get_dataset(db, dataset)
-    items = store.list_items(db, row["id"], limit=1 << 62, truth_flag=subsets.truth_flag(subset))
+    row, flag = store.get_dataset(db, dataset), subsets.truth_flag(subset)
+    items = store.list_items(db, row["id"], limit=1 << 62, truth_flag=flag)
     wrong = sorted({i["kind"] for i in items} - set(layout.writes or {i["kind"] for i in items}))
     if wrong:
         raise ExportError(f"the {fmt} layout holds {' and '.join(layout.writes)} items; {dataset} has {', '.join(wrong)} items")
@@ -41,7 +41,7 @@ def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path,
     context = formats.ExportContext(dataset, Path(row["image_root"]) if row["image_root"] else None,
                                     per_instance_results(db, dataset) if layout.carries_results else {})
     files = layout.write(items, out, context)
-    named = {"subset": subset} if subsets.truth_flag(subset) else {}
+    named = {"subset": subset} if flag else {}
     return {"dataset": dataset, "format": fmt, **named, "n_items": len(items), "runs": sorted(per_instance_runs(db, dataset)), "files": files}
 
 

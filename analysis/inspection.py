@@ -34,12 +34,12 @@ def run_table(columns: Run) -> pd.DataFrame:
         frame["correct"], per_ordering = choice_correct(columns)
         return frame.assign(**{f"right when {ordering}": values for ordering, values in per_ordering.items()})
     kind = item_kind(columns)
-    family = metric_family(kind)
-    frame["correct"] = family.correct(columns)
+    per_item = metric_family(kind).per_item(columns)
+    frame["correct"] = per_item.pop("correct")
     if columns.scores is not None:
         for gap in item_kinds.item_kind(kind).gaps:
             frame[gap.name] = gap.of(columns.scores)
-    return frame.assign(**family.columns(columns))
+    return frame.assign(**per_item)
 
 
 def share_below_zero(gaps: pd.Series) -> float:

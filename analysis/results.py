@@ -15,7 +15,7 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from data import item_kinds, store, subsets
+from data import formats, item_kinds, store, subsets
 
 Run = store.RunColumns
 
@@ -123,10 +123,11 @@ def triple_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
 
 
 def pair_summary(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
-    """Accuracy `s(c) > s(c_n)` overall, macro over categories and per category (ARO names its
-    macro figure `macro_accuracy`, as its paper does)."""
+    """Accuracy `s(c) > s(c_n)` overall, macro over categories and per category, the macro
+    figure under the name the source's format gives it (ARO: `macro_accuracy`, as its paper)."""
     correct, ties = pair_correct(run)
-    macro_key = "macro_accuracy" if source_kind == "aro" else "accuracy_macro"
+    source = formats.REGISTRY.get(source_kind)
+    macro_key = source.macro_name if source is not None else formats.Format.macro_name
     summary = m.summarize({"accuracy_micro": correct}, run.categories, macro=("accuracy_micro", macro_key), n_boot=n_boot, seed=seed)
     return {**summary, "ties": ties}
 
@@ -139,53 +140,57 @@ def retrieval_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
     return {**m.summarize(outcomes, run.categories, n_boot=n_boot, seed=seed), "ties": ties}
 
 
-def hard_positive_correct(run: Run) -> np.ndarray:
-    """Per item: both the caption and its hard positive above the negative (imported: `correct`)."""
+def pair_items(run: Run) -> dict[str, np.ndarray]:
+    """Per item: right when the caption scores above the negative (imported: `correct`)."""
+    return {"correct": pair_correct(run)[0]}
+
+
+def hard_positive_items(run: Run) -> dict[str, np.ndarray]:
+    """Per item: right when both the caption and its hard positive score above the negative, and
+    brittle when the caption does but the hard positive does not (imported: `correct` only)."""
     if run.scores is None:
-        return pair_correct(run)[0]
-    return m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["aug_acc"]
+        return pair_items(run)
+    outcomes = m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])
+    return {"correct": outcomes["aug_acc"], "brittle": outcomes["brittleness"]}
 
 
-def hard_positive_columns(run: Run) -> dict[str, np.ndarray]:
-    """Per item: brittle (the caption beats the negative but the hard positive does not)."""
-    if run.scores is None:
-        return {}
-    return {"brittle": m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])["brittleness"]}
+def group_items(run: Run) -> dict[str, np.ndarray]:
+    """Per item: right when BiVLC's group score is (both directions, both images and captions)."""
+    return {"correct": group_outcomes(run)[0]["group"]}
 
 
-def retrieval_correct(run: Run) -> np.ndarray:
-    """Per item: the positive ranked first (imported: `correct`)."""
-    return m.recall_at_k(run.scores, 1) if run.scores is not None else pair_correct(run)[0]
+def retrieval_items(run: Run) -> dict[str, np.ndarray]:
+    """Per item: right when the positive ranks first (imported: `correct`)."""
+    return {"correct": m.recall_at_k(run.scores, 1)} if run.scores is not None else pair_items(run)
 
 
 @dataclass(frozen=True)
 class MetricFamily:
-    """How a run of one item kind becomes benchmark metrics (`summarize`) and per-item
-    right/wrong for inspection (`correct`), with any further per-item columns the inspection
-    pages offer (`columns`). Item kinds name their family (`ItemKind.metric_family`)."""
+    """How a run of one item kind becomes benchmark metrics (`summarize`) and per-item columns
+    for inspection (`per_item`: `correct`, and any further column such as `brittle`, in one
+    pass). Item kinds name their family (`ItemKind.metric_family`)."""
 
     name: str
     summarize: Callable[[Run, str, int, int], dict[str, Any]]  # run, source kind, bootstrap size, seed
-    correct: Callable[[Run], np.ndarray]
-    columns: Callable[[Run], dict[str, np.ndarray]] = lambda run: {}
+    per_item: Callable[[Run], dict[str, np.ndarray]]
 
 
 METRIC_FAMILIES = {
     family.name: family for family in (
-        MetricFamily("pairwise", pair_summary, lambda run: pair_correct(run)[0]),
-        MetricFamily("hard_positive", lambda run, _, n_boot, seed: triple_summary(run, n_boot, seed), hard_positive_correct, hard_positive_columns),
-        MetricFamily("bivlc", lambda run, _, n_boot, seed: group_summary(run, n_boot, seed), lambda run: group_outcomes(run)[0]["group"]),
-        MetricFamily("retrieval", lambda run, _, n_boot, seed: retrieval_summary(run, n_boot, seed), retrieval_correct),
+        MetricFamily("pairwise", pair_summary, pair_items),
+        MetricFamily("hard_positive", lambda run, _, n_boot, seed: triple_summary(run, n_boot, seed), hard_positive_items),
+        MetricFamily("bivlc", lambda run, _, n_boot, seed: group_summary(run, n_boot, seed), group_items),
+        MetricFamily("retrieval", lambda run, _, n_boot, seed: retrieval_summary(run, n_boot, seed), retrieval_items),
     )
 }
 
 
 def metric_family(kind: str) -> MetricFamily:
     """The metric family of an item kind; UnsupportedRunError when the kind has none."""
-    family = item_kinds.item_kind(kind).metric_family
-    if family is None:
-        raise UnsupportedRunError(f"{kind} items have no right answer to score or inspect: {item_kinds.item_kind(kind).no_metric_because}")
-    return METRIC_FAMILIES[family]
+    record = item_kinds.item_kind(kind)
+    if record.metric_family is None:
+        raise UnsupportedRunError(f"{kind} items have no right answer to score or inspect: {record.no_metric_because}")
+    return METRIC_FAMILIES[record.metric_family]
 
 
 def choice_summary(run: Run, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:

@@ -24,16 +24,20 @@ from annotate.consensus import decisions
 from annotate.task_types import REGISTRY
 from data import formats, store
 
-# The construction task types: those whose record says which consensus answers are kept.
-CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.keep)
+# The construction task types: those whose record names the layout of their cleaned benchmark.
+CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.clean_format)
 
 
-def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path) -> dict[str, Any]:
-    """Write the kept items in `fmt` (sugarcrepe or bivlc) plus provenance.json; return a summary."""
+def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, out: Path) -> dict[str, Any]:
+    """Write the kept items plus provenance.json; return a summary. The layout is the task type's
+    (validate_negative: SugarCrepe's, ambiguity: BiVLC's); `fmt`, if given, must be that one."""
     batch = store.get_batch(db, batch_name)
     if batch["task"] not in CONSTRUCTION_TASKS:
         raise BatchError(f"export-clean needs a {' or '.join(CONSTRUCTION_TASKS)} batch, not {batch['task']}")
     task = REGISTRY[batch["task"]]
+    if fmt not in (None, task.clean_format):
+        raise BatchError(f"a {task.name} batch leaves a {task.clean_format} benchmark, not {fmt}")
+    fmt = task.clean_format
     outcome = {d.item: d for d in decisions(db, batch_name)}
     items = store.items_by_id(db, outcome)
     kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]
@@ -45,7 +49,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str, out: Path
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
     root = store.get_dataset(db, batch["dataset"])["image_root"]
-    written = formats.REGISTRY[fmt].write(kept, out, formats.ExportContext(batch["dataset"], Path(root) if root else None))
+    written = formats.REGISTRY[str(fmt)].write(kept, out, formats.ExportContext(batch["dataset"], Path(root) if root else None))
     provenance = {
         "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
         "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],

@@ -62,7 +62,8 @@ def import_path(
     if kind not in formats.IMPORT_KINDS:
         raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {list(formats.IMPORT_KINDS)}")
     fmt = formats.REGISTRY[kind]
-    parsed = formats.reader(kind)(Path(path))
+    assert fmt.read is not None  # IMPORT_KINDS holds only formats with a reader
+    parsed = fmt.read(Path(path))
     if fmt.place_images is not None and images is not None:
         parsed = fmt.place_images(parsed, images)
     if not parsed.items:

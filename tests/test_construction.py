@@ -65,6 +65,16 @@ def test_validation_export_drops_false_negatives_in_sugarcrepe_layout(demo_db, t
     assert any("false negative" in r for r in rules)
 
 
+def test_a_cleaned_export_is_written_in_its_task_types_layout_and_refuses_another(demo_db, tmp_path):
+    created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, seed=6))
+    batches.simulate(demo_db, created["batch"], accuracies=1.0, seed=6)
+    with pytest.raises(batches.BatchError, match="leaves a sugarcrepe benchmark, not bivlc"):
+        export_clean(demo_db, created["batch"], "bivlc", tmp_path / "wrong")
+    assert not (tmp_path / "wrong").exists()
+    summary = export_clean(demo_db, created["batch"], None, tmp_path / "clean")
+    assert summary["format"] == "sugarcrepe" and (tmp_path / "clean" / "provenance.json").is_file()
+
+
 def test_adjudication_wins_and_dawid_skene_recovers_annotator_accuracy(demo_db):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 200, seed=7))
     batches.simulate(demo_db, created["batch"], accuracies={"ada": 0.95, "ben": 0.85, "cleo": 0.6}, seed=7)

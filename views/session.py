@@ -1,6 +1,6 @@
 """What every page shares within one browser session: the store connection, opened once.
 
-The app migrates the store once per process at start-up (``prepare_store``); each session then
+The app migrates the store once per process, when the first session opens it; each session then
 holds one connection (``session_db``) that its reruns, callbacks and fragments reuse. A new
 store path (``FOIL_DB`` changed under a running app, as tests do) opens a new connection.
 """
@@ -20,11 +20,6 @@ def _migrated(path: str) -> int:
     """Bring the store at `path` to the current schema, once per process and path."""
     store.open_db(path)
     return store.SCHEMA_VERSION
-
-
-def prepare_store() -> None:
-    """Migrate this app's store if it is behind (once per process)."""
-    _migrated(str(paths.db_path()))
 
 
 def session_db() -> sqlite_utils.Database:

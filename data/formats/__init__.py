@@ -33,15 +33,8 @@ EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not No
 
 __all__ = [
     "REGISTRY", "IMPORT_KINDS", "EXPORT_FORMATS", "BadInputError", "ExportContext", "Format", "ImportWarning", "Parsed",
-    "Reader", "RunSpec", "Writer", "reader", "import_table",
+    "Reader", "RunSpec", "Writer", "import_table",
 ]
-
-
-def reader(kind: str) -> Reader:
-    """The reader of an import kind (one of IMPORT_KINDS)."""
-    read = REGISTRY[kind].read
-    assert read is not None, f"{kind} is written, not read"
-    return read
 
 
 def import_table() -> str:

@@ -75,5 +75,5 @@ ARO = Format(
     "aro",
     "VG-Relation / VG-Attribution with bounding boxes; category = relation or attribute pair",
     "python cli.py import aro visual_genome_relation.json --images vg/images",
-    parse_aro, write_aro, writes=("pair",),
+    parse_aro, write_aro, writes=("pair",), macro_name="macro_accuracy",
 )

@@ -92,7 +92,8 @@ class Format:
     `writes` lists the item kinds the writer's layout holds (empty: any kind); `carries_results`
     says the layout holds each run's per-item results too. `place_images(parsed, root)` adjusts
     image paths to where they are under the image root (sources with several layouts), and
-    `report(parsed)` adds the format's own figures to the import report.
+    `report(parsed)` adds the format's own figures to the import report; `macro_name` is what
+    its metrics call accuracy averaged over categories.
     """
 
     name: str
@@ -102,6 +103,7 @@ class Format:
     write: Writer | None = None
     writes: tuple[str, ...] = ()
     carries_results: bool = False
+    macro_name: str = "accuracy_macro"  # what its paper calls accuracy averaged over categories
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
 

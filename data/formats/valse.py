@@ -63,13 +63,12 @@ def _votes(mturk: Any, file: Path, key: str) -> dict[str, int] | None:
 
 def place_images(parsed: Parsed, root: Path) -> Parsed:
     """Image paths as found under `root`: `image_file` flat, else `{source dataset}/image_file`."""
-    placed = Parsed(parsed.source_kind, parsed.default_name, origins=parsed.origins, outcomes=parsed.outcomes,
-                    run=parsed.run, warnings=parsed.warnings, embedded_images=parsed.embedded_images)
-    for item in parsed.items:
-        flat, nested = item.images[0], f"{item.meta['source_dataset']}/{item.images[0]}"
-        chosen = nested if not (root / flat).is_file() and (root / nested).is_file() else flat
-        placed.items.append(dataclasses.replace(item, images=(chosen,)))
-    return placed
+    return dataclasses.replace(parsed, items=[dataclasses.replace(item, images=(_found(root, item),)) for item in parsed.items])
+
+
+def _found(root: Path, item: Item) -> str:
+    flat, nested = item.images[0], f"{item.meta['source_dataset']}/{item.images[0]}"
+    return nested if not (root / flat).is_file() and (root / nested).is_file() else flat
 
 
 def valid_foils(parsed: Parsed) -> dict[str, Any]:
