@@ -22,6 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from analysis.model_spec import PRECISIONS, ModelUnavailableError
+from analysis.metrics import TIE_RULES
 from analysis.results import BOOTSTRAP
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
@@ -190,12 +191,13 @@ def _tqdm_progress(bars: dict[str, Any]) -> Callable[[str, int, int], None]:
     arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
     arg("--seed", type=int, default=0),
     arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
+    arg("--ties", choices=list(TIE_RULES), help="how a tied comparison counts (default: the benchmark's own rule, said in `tie_rule`)"),
 )
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Benchmark metrics of one run, per category, with bootstrap intervals."""
+    """Benchmark metrics of one run, per category, with bootstrap intervals and tie counts."""
     from analysis.results import run_metrics
 
-    return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed, subset=args.subset)
+    return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed, subset=args.subset, ties=args.ties)
 
 
 @command("annotator add",

@@ -11,7 +11,7 @@ from typing import Any
 import sqlite_utils
 
 from analysis.inspection import run_table
-from analysis.results import UnsupportedRunError
+from analysis.results import UnsupportedRunError, source_format
 from data import formats, store, subsets
 from data.paths import zip_folder
 
@@ -53,10 +53,11 @@ def per_instance_runs(db: sqlite_utils.Database, dataset: str) -> list[str]:
 def per_instance_results(db: sqlite_utils.Database, dataset: str) -> dict[int, dict[str, dict[str, Any]]]:
     """Item id -> run -> {correct, scores}: each run's decision and raw similarities per item."""
     results: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    ties = source_format(db, dataset).ties
     for run in per_instance_runs(db, dataset):
         columns = store.run_columns(db, store.get_run(db, dataset, run)["id"])
         try:
-            table = run_table(columns)
+            table = run_table(columns, ties)
             correct = dict(zip(table["item"].tolist(), table["correct"].tolist()))
         except UnsupportedRunError:  # say, candidate-image scores: no decision, scores only
             correct = {}

@@ -15,18 +15,18 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
-from analysis.results import Run, choice_correct, item_kind, load_run, metric_family
+from analysis.results import Run, choice_correct, item_kind, load_run, metric_family, source_format
 from data import item_kinds
 
 
 def item_table(db: sqlite_utils.Database, dataset: str, run: str, subset: str | None = None) -> pd.DataFrame:
     """One row per scored item (of a named subset): id, category, `correct`, and its score gaps
-    where scores exist."""
-    return run_table(load_run(db, dataset, run, subset))
+    where scores exist; an item is correct under its benchmark's tie rule."""
+    return run_table(load_run(db, dataset, run, subset), source_format(db, dataset).ties)
 
 
-def run_table(columns: Run) -> pd.DataFrame:
-    """`item_table` of a run already read as columns."""
+def run_table(columns: Run, ties: str = "wrong") -> pd.DataFrame:
+    """`item_table` of a run already read as columns (`correct`: fully right under the tie rule)."""
     frame = pd.DataFrame({"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)})
     if not len(columns):
         return frame
@@ -34,7 +34,7 @@ def run_table(columns: Run) -> pd.DataFrame:
         frame["correct"], per_ordering = choice_correct(columns)
         return frame.assign(**{f"right when {ordering}": values for ordering, values in per_ordering.items()})
     kind = item_kind(columns)
-    per_item = metric_family(kind).per_item(columns)
+    per_item = metric_family(kind).per_item(columns, ties)
     frame["correct"] = per_item.pop("correct")
     if columns.scores is not None:
         for gap in item_kinds.item_kind(kind).gaps:

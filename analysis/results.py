@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,34 +32,102 @@ def load_run(db: sqlite_utils.Database, dataset: str, run: str, subset: str | No
     return store.run_columns(db, store.get_run(db, dataset, run)["id"], truth_flag=subsets.truth_flag(subset))
 
 
+def source_format(db: sqlite_utils.Database, dataset: str) -> formats.Format:
+    """The format a dataset was imported from (its metric names, tie rule and groups); the
+    generic defaults for datasets made otherwise (the demo)."""
+    source_kind = store.get_dataset(db, dataset)["source_kind"]
+    return formats.REGISTRY.get(source_kind) or formats.Format(source_kind, "")
+
+
+def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
+    """How a tie counts in a summary, and why: the benchmark's own rule unless `ties` overrides it."""
+    if ties is None:
+        return {"rule": source.ties, "why": f"{source.name}'s own rule: {source.ties_because}"}
+    m.tie_credit(ties)  # refuses an unknown rule
+    return {"rule": ties, "why": "chosen with --ties" + ("" if ties != source.ties else f" (also {source.name}'s own rule)")}
+
+
 def run_metrics(
     db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0, subset: str | None = None,
+    ties: str | None = None,
 ) -> dict[str, Any]:
     """The metrics JSON of cli.md for one run of one dataset (on a named subset of its items:
-    `subset` then names it in the result).
+    `subset` then names it in the result), ties counted by the benchmark's rule or by `ties`
+    (`wrong`, `right` or `half`); `tie_rule` says which, `ties` how many there were.
 
-    Computed once per run, subset, bootstrap size and seed, then stored until the run's scores change.
+    Computed once per run, subset, tie rule, bootstrap size and seed, then stored until the run's scores change.
     """
     run_id = store.get_run(db, dataset, run)["id"]
     flag = subsets.truth_flag(subset)
-    settings = f"n_boot={n_boot};seed={seed}" + (f";subset={subset}" if flag else "")
+    source = source_format(db, dataset)
+    rule = tie_rule(source, ties)
+    settings = f"n_boot={n_boot};seed={seed};ties={rule['rule']}" + (f";subset={subset}" if flag else "")
     stored = store.get_run_summary(db, run_id, settings)
     if stored is not None:
         return stored
     columns = store.run_columns(db, run_id, truth_flag=flag)
     if not len(columns):
         raise UnsupportedRunError(f"run {run!r} on {dataset!r} has no scored items" + (f" in subset {subset!r}" if flag else ""))
-    summary = _summarize(columns, store.get_dataset(db, dataset)["source_kind"], n_boot, seed)
+    summary = summarize_run(columns, Settings(source, rule["rule"], n_boot, seed))
     named = {"subset": subset} if flag else {}
-    result = json.loads(json.dumps({"dataset": dataset, "run": run, **named, **summary}))  # the stored form, whichever call reads it
+    decided = {} if columns.scores is None else {"tie_rule": rule}  # imported decisions hold no ties
+    result = json.loads(json.dumps({"dataset": dataset, "run": run, **named, **decided, **summary}))  # the stored form, whichever call reads it
     store.put_run_summary(db, run_id, settings, result)
     return result
 
 
-def _summarize(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Settings:
+    """How a run becomes metrics: its source format (metric names, groups), the tie rule
+    (`analysis.metrics.TIE_RULES`) and the bootstrap behind every interval."""
+
+    source: formats.Format
+    ties: str = "wrong"
+    n_boot: int = BOOTSTRAP
+    seed: int = 0
+
+
+def summarize_run(run: Run, settings: Settings) -> dict[str, Any]:
+    """The metrics of a run's items: its family's outcomes summarized overall and per category,
+    the source's groups scored, and every key under the benchmark's own name."""
     if run.run_kind == "choices":
-        return choice_summary(run, n_boot=n_boot, seed=seed)
-    return metric_family(item_kind(run)).summarize(run, source_kind, n_boot, seed)
+        return choice_summary(run, n_boot=settings.n_boot, seed=settings.seed)
+    family = metric_family(item_kind(run))
+    outcomes, tied = family.outcomes(run, settings.ties)
+    macro = ("accuracy_micro", "accuracy_macro") if family.macro else None
+    summary = m.summarize(outcomes, run.categories, macro=macro, n_boot=settings.n_boot, seed=settings.seed, ties=tied)
+    if family.extend is not None:
+        family.extend(summary, run, outcomes, settings)
+    for group in settings.source.groups:
+        _add_group_accuracy(summary, run, outcomes[family.headline], group, settings)
+    return _renamed(summary, settings.source.metric_names)
+
+
+def _add_group_accuracy(summary: dict[str, Any], run: Run, credits: np.ndarray, group: str, settings: Settings) -> None:
+    """`{group}_accuracy`: the share of the source's item groups (What'sUp's pairs, sets) whose
+    every item is right (with half-counted ties, the product of their credits)."""
+    members: dict[str, float] = {}
+    for value, groups in zip(credits, run.groups):
+        if groups and group in groups:
+            members[groups[group]] = members.get(groups[group], 1.0) * float(value)
+    scores = np.array(list(members.values()))
+    summary["metrics"][f"{group}_accuracy"] = m.percent(scores)
+    summary["intervals"][f"{group}_accuracy"] = m.share_interval(scores, n_boot=settings.n_boot, seed=settings.seed)
+    summary.setdefault("groups", {})[group] = len(members)
+
+
+def _renamed(summary: dict[str, Any], names: Mapping[str, str | None]) -> dict[str, Any]:
+    """The summary with metric keys renamed to the benchmark's (dropped where renamed to None)."""
+    if not names:
+        return summary
+
+    def rename(values: dict[str, Any]) -> dict[str, Any]:
+        return {names.get(k, k): v for k, v in values.items() if names.get(k, k) is not None}
+
+    renamed = {**summary, "metrics": rename(summary["metrics"]), "intervals": rename(summary["intervals"])}
+    renamed["by_category"] = {c: rename(v) for c, v in summary["by_category"].items()}
+    renamed["category_intervals"] = {c: rename(v) for c, v in summary["category_intervals"].items()}
+    return renamed
 
 
 def item_kind(run: Run) -> str:
@@ -77,110 +145,111 @@ def _scores(run: Run) -> np.ndarray:
 
 
 def _outcome_column(run: Run, key: str) -> np.ndarray:
-    return np.array([bool(outcome[key]) for outcome in run.outcomes])
+    return np.array([float(bool(outcome[key])) for outcome in run.outcomes])
 
 
-def pair_correct(run: Run) -> tuple[np.ndarray, int]:
-    """Per-item `s(c) > s(c_n)` (or an imported `correct`) and the number of ties."""
+def _no_ties(run: Run) -> np.ndarray:
+    return np.zeros(len(run), dtype=int)
+
+
+Outcomes = tuple[dict[str, np.ndarray], np.ndarray]  # credits per outcome, tied comparisons per item
+
+
+def pair_outcomes(run: Run, ties: str) -> Outcomes:
+    """Per item `s(c) > s(c_n)` (or an imported `correct`)."""
     if run.scores is None:
-        return _outcome_column(run, "correct"), 0
-    comparison = m.strictly_greater(run.scores[:, 0], run.scores[:, 1])
-    return comparison.wins, comparison.ties
+        return {"accuracy_micro": _outcome_column(run, "correct")}, _no_ties(run)
+    s = run.scores
+    return {"accuracy_micro": m.credit(s[:, 0], s[:, 1], ties)}, m.tied(s[:, 0], s[:, 1])
 
 
-def group_outcomes(run: Run) -> tuple[dict[str, np.ndarray], int]:
+def group_outcomes(run: Run, ties: str) -> Outcomes:
     """The seven BiVLC outcomes of each item, from scores or from imported decisions."""
     if run.scores is None:
         parts = {k: _outcome_column(run, k) for k in ("ipos2t", "ineg2t", "tpos2i", "tneg2i")}
-        return m.combine_bivlc(**parts), 0
-    return m.bivlc_outcomes(run.scores), m.bivlc_ties(run.scores)
+        outcomes = m.combine_bivlc(**parts)
+        tied = _no_ties(run)
+    else:
+        outcomes, tied = m.bivlc_outcomes(run.scores, ties), m.bivlc_tied(run.scores)
+    return {k: outcomes[k] for k in m.BIVLC_KEYS}, tied
 
 
-def group_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
-    """BiVLC metrics, with `by_category` holding both types (`replace`) and `replace_obj` keys."""
-    outcomes, ties = group_outcomes(run)
-    ordered = {k: outcomes[k] for k in m.BIVLC_KEYS}
-    summary = m.summarize(ordered, run.categories, n_boot=n_boot, seed=seed)
+def add_group_types(summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings) -> None:
+    """BiVLC: `by_category` holds both types (`replace`) and subtypes (`replace_obj`)."""
     types = np.array([str(c).split("_")[0] for c in run.categories])
-    by_type = m.summarize(ordered, types, n_boot=n_boot, seed=seed)
+    if set(types.tolist()) <= set(run.categories.tolist()):
+        return  # categories without subtypes (Winoground's tags)
+    by_type = m.summarize(outcomes, types, n_boot=settings.n_boot, seed=settings.seed)
     summary["by_category"] = {**by_type["by_category"], **summary["by_category"]}
     summary["category_intervals"] = {**by_type["category_intervals"], **summary["category_intervals"]}
-    return {**summary, "ties": ties}
 
 
-def triple_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
-    """Hard-positive metrics plus the mean of each caption's score."""
-    scores = _scores(run)[:, :3]
-    outcomes = m.hard_positive_outcomes(scores[:, 0], scores[:, 1], scores[:, 2])
-    summary = m.summarize(outcomes, run.categories, n_boot=n_boot, seed=seed)
-    means = dict(zip(("mean_s_c", "mean_s_cn", "mean_s_cp"), (float(v) for v in scores.mean(axis=0))))
-    summary["metrics"].update(means)
+def triple_outcomes(run: Run, ties: str) -> Outcomes:
+    """Hard-positive outcomes (imported decisions: `correct` as the augmented accuracy)."""
+    if run.scores is None:
+        return {"aug_acc": _outcome_column(run, "correct")}, _no_ties(run)
+    scores = run.scores[:, :3]
+    tied = m.tied(scores[:, 0], scores[:, 1]) + m.tied(scores[:, 2], scores[:, 1])
+    return m.hard_positive_outcomes(scores[:, 0], scores[:, 1], scores[:, 2], ties), tied
+
+
+def add_caption_means(summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings) -> None:
+    """Hard positives: the mean of each caption's score, overall and per category."""
+    if run.scores is None:
+        return
+    scores = run.scores[:, :3]
+    summary["metrics"].update(zip(("mean_s_c", "mean_s_cn", "mean_s_cp"), (float(v) for v in scores.mean(axis=0))))
     for category, values in summary["by_category"].items():
         mask = run.categories == category
         values.update(zip(("mean_s_c", "mean_s_cn", "mean_s_cp"), (float(v) for v in scores[mask].mean(axis=0))))
-    ties = int(np.sum(scores[:, 0] == scores[:, 1]) + np.sum(scores[:, 2] == scores[:, 1]))
-    return {**summary, "ties": ties}
 
 
-def pair_summary(run: Run, source_kind: str, n_boot: int, seed: int) -> dict[str, Any]:
-    """Accuracy `s(c) > s(c_n)` overall, macro over categories and per category, the macro
-    figure under the name the source's format gives it (ARO: `macro_accuracy`, as its paper)."""
-    correct, ties = pair_correct(run)
-    source = formats.REGISTRY.get(source_kind)
-    macro_key = source.macro_name if source is not None else formats.Format.macro_name
-    summary = m.summarize({"accuracy_micro": correct}, run.categories, macro=("accuracy_micro", macro_key), n_boot=n_boot, seed=seed)
-    return {**summary, "ties": ties}
-
-
-def retrieval_summary(run: Run, n_boot: int, seed: int) -> dict[str, Any]:
-    """Recall at 1, 3 and 5 of the positive among its negatives (CREPE)."""
-    scores = _scores(run)
-    outcomes = {f"recall_at_{k}": m.recall_at_k(scores, k) for k in (1, 3, 5)}
-    ties = int(np.sum(scores[:, 1:] == scores[:, :1]))
-    return {**m.summarize(outcomes, run.categories, n_boot=n_boot, seed=seed), "ties": ties}
-
-
-def pair_items(run: Run) -> dict[str, np.ndarray]:
-    """Per item: right when the caption scores above the negative (imported: `correct`)."""
-    return {"correct": pair_correct(run)[0]}
-
-
-def hard_positive_items(run: Run) -> dict[str, np.ndarray]:
-    """Per item: right when both the caption and its hard positive score above the negative, and
-    brittle when the caption does but the hard positive does not (imported: `correct` only)."""
+def paraphrase_outcomes(run: Run, ties: str) -> Outcomes:
+    """SugarCrepe++: ITT, Image-P1-Neg, Image-P2-Neg and, from the text encoder, TOT
+    (imported decisions: `correct` as ITT)."""
     if run.scores is None:
-        return pair_items(run)
-    outcomes = m.hard_positive_outcomes(run.scores[:, 0], run.scores[:, 1], run.scores[:, 2])
-    return {"correct": outcomes["aug_acc"], "brittle": outcomes["brittleness"]}
+        return {"itt": _outcome_column(run, "correct")}, _no_ties(run)
+    scores = run.scores
+    return m.paraphrase_outcomes(scores, ties), m.paraphrase_tied(scores)
 
 
-def group_items(run: Run) -> dict[str, np.ndarray]:
-    """Per item: right when BiVLC's group score is (both directions, both images and captions)."""
-    return {"correct": group_outcomes(run)[0]["group"]}
-
-
-def retrieval_items(run: Run) -> dict[str, np.ndarray]:
-    """Per item: right when the positive ranks first (imported: `correct`)."""
-    return {"correct": m.recall_at_k(run.scores, 1)} if run.scores is not None else pair_items(run)
+def retrieval_outcomes(run: Run, ties: str) -> Outcomes:
+    """Recall at 1, 3 and 5 of the positive among its negatives (CREPE, What'sUp)."""
+    if run.scores is None:
+        return {"recall_at_1": _outcome_column(run, "correct")}, _no_ties(run)
+    return {f"recall_at_{k}": m.recall_at_k(run.scores, k, ties) for k in (1, 3, 5)}, m.retrieval_tied(run.scores)
 
 
 @dataclass(frozen=True)
 class MetricFamily:
-    """How a run of one item kind becomes benchmark metrics (`summarize`) and per-item columns
-    for inspection (`per_item`: `correct`, and any further column such as `brittle`, in one
-    pass). Item kinds name their family (`ItemKind.metric_family`)."""
+    """How a run of one item kind becomes benchmark metrics: `outcomes(run, ties)` gives each
+    item's credit per metric and its tied comparisons; `headline` is the outcome that says an
+    item is right (inspection's `correct`); `macro` adds the mean over categories; `extend` adds
+    family figures to the summary; `columns` names further per-item outcomes for inspection
+    (column name -> outcome). Item kinds name their family (`ItemKind.metric_family`)."""
 
     name: str
-    summarize: Callable[[Run, str, int, int], dict[str, Any]]  # run, source kind, bootstrap size, seed
-    per_item: Callable[[Run], dict[str, np.ndarray]]
+    outcomes: Callable[[Run, str], Outcomes]
+    headline: str
+    macro: bool = False
+    extend: Callable[[dict[str, Any], Run, dict[str, np.ndarray], Settings], None] | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+
+    def per_item(self, run: Run, ties: str = "wrong") -> dict[str, np.ndarray]:
+        """Per-item columns for inspection: `correct` (fully right under the tie rule) and the
+        family's further columns, true where the outcome holds."""
+        outcomes, _ = self.outcomes(run, ties)
+        return {"correct": outcomes[self.headline] == 1.0,
+                **{column: outcomes[key] == 1.0 for column, key in self.columns.items() if key in outcomes}}
 
 
 METRIC_FAMILIES = {
     family.name: family for family in (
-        MetricFamily("pairwise", pair_summary, pair_items),
-        MetricFamily("hard_positive", lambda run, _, n_boot, seed: triple_summary(run, n_boot, seed), hard_positive_items),
-        MetricFamily("bivlc", lambda run, _, n_boot, seed: group_summary(run, n_boot, seed), group_items),
-        MetricFamily("retrieval", lambda run, _, n_boot, seed: retrieval_summary(run, n_boot, seed), retrieval_items),
+        MetricFamily("pairwise", pair_outcomes, "accuracy_micro", macro=True),
+        MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means, columns={"brittle": "brittleness"}),
+        MetricFamily("paraphrase", paraphrase_outcomes, "itt", columns={"text only right": "tot"}),
+        MetricFamily("bivlc", group_outcomes, "group", extend=add_group_types),
+        MetricFamily("retrieval", retrieval_outcomes, "recall_at_1"),
     )
 }
 
@@ -235,13 +304,15 @@ def _by_ordering(answers: list[tuple[str, str, Mapping[str, Any]]]) -> dict[str,
     return result
 
 
-def run_summaries(db: sqlite_utils.Database, dataset: str, *, n_boot: int = BOOTSTRAP, subset: str | None = None) -> dict[str, dict[str, Any]]:
+def run_summaries(
+    db: sqlite_utils.Database, dataset: str, *, n_boot: int = BOOTSTRAP, subset: str | None = None, ties: str | None = None,
+) -> dict[str, dict[str, Any]]:
     """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset, with
     the same bootstrap (size and seed) as ``cli.py metrics``: the app and the CLI show one number."""
     summaries: dict[str, dict[str, Any]] = {}
     for run in store.list_runs(db, dataset):
         try:
-            summaries[run["run"]] = run_metrics(db, dataset, run["run"], n_boot=n_boot, subset=subset)
+            summaries[run["run"]] = run_metrics(db, dataset, run["run"], n_boot=n_boot, subset=subset, ties=ties)
         except UnsupportedRunError as error:
             summaries[run["run"]] = {"note": str(error)}
     return summaries
@@ -253,7 +324,8 @@ def runs_overview(runs: list[dict[str, Any]], summaries: Mapping[str, dict[str, 
 
 
 def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key: str) -> list[dict[str, Any]]:
-    """Per category (and overall), the metric `key` of each run with its 95% interval."""
+    """Per category (and overall), the metric `key` of each run with its 95% interval and, for
+    runs of scores, the number of tied comparisons."""
     table: dict[str, dict[str, Any]] = {}
     for run in runs:
         result = summaries[run]
@@ -261,10 +333,20 @@ def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key
             row = table.setdefault(category, {"category": category, "n": values["n"]})
             row[run] = values.get(key)
             row[f"{run} 95% CI"] = result.get("category_intervals", {}).get(category, {}).get(key)
+            if "tie_rule" in result:
+                row[f"{run} ties"] = values.get("ties", 0)
         overall = table.setdefault("(all)", {"category": "(all)", "n": result["n"]})
         overall[run] = result["metrics"].get(key)
         overall[f"{run} 95% CI"] = result["intervals"].get(key)
+        if "tie_rule" in result:
+            overall[f"{run} ties"] = result.get("ties", 0)
     return list(table.values())
+
+
+def tie_rules_said(summaries: Mapping[str, dict[str, Any]], runs: list[str]) -> list[str]:
+    """One sentence per distinct tie rule among the runs' summaries (for the page's caption)."""
+    said = {f"A tie counts as {s['tie_rule']['rule']}: {s['tie_rule']['why']}." for s in (summaries[r] for r in runs) if "tie_rule" in s}
+    return sorted(said)
 
 
 def interval_text(interval: Sequence[float] | None) -> str:

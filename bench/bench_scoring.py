@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis import models  # noqa: E402
 from analysis.models import ModelSpec, load_model  # noqa: E402
-from analysis.results import load_run, pair_correct  # noqa: E402
+from analysis.results import METRIC_FAMILIES, load_run  # noqa: E402
 from analysis.scoring import load_image, score_dataset  # noqa: E402
 from data import store  # noqa: E402
 from data.demo import DemoConfig, install_demo  # noqa: E402
@@ -97,7 +97,7 @@ def main() -> int:
     score_dataset(db, "demo-sugarcrepe", fp32, run="fp32-sample", batch_size=args.batch_size, limit=subset)
     bf16 = load_model(ModelSpec("ViT-B-32", "none", precision="bf16"), device="cpu")
     sample16 = score_dataset(db, "demo-sugarcrepe", bf16, run="bf16", batch_size=args.batch_size, limit=subset)
-    decisions = {run: pair_correct(load_run(db, "demo-sugarcrepe", run))[0] for run in ("fp32-sample", "bf16")}
+    decisions = {run: METRIC_FAMILIES["pairwise"].per_item(load_run(db, "demo-sugarcrepe", run))["correct"] for run in ("fp32-sample", "bf16")}
     flips = int(np.sum(decisions["fp32-sample"] != decisions["bf16"]))
     per_image_16 = sample16.seconds / max(1, sample16.n_images_encoded + sample16.n_texts_encoded)
     per_image_32 = cold.seconds / max(1, cold.n_images_encoded + cold.n_texts_encoded)

@@ -81,9 +81,41 @@ def test_metrics_cli_prints_the_contract(tmp_path, fixtures):
 # --- hand-computed cases ----------------------------------------------------------------------
 
 
-def test_ties_are_failures_and_counted():
-    comparison = m.strictly_greater([1.0, 0.5, 0.2], [0.5, 0.5, 0.3])
-    assert comparison.wins.tolist() == [True, False, False] and comparison.ties == 1
+def test_ties_are_failures_by_default_and_counted():
+    assert m.credit([1.0, 0.5, 0.2], [0.5, 0.5, 0.3]).tolist() == [1.0, 0.0, 0.0]
+    assert m.tied([1.0, 0.5, 0.2], [0.5, 0.5, 0.3]).tolist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize(("rule", "worth"), [("wrong", 0.0), ("right", 1.0), ("half", 0.5)])
+def test_a_tie_is_worth_what_the_rule_says_and_nothing_else_moves(rule, worth):
+    assert m.credit([1.0, 0.5, 0.2], [0.5, 0.5, 0.3], rule).tolist() == [1.0, worth, 0.0]
+
+
+def test_an_unknown_tie_rule_is_refused_by_name():
+    with pytest.raises(ValueError, match="wrong.*right.*half"):
+        m.credit([1.0], [1.0], "coin")
+
+
+def test_half_counted_ties_multiply_through_compound_scores():
+    # one BiVLC item whose Ineg2T comparison ties (s(C0,I1) = s(C1,I1)) and every other one is right
+    s = np.array([[[0.9, 0.1], [0.8, 0.8]]])
+    outcomes = {k: float(v[0]) for k, v in m.bivlc_outcomes(s, "half").items()}
+    assert outcomes["ineg2t"] == 0.5 and outcomes["i2t"] == 0.5 and outcomes["group"] == 0.5 and outcomes["t2i"] == 1.0
+    assert m.bivlc_outcomes(s, "right")["group"].tolist() == [1.0] and m.bivlc_outcomes(s, "wrong")["group"].tolist() == [0.0]
+
+
+def test_recall_with_ties_ranks_the_positive_last_first_or_at_random():
+    scores = [[0.5, 0.5, 0.5, 0.2]]  # two negatives tie the positive
+    assert [m.recall_at_k(scores, 1, rule).tolist() for rule in ("wrong", "right", "half")] == [[0.0], [1.0], [pytest.approx(1 / 3)]]
+    assert m.recall_at_k(scores, 3, "wrong").tolist() == [1.0] and m.recall_at_k(scores, 2, "half").tolist() == [pytest.approx(2 / 3)]
+
+
+def test_half_credit_intervals_resample_the_credits_themselves():
+    credits = np.array([1.0] * 50 + [0.5] * 30 + [0.0] * 20)
+    low, high = m.share_interval(credits, n_boot=4000, seed=3)
+    assert low < m.percent(credits) == 65.0 < high and high - low < 25
+    macro_low, macro_high = m.macro_interval(credits, ["a"] * 40 + ["b"] * 60, n_boot=2000, seed=3)
+    assert macro_low < m.macro_accuracy(credits, ["a"] * 40 + ["b"] * 60) < macro_high
 
 
 def test_micro_and_macro_differ_on_unbalanced_categories():
@@ -143,7 +175,7 @@ def test_augmented_accuracy_never_exceeds_original(rows):
     c, cn, cp = (np.array(x) for x in zip(*rows))
     outcomes = m.hard_positive_outcomes(c, cn, cp)
     assert m.percent(outcomes["aug_acc"]) <= m.percent(outcomes["orig_acc"])
-    assert not np.any(outcomes["aug_acc"] & outcomes["brittleness"])
+    assert not np.any((outcomes["aug_acc"] == 1) & (outcomes["brittleness"] == 1))
 
 
 @settings(max_examples=40, deadline=None)
@@ -154,7 +186,7 @@ def test_pair_metrics_do_not_depend_on_item_order(rows, rng):
     summaries = []
     for data in (rows, shuffled):
         pos, neg, cats = zip(*data)
-        correct = m.strictly_greater(pos, neg).wins
+        correct = m.credit(pos, neg)
         summaries.append((m.micro_accuracy(correct), m.macro_accuracy(correct, cats)))
     assert summaries[0] == pytest.approx(summaries[1])
 
@@ -215,8 +247,8 @@ def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypa
 def test_every_comparison_is_strict_and_ties_are_counted():
     from analysis import metrics as m
 
-    compared = m.strictly_greater([1.0, 1.0, 2.0, 0.0], [1.0, 0.5, 2.0, 0.5])
-    assert compared.wins.tolist() == [False, True, False, False] and compared.ties == 2 and isinstance(compared.ties, int)
+    a, b = [1.0, 1.0, 2.0, 0.0], [1.0, 0.5, 2.0, 0.5]
+    assert m.credit(a, b).tolist() == [0.0, 1.0, 0.0, 0.0] and int(m.tied(a, b).sum()) == 2
 
 
 # s[i, c] = s(C_c, I_i) starts with every direction right: [[0.9, 0.1], [0.2, 0.8]]. One cell is
@@ -352,3 +384,44 @@ def test_brittleness_needs_strict_orders():
     s_c, s_cn, s_cp = [0.5, 0.5, 0.4, 0.3], [0.5, 0.4, 0.4, 0.4], [0.6, 0.4, 0.5, 0.4]
     assert m.hard_positive_outcomes(s_c, s_cn, s_cp)["brittleness"].tolist() == [False, False, False, False]
     assert m.hard_positive_outcomes([0.3], [0.4], [0.5])["brittleness"].tolist() == [True]
+
+
+def _tied_sugarcrepe_run(db, fixtures):
+    """SugarCrepe's swap_obj file scored so that items 0-9 tie, the rest are right."""
+    from data import store
+
+    import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_obj.json")
+    dataset_id = store.get_dataset(db, "sugarcrepe")["id"]
+    ids = [i["id"] for i in store.list_items(db, dataset_id, limit=1000)]
+    with store.transaction(db):
+        run_id = store.ensure_run(db, dataset_id, "tied", kind="scores", model="m")
+        store.put_scores(db, run_id, [(item, [0.5, 0.5] if n < 10 else [0.6, 0.2]) for n, item in enumerate(ids)])
+    return len(ids)
+
+
+def test_each_benchmark_says_its_tie_rule_and_an_override_changes_only_the_tied_items(fresh_db, fixtures):
+    n = _tied_sugarcrepe_run(fresh_db, fixtures)
+    default = run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20)
+    assert default["tie_rule"]["rule"] == "wrong" and "pos > neg" in default["tie_rule"]["why"]
+    assert default["ties"] == 10 and default["by_category"]["swap_obj"]["ties"] == 10
+    assert default["metrics"]["accuracy_micro"] == pytest.approx(100 * (n - 10) / n)
+    right = run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20, ties="right")
+    half = run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20, ties="half")
+    assert right["metrics"]["accuracy_micro"] == 100.0 and right["tie_rule"] == {"rule": "right", "why": "chosen with --ties"}
+    assert half["metrics"]["accuracy_micro"] == pytest.approx(100 * (n - 5) / n)
+    assert run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20)["metrics"] == default["metrics"]  # stored apart per rule
+
+
+def test_metrics_cli_takes_a_tie_rule_and_refuses_an_unknown_one(tmp_path, fixtures):
+    db_file = tmp_path / "t.db"
+    from data import store
+
+    db = store.open_db(db_file)
+    n = _tied_sugarcrepe_run(db, fixtures)
+    db.conn.close()
+    command = [sys.executable, str(REPO / "cli.py"), "metrics", "sugarcrepe", "--run", "tied", "--bootstrap", "10", "--json", "--db", str(db_file)]
+    right = subprocess.run([*command, "--ties", "right"], capture_output=True, text=True, cwd=REPO)
+    assert right.returncode == 0, right.stderr
+    assert json.loads(right.stdout)["metrics"]["accuracy_micro"] == 100.0
+    unknown = subprocess.run([*command, "--ties", "coin"], capture_output=True, text=True, cwd=REPO)
+    assert unknown.returncode != 0 and "wrong" in unknown.stderr and "half" in unknown.stderr and n > 10

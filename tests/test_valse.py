@@ -106,8 +106,8 @@ def test_metrics_on_the_valid_subset_count_only_valid_foils(fresh_db, fixtures, 
     scored_as_the_crowd_judged(fresh_db)
     every = run_metrics(fresh_db, "valse", "crowd-like")
     valid = run_metrics(fresh_db, "valse", "crowd-like", subset="valid")
-    assert every["n"] == 8782 and every["metrics"]["accuracy_micro"] == pytest.approx(100 * 7702 / 8782)
-    assert valid["n"] == 7702 and valid["metrics"]["accuracy_micro"] == 100.0 and valid["subset"] == "valid"
+    assert every["n"] == 8782 and every["metrics"]["acc_r"] == pytest.approx(100 * 7702 / 8782)
+    assert valid["n"] == 7702 and valid["metrics"]["acc_r"] == 100.0 and valid["subset"] == "valid"
     assert valid["by_category"]["existence"]["n"] == 505 and "subset" not in every
 
 

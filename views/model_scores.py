@@ -28,8 +28,8 @@ def cached_model(spec: model_spec.ModelSpec) -> "LoadedModel":
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing metrics and intervals...")
-def run_summaries(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None) -> dict[str, dict]:
-    return results.run_summaries(_db, dataset, subset=subset)
+def run_summaries(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None, ties: str | None) -> dict[str, dict]:
+    return results.run_summaries(_db, dataset, subset=subset, ties=ties)
 
 
 def two_decimals(frame: pd.DataFrame) -> dict:
@@ -63,8 +63,13 @@ if not with_runs:
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
-subset = subset_choice(db, dataset, "scores_subset")
-summaries = run_summaries(db, db_path, dataset, fingerprint, subset)
+left, right = st.columns(2)
+with left:
+    subset = subset_choice(db, dataset, "scores_subset")
+BENCHMARK_RULE = "as the benchmark counts them"
+tie_choice = right.selectbox("Ties count", [BENCHMARK_RULE, *metrics.TIE_RULES], key="scores_ties",
+                             help="How a comparison whose two scores are equal counts: wrong, right, or half (a fair coin).")
+summaries = run_summaries(db, db_path, dataset, fingerprint, subset, None if tie_choice == BENCHMARK_RULE else tie_choice)
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
 
@@ -83,6 +88,8 @@ if with_humans:
     st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} items.")
 shown = table.assign(**{f"{run} 95% CI": table[f"{run} 95% CI"].map(results.interval_text) for run in chosen})
 st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
+for sentence in results.tie_rules_said(summaries, chosen):
+    st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")
 
 figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name], error_y=results.error_bars(table[name], table[f"{name} 95% CI"]))
                     for name in chosen])

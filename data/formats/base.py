@@ -92,8 +92,11 @@ class Format:
     `writes` lists the item kinds the writer's layout holds (empty: any kind); `carries_results`
     says the layout holds each run's per-item results too. `place_images(parsed, root)` adjusts
     image paths to where they are under the image root (sources with several layouts), and
-    `report(parsed)` adds the format's own figures to the import report; `macro_name` is what
-    its metrics call accuracy averaged over categories.
+    `report(parsed)` adds the format's own figures to the import report. Its metrics follow
+    the benchmark: `metric_names` renames our metric keys to the benchmark's own (None drops one
+    that means nothing there), `ties` is how its code counts a tie (`analysis.metrics.TIE_RULES`)
+    and `ties_because` says why, and `groups` names item groups (`meta["groups"]`) scored all
+    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`).
     """
 
     name: str
@@ -103,7 +106,10 @@ class Format:
     write: Writer | None = None
     writes: tuple[str, ...] = ()
     carries_results: bool = False
-    macro_name: str = "accuracy_macro"  # what its paper calls accuracy averaged over categories
+    metric_names: Mapping[str, str | None] = field(default_factory=dict)
+    ties: str = "wrong"
+    ties_because: str = "a strict >, as the benchmark's code compares scores"
+    groups: tuple[str, ...] = ()
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
 

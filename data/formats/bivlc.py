@@ -109,6 +109,7 @@ BIVLC = Format(
     "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as paths under `--images` or embedded bytes",
     "python cli.py import bivlc bivlc_test.parquet",
     parse_bivlc, write_bivlc, writes=("group",),
+    ties_because="BiVLC compares each pair of scores with a strict >",
 )
 BIVLC_RESULTS = Format(
     "bivlc-results",

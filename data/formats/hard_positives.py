@@ -73,4 +73,5 @@ HARD_POSITIVES = Format(
     "`data/X.json` joined row by row with `swapped_data/X.json`; misaligned files refused",
     "python cli.py import hard-positives hard_positives/",
     parse_hard_positives, write_hard_positives, writes=("triple",),
+    ties_because="the hard-positives evaluation compares scores with a strict >",
 )

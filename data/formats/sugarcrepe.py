@@ -76,6 +76,7 @@ SUGARCREPE = Format(
     "one `{category}.json` per category (`data/` or `data_unrefined/`, use `--name sugarcrepe-unrefined`)",
     "python cli.py import sugarcrepe sugar-crepe/data --images coco/val2017",
     parse_sugarcrepe, write_sugarcrepe, writes=("pair",),
+    ties_because="SugarCrepe's evaluation counts `pos > neg`: a tie is wrong",
 )
 SUGARCREPE_CORRECT = Format(
     "sugarcrepe-correct",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -144,7 +144,9 @@ class RunColumns:
 
     ``run_kind`` is the run's kind (``scores``, or ``correct``/``groups``/``choices`` for imported
     decisions); ``scores`` is one float array (items first) when every item has similarities,
-    else None; ``outcomes`` lists the imported decisions (None where an item has none).
+    else None; ``outcomes`` lists the imported decisions (None where an item has none);
+    ``groups`` the item groups a benchmark scores together (``meta["groups"]``, What'sUp's pairs
+    and sets; None for most items).
     """
 
     run_kind: str
@@ -153,6 +155,7 @@ class RunColumns:
     categories: np.ndarray
     scores: np.ndarray | None
     outcomes: list[dict[str, Any] | None]
+    groups: list[dict[str, str] | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.item_ids)
@@ -163,11 +166,11 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
     `truth_flag`, only the items of that subset."""
     subset = f" AND {truth_flag_condition(truth_flag, 'items')}" if truth_flag else ""
     rows = db.execute(
-        "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome"
+        "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, json_extract(items.meta, '$.groups')"
         f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY scores.item_id",
         [run_id],
     ).fetchall()
-    ids, kinds, categories, scores, outcomes = zip(*rows) if rows else ((), (), (), (), ())
+    ids, kinds, categories, scores, outcomes, groups = zip(*rows) if rows else ((), (), (), (), (), ())
     return RunColumns(
         run_kind=db.execute("SELECT kind FROM runs WHERE id = ?", [run_id]).fetchone()[0],
         item_ids=np.array(ids, dtype=np.int64),
@@ -175,6 +178,7 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
         categories=np.array(categories, dtype=str),
         scores=_score_array(scores) if rows and None not in scores else None,
         outcomes=[None if o is None else json.loads(o) for o in outcomes],
+        groups=[None if g is None else json.loads(g) for g in groups],
     )
 
 
