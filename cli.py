@@ -376,17 +376,38 @@ def cmd_votes(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     return vote_agreement(db, args.dataset)
 
 
+@command("compare",
+    arg("dataset"),
+    arg("--run", required=True),
+    arg("--with", dest="other_run", required=True, help="the run to compare with"),
+    arg("--other-dataset", help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, caption and negative)"),
+)
+def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Two runs item by item: right for both, for one only, for neither, and McNemar's test, per category."""
+    from analysis.inspection import compare_linked, compare_runs
+
+    if args.other_dataset and args.other_dataset != args.dataset:
+        table, linked = compare_linked(db, args.dataset, args.run, args.other_dataset, args.other_run)
+        return {"dataset": args.dataset, "other_dataset": args.other_dataset, "linked_items": linked, "by_category": table.to_dict("records")}
+    table = compare_runs(db, args.dataset, args.run, args.other_run)
+    return {"dataset": args.dataset, "by_category": table.to_dict("records")}
+
+
 @command("audit",
     arg("dataset"),
     arg("--folds", type=int, default=5),
     arg("--seed", type=int, default=0),
     arg("--scorers", nargs="+", default=["stats", "ngram", "minilm"], choices=["stats", "ngram", "minilm"]),
+    arg("--text-model", help="also a CLIP text encoder for SugarCrepe++'s TOT: 'demo' or an open_clip architecture"),
+    arg("--text-pretrained", help="pretrained tag of --text-model (e.g. openai)"),
 )
 def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Blind text-only baselines: how far captions alone tell positive from negative."""
-    from analysis.audit import audit
+    """Blind text-only baselines: how far captions alone tell positive from negative (and, on
+    SugarCrepe++, the text-only TOT of MiniLM and of a CLIP text encoder)."""
+    from analysis.audit import audit, tot_encoders
 
-    result = audit(db, args.dataset, scorers=args.scorers, folds=args.folds, seed=args.seed)
+    encoders = tot_encoders(args.text_model, args.text_pretrained)
+    result = audit(db, args.dataset, scorers=args.scorers, folds=args.folds, seed=args.seed, text_encoders=encoders)
     for per_item in ("gaps", "categories"):
         result.pop(per_item)
     return result

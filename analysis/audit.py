@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,21 +10,25 @@ import numpy as np
 import sqlite_utils
 
 from analysis import blind
-from analysis.metrics import percent
-from data import formats, store
+from analysis.metrics import percent, text_only_outcome
+from data import formats, item_kinds, store
+
+TextEncoders = Mapping[str, blind.Embedder]  # name shown -> sentence embedder
 
 
 def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[dict[str, Any]]:
-    """The dataset's items that have a positive and a negative caption (pairs, triples, groups)."""
+    """The dataset's items that have a positive and a negative caption (pairs, triples, groups...)."""
     items = store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62)
-    return [i for i in items if i["kind"] in ("pair", "triple", "group")]
+    return [i for i in items if i["kind"] in item_kinds.CAPTION_PAIR_KINDS]
 
 
 def audit(
     db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0,
-    embed: blind.Embedder | None = None,
+    embed: blind.Embedder | None = None, text_encoders: TextEncoders | None = None,
 ) -> dict[str, Any]:
-    """The `cli.py audit` JSON: blind accuracy (percent) per scorer, overall and per category.
+    """The `cli.py audit` JSON: blind accuracy (percent) per scorer, overall and per category;
+    for datasets with two positives per item (SugarCrepe++), also the text-only TOT of each
+    sentence encoder (`text_encoders`; default MiniLM), which needs no fitting.
 
     The result is also stored, so `stored_audit` can show it again without refitting.
     """
@@ -34,17 +38,89 @@ def audit(
     pairs = [(i["captions"][0], i["captions"][1]) for i in items]
     results = blind.blind_gaps(pairs, scorers, k=folds, seed=seed, embed=embed)
     result = {"dataset": dataset, **summarize_blind(items, pairs, results)}
-    store.put_audit(db, dataset, _settings(scorers, folds, seed), result)
+    paraphrases = [i for i in items if i["kind"] == "paraphrase"]
+    encoders: TextEncoders = {}
+    if paraphrases:
+        encoders = text_encoders if text_encoders is not None else {"minilm": embed or blind.minilm_embedder()}
+        result["tot"] = text_only_accuracy(paraphrases, encoders)
+    store.put_audit(db, dataset, _settings(scorers, folds, seed, encoders), result)
     return result
 
 
-def stored_audit(db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0) -> dict[str, Any] | None:
-    """The last `audit` of a dataset with these settings, if its items have not changed since."""
-    return store.get_audit(db, dataset, _settings(scorers, folds, seed))
+def text_only_accuracy(items: Sequence[store.ItemRow], encoders: TextEncoders) -> dict[str, Any]:
+    """SugarCrepe++'s TOT per sentence encoder, overall and per category: the two positives
+    closer to each other than either is to the negative (cosines of the encoder's embeddings)."""
+    categories = np.array([i["category"] for i in items])
+    texts = sorted({caption for item in items for caption in item["captions"]})
+    overall: dict[str, float] = {}
+    by_category: dict[str, dict[str, float]] = {c: {} for c in sorted(set(categories.tolist()))}
+    for name, embed in encoders.items():
+        vectors = np.asarray(embed(texts), dtype=float)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        index = {text: n for n, text in enumerate(texts)}
+        p1, n, p2 = (vectors[[index[i["captions"][k]] for i in items]] for k in (0, 1, 2))
+        credits = text_only_outcome((p1 * p2).sum(1), (p1 * n).sum(1), (p2 * n).sum(1))
+        overall[name] = percent(credits)
+        for category in by_category:
+            by_category[category][name] = percent(credits[categories == category])
+    return {"n": len(items), "encoders": list(encoders), "overall": overall, "by_category": by_category}
 
 
-def _settings(scorers: Sequence[str], folds: int, seed: int) -> str:
-    return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}"
+def tot_table(tot: Mapping[str, Any], summaries: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """TOT per category (and overall) for each sentence encoder of an audit, beside the TOT of
+    each scored run (its CLIP text encoder, from `results.run_summaries`)."""
+    runs = {f"run {name}": s for name, s in summaries.items() if "TOT" in s.get("metrics", {})}
+    rows = []
+    for category, values in [*tot["by_category"].items(), ("(all)", tot["overall"])]:
+        row: dict[str, Any] = {"category": category, **values}
+        for label, summary in runs.items():
+            row[label] = summary["metrics"]["TOT"] if category == "(all)" else summary["by_category"].get(category, {}).get("TOT")
+        rows.append(row)
+    return rows
+
+
+def tot_encoders(clip_arch: str | None = None, pretrained: str | None = None) -> dict[str, blind.Embedder]:
+    """MiniLM, plus a CLIP model's text encoder when one is named ('demo': the shipped demo model)."""
+    encoders: dict[str, blind.Embedder] = {"minilm": _lazy(blind.minilm_embedder)}
+    if clip_arch:
+        from analysis import model_spec
+
+        spec = model_spec.demo_model_spec() if clip_arch == "demo" else model_spec.ModelSpec(clip_arch, pretrained)
+        encoders[f"clip text: {spec.arch}"] = _lazy(lambda: _clip_text(spec))
+    return encoders
+
+
+def _clip_text(spec: Any) -> blind.Embedder:
+    from analysis import models  # torch and open_clip: only when a CLIP text encoder is asked for
+
+    return models.text_embedder(models.load_model(spec))
+
+
+def _lazy(make: Any) -> blind.Embedder:
+    """An embedder built on first use (a dataset without two positives never loads it)."""
+    made: list[blind.Embedder] = []
+
+    def embed(texts: list[str]) -> Any:
+        if not made:
+            made.append(make())
+        return made[0](texts)
+
+    return embed
+
+
+def stored_audit(
+    db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0,
+    text_encoders: Sequence[str] = ("minilm",),
+) -> dict[str, Any] | None:
+    """The last `audit` of a dataset with these settings, if its items have not changed since
+    (`text_encoders` names the TOT encoders of datasets with two positives)."""
+    # a dataset without two positives per item was audited with no TOT encoder
+    return store.get_audit(db, dataset, _settings(scorers, folds, seed, text_encoders)) or store.get_audit(db, dataset, _settings(scorers, folds, seed, ()))
+
+
+def _settings(scorers: Sequence[str], folds: int, seed: int, text_encoders: Sequence[str] | Mapping[str, Any]) -> str:
+    encoders = f";tot={','.join(sorted(text_encoders))}" if text_encoders else ""
+    return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}{encoders}"
 
 
 def summarize_blind(items: list[store.ItemRow], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import sqlite_utils
 
 from analysis.results import Run, choice_correct, item_kind, load_run, metric_family, source_format
 from data import item_kinds
+from data.links import linked_items
 
 
 def item_table(db: sqlite_utils.Database, dataset: str, run: str, subset: str | None = None) -> pd.DataFrame:
@@ -50,6 +51,15 @@ def share_below_zero(gaps: pd.Series) -> float:
 def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str, subset: str | None = None) -> pd.DataFrame:
     """Per category: how often two runs agree on correctness, and McNemar's exact test."""
     return compare_correctness(item_table(db, dataset, run_a, subset), item_table(db, dataset, run_b, subset), run_a, run_b)
+
+
+def compare_linked(db: sqlite_utils.Database, dataset: str, run: str, other: str, other_run: str) -> tuple[pd.DataFrame, int]:
+    """A run on one dataset against a run on another on the items they share (`data.links`:
+    SugarCrepe++ and SugarCrepe), per category of the first; and how many items are linked."""
+    links = linked_items(db, dataset, other)
+    theirs = item_table(db, other, other_run)
+    theirs = theirs[theirs["item"].isin(links)].assign(item=lambda t: t["item"].map(links))
+    return compare_correctness(item_table(db, dataset, run), theirs, run, f"{other}: {other_run}"), len(links)
 
 
 def human_table(humans: Mapping[int, bool]) -> pd.DataFrame:

@@ -309,8 +309,8 @@ CHANCE = {
     "accuracy_micro": 50.0, "accuracy_macro": 50.0, "macro_accuracy": 50.0, "accuracy": 50.0,
     "accuracy_reported": 50.0, "i2t": 25.0, "t2i": 25.0, "group": 100 / 6, "ipos2t": 50.0,
     "ineg2t": 50.0, "tpos2i": 50.0, "tneg2i": 50.0, "orig_acc": 50.0, "aug_acc": 100 / 3,
-    "brittleness": 100 / 3, "itt": 100 / 3, "image_p1_neg": 50.0, "image_p2_neg": 50.0, "tot": 100 / 3,
-    "text": 25.0, "image": 25.0,
+    "brittleness": 100 / 3, "ITT": 100 / 3, "Image-P1-Neg": 50.0, "Image-P2-Neg": 50.0, "TOT": 100 / 3,
+    "text": 25.0, "image": 25.0, "acc_r": 50.0, "acc_r_macro": 50.0,
 }
 
 

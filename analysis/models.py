@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,24 @@ def encode_texts(loaded: LoadedModel, texts: list[str], *, trim: bool = True) ->
     else:
         features = loaded.model.encode_text(tokens, normalize=True)
     return features.float().cpu().numpy()
+
+
+def text_embedder(loaded: LoadedModel, batch_size: int = 256) -> Callable[[list[str]], np.ndarray]:
+    """The model's text encoder alone as a sentence embedder (for text-only baselines such as
+    SugarCrepe++'s TOT): captions in batches of similar length, rows in the order given."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        order = np.argsort(token_lengths(loaded, texts), kind="stable") if texts else np.array([], dtype=int)
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            chosen = order[start:start + batch_size]
+            vectors = encode_texts(loaded, [texts[i] for i in chosen])
+            if out.shape[1] == 0:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[chosen] = vectors
+        return out
+
+    return embed
 
 
 def supports_exact_trimming(model: Any) -> bool:

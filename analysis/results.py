@@ -107,12 +107,19 @@ def _add_group_accuracy(summary: dict[str, Any], run: Run, credits: np.ndarray, 
     """`{group}_accuracy`: the share of the source's item groups (What'sUp's pairs, sets) whose
     every item is right (with half-counted ties, the product of their credits)."""
     members: dict[str, float] = {}
-    for value, groups in zip(credits, run.groups):
+    category_of: dict[str, str] = {}
+    for value, groups, category in zip(credits, run.groups, run.categories):
         if groups and group in groups:
             members[groups[group]] = members.get(groups[group], 1.0) * float(value)
-    scores = np.array(list(members.values()))
-    summary["metrics"][f"{group}_accuracy"] = m.percent(scores)
-    summary["intervals"][f"{group}_accuracy"] = m.share_interval(scores, n_boot=settings.n_boot, seed=settings.seed)
+            category_of[groups[group]] = str(category)
+    if not members:
+        return
+    key = f"{group}_accuracy"
+    scores, categories = np.array(list(members.values())), np.array([category_of[g] for g in members])
+    summary["metrics"][key] = m.percent(scores)
+    summary["intervals"][key] = m.share_interval(scores, n_boot=settings.n_boot, seed=settings.seed)
+    for category in sorted(set(categories.tolist())):
+        summary["by_category"][category][key] = m.percent(scores[categories == category])
     summary.setdefault("groups", {})[group] = len(members)
 
 

@@ -127,11 +127,14 @@ def item_scores(plan: ItemPlan, images: dict[str, np.ndarray], texts: dict[str, 
     """The similarities an item kind needs (cosine of normalised embeddings).
 
     pair / triple / retrieval: ``[s(caption_k, I)]``; group: ``[[s(C0,I0), s(C1,I0)],
-    [s(C0,I1), s(C1,I1)]]``; candidates: ``[s(caption, img_k)]``.
+    [s(C0,I1), s(C1,I1)]]``; candidates: ``[s(caption, img_k)]``; paraphrase: the image scores,
+    then the text encoder's cosines between captions.
     """
+    kind = item_kind(plan.kind)
     text_matrix = np.stack([texts[k] for k in plan.text_keys])
     image_matrix = np.stack([images[k] for k in plan.image_keys])
-    return item_kind(plan.kind).scores_from(image_matrix @ text_matrix.T)  # rows: images, columns: captions
+    scores = kind.scores_from(image_matrix @ text_matrix.T)  # rows: images, columns: captions
+    return scores if kind.text_scores_from is None else [*scores, *kind.text_scores_from(text_matrix @ text_matrix.T)]
 
 
 def load_image(root: Path | None, path: str, bbox: list[float] | None = None) -> Image.Image:

@@ -34,6 +34,10 @@ VALSE = {"dataset": "SWiG", "image_file": "a.jpg", "caption": "a dog chases a ca
 HP = {"image_id": 1, "true_caption": "a dog on a mat", "false_caption": "a mat on a dog", "image_path": "a.jpg"}
 ARO = {"image_path": "a.jpg", "true_caption": "the dog is on the mat", "false_caption": "the mat is on the dog",
        "relation_name": "on", "bbox_x": 0, "bbox_y": 0, "bbox_w": 10, "bbox_h": 10}
+SCPP = {"id": 0, "filename": "a.jpg", "caption": "a dog on a mat", "caption2": "a mat under a dog", "negative_caption": "a mat on a dog"}
+WINO = {"id": 0, "image_0": "ex_0_img_0", "image_1": "ex_0_img_1", "caption_0": "a dog bites a man", "caption_1": "a man bites a dog",
+        "tag": "Noun", "secondary_tag": "", "num_main_preds": 1, "collapsed_tag": "Object"}
+WHATSUP = {"image_path": "data/controlled_images/mug_on_table.jpeg", "caption_options": ["A mug on a table", "A mug under a table"]}
 JSONL = {"kind": "pair", "category": "att", "id": "1", "captions": ["a red cup", "a blue cup"], "images": ["a.jpg"]}
 CSV_HEADERS = {
     "sugarcrepe-correct": ["filename", "caption", "negative_caption", "type", "subtype", "correct"],
@@ -173,6 +177,17 @@ def json_cases() -> list[Case]:
         Case("hard-positives-no-swapped", "hard-positives", file_writer("data/x.json", json.dumps([HP])), ("no matching hard-positive file",)),
         Case("hard-positives-deep", "hard-positives", hard_positives(deep_json(5000)), ("nest",)),
         Case("hard-positives-caption-control", "hard-positives", hard_positives([{**HP, "true_caption": "a\u001bdog"}]), ("control character",), "row 1"),
+        Case("sugarcrepe-pp-object-not-list", "sugarcrepe-pp", file_writer("swap_obj.json", json.dumps({"0": SCPP})), ("expected a list",)),
+        Case("sugarcrepe-pp-no-second-positive", "sugarcrepe-pp", file_writer("swap_obj.json", json.dumps([{k: v for k, v in SCPP.items() if k != "caption2"}])), ("caption2",), "row 1"),
+        Case("sugarcrepe-pp-image-escapes", "sugarcrepe-pp", file_writer("swap_obj.json", json.dumps([{**SCPP, "filename": "../x.jpg"}])), ("leaves the image root",), "row 1"),
+        Case("winoground-no-tag", "winoground", file_writer("examples.jsonl", json.dumps({k: v for k, v in WINO.items() if k != "collapsed_tag"}) + "\n"), ("collapsed_tag",), "row 1"),
+        Case("winoground-malformed-line", "winoground", file_writer("examples.jsonl", json.dumps(WINO) + '\n{"id": '), ("malformed JSON",), "row 2"),
+        Case("winoground-caption-list", "winoground", file_writer("examples.jsonl", json.dumps({**WINO, "caption_0": ["a"]}) + "\n"), ("missing or empty",), "row 1"),
+        Case("whatsup-unknown-files", "whatsup", file_writer("spatial.json", json.dumps([WHATSUP])), ("no What'sUp file",)),
+        Case("whatsup-one-caption", "whatsup", file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "caption_options": ["A mug"]}])), ("caption_options",), "row 1"),
+        Case("whatsup-image-name", "whatsup", file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "image_path": "mug.jpeg"}])), ("object_preposition_object",), "row 1"),
+        Case("whatsup-qa-short-row", "whatsup", file_writer("coco_qa_one_obj.json", json.dumps([[139, "A dog on the left"]])), ("expected [image_id, right caption, wrong caption]",), "row 1"),
+        Case("whatsup-qa-object", "whatsup", file_writer("vg_qa_two_obj.json", json.dumps({"0": [1, "a", "b"]})), ("expected a list",)),
     ]
     return cases
 

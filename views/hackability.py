@@ -7,8 +7,8 @@ import sqlite_utils
 import streamlit as st
 
 from analysis import audit as audits
-from analysis import blind
-from data import paths, store, text
+from analysis import blind, results
+from data import item_kinds, paths, store, text
 from views.session import session_db
 
 SCATTER_POINTS = 5_000
@@ -16,7 +16,8 @@ SCATTER_POINTS = 5_000
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cached_audit(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, scorers: tuple[str, ...]) -> dict:
-    return audits.stored_audit(_db, dataset, scorers=scorers) or audits.audit(_db, dataset, scorers=scorers)
+    encoders = audits.tot_encoders("demo")  # TOT (datasets with two positives): MiniLM and the demo CLIP's text encoder
+    return audits.stored_audit(_db, dataset, scorers=scorers, text_encoders=tuple(encoders)) or audits.audit(_db, dataset, scorers=scorers, text_encoders=encoders)
 
 
 db_file = paths.db_path()
@@ -24,7 +25,7 @@ db = session_db()
 st.title("Hackability audit")
 st.caption("Blind text-only scorers never see the image. Far from 50% either way, captions alone give the answer away: "
            "above, the scorer exploits how negatives were written; below, its opposite choice would.")
-names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & {"pair", "triple", "group"}]
+names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(item_kinds.CAPTION_PAIR_KINDS)]
 if not names:
     st.info("No dataset with caption pairs yet.")
     st.stop()
@@ -55,6 +56,17 @@ long = table.melt(id_vars=["category"], value_vars=[c for c in table.columns if 
 chart = px.bar(long, x="category", y="blind accuracy", color="dataset and scorer", barmode="group", range_y=[0, 100])
 chart.add_hline(y=50, line_dash="dash", annotation_text="chance 50")
 st.plotly_chart(text.literal_figure(chart), key="audit_chart")
+
+if "tot" in result:
+    st.subheader("Text only: do the two positives sit closer to each other than to the negative?")
+    st.caption("SugarCrepe++'s TOT: cos(p1, p2) > cos(p1, n) and cos(p1, p2) > cos(p2, n) with a text encoder alone "
+               "(chance 33.3%). High TOT means the negative can be told apart without the image.")
+    tot = pd.DataFrame(audits.tot_table(result["tot"], results.run_summaries(db, dataset)))
+    st.dataframe(tot.round(2), hide_index=True, width="stretch")
+    long_tot = tot.melt(id_vars=["category"], value_vars=[c for c in tot.columns if c not in ("category", "n")], var_name="text encoder", value_name="TOT")
+    tot_chart = px.bar(long_tot, x="category", y="TOT", color="text encoder", barmode="group", range_y=[0, 100])
+    tot_chart.add_hline(y=100 / 3, line_dash="dash", annotation_text="chance 33.3")
+    st.plotly_chart(text.literal_figure(tot_chart), key="tot_chart")
 
 if len(scorers) >= 2:
     st.subheader("Score gaps of two blind scorers")

@@ -1,4 +1,5 @@
-"""rank_captions: rank a caption, its hard positive and its negative (hard-positives paper)."""
+"""rank_captions: rank a caption, its hard positive and its negative (hard-positives paper; also
+SugarCrepe++'s two positives and negative, stored in the same order)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def correct(item: Item, part: int, answer: Answer) -> bool | None:
 
 
 TASK_TYPE = TaskType(
-    "rank_captions", ("triple",),
+    "rank_captions", ("triple", "paraphrase"),
     "Rank the three captions by how well they describe the image: 1 is best. Captions that are "
     "equally good may share a rank.",
     build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", human_baseline=True, model_like=True,

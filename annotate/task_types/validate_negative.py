@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from annotate.task_types.base import Item, Option, Task, TaskType, truth
+from data.item_kinds import CAPTION_PAIR_KINDS
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -31,7 +32,7 @@ def expected(item: Item, part: int) -> dict[str, str] | None:
 
 
 TASK_TYPE = TaskType(
-    "validate_negative", ("pair", "triple", "group"),
+    "validate_negative", CAPTION_PAIR_KINDS,
     "You see an image, a caption that describes it, and an altered caption. Decide whether the "
     "altered caption is wrong for the image. If it is also true, say so: it is not a valid negative. "
     "Pay close attention to word order. Flag captions that make no sense or are ungrammatical.",

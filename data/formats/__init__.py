@@ -8,7 +8,7 @@ registry; a new benchmark is a new module defining its ``Format`` and one line b
 
 from __future__ import annotations
 
-from data.formats import aro, bivlc, crepe, gpt4v, hard_positives, jsonl, sugarcrepe, valse
+from data.formats import aro, bivlc, crepe, gpt4v, hard_positives, jsonl, sugarcrepe, sugarcrepe_pp, valse, whatsup, winoground
 from data.formats.base import BadInputError, ExportContext, Format, ImportWarning, Parsed, Reader, RunSpec, Writer
 
 REGISTRY: dict[str, Format] = {
@@ -23,6 +23,9 @@ REGISTRY: dict[str, Format] = {
         aro.ARO,
         crepe.CREPE,
         valse.VALSE,
+        sugarcrepe_pp.SUGARCREPE_PP,
+        winoground.WINOGROUND,
+        whatsup.WHATSUP,
         jsonl.JSONL,
         jsonl.PARQUET,
     )

@@ -11,6 +11,7 @@ the benchmark's own layout there and returns the names it wrote.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from data.items import Item, ItemShapeError
-from data.reading import BadInputError, check_binary_file, check_text, read_csv_rows, read_json
+from data.reading import BadInputError, check_binary_file, check_text, parse_json, read_csv_rows, read_json, read_text
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,15 @@ def keyed_records(path: Path, fields: tuple[str, ...]) -> Iterator[tuple[Path, s
             raise BadInputError(file, None, f"expected an object mapping keys to records with {list(fields)}")
         for key, record in records.items():
             yield file, str(key), require_keys(record, fields, file, key)
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) of every non-blank line of a JSON-lines file."""
+    if not path.is_file():
+        raise BadInputError(path, None, "is a folder; expected a .jsonl file" if path.is_dir() else "no such file")
+    for number, line in enumerate(io.StringIO(read_text(path)), start=1):
+        if line.strip():
+            yield number, parse_json(line, path, number)
 
 
 def json_files(path: Path, pattern: str = "*.json") -> list[Path]:

@@ -3,17 +3,16 @@ results when written) and parquet (written: one row per item, a column pair per 
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, make_item, require_keys
+from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
 from data.items import Item
 from data.paths import safe_name
-from data.reading import BadInputError, parse_json, read_text
+from data.reading import BadInputError
 
 
 def parse_jsonl(path: Path) -> Parsed:
@@ -24,11 +23,8 @@ def parse_jsonl(path: Path) -> Parsed:
     optional ``truth`` and ``meta`` objects. List order follows ``data/items.py``.
     """
     parsed = Parsed("jsonl", path.stem)
-    if not path.exists():
-        raise BadInputError(path, None, "no such file")
-    for number, line in enumerate(io.StringIO(read_text(path)), start=1):
-        if line.strip():
-            parsed.add(_jsonl_item(parse_json(line, path, number), path, number), path, number)
+    for number, record in json_lines(path):
+        parsed.add(_jsonl_item(record, path, number), path, number)
     return parsed
 
 

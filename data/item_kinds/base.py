@@ -30,7 +30,9 @@ class ItemKind:
     ``min_images``; images may be absent in result-only files). ``scores_from`` reads the item's
     scores off its image-by-caption similarity matrix (rows: images, columns: captions).
     ``metric_family`` names the family of ``analysis.results.METRIC_FAMILIES`` (None: no
-    benchmark metric, and ``no_metric_because`` says what to do instead).
+    benchmark metric, and ``no_metric_because`` says what to do instead). ``text_scores_from``,
+    where set, reads text-only scores off the captions' cosine matrix; they follow the image
+    scores (SugarCrepe++'s TOT).
     """
 
     name: str
@@ -46,6 +48,7 @@ class ItemKind:
     no_metric_because: str = ""  # said when a run of this kind is asked for metrics
     min_captions: int = 1
     min_images: int = 0
+    text_scores_from: Callable[[np.ndarray], list[float]] | None = None
 
 
 def one_image(n: int) -> list[str]:
