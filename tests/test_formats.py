@@ -13,6 +13,7 @@ from analysis.exports import export_dataset
 from data import formats, store
 from data.loading import import_path
 from tests.conftest import REPO
+from tests.test_benchmarks import whatsup_folder, winoground_folder
 
 
 def test_the_readme_import_table_is_the_registry():
@@ -63,6 +64,9 @@ def sources(fixtures: Path, tmp_path: Path) -> dict[str, Path]:
         "crepe": write_crepe(tmp_path / "crepe"),
         "jsonl": write_jsonl(tmp_path / "mine.jsonl"),
         "valse": fixtures / "valse" / "data" / "existence.json",
+        "sugarcrepe-pp": fixtures / "sugarcrepe_pp" / "data" / "swap_att.json",
+        "winoground": winoground_folder(tmp_path / "winoground") / "examples.jsonl",
+        "whatsup": whatsup_folder(tmp_path / "whatsup") / "data",
     }
 
 
@@ -70,6 +74,7 @@ def write_jsonl(path: Path) -> Path:
     records = [
         {"kind": "pair", "category": "swap_att", "id": "1", "captions": ["a red cube", "a blue cube"], "images": ["1.jpg"], "truth": {"negative": "false"}},
         {"kind": "triple", "category": "rel", "id": "2", "captions": ["a on b", "b on a", "b under a"], "images": ["2.jpg"], "meta": {"bbox": [1, 2, 3, 4]}},
+        {"kind": "paraphrase", "category": "swap_obj", "id": "6", "captions": ["a on b", "b on a", "b is under a"], "images": ["6.jpg"]},
         {"kind": "group", "category": "replace_obj", "id": "3", "captions": ["a cat", "a dog"], "images": ["3a.jpg", "3b.jpg"]},
         {"kind": "retrieval", "category": "prod_swap_c04", "id": "4", "captions": ["x y", "y x", "x x"], "images": ["4.jpg"]},
         {"kind": "candidates", "category": "replace_att", "id": "5", "captions": ["a green bus"], "images": ["5a.png", "5b.png", "5c.png"],
