@@ -21,8 +21,8 @@ from typing import Any
 
 import sqlite_utils
 
-from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.metrics import TIE_RULES
+from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.results import BOOTSTRAP
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
@@ -31,8 +31,8 @@ from data.formats import BadInputError
 from data.images import UnsafeImagePathError
 from data.subsets import SUBSETS
 
-# The layouts construction batches write (validate_negative: SugarCrepe's, ambiguity: BiVLC's).
-CLEAN_FORMATS = sorted({t.clean_format for t in TASK_REGISTRY.values() if t.clean_format})
+# The layouts construction batches write: the dataset's own where it has one, else the task's.
+CLEAN_FORMATS = sorted({t.clean_format for t in TASK_REGISTRY.values() if t.clean_format} | {f for f, fmt in formats.REGISTRY.items() if fmt.writes})
 
 log = logging.getLogger("foil")
 
@@ -358,7 +358,7 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
 
 @command("export-clean",
     arg("batch"),
-    arg("--format", choices=CLEAN_FORMATS, help="the layout (default: the task type's own: sugarcrepe for validate_negative, bivlc for ambiguity)"),
+    arg("--format", choices=CLEAN_FORMATS, help="the layout (default: the dataset's own, as VALSE or SugarCrepe++, else the task type's: sugarcrepe for validate_negative, bivlc for ambiguity)"),
     arg("--out", required=True),
 )
 def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:

@@ -28,16 +28,31 @@ from data import formats, store
 CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.clean_format)
 
 
+def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
+    """The layout a batch's cleaned benchmark is written in: its dataset's own (VALSE, SugarCrepe++...)
+    when that format writes every kind of item the dataset holds, else the task type's
+    (validate_negative: SugarCrepe's, ambiguity: BiVLC's); None for tasks that clean nothing."""
+    batch = store.get_batch(db, batch_name)
+    task = REGISTRY[batch["task"]]
+    if not task.clean_format:
+        return None
+    row = store.get_dataset(db, batch["dataset"])
+    source = formats.REGISTRY.get(row["source_kind"])
+    own = source is not None and source.write is not None and source.writes and set(store.item_kind_counts(db, row["id"])) <= set(source.writes)
+    return row["source_kind"] if own else task.clean_format
+
+
 def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, out: Path) -> dict[str, Any]:
-    """Write the kept items plus provenance.json; return a summary. The layout is the task type's
-    (validate_negative: SugarCrepe's, ambiguity: BiVLC's); `fmt`, if given, must be that one."""
+    """Write the kept items plus provenance.json; return a summary. The layout is `clean_layout`'s;
+    `fmt`, if given, must be that one."""
     batch = store.get_batch(db, batch_name)
     if batch["task"] not in CONSTRUCTION_TASKS:
         raise BatchError(f"export-clean needs a {' or '.join(CONSTRUCTION_TASKS)} batch, not {batch['task']}")
     task = REGISTRY[batch["task"]]
-    if fmt not in (None, task.clean_format):
-        raise BatchError(f"a {task.name} batch leaves a {task.clean_format} benchmark, not {fmt}")
-    fmt = task.clean_format
+    layout = clean_layout(db, batch_name)
+    if fmt not in (None, layout):
+        raise BatchError(f"a {task.name} batch on {batch['dataset']} leaves a {layout} benchmark, not {fmt}")
+    fmt = layout
     outcome = {d.item: d for d in decisions(db, batch_name)}
     items = store.items_by_id(db, outcome)
     kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]

@@ -331,3 +331,36 @@ def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_
             visited.add((page, dataset))
     assert {d for _, d in visited} == {"sugarcrepe-pp", "valse", "winoground", "whatsup"}
     assert len(visited) == 4 + 4 + 3 + 4  # the audit lists the datasets with a caption and its negative
+
+
+def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_linked_items(linked_store, admin_page):
+    from analysis.inspection import compare_linked
+
+    db_file = store.db_file(linked_store)
+    expected, linked = compare_linked(linked_store, "sugarcrepe-pp", "demo", "sugarcrepe", "demo")
+    linked_store.conn.close()
+    at = admin_page(db_file, "views/inspect_runs.py", timeout=300)
+    at.selectbox(key="inspect_dataset").set_value("sugarcrepe-pp").run()
+    at.toggle(key="linked:sugarcrepe-pp").set_value(True).run()
+    assert not at.exception
+    shown = next(d.value for d in at.dataframe if "only sugarcrepe: demo" in d.value.columns)
+    assert shown.to_dict("records") == expected.to_dict("records")
+    assert any(f"{linked} items of sugarcrepe share image, caption and negative" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize(("fmt", "source"), [("sugarcrepe-pp", "sugarcrepe_pp/data/swap_obj.json"), ("valse", "valse/data/existence.json")])
+def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, source, fresh_db, fixtures, tmp_path):
+    from annotate import batches
+    from annotate.export import export_clean
+
+    import_path(fresh_db, fmt, fixtures / source)
+    created = batches.create_batch(fresh_db, batches.BatchSpec(fmt, "validate_negative", ("ada", "ben"), 2, 12, seed=3))
+    batches.simulate(fresh_db, created["batch"], accuracies=1.0, seed=3)
+    summary = export_clean(fresh_db, created["batch"], None, tmp_path / "clean")
+    assert summary["format"] == fmt and summary["n_kept"] + summary["n_removed"] >= 12
+    again = store.open_db(tmp_path / "again.db")
+    # what was kept reads back whole: SugarCrepe++'s second positive, VALSE's votes
+    import_path(again, fmt, tmp_path / "clean" / Path(source).name)
+    kept = store.list_items(again, store.get_dataset(again, fmt)["id"], limit=100)
+    assert len(kept) == summary["n_kept"] > 0 and all(len(i["captions"]) == (3 if fmt == "sugarcrepe-pp" else 2) for i in kept)
+    assert fmt != "valse" or all("votes" in i["meta"] for i in kept)

@@ -120,7 +120,7 @@ if left.button("Add an annotator to disputed items", key="extend", help="adaptiv
 if middle.button("Simulate annotators (demo)", key="simulate", help="answers from the ground truth with 10% noise, through the same write path"):
     written = batches.simulate(db, name, accuracies=0.9)["labels_written"]
     st.info(f"Simulated {sum(written.values())} labels.")
-layout = task_type(batch_row["task"]).clean_format
+layout = export.clean_layout(db, name)
 if layout:
     if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
         out = paths.output_dir(paths.db_path(), "cleaned", name)

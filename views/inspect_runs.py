@@ -27,6 +27,11 @@ def compare_runs(_db: sqlite_utils.Database, db_path: str, dataset: str, run_a: 
     return inspection.compare_runs(_db, dataset, run_a, run_b, subset)
 
 
+@st.cache_data(max_entries=8, show_spinner="Linking the items of the two datasets...")
+def compare_linked(_db: sqlite_utils.Database, db_path: str, dataset: str, run: str, other: str, other_run: str, fingerprints: tuple[str, str]) -> tuple[pd.DataFrame, int]:
+    return inspection.compare_linked(_db, dataset, run, other, other_run)
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict[int, bool]:
     return baselines.item_outcomes(_db, dataset)
@@ -101,6 +106,22 @@ if run_b:
         scatter.add_hline(y=0, line_dash="dash")
         scatter.add_vline(x=0, line_dash="dash")
         st.plotly_chart(text.literal_figure(scatter), key="gap_scatter")
+
+others = [d for d in with_runs if d != dataset]
+if others and st.toggle("Against a run on another dataset holding the same items (SugarCrepe++ and SugarCrepe)", key=f"linked:{dataset}"):
+    left, right = st.columns(2)
+    other = left.selectbox("Other dataset", others, key=f"link_dataset:{dataset}")
+    other_run = right.selectbox("Its run", [r["run"] for r in store.list_runs(db, other)], key=f"link_run:{dataset}:{other}")
+    try:
+        linked_table, linked = compare_linked(db, db_path, dataset, run_a, other, other_run, (fingerprint, store.dataset_fingerprint(db, other)))
+    except UnsupportedRunError as error:
+        st.info(f"{text.md(other_run)}: {text.md(error)}")
+    else:
+        if not linked:
+            st.info(f"No item of {text.md(other)} has the image, caption and negative of an item of {text.md(dataset)}.")
+        else:
+            st.caption(f"{linked} items of {text.md(other)} share image, caption and negative (compared by their words) with items of {text.md(dataset)}; each run is right on an item by its own benchmark's metric.")
+            st.dataframe(linked_table, hide_index=True, width="stretch")
 
 humans = human_outcomes(db, db_path, dataset, fingerprint)
 if humans:
