@@ -69,3 +69,27 @@ def admin_page(monkeypatch):
         return at.run().switch_page(page).run()
 
     return open_page
+
+
+ADMIN_PAGES = (("views/model_scores.py", "scores_dataset"), ("views/inspect_runs.py", "inspect_dataset"),
+               ("views/hackability.py", "audit_dataset"), ("views/datasets.py", "dataset"))
+
+
+def visit_admin_pages(open_page, db_file: Path, also=None) -> list[tuple[str, str]]:
+    """Open every admin page (`admin_page` fixture) with every dataset it offers, and Inspect runs
+    with every run A; fail on any exception. `also(page, dataset, at)` checks more per dataset.
+    Returns the (page, dataset) pairs visited."""
+    visited = []
+    for page, dataset_key in ADMIN_PAGES:
+        at = open_page(db_file, page, timeout=300)
+        for dataset in at.selectbox(key=dataset_key).options:
+            at.selectbox(key=dataset_key).set_value(dataset).run()
+            assert not at.exception, (page, dataset, at.exception)
+            if page == "views/inspect_runs.py":
+                for run in at.selectbox(key=f"run_a:{dataset}").options:
+                    at.selectbox(key=f"run_a:{dataset}").set_value(run).run()
+                    assert not at.exception, (page, dataset, run, at.exception)
+            if also is not None:
+                also(page, dataset, at)
+            visited.append((page, dataset))
+    return visited

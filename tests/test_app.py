@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from data import store
-from tests.conftest import REPO, SMALL_DEMO
+from tests.conftest import REPO, SMALL_DEMO, visit_admin_pages
 
 ADMIN = "test-admin-token"
 
@@ -250,16 +250,5 @@ def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin
     import_path(demo_db, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_CLIP_COCO.csv")
     import_path(demo_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv")
     import_path(demo_db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
-    visited = 0
-    for page, dataset_key in (("views/model_scores.py", "scores_dataset"), ("views/inspect_runs.py", "inspect_dataset"),
-                              ("views/hackability.py", "audit_dataset"), ("views/datasets.py", "dataset")):
-        at = admin_page(store.db_file(demo_db), page, timeout=300)
-        for dataset in at.selectbox(key=dataset_key).options:
-            at.selectbox(key=dataset_key).set_value(dataset).run()
-            assert not at.exception, (page, dataset, at.exception)
-            if page == "views/inspect_runs.py":
-                for run in at.selectbox(key=f"run_a:{dataset}").options:
-                    at.selectbox(key=f"run_a:{dataset}").set_value(run).run()
-                    assert not at.exception, (page, dataset, run, at.exception)
-            visited += 1
-    assert visited == 7 + 7 + 5 + 7  # 5 demo and 2 imported datasets; the audit lists the 5 with caption pairs
+    visited = visit_admin_pages(admin_page, store.db_file(demo_db))
+    assert len(visited) == 7 + 7 + 5 + 7  # 5 demo and 2 imported datasets; the audit lists the 5 with caption pairs

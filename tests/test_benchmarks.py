@@ -18,6 +18,7 @@ from analysis.results import run_metrics
 from annotate.task_types import build_task
 from data import store
 from data.loading import import_path
+from tests.conftest import visit_admin_pages
 
 PP_COUNTS = {"replace_att": 788, "replace_obj": 1652, "replace_rel": 1406, "swap_att": 666, "swap_obj": 245}
 
@@ -313,22 +314,18 @@ def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_
     for name in store.dataset_names(db):
         assert score_dataset(db, name, model, run="demo").n_skipped == 0
     db.conn.close()
-    visited = set()
-    for page, dataset_key in (("views/model_scores.py", "scores_dataset"), ("views/inspect_runs.py", "inspect_dataset"),
-                              ("views/hackability.py", "audit_dataset"), ("views/datasets.py", "dataset")):
-        at = admin_page(tmp_path / "pages.db", page, timeout=300)
-        for dataset in at.selectbox(key=dataset_key).options:
-            at.selectbox(key=dataset_key).set_value(dataset).run()
-            assert not at.exception, (page, dataset, at.exception)
-            if page == "views/model_scores.py":
-                for metric in at.selectbox(key=f"scores_metric:{dataset}").options:
-                    at.selectbox(key=f"scores_metric:{dataset}").set_value(metric).run()
-                    assert not at.exception, (page, dataset, metric, at.exception)
-                    assert any("A tie counts as" in c.value for c in at.caption), (dataset, metric)
-            if page == "views/hackability.py" and dataset == "sugarcrepe-pp":
-                tot = next(d.value for d in at.dataframe if "minilm" in d.value.columns)
-                assert {"clip text: foil-demo-clip", "run demo"} <= set(tot.columns)
-            visited.add((page, dataset))
+
+    def metrics_and_tot(page, dataset, at):
+        if page == "views/model_scores.py":
+            for metric in at.selectbox(key=f"scores_metric:{dataset}").options:
+                at.selectbox(key=f"scores_metric:{dataset}").set_value(metric).run()
+                assert not at.exception, (page, dataset, metric, at.exception)
+                assert any("A tie counts as" in c.value for c in at.caption), (dataset, metric)
+        if page == "views/hackability.py" and dataset == "sugarcrepe-pp":
+            tot = next(d.value for d in at.dataframe if "minilm" in d.value.columns)
+            assert {"clip text: foil-demo-clip", "run demo"} <= set(tot.columns)
+
+    visited = visit_admin_pages(admin_page, tmp_path / "pages.db", metrics_and_tot)
     assert {d for _, d in visited} == {"sugarcrepe-pp", "valse", "winoground", "whatsup"}
     assert len(visited) == 4 + 4 + 3 + 4  # the audit lists the datasets with a caption and its negative
 
