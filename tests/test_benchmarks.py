@@ -361,3 +361,35 @@ def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, sou
     kept = store.list_items(again, store.get_dataset(again, fmt)["id"], limit=100)
     assert len(kept) == summary["n_kept"] > 0 and all(len(i["captions"]) == (3 if fmt == "sugarcrepe-pp" else 2) for i in kept)
     assert fmt != "valse" or all("votes" in i["meta"] for i in kept)
+
+
+@pytest.mark.parametrize("task", ["validate_negative", "rank_captions"])
+def test_an_annotator_labels_sugarcrepe_pp_items_in_the_app(task, fixtures, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from annotate import batches
+    from tests.conftest import REPO
+    from tests.test_annotation import _answer_on_page
+
+    pp = json.loads((fixtures / "sugarcrepe_pp" / "data" / "swap_att.json").read_text())[:3]
+    (tmp_path / "pp").mkdir()
+    (tmp_path / "pp" / "swap_att.json").write_text(json.dumps(pp))
+    for n, record in enumerate(pp):
+        image(tmp_path / "images" / record["filename"], 50 * n)
+    db = store.open_db(tmp_path / "queue.db")
+    import_path(db, "sugarcrepe-pp", tmp_path / "pp", images=tmp_path / "images")
+    # min_seconds=0: answered as fast as code can (the too-fast guard has tests of its own)
+    created = batches.create_batch(db, batches.BatchSpec("sugarcrepe-pp", task, ("ada",), 1, 3, seed=2, min_seconds=0))
+    monkeypatch.setenv("FOIL_DB", str(tmp_path / "queue.db"))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "benchmarks-admin-token")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params["token"] = created["annotators"][0]["token"]
+    at.run().button(key="start").click().run()
+    shown = " ".join(t.value for t in at.text) + " ".join(m.value for m in at.markdown)
+    assert not at.exception and any(r["caption"] in shown or r["negative_caption"] in shown for r in pp)
+    for _ in range(3):
+        _answer_on_page(at)
+        assert not at.exception
+    labels = store.batch_labels(db, store.get_batch(db, created["batch"])["id"])
+    items = {i["id"] for i in store.list_items(db, store.get_dataset(db, "sugarcrepe-pp")["id"], limit=10)}
+    assert len(labels) == 3 and {label["item"] for label in labels} == items
