@@ -145,12 +145,6 @@ def item_kind(run: Run) -> str:
     return kinds.pop()
 
 
-def _scores(run: Run) -> np.ndarray:
-    if run.scores is None:
-        raise UnsupportedRunError("this run holds imported decisions, not similarity scores")
-    return run.scores
-
-
 def _outcome_column(run: Run, key: str) -> np.ndarray:
     return np.array([float(bool(outcome[key])) for outcome in run.outcomes])
 
