@@ -72,11 +72,27 @@ def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]) -> Ca
     return register
 
 
-def _progress(label: str) -> Callable[[int, int], None]:
-    def report(done: int, total: int) -> None:
-        print(f"\r{label}: {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+class TerminalProgress:
+    """The one progress display of the CLI: a tqdm bar per stage on stderr, made on the stage's
+    first report and closed when it completes; nothing when stderr is not a terminal (logs and
+    pipes get no carriage-return litter)."""
 
-    return report
+    def __init__(self) -> None:
+        self.bars: dict[str, Any] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = self.bars[stage] = tqdm(total=total, desc=stage, file=sys.stderr, disable=None, leave=False)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    def stage(self, name: str) -> Callable[[int, int], None]:
+        """A (done, total) reporter for one named stage (what imports call)."""
+        return lambda done, total: self(name, done, total)
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -92,8 +108,7 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
     print("building the demo world...", file=sys.stderr)
     reports = install_demo(db, paths.demo_image_root(args.db))
     print("scoring the demo datasets with the demo model...", file=sys.stderr)
-    bars: dict[str, Any] = {}
-    score_demo(db, [r.dataset for r in reports], progress=_tqdm_progress(bars))
+    score_demo(db, [r.dataset for r in reports], progress=TerminalProgress())
     datasets = [
         {"name": r.dataset, "kind": "demo", "n_items": r.n_items, "by_category": r.by_category}
         for r in reports
@@ -114,7 +129,7 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
 
     report = import_path(
         db, args.kind, Path(args.path), images=Path(args.images) if args.images else None, name=args.name, run=args.run,
-        embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind), progress=_progress("images"),
+        embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind), progress=TerminalProgress().stage("checking images"),
     )
     return report.to_dict()
 
@@ -168,21 +183,8 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
 
     spec = ModelSpec(args.model, args.pretrained, args.checkpoint, args.precision)
     loaded = load_model(spec, device=args.device, cache_dir=args.cache_dir)
-    bars: dict[str, Any] = {}
-    report = score_dataset(db, args.dataset, loaded, run=args.run, batch_size=args.batch_size, limit=args.limit, progress=_tqdm_progress(bars))
-    for bar in bars.values():
-        bar.close()
+    report = score_dataset(db, args.dataset, loaded, run=args.run, batch_size=args.batch_size, limit=args.limit, progress=TerminalProgress())
     return report.to_dict()
-
-
-def _tqdm_progress(bars: dict[str, Any]) -> Callable[[str, int, int], None]:
-    from tqdm import tqdm
-
-    def report(stage: str, done: int, total: int) -> None:
-        bar = bars.setdefault(stage, tqdm(total=total, desc=f"encoding {stage}", file=sys.stderr, leave=False))
-        bar.update(done - bar.n)
-
-    return report
 
 
 @command("metrics",

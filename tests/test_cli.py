@@ -112,3 +112,21 @@ def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
 
     refused = run_cli("export", "demo-hard-positives", "--format", "bivlc", "--out", str(tmp_path / "x"), db=db_file)
     assert refused.returncode != 0 and refused.stderr.strip() == "error: the bivlc layout holds group items; demo-hard-positives has triple items"
+
+
+def test_progress_is_one_bar_per_stage_and_silent_off_a_terminal(fixtures, tmp_path, capsys, monkeypatch):
+    from cli import TerminalProgress, main
+
+    made = []
+    import tqdm
+
+    real = tqdm.tqdm
+    monkeypatch.setattr(tqdm, "tqdm", lambda *a, **k: made.append(k["desc"]) or real(*a, **k))
+    progress = TerminalProgress()
+    for done in range(0, 101, 10):
+        progress("images", done, 100)
+        progress("texts", done // 2, 50)
+    assert sorted(made) == ["images", "texts"]  # one bar each, not one per report
+    assert all(bar.disable or bar.n == bar.total for bar in progress.bars.values())
+    assert main(["import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"), "--db", str(tmp_path / "p.db")]) == 0
+    assert "245/245" not in capsys.readouterr().err  # a pipe or log gets no carriage-return progress litter
