@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +53,14 @@ def text_only_accuracy(items: Sequence[store.ItemRow], encoders: TextEncoders) -
     closer to each other than either is to the negative (cosines of the encoder's embeddings)."""
     categories = np.array([i["category"] for i in items])
     texts = sorted({caption for item in items for caption in item["captions"]})
+    index = {text: n for n, text in enumerate(texts)}
+    rows = [[index[i["captions"][k]] for i in items] for k in (0, 1, 2)]  # p1, n, p2 of each item
     overall: dict[str, float] = {}
     by_category: dict[str, dict[str, float]] = {c: {} for c in sorted(set(categories.tolist()))}
     for name, embed in encoders.items():
         vectors = np.asarray(embed(texts), dtype=float)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        index = {text: n for n, text in enumerate(texts)}
-        p1, n, p2 = (vectors[[index[i["captions"][k]] for i in items]] for k in (0, 1, 2))
+        p1, n, p2 = (vectors[r] for r in rows)
         credits = text_only_outcome((p1 * p2).sum(1), (p1 * n).sum(1), (p2 * n).sum(1))
         overall[name] = percent(credits)
         for category in by_category:
@@ -96,16 +98,10 @@ def _clip_text(spec: Any) -> blind.Embedder:
     return models.text_embedder(models.load_model(spec))
 
 
-def _lazy(make: Any) -> blind.Embedder:
+def _lazy(make: Callable[[], blind.Embedder]) -> blind.Embedder:
     """An embedder built on first use (a dataset without two positives never loads it)."""
-    made: list[blind.Embedder] = []
-
-    def embed(texts: list[str]) -> Any:
-        if not made:
-            made.append(make())
-        return made[0](texts)
-
-    return embed
+    built = functools.cache(make)
+    return lambda texts: built()(texts)
 
 
 def stored_audit(

@@ -156,7 +156,7 @@ def paraphrase_outcomes(scores: ArrayLike, ties: str = "wrong") -> dict[str, Cre
     p1, p2 = credit(s[:, 0], s[:, 1], ties), credit(s[:, 2], s[:, 1], ties)
     outcomes = {"itt": p1 * p2, "image_p1_neg": p1, "image_p2_neg": p2}
     if s.shape[1] >= 6:
-        outcomes["tot"] = credit(s[:, 3], s[:, 4], ties) * credit(s[:, 3], s[:, 5], ties)
+        outcomes["tot"] = text_only_outcome(s[:, 3], s[:, 4], s[:, 5], ties)
     return outcomes
 
 
