@@ -25,6 +25,7 @@ demo: $(VENV)/.runtime
 
 run: $(VENV)/.runtime $(DEMO_DB)
 	@echo "Admin link: http://localhost:$(PORT)/?token=$$($(PY) cli.py admin-token --db $(DEMO_DB))"
+	@echo "Command line (another terminal): ./foil datasets, ./foil --help"
 	FOIL_DB=$(DEMO_DB) $(PY) -m streamlit run app.py --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 

@@ -26,7 +26,7 @@ from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.results import BOOTSTRAP
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
-from data import formats, paths, store
+from data import formats, paths, store, text
 from data.formats import BadInputError
 from data.images import UnsafeImagePathError
 from data.subsets import SUBSETS
@@ -50,6 +50,7 @@ class Command:
     group: str | None
     handler: Handler
     arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
+    text: Callable[[Any], str] | None = None  # the human rendering, when the generic one is not enough
 
 
 COMMANDS: list[Command] = []
@@ -61,12 +62,13 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     return flags, options
 
 
-def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]) -> Callable[[Handler], Handler]:
-    """Register the decorated handler as command `name` ("batch create" for a group's command)."""
+def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]], text: Callable[[Any], str] | None = None) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as command `name` ("batch create" for a group's command);
+    `text` renders its result for people (default: `as_text`)."""
     group, _, leaf = name.rpartition(" ")
 
     def register(handler: Handler) -> Handler:
-        COMMANDS.append(Command(leaf, group or None, handler, arguments))
+        COMMANDS.append(Command(leaf, group or None, handler, arguments, text))
         return handler
 
     return register
@@ -194,6 +196,7 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     arg("--seed", type=int, default=0),
     arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
     arg("--ties", choices=list(TIE_RULES), help="how a tied comparison counts (default: the benchmark's own rule, said in `tie_rule`)"),
+    text=lambda result: metrics_text(result),
 )
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark metrics of one run, per category, with bootstrap intervals and tie counts."""
@@ -325,6 +328,7 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
     arg("batch"),
     arg("--bootstrap", type=int, default=500),
     arg("--seed", type=int, default=0),
+    text=lambda report: agreement_text(report),
 )
 def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1."""
@@ -436,34 +440,84 @@ def cmd_refine(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
 
 
 def as_text(value: Any, indent: str = "") -> str:
-    """A readable rendering of a command's result."""
-    if isinstance(value, list) and value and all(isinstance(v, dict) and not any(isinstance(x, (dict, list)) for x in v.values()) for v in value):
-        return "\n".join(indent + ", ".join(f"{k} {_short(x)}" for k, x in v.items()) for v in value)
+    """A readable rendering of a command's result: scalars as `key: value`, lists of records and
+    mappings of records (`by_category`) as aligned tables, floats with two decimals."""
     if isinstance(value, list):
+        if value and all(_is_record(v) for v in value):
+            return _indented(text.table(value), indent)
         return "\n\n".join(as_text(v, indent) for v in value) or f"{indent}(none)"
     if not isinstance(value, dict):
-        return f"{indent}{_short(value)}"
+        return f"{indent}{text.cell(value)}"
     lines = []
     for key, item in value.items():
-        if isinstance(item, dict) and item and all(not isinstance(v, (dict, list)) for v in item.values()):
-            lines.append(f"{indent}{key}: " + ", ".join(f"{k} {_short(v)}" for k, v in item.items()))
-        elif isinstance(item, dict) and item:
-            lines.append(f"{indent}{key}:")
-            lines.append(as_text(item, indent + "  "))
-        elif isinstance(item, list) and item and isinstance(item[0], dict):
-            lines.append(f"{indent}{key}:")
-            lines.extend(f"{indent}  " + json.dumps(v, ensure_ascii=False) for v in item)
+        if isinstance(item, list) and item and all(_is_record(v) for v in item):
+            lines += [f"{indent}{key}:", _indented(text.table(item), indent + "  ")]
+        elif isinstance(item, dict) and item and all(isinstance(v, dict) and _is_record(v) for v in item.values()):
+            label = key.removeprefix("by_") if key.startswith("by_") else "key"
+            lines += [f"{indent}{key}:", _indented(text.table([{label: k, **_flat(v)} for k, v in item.items()]), indent + "  ")]
+        elif isinstance(item, dict) and item and not _is_record(item):
+            lines += [f"{indent}{key}:", as_text(item, indent + "  ")]
         else:
-            lines.append(f"{indent}{key}: {_short(item)}")
+            lines.append(f"{indent}{key}: {text.cell(item) if item not in ({}, []) else '(none)'}")
     return "\n".join(lines)
 
 
-def _short(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
-        return "[" + ", ".join(f"{v:.2f}" for v in value) + "]"
-    return str(value)
+def _is_record(value: Any) -> bool:
+    """A dict whose values fit in table cells: scalars, flat mappings, short lists of scalars."""
+    return isinstance(value, dict) and all(_fits_a_cell(v) or (isinstance(v, dict) and all(_fits_a_cell(x) for x in v.values())) for v in value.values())
+
+
+def _fits_a_cell(value: Any) -> bool:
+    return not isinstance(value, (dict, list, tuple)) or (isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list, tuple)) for v in value))
+
+
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """A record with its nested mappings spread into columns (`blind` -> `blind stats`...)."""
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            flat.update({f"{key} {k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def _indented(block: str, indent: str) -> str:
+    return "\n".join(indent + line for line in block.splitlines())
+
+
+def metrics_text(result: dict[str, Any]) -> str:
+    """`metrics`: the run's header, then one row per category and metric with its 95% interval
+    beside the value (the order of the app's table)."""
+    head = {k: v for k, v in result.items() if not isinstance(v, (dict, list)) or k == "tie_rule"}
+    rows = []
+    for level, values, intervals in (("category", result.get("by_type", {}), result.get("type_intervals", {})),
+                                     ("category", result["by_category"], result.get("category_intervals", {}))):
+        for category, figures in values.items():
+            rows += _metric_rows(category, figures, intervals.get(category, {}))
+    rows = _metric_rows("(all)", {"n": result["n"], **result["metrics"], **({"ties": result["ties"]} if "ties" in result else {})}, result["intervals"]) + rows
+    rest = {k: v for k, v in result.items() if k not in head and k not in ("metrics", "intervals", "by_category", "category_intervals", "by_type", "type_intervals", "ties")}
+    parts = [as_text(head), text.table(rows)]
+    return "\n".join(parts + ([as_text(rest)] if rest else []))
+
+
+def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, Any]) -> list[dict[str, Any]]:
+    counts = {k: figures[k] for k in ("n", "ties") if k in figures}
+    return [{"category": category, "metric": metric, "value": value, "95% interval": text.interval_text(intervals.get(metric)), **counts}
+            for metric, value in figures.items() if metric not in ("n", "ties")]
+
+
+def agreement_text(report: dict[str, Any]) -> str:
+    """`agreement`: the coefficients as the page's table, then Cohen's kappa per pair."""
+    from annotate.agreement import coefficient_rows
+
+    head = {k: report[k] for k in ("batch", "n_items", "n_labels", "level") if k in report}
+    parts = [as_text(head), text.table(coefficient_rows(report))]
+    if report["cohen_pairs"]:
+        parts += ["Cohen's kappa per pair:", text.table(report["cohen_pairs"])]
+    if "by_question" in report:
+        parts += ["per question:", text.table([{"question": q, "items": part["n_items"], **{k: part[k] for k in ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")}} for q, part in report["by_question"].items()])]
+    return "\n".join([*parts, report["note"]])
 
 
 def jsonable(value: Any) -> Any:
@@ -483,10 +537,10 @@ def jsonable(value: Any) -> Any:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every registered command (``@command`` beside each handler)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=str(paths.db_path()), help="store file (default: $FOIL_DB or foil.db)")
+    common.add_argument("--db", help=f"store file (default: $FOIL_DB, else ./foil.db if present, else the demo store {paths.DEMO_STORE.relative_to(paths.REPO)} if built)")
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    parser = argparse.ArgumentParser(prog="cli.py", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="foil", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     groups: dict[str, Any] = {}
     for registered in COMMANDS:
@@ -499,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = parent.add_parser(registered.name, parents=[common], help=registered.handler.__doc__)
         for flags, options in registered.arguments:
             sub.add_argument(*flags, **options)
-        sub.set_defaults(handler=registered.handler)
+        sub.set_defaults(handler=registered.handler, render=registered.text or as_text)
     return parser
 
 
@@ -512,6 +566,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", stream=sys.stderr)
     args = build_parser().parse_args(argv)
+    if args.db is None:
+        args.db = str(paths.cli_db_path())
+        if Path(args.db) == paths.DEMO_STORE:
+            print(f"using the demo store {args.db} (give --db or set $FOIL_DB for another)", file=sys.stderr)
     try:
         db = store.open_db(args.db)
         result = args.handler(db, args)
@@ -526,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the store {args.db} is damaged or unreadable ({error}); restore it from a backup", file=sys.stderr)
         return 1
     if result is not None:
-        print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else as_text(result))
+        print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else args.render(result))
     return 0
 
 

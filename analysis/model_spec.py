@@ -34,6 +34,18 @@ class ModelSpec:
         """True when the spec asks for untrained weights (timing only)."""
         return self.checkpoint is None and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS and not self.arch.startswith("hf-hub:")
 
+    @property
+    def run_name(self) -> str:
+        """The default run name: `arch`, `arch-tag` or `arch-checkpointstem` (the stem once when it
+        is the architecture's name), with the precision when not fp32.
+
+        >>> ModelSpec("ViT-B-32", "openai").run_name, demo_model_spec().run_name, ModelSpec("RN50", precision="bf16").run_name
+        ('ViT-B-32-openai', 'foil-demo-clip', 'RN50-bf16')
+        """
+        suffix = Path(self.checkpoint).stem if self.checkpoint else self.pretrained
+        name = self.arch + (f"-{suffix}" if suffix and suffix != self.arch else "")
+        return name if self.precision == "fp32" else f"{name}-{self.precision}"
+
 
 def demo_model_spec() -> ModelSpec:
     """The small CLIP trained on the synthetic world that ships with the repository."""

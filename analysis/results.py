@@ -134,6 +134,8 @@ def _renamed(summary: dict[str, Any], names: Mapping[str, str | None]) -> dict[s
     renamed = {**summary, "metrics": rename(summary["metrics"]), "intervals": rename(summary["intervals"])}
     renamed["by_category"] = {c: rename(v) for c, v in summary["by_category"].items()}
     renamed["category_intervals"] = {c: rename(v) for c, v in summary["category_intervals"].items()}
+    if "chance" in summary:
+        renamed["chance"] = {c: rename(v) for c, v in summary["chance"].items()}
     return renamed
 
 
@@ -176,13 +178,24 @@ def group_outcomes(run: Run, ties: str) -> Outcomes:
 
 
 def add_group_types(summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings) -> None:
-    """BiVLC: `by_category` holds both types (`replace`) and subtypes (`replace_obj`)."""
-    types = np.array([str(c).split("_")[0] for c in run.categories])
-    if set(types.tolist()) <= set(run.categories.tolist()):
-        return  # categories without subtypes (Winoground's tags)
+    """BiVLC: `by_type` and `type_intervals` hold the types (`replace`) beside the subtypes
+    (`replace_obj`) of `by_category`."""
+    types = bivlc_types(run.categories)
+    if types is None:
+        return
     by_type = m.summarize(outcomes, types, n_boot=settings.n_boot, seed=settings.seed)
-    summary["by_category"] = {**by_type["by_category"], **summary["by_category"]}
-    summary["category_intervals"] = {**by_type["category_intervals"], **summary["category_intervals"]}
+    for category, figures in summary["by_category"].items():
+        if "ties" in figures:
+            counts = by_type["by_category"][category.split("_")[0]]
+            counts["ties"] = counts.get("ties", 0) + figures["ties"]
+    summary["by_type"], summary["type_intervals"] = by_type["by_category"], by_type["category_intervals"]
+
+
+def bivlc_types(categories: np.ndarray) -> np.ndarray | None:
+    """BiVLC's type of each subtype (`replace_obj` -> `replace`), or None for categories that
+    are not subtypes (Winoground's tags)."""
+    types = np.array([str(c).split("_")[0] for c in categories])
+    return None if set(types.tolist()) <= set(np.asarray(categories).tolist()) else types
 
 
 def triple_outcomes(run: Run, ties: str) -> Outcomes:
@@ -221,6 +234,24 @@ def retrieval_outcomes(run: Run, ties: str) -> Outcomes:
     return {f"recall_at_{k}": m.recall_at_k(run.scores, k, ties) for k in (1, 3, 5)}, m.retrieval_tied(run.scores)
 
 
+def add_retrieval_chance(summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings) -> None:
+    """`chance`: recall at k of a random ranking, overall and per category; it depends on each
+    item's number of captions (CREPE's vary, What'sUp's are 4 or 2)."""
+    if run.scores is None:
+        return
+    options = np.sum(~np.isnan(np.asarray(run.scores, dtype=float)), axis=1)
+    by_item = {key: np.minimum(1.0, int(key.rsplit("_", 1)[1]) / options) for key in outcomes}
+    groups = {"(all)": np.ones(len(options), dtype=bool)} | {str(c): run.categories == c for c in summary["by_category"]}
+    summary["chance"] = {group: {key: m.percent(values[mask]) for key, values in by_item.items()} for group, mask in groups.items()}
+
+
+def chance_levels(summary: Mapping[str, Any], key: str, categories: Sequence[str]) -> list[float | None]:
+    """The random-guess level of `key` for each of `categories` ("(all)" for overall): the
+    summary's own where the items decide it (retrieval), else the metric's constant."""
+    own = summary.get("chance", {})
+    return [own.get(category, {}).get(key, m.chance_level(key)) if own else m.chance_level(key) for category in categories]
+
+
 @dataclass(frozen=True)
 class MetricFamily:
     """How a run of one item kind becomes benchmark metrics: `outcomes(run, ties)` gives each
@@ -250,7 +281,7 @@ METRIC_FAMILIES = {
         MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means, columns={"brittle": "brittleness"}),
         MetricFamily("paraphrase", paraphrase_outcomes, "itt", columns={"text only right": "tot"}),
         MetricFamily("bivlc", group_outcomes, "group", extend=add_group_types),
-        MetricFamily("retrieval", retrieval_outcomes, "recall_at_1"),
+        MetricFamily("retrieval", retrieval_outcomes, "recall_at_1", extend=add_retrieval_chance),
     )
 }
 
@@ -324,16 +355,16 @@ def runs_overview(runs: list[dict[str, Any]], summaries: Mapping[str, dict[str, 
     return [{**run, **summaries[run["run"]].get("metrics", summaries[run["run"]])} for run in runs]
 
 
-def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key: str) -> list[dict[str, Any]]:
-    """Per category (and overall), the metric `key` of each run with its 95% interval and, for
-    runs of scores, the number of tied comparisons."""
+def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key: str, level: str = "category") -> list[dict[str, Any]]:
+    """Per category (or per `level` = "type", BiVLC's types) and overall, the metric `key` of
+    each run with its 95% interval and, for runs of scores, the number of tied comparisons."""
     table: dict[str, dict[str, Any]] = {}
     for run in runs:
         result = summaries[run]
-        for category, values in result["by_category"].items():
+        for category, values in result.get(f"by_{level}", {}).items():
             row = table.setdefault(category, {"category": category, "n": values["n"]})
             row[run] = values.get(key)
-            row[f"{run} 95% CI"] = result.get("category_intervals", {}).get(category, {}).get(key)
+            row[f"{run} 95% CI"] = result.get(f"{level}_intervals", {}).get(category, {}).get(key)
             if "tie_rule" in result:
                 row[f"{run} ties"] = values.get("ties", 0)
         overall = table.setdefault("(all)", {"category": "(all)", "n": result["n"]})
@@ -348,17 +379,6 @@ def tie_rules_said(summaries: Mapping[str, dict[str, Any]], runs: list[str]) -> 
     """One sentence per distinct tie rule among the runs' summaries (for the page's caption)."""
     said = {f"A tie counts as {s['tie_rule']['rule']}: {s['tie_rule']['why']}." for s in (summaries[r] for r in runs) if "tie_rule" in s}
     return sorted(said)
-
-
-def interval_text(interval: Sequence[float] | None) -> str:
-    """An interval as "low–high" with two decimals (as the figures beside it), "" when there is none.
-
-    >>> interval_text((78.794, 92.941)), interval_text(None)
-    ('78.79–92.94', '')
-    """
-    if interval is None or any(v != v for v in interval):  # NaN: too few items to resample
-        return ""
-    return f"{interval[0]:.2f}–{interval[1]:.2f}"
 
 
 def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | None]) -> dict[str, Any]:

@@ -65,14 +65,6 @@ def image_key(sha256: str, bbox: list[float] | None) -> str:
     return sha256 if not bbox else f"{sha256}:crop={','.join(f'{v:g}' for v in bbox)}"
 
 
-def default_run_name(loaded: LoadedModel) -> str:
-    """`arch`, `arch-tag` or `arch-checkpointstem`, with the precision when not fp32."""
-    spec = loaded.spec
-    suffix = Path(spec.checkpoint).stem if spec.checkpoint else spec.pretrained
-    name = spec.arch + (f"-{suffix}" if suffix else "")
-    return name if spec.precision == "fp32" else f"{name}-{spec.precision}"
-
-
 def score_dataset(
     db: sqlite_utils.Database,
     dataset: str,
@@ -95,7 +87,7 @@ def score_dataset(
     ordered_texts = _by_token_length(loaded, text_sources)
     text_vectors, text_hits, n_texts = _embed(db, model_id, "text", ordered_texts, lambda batch: encode_texts(loaded, list(batch)), batch_size, progress)
     scores = [(plan.item_id, item_scores(plan, image_vectors, text_vectors)) for plan in plans]
-    name = run or default_run_name(loaded)
+    name = run or loaded.spec.run_name
     with store.transaction(db):
         run_id = store.ensure_run(db, row["id"], name, kind="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained)
         store.put_scores(db, run_id, scores)

@@ -29,6 +29,7 @@ import pandas as pd
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotate.task_types import answer_questions, task_type
+from data.text import interval_text
 
 KAPPA_PARADOX = (
     "Kappa corrects for the agreement expected by chance; when one answer dominates (most negatives "
@@ -272,6 +273,20 @@ def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int
         "n_items_by_coefficient": {key: n for key, (_, n, _) in coefficients.items()},
         "intervals": intervals, "undefined": undefined, "note": KAPPA_PARADOX,
     }
+
+
+COEFFICIENTS = ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")
+
+
+def coefficient_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The report's coefficients as rows: value, 95% interval ("low–high"), why undefined."""
+    rows = []
+    for key in COEFFICIENTS:
+        rows.append({
+            "coefficient": key, "value": report[key], "95% interval": interval_text(report["intervals"].get(key)),
+            "undefined because": report["undefined"].get(key, ""),
+        })
+    return rows
 
 
 def _mean_or_none(values: list[float]) -> float | None:

@@ -14,6 +14,7 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
+from analysis.results import bivlc_types
 from annotate.task_types import REGISTRY, is_correct
 from data import store
 
@@ -85,8 +86,10 @@ def _group_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict
         ordered = {direction: first & second, **parts}
     categories = np.array([items[i]["category"] for i in complete])
     summary = m.summarize(ordered, categories, n_boot=n_boot, seed=seed)
-    types = np.array([c.split("_")[0] for c in categories])
-    summary["by_category"] = {**m.summarize(ordered, types, n_boot=0)["by_category"], **summary["by_category"]}
+    types = bivlc_types(categories)
+    if types is not None:
+        by_type = m.summarize(ordered, types, n_boot=n_boot, seed=seed)
+        summary["by_type"], summary["type_intervals"] = by_type["by_category"], by_type["category_intervals"]
     return summary
 
 

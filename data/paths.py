@@ -9,9 +9,22 @@ import zipfile
 from pathlib import Path
 
 
+REPO = Path(__file__).resolve().parent.parent
+DEMO_STORE = REPO / "demo_store" / "foil.db"  # what `make run` builds
+
+
 def db_path() -> Path:
     """The store file: `$FOIL_DB`, else `foil.db` in the working directory (read at call time)."""
     return Path(os.environ.get("FOIL_DB", "foil.db"))
+
+
+def cli_db_path() -> Path:
+    """The command line's store: `$FOIL_DB`, else `foil.db` in the working directory when it
+    exists, else the demo store `make run` built when it exists (so the README's lines work as
+    written after `make run`), else `foil.db`."""
+    if "FOIL_DB" in os.environ or Path("foil.db").exists() or not DEMO_STORE.exists():
+        return db_path()
+    return DEMO_STORE
 
 
 def files_dir(db_file: str | Path) -> Path:

@@ -1,12 +1,14 @@
 """Names from outside (annotators, runs, datasets, categories, batches) shown as text, never as
 markup: Streamlit renders markdown in titles, captions and alerts, and plotly renders a subset of
-HTML (links among it) in labels. Pages pass every such name through these functions.
+HTML (links among it) in labels. Pages pass every such name through these functions. The
+command line's tables (`table`) are plain text too.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -69,3 +71,54 @@ def literal_figure(figure: go.Figure) -> go.Figure:
     figure.for_each_xaxis(escape_title)
     figure.for_each_yaxis(escape_title)
     return figure
+
+
+def interval_text(interval: Sequence[float] | None) -> str:
+    """An interval as "low–high" with two decimals (as the figures beside it), "" when there is none.
+
+    >>> interval_text((78.794, 92.941)), interval_text(None)
+    ('78.79–92.94', '')
+    """
+    if interval is None or any(v != v for v in interval):  # NaN: too few items to resample
+        return ""
+    return f"{interval[0]:.2f}–{interval[1]:.2f}"
+
+
+def cell(value: Any) -> str:
+    """One value as a table cell: two decimals for floats, inline `k v` pairs for a flat
+    mapping, nothing for None or NaN.
+
+    >>> cell(0.3137254901960783), cell(None), cell({"add": 4, "swap": 2}), cell([1.0, 2.5])
+    ('0.31', '', 'add 4, swap 2', '1.00, 2.50')
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {cell(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell(v) for v in value)
+    return str(value)
+
+
+def table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows as an aligned plain-text table: a header, then one line per row; numbers are
+    right-aligned, text left-aligned, columns in order of first appearance.
+
+    >>> print(table([{"run": "a", "acc": 75.0}, {"run": "long-name", "acc": 5.125}]))
+    run         acc
+    a         75.00
+    long-name  5.12
+    """
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[cell(row.get(column)) for column in columns] for row in rows]
+    numeric = [all(isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool) for row in rows if row.get(c) is not None) for c in columns]
+    widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return " ".join(v.rjust(w) if right else v.ljust(w) for v, w, right in zip(values, widths, numeric)).rstrip()
+
+    return "\n".join([line(columns), *(line(values) for values in cells)])

@@ -151,7 +151,7 @@ def bivlc_baseline(db, accuracy: float) -> dict:
 def test_perfect_humans_score_100_and_the_four_queries_combine_like_models(db):
     perfect = bivlc_baseline(db, 1.0)
     assert perfect["n"] == 40 and all(v == 100.0 for v in perfect["metrics"].values())
-    assert {"replace", "swap", "add"} & set(perfect["by_category"])
+    assert {"replace", "swap", "add"} & set(perfect["by_type"]) and not {"replace", "swap", "add"} & set(perfect["by_category"])
 
 
 def test_noisy_humans_group_never_exceeds_i2t_or_t2i(db):

@@ -189,10 +189,49 @@ def test_model_scores_page_compares_runs_per_category(app, demo_db):
     assert {"page-a", "page-b"} <= set(overview["run"]) and "group" in overview.columns
     at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
     table = at.dataframe[1].value.set_index("category")
-    assert {"replace", "swap", "add", "replace_obj", "(all)"} <= set(table.index)
+    assert {"replace_obj", "swap_att", "(all)"} <= set(table.index) and not {"replace", "swap", "add"} & set(table.index)
     assert table.loc["(all)", "n"] == store.count_items(db, store.get_dataset(db, "demo-bivlc")["id"])
     assert len(at.get("plotly_chart")) == 1
+    at.radio(key="scores_level:demo-bivlc").set_value("type").run()  # BiVLC's types on their own axis
+    by_type = at.dataframe[1].value.set_index("category")
+    assert set(by_type.index) == {"add", "replace", "swap", "(all)"}
+    assert by_type.drop(index="(all)")["n"].sum() == table.loc["(all)", "n"]
 
+
+def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
+    """One computation, one seed: the page's 95% intervals are the CLI's, to the digit shown."""
+    import subprocess
+    import sys
+
+    from analysis.models import demo_model_spec, load_model
+    from analysis.scoring import score_dataset
+
+    score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "metrics", "demo-sugarcrepe", "--run", "demo-clip", "--json", "--db", str(store.db_file(demo_db))],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    cli = json.loads(done.stdout)
+    at = app(ADMIN)
+    at.switch_page("views/model_scores.py").run()
+    at.selectbox(key="scores_dataset").set_value("demo-sugarcrepe").run()
+    at.multiselect(key="scores_runs:demo-sugarcrepe").set_value(["demo-clip"]).run()
+    at.selectbox(key="scores_metric:demo-sugarcrepe").set_value("accuracy_micro").run()
+    shown = at.dataframe[1].value.set_index("category")["demo-clip 95% CI"].to_dict()
+    expected = {c: cli["category_intervals"][c]["accuracy_micro"] for c in cli["by_category"]} | {"(all)": cli["intervals"]["accuracy_micro"]}
+    assert shown == {c: f"{low:.2f}–{high:.2f}" for c, (low, high) in expected.items()}
+
+
+def test_retrieval_scores_draw_the_chance_of_their_own_number_of_captions(app, demo_db):
+    from analysis.models import demo_model_spec, load_model
+    from analysis.scoring import score_dataset
+
+    score_dataset(demo_db, "demo-crepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
+    at = app(ADMIN)
+    at.switch_page("views/model_scores.py").run()
+    at.selectbox(key="scores_dataset").set_value("demo-crepe").run()
+    at.selectbox(key="scores_metric:demo-crepe").set_value("recall_at_1").run()
+    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert [a["text"] for a in layout["annotations"]] == ["chance 25.0"]  # one true caption among four
 
 def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     from analysis.models import ModelSpec, load_model
@@ -212,25 +251,41 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
     assert not at.exception
     traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
-    assert [(t["type"], t["name"]) for t in traces] == [("bar", "model"), ("scatter", "humans")]  # a human line over the bars
+    assert [(t["type"], t["name"]) for t in traces] == [("bar", "model"), ("scatter", f"humans ({table.loc['(all)', 'humans n']} items)")]  # a human line over the bars
+    assert table.loc["(all)", "humans 95% CI"] and table.loc["(all)", "humans n"] < table.loc["(all)", "n"]  # humans answered a sample, said so
 
 
-def test_score_now_from_the_page_shows_progress_and_creates_a_run(app, demo_db):
+def test_score_now_with_the_defaults_scores_offline_and_shows_the_new_run(app, demo_db):
     at = app(ADMIN)
     at.switch_page("views/model_scores.py").run()
     at.selectbox(key="score_dataset").set_value("demo-crepe").run()
+    assert at.text_input(key="score_run").placeholder == "foil-demo-clip"  # the demo model, named once
+    at.text_input(key="score_run").set_value("my-first-run").run()
+    at.button(key="score_now").click().run()
+    assert not at.exception
+    n_items = store.count_items(demo_db, store.get_dataset(demo_db, "demo-crepe")["id"])
+    assert any(f"Scored {n_items} items as run my-first-run" in s.value for s in at.success)
+    assert "my-first-run" in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
+    assert at.selectbox(key="scores_dataset").value == "demo-crepe" and at.multiselect(key="scores_runs:demo-crepe").value == ["my-first-run"]
+    assert "my-first-run" in at.dataframe[1].value.columns  # its figures are on screen
+
+
+def test_score_now_with_an_open_clip_model_names_the_run_after_it(app, demo_db):
+    at = app(ADMIN)
+    at.switch_page("views/model_scores.py").run()
+    at.selectbox(key="score_dataset").set_value("demo-crepe").run()
+    at.radio(key="score_source").set_value("an open_clip model").run()
     at.text_input(key="score_arch").set_value("foil-demo-clip").run()
     at.text_input(key="score_tag").set_value("none").run()
     at.button(key="score_now").click().run()
     assert not at.exception
-    n_items = store.count_items(demo_db, store.get_dataset(demo_db, "demo-crepe")["id"])
-    assert any(f"Scored {n_items} items as run foil-demo-clip-none" in s.value for s in at.success)
     assert "foil-demo-clip-none" in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
 
 
 def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_path):
     at = app(ADMIN)
     at.switch_page("views/model_scores.py").run()
+    at.radio(key="score_source").set_value("an open_clip model").run()
     at.text_input(key="score_arch").set_value("foil-demo-clip").run()
     at.text_input(key="score_checkpoint").set_value(str(tmp_path / "missing.pt")).run()
     at.button(key="score_now").click().run()

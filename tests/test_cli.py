@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -75,12 +78,12 @@ def test_every_command_is_documented_in_the_readme():
         nested = [a for a in sub._actions if a.dest == "action"]
         full = [f"{name} {action}" for action in nested[0].choices] if nested else [name]
         for command in full:
-            assert re.search(rf"python cli\.py {command}\b", readme), command
+            assert re.search(rf"\./foil {command}\b", readme), command
 
 
 @pytest.mark.parametrize("kind", sorted(PARSERS))
 def test_every_import_kind_has_a_readme_example(kind):
-    assert f"python cli.py import {kind} " in (REPO / "README.md").read_text()
+    assert f"./foil import {kind} " in (REPO / "README.md").read_text()
 
 
 def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
@@ -130,3 +133,32 @@ def test_progress_is_one_bar_per_stage_and_silent_off_a_terminal(fixtures, tmp_p
     assert all(bar.disable or bar.n == bar.total for bar in progress.bars.values())
     assert main(["import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"), "--db", str(tmp_path / "p.db")]) == 0
     assert "245/245" not in capsys.readouterr().err  # a pipe or log gets no carriage-return progress litter
+
+
+def readme_lines_after_make_run() -> list[str]:
+    """The README's command lines meant to run as written once `make run` built the demo store."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("<!-- after make run -->", 1)[1].split("<!-- end -->", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("./foil ")]
+
+
+def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(tmp_path):
+    """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
+    demo store built as `make run` builds it; then each README line, verbatim, from its root."""
+    checkout = tmp_path / "checkout"
+    for name in subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.splitlines():
+        if (REPO / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, checkout / name)
+    (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
+    env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
+    built = subprocess.run(["make", "demo_store/foil.db"], cwd=checkout, env=env, capture_output=True, text=True, timeout=600)  # what `make run` builds
+    assert built.returncode == 0, built.stderr
+    lines = readme_lines_after_make_run()
+    assert len(lines) >= 8
+    for line in lines:
+        done = subprocess.run(["sh", "-c", line], cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{line}: {done.stderr}"
+        assert "using the demo store" in done.stderr and (done.stdout.strip() or "--out" in line), line
+        assert "(none)" not in done.stdout, f"{line} found nothing: {done.stdout}"
+    assert (checkout / "first-batch.csv").read_text().count("\n") > 20  # 2 annotators x 20 items, and a header

@@ -50,7 +50,7 @@ def test_bivlc_table_from_per_instance_file(fresh_db, fixtures):
     result = run_metrics(fresh_db, "bivlc", "ViT-B-32", n_boot=50)
     assert {k: round(v, 2) for k, v in result["metrics"].items()} == BIVLC_VIT_B_32
     for type_, expected in BIVLC_BY_TYPE.items():
-        row = result["by_category"][type_]
+        row = result["by_type"][type_]
         assert tuple(round(row[k], 2) for k in ("i2t", "t2i", "group")) == expected
     assert result["by_category"]["swap_obj"]["n"] == 81
 
@@ -75,7 +75,8 @@ def test_metrics_cli_prints_the_contract(tmp_path, fixtures):
         assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"dataset", "run", "n", "metrics", "by_category", "intervals"} <= set(result)
-    assert round(result["metrics"]["group"], 2) == 49.06 and "replace" in result["by_category"] and "replace_obj" in result["by_category"]
+    assert round(result["metrics"]["group"], 2) == 49.06 and "replace" in result["by_type"] and "replace_obj" in result["by_category"]
+    assert "replace" not in result["by_category"]  # types and subtypes are never one axis
 
 
 # --- hand-computed cases ----------------------------------------------------------------------

@@ -47,7 +47,7 @@ with st.expander("Import a benchmark", expanded=table.empty):
             table = browse.dataset_table(db)
 
 if table.empty:
-    st.info("No datasets yet. Build the demo with `python cli.py demo` or import a benchmark above (or see README).")
+    st.info("No datasets yet. Build the demo with `./foil demo` or import a benchmark above (or see README).")
     st.stop()
 st.dataframe(table, hide_index=True, width="stretch")
 

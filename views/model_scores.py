@@ -37,28 +37,49 @@ def two_decimals(frame: pd.DataFrame) -> dict:
     return {c: st.column_config.NumberColumn(format="%.2f") for c in frame.select_dtypes("float").columns}
 
 
-with st.expander("Score a dataset now"):
+DEMO_MODEL = "the demo model (works offline)"
+
+
+def score_form() -> None:
+    """Score a dataset with the demo model or any open_clip model; show the new run when done."""
     targets = store.dataset_names(db)
     target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
-    arch = st.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
-    tag = st.text_input("Pretrained tag ('none' for random weights, timing only)", "openai", key="score_tag")
-    checkpoint = st.text_input("or a local checkpoint file", "", key="score_checkpoint")
-    precision = st.selectbox("Precision", model_spec.PRECISIONS, key="score_precision")
+    source = st.radio("Model", [DEMO_MODEL, "an open_clip model"], horizontal=True, key="score_source")
+    if source == DEMO_MODEL:
+        spec = model_spec.demo_model_spec()
+    else:
+        left, middle, right = st.columns(3)
+        arch = left.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
+        tag = middle.text_input("Pretrained tag ('none': random weights, timing only)", "openai", key="score_tag")
+        checkpoint = right.text_input("or a local checkpoint file", "", key="score_checkpoint")
+        precision = st.selectbox("Precision", model_spec.PRECISIONS, key="score_precision")
+        spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
+        st.caption("Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops with a message.")
+    run = st.text_input("Run name", placeholder=spec.run_name, key="score_run").strip() or spec.run_name
     if target and st.button("Score", key="score_now", type="primary"):
         from analysis import scoring
 
-        spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
-        bar = st.progress(0.0, text="starting")
+        bar = st.progress(0.0, text=f"loading {spec.arch}")
         try:
-            report = scoring.score_dataset(db, target, cached_model(spec), progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
+            report = scoring.score_dataset(db, target, cached_model(spec), run=run, progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
         except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
+            bar.empty()
             st.error(text.md(error))
         else:
-            st.success(f"Scored {report.n_items} items as run {text.md(report.run)} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused).")
+            st.session_state["scored"] = f"Scored {report.n_items} items as run {text.md(report.run)} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused); it is shown below."
+            st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
+            st.session_state[f"scores_runs:{target}"] = [report.run]
+            st.rerun()
+
+
+with st.expander("Score a dataset now"):
+    score_form()
+if "scored" in st.session_state:
+    st.success(st.session_state.pop("scored"))
 
 with_runs = store.dataset_names(db, with_runs=True)
 if not with_runs:
-    st.info("No runs yet. Score a dataset with `python cli.py score DATASET --model ARCH ...` or import per-instance results.")
+    st.info("No runs yet. Score a dataset with `./foil score DATASET --model ARCH ...` or import per-instance results.")
     st.stop()
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
@@ -74,19 +95,31 @@ overview = results.runs_overview(store.list_runs(db, dataset), summaries)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
 
 run_names = [row["run"] for row in overview if "note" not in row]
-chosen = st.multiselect("Runs", run_names, default=run_names[:2], key=f"scores_runs:{dataset}")
+runs_key = f"scores_runs:{dataset}"
+st.session_state[runs_key] = [r for r in st.session_state.get(runs_key, run_names[:2]) if r in run_names]
+chosen = st.multiselect("Runs", run_names, key=runs_key)
 if not chosen:
     st.stop()
 first = next(row for row in overview if row["run"] == chosen[0])
 keys = [k for k in first if k not in ("run", "dataset", "model", "pretrained", "kind", "n_items", "note") and not k.startswith(("mean_", "n_"))]
-key = st.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
-table = pd.DataFrame(results.category_table(summaries, chosen, key))
+left, right = st.columns(2)
+key = left.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
+level = "category"
+if any("by_type" in summaries[run] for run in chosen):  # BiVLC: types and subtypes, never on one axis
+    level = right.radio("Per", ["category", "type"], horizontal=True, key=f"scores_level:{dataset}",
+                        format_func=lambda v: {"category": "subtype (add_att...)", "type": "type (add, replace, swap)"}[v])
+table = pd.DataFrame(results.category_table(summaries, chosen, key, level))
 humans = baselines.dataset_baseline(db, dataset)
 with_humans = bool(humans and key in humans["metrics"])
 if with_humans:
-    table["humans"] = [humans["metrics"][key] if c == "(all)" else humans["by_category"].get(c, {}).get(key) for c in table["category"]]
-    st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} items.")
-shown = table.assign(**{f"{run} 95% CI": table[f"{run} 95% CI"].map(results.interval_text) for run in chosen})
+    human_rows = {row["category"]: row for row in results.category_table({"humans": humans}, ["humans"], key, level)}
+    table["humans"] = [human_rows.get(c, {}).get("humans") for c in table["category"]]
+    table["humans 95% CI"] = [human_rows.get(c, {}).get("humans 95% CI") for c in table["category"]]
+    table["humans n"] = [human_rows.get(c, {}).get("n") for c in table["category"]]
+    st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the {first['n_items']} items "
+               "(the humans n column); the models' figures are over every item, so the two differ in sample as well as in who answers.")
+chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
+shown = table.assign(**{f"{name} 95% CI": table[f"{name} 95% CI"].map(text.interval_text) for name in [*chosen, *(["humans"] if with_humans else [])]})
 st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
 for sentence in results.tie_rules_said(summaries, chosen):
     st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")
@@ -94,9 +127,11 @@ for sentence in results.tie_rules_said(summaries, chosen):
 figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name], error_y=results.error_bars(table[name], table[f"{name} 95% CI"]))
                     for name in chosen])
 if with_humans:
-    figure.add_scatter(name="humans", x=table["category"], y=table["humans"], mode="lines+markers", line_dash="dot", line_color="black")
-chance = metrics.chance_level(key)
-if chance is not None:
-    figure.add_hline(y=chance, line_dash="dash", annotation_text=f"chance {chance:.1f}")
+    figure.add_scatter(name=f"humans ({humans['n']} items)", x=table["category"], y=table["humans"], mode="lines+markers", line_dash="dot",
+                       line_color="black", error_y=results.error_bars(table["humans"], table["humans 95% CI"]))
+if len({c for c in chance if c is not None}) == 1:
+    figure.add_hline(y=chance[0], line_dash="dash", annotation_text=f"chance {chance[0]:.1f}")
+elif any(c is not None for c in chance):  # chance differs by category (the number of captions per item)
+    figure.add_scatter(name="chance", x=table["category"], y=chance, mode="markers", marker={"symbol": "line-ew-open", "size": 28, "color": "gray"})
 figure.update_layout(barmode="group", yaxis_title=f"{key} (%)", yaxis_range=[0, 100])
 st.plotly_chart(text.literal_figure(figure), key="scores_chart")

@@ -30,7 +30,7 @@ REGISTRY: dict[str, Format] = {
         jsonl.PARQUET,
     )
 }
-# What `python cli.py import KIND` reads and `export --format` writes, in registry order.
+# What `./foil import KIND` reads and `export --format` writes, in registry order.
 IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
 EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
 

@@ -74,7 +74,7 @@ def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> lis
 ARO = Format(
     "aro",
     "VG-Relation / VG-Attribution with bounding boxes; category = relation or attribute pair",
-    "python cli.py import aro visual_genome_relation.json --images vg/images",
+    "./foil import aro visual_genome_relation.json --images vg/images",
     parse_aro, write_aro, writes=("pair",), metric_names={"accuracy_macro": "macro_accuracy"},
     ties="wrong", ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
 )

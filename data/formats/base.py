@@ -87,8 +87,8 @@ class ExportContext:
 
 @dataclass(frozen=True)
 class Format:
-    """One benchmark layout: how to read it (`python cli.py import NAME PATH`) and write it
-    (`python cli.py export DATASET --format NAME`), with what the README's tables say of it.
+    """One benchmark layout: how to read it (`./foil import NAME PATH`) and write it
+    (`./foil export DATASET --format NAME`), with what the README's tables say of it.
 
     `writes` lists the item kinds the writer's layout holds (empty: any kind); `carries_results`
     says the layout holds each run's per-item results too. `place_images(parsed, root)` adjusts

@@ -107,19 +107,19 @@ def _copy_image(root: Path | None, reference: str, folder: Path) -> str:
 BIVLC = Format(
     "bivlc",
     "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as paths under `--images` or embedded bytes",
-    "python cli.py import bivlc bivlc_test.parquet",
+    "./foil import bivlc bivlc_test.parquet",
     parse_bivlc, write_bivlc, writes=("group",),
     ties_because="BiVLC compares each pair of scores with a strict >",
 )
 BIVLC_RESULTS = Format(
     "bivlc-results",
     "BiVLC's per-instance results (the 7 scores), a run; creates the 2,933 groups if absent",
-    "python cli.py import bivlc-results results/BiVLC_ViT-B-32.csv",
+    "./foil import bivlc-results results/BiVLC_ViT-B-32.csv",
     parse_bivlc_results,
 )
 BIVLC_CANDIDATES = Format(
     "bivlc-candidates",
     "four generated images per negative caption",
-    "python cli.py import bivlc-candidates BiVLC_negative_imgs.csv --images generated/",
+    "./foil import bivlc-candidates BiVLC_negative_imgs.csv --images generated/",
     parse_bivlc_candidates,
 )

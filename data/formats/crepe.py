@@ -101,7 +101,7 @@ def write_crepe(items: list[StoredItem], out: Path, context: ExportContext) -> l
 CREPE = Format(
     "crepe",
     "CREPE's retrieval CSVs, searched recursively: `prod_vg_hard_negs_{atom,swap,negate}_complexity_{n}.csv` (category `prod_swap_c04`...) and `syst_vg_hard_negs_{seen,unseen}_compounds_in_{dataset}.csv` (categories `syst_atom_unseen`...); images `{image_id}.jpg` (put Visual Genome's two folders in one), cropped to the row's box; Recall@1/3/5",
-    "python cli.py import crepe crepe/ --images vg/all_images",
+    "./foil import crepe crepe/ --images vg/all_images",
     parse_crepe, write_crepe, writes=("retrieval",),
     ties_because="a negative scoring exactly as the positive ranks above it",
 )

@@ -71,7 +71,7 @@ def write_hard_positives(items: list[StoredItem], out: Path, context: ExportCont
 HARD_POSITIVES = Format(
     "hard-positives",
     "`data/X.json` joined row by row with `swapped_data/X.json`; misaligned files refused",
-    "python cli.py import hard-positives hard_positives/",
+    "./foil import hard-positives hard_positives/",
     parse_hard_positives, write_hard_positives, writes=("triple",),
     ties_because="the hard-positives evaluation compares scores with a strict >",
 )

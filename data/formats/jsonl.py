@@ -42,7 +42,7 @@ def _jsonl_item(record: Any, file: Path, number: int) -> Item:
 
 def write_jsonl(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
     """`{dataset}.jsonl`: the generic import format plus a `results` object per item (run ->
-    {correct, scores}); `python cli.py import jsonl` reads it back."""
+    {correct, scores}); `./foil import jsonl` reads it back."""
     path, results = out / f"{safe_name(context.dataset)}.jsonl", context.results
     with path.open("w", encoding="utf-8") as handle:
         for item in items:
@@ -68,5 +68,5 @@ def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) ->
     return [path.name]
 
 
-JSONL = Format("jsonl", "generic: one object per line, see below", "python cli.py import jsonl mine.jsonl --images imgs/", parse_jsonl, write_jsonl, carries_results=True)
+JSONL = Format("jsonl", "generic: one object per line, see below", "./foil import jsonl mine.jsonl --images imgs/", parse_jsonl, write_jsonl, carries_results=True)
 PARQUET = Format("parquet", "one row per item with every run's decision and scores (written only)", write=write_parquet, carries_results=True)

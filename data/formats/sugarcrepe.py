@@ -74,13 +74,13 @@ def write_sugarcrepe(items: list[StoredItem], out: Path, context: ExportContext)
 SUGARCREPE = Format(
     "sugarcrepe",
     "one `{category}.json` per category (`data/` or `data_unrefined/`, use `--name sugarcrepe-unrefined`)",
-    "python cli.py import sugarcrepe sugar-crepe/data --images coco/val2017",
+    "./foil import sugarcrepe sugar-crepe/data --images coco/val2017",
     parse_sugarcrepe, write_sugarcrepe, writes=("pair",),
     ties_because="SugarCrepe's evaluation counts `pos > neg`: a tie is wrong",
 )
 SUGARCREPE_CORRECT = Format(
     "sugarcrepe-correct",
     "BiVLC's per-instance SugarCrepe results, a run (`correct` 0/1); creates absent items",
-    "python cli.py import sugarcrepe-correct results/SUGARCREPE_CORRECT_ViT-B-32.csv",
+    "./foil import sugarcrepe-correct results/SUGARCREPE_CORRECT_ViT-B-32.csv",
     parse_sugarcrepe_correct,
 )

@@ -71,7 +71,7 @@ def write_sugarcrepe_pp(items: list[StoredItem], out: Path, context: ExportConte
 SUGARCREPE_PP = Format(
     "sugarcrepe-pp",
     "one JSON list per category (`replace_att.json`...; Hugging Face names such as `swap_atribute` accepted): `{id, filename, caption, caption2, negative_caption}`; ITT, Image-P1-Neg, Image-P2-Neg and text-only TOT",
-    "python cli.py import sugarcrepe-pp scpp/VLMs/data --images coco/val2017",
+    "./foil import sugarcrepe-pp scpp/VLMs/data --images coco/val2017",
     parse_sugarcrepe_pp, write_sugarcrepe_pp, writes=("paraphrase",),
     metric_names={"itt": "ITT", "image_p1_neg": "Image-P1-Neg", "image_p2_neg": "Image-P2-Neg", "tot": "TOT"},
     ties_because="SugarCrepe++'s evaluation compares with a strict >: a tie is a miss",

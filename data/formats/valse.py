@@ -98,7 +98,7 @@ def write_valse(items: list[StoredItem], out: Path, context: ExportContext) -> l
 VALSE = Format(
     "valse",
     "one JSON file per piece (`existence.json`, `plurals.json`, `counting-hard.json`...): caption, foil, image and the authors' three crowd votes (`mturk`); the import reports the valid foils per piece (`mturk.caption >= 2`); images flat under `--images` or in one folder per source dataset",
-    "python cli.py import valse VALSE/data --images valse_images/",
+    "./foil import valse VALSE/data --images valse_images/",
     parse_valse, write_valse, writes=("pair",), place_images=place_images, report=valid_foils,
     metric_names={"accuracy_micro": "acc_r", "accuracy_macro": "acc_r_macro"},
     ties_because="VALSE's acc_r counts the caption scored above the foil (strict >)",

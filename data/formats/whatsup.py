@@ -138,7 +138,7 @@ def write_whatsup(items: list[StoredItem], out: Path, context: ExportContext) ->
 WHATSUP = Format(
     "whatsup",
     "What'sUp's `controlled_images_dataset.json`, `controlled_clevr_dataset.json` (four captions, the first right) and `coco_qa_{one,two}_obj.json`, `vg_qa_{one,two}_obj.json` (`[image_id, right, wrong]`); category = subset; individual, pair and set accuracy",
-    "python cli.py import whatsup whatsup_vlms/data --images whatsup_vlms/data",
+    "./foil import whatsup whatsup_vlms/data --images whatsup_vlms/data",
     parse_whatsup, write_whatsup, writes=("retrieval",), place_images=place_images,
     metric_names={"recall_at_1": "individual_accuracy", "recall_at_3": None, "recall_at_5": None},
     ties="right", ties_because="What'sUp takes numpy's argmax over the captions, the right one first: a tie picks it",

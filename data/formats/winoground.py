@@ -59,7 +59,7 @@ def _stem(path: str) -> str:
 WINOGROUND = Format(
     "winoground",
     "`examples.jsonl` (`id, image_0, image_1, caption_0, caption_1, tag, secondary_tag, num_main_preds, collapsed_tag`), images `{image}.png`; category = collapsed tag; text, image and group scores",
-    "python cli.py import winoground winoground/data/examples.jsonl --images winoground/data/images",
+    "./foil import winoground winoground/data/examples.jsonl --images winoground/data/images",
     parse_winoground, write_winoground, writes=("group",),
     metric_names={"i2t": "text", "t2i": "image", "ipos2t": None, "ineg2t": None, "tpos2i": None, "tneg2i": None},
     ties_because="Winoground's scores compare with a strict >: a tie is wrong",
