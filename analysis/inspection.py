@@ -6,8 +6,9 @@ per-instance results (BiVLC, SugarCrepe-correct) give correctness only.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,7 @@ def compare_correctness(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: s
 
 PATTERNS = (
     "wrong for A", "wrong for A, right for B", "right for A, wrong for B", "wrong for both",
-    "wrong for A, right for humans", "brittle for A",
+    "wrong for A, right for humans", "brittle for A", "any outcome",
 )
 
 
@@ -105,17 +106,19 @@ def patterns_for(table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, hum
         usable.append("wrong for A, right for humans")
     if "brittle" in table_a:
         usable.append("brittle for A")
-    return tuple(usable)
+    return (*usable, "any outcome")
 
 
 def failures(
     table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, *, humans: Mapping[int, bool] | None = None,
-    pattern: str = "wrong for A", category: str | None = None, page: int = 0, page_size: int = 20,
+    pattern: str = "wrong for A", category: str | None = None, items: Collection[int] | None = None, page: int = 0, page_size: int = 20,
 ) -> tuple[pd.DataFrame, int]:
-    """Items (rows of `item_table`) matching a correctness pattern, worst margin first: one page and the total.
+    """Items (rows of `item_table`) matching a correctness pattern, worst margin first where the
+    run has margins: one page and the total.
 
     `humans` maps item ids to whether the human majority got the item right (`baselines.item_outcomes`);
-    the rows then carry it as `humans` (missing where no human answered).
+    the rows then carry it as `humans` (missing where no human answered). `items` keeps only
+    those ids (the gap range chosen on the histogram).
     """
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; expected one of {PATTERNS}")
@@ -129,6 +132,8 @@ def failures(
     mask = _pattern_mask(table, pattern)
     if category:
         mask &= table["category"] == category
+    if items is not None:
+        mask &= table["item"].isin(list(items))
     chosen = table[mask]
     gaps = gap_columns(chosen)
     if gaps:
@@ -144,6 +149,8 @@ _NEEDS = {
 
 def _pattern_mask(table: pd.DataFrame, pattern: str) -> pd.Series:
     wrong_a = ~table["correct"]
+    if pattern == "any outcome":
+        return pd.Series(True, index=table.index)
     if pattern == "wrong for A":
         return wrong_a
     if pattern == "wrong for A, right for humans":
@@ -214,13 +221,31 @@ def paired_gaps(table_a: pd.DataFrame, table_b: pd.DataFrame, gap: str) -> pd.Da
 
 
 def marked_difference(positive: str, negative: str) -> tuple[str, str]:
-    """Both captions with the words the other lacks in [brackets] (plain text, no markup).
+    """Both captions with the words that differ in [brackets] (plain text, no markup), aware of
+    word order: captions of equal length (replacements, swaps) are compared place by place, so
+    swapped words are marked where they moved; others are aligned by difflib (additions).
 
     >>> marked_difference("a red cup on a table", "a blue cup on a table")
     ('a [red] cup on a table', 'a [blue] cup on a table')
+    >>> marked_difference("a dog chasing a cat", "a cat chasing a dog")
+    ('a [dog] chasing a [cat]', 'a [cat] chasing a [dog]')
+    >>> marked_difference("an apple next to a dog", "a dog next to an apple")[0]
+    '[an apple] next to [a dog]'
     """
     a, b = positive.split(), negative.split()
-    plain = lambda w: re.sub(r"\W", "", w.lower())  # noqa: E731
-    in_a, in_b = {plain(w) for w in a}, {plain(w) for w in b}
-    mark = lambda words, other: " ".join(f"[{w}]" if plain(w) not in other else w for w in words)  # noqa: E731
-    return mark(a, in_b), mark(b, in_a)
+    plain_a, plain_b = [re.sub(r"\W", "", w.lower()) for w in a], [re.sub(r"\W", "", w.lower()) for w in b]
+    if len(a) == len(b):
+        blocks = [(i, i + 1, i, i + 1) for i in range(len(a)) if plain_a[i] != plain_b[i]]
+    else:
+        blocks = [(a0, a1, b0, b1) for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, plain_a, plain_b, autojunk=False).get_opcodes() if op != "equal"]
+    return _bracketed(a, [(a0, a1) for a0, a1, _, _ in blocks]), _bracketed(b, [(b0, b1) for _, _, b0, b1 in blocks])
+
+
+def _bracketed(words: list[str], spans: list[tuple[int, int]]) -> str:
+    """The words with each run of adjacent marked spans in one pair of brackets."""
+    marked = {i for start, end in spans for i in range(start, end)}
+    out: list[str] = []
+    for i, word in enumerate(words):
+        opens, closes = i in marked and i - 1 not in marked, i in marked and i + 1 not in marked
+        out.append("[" * opens + word + "]" * closes)
+    return " ".join(out)

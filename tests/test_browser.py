@@ -132,8 +132,13 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         listing = page.get_by_text(re.compile(r"items of demo-clip with .* \(the box drawn on the chart\)"))
         expect(listing).to_be_visible(timeout=30_000)
         caption = listing.inner_text()
+        failures = page.get_by_text(re.compile(r"^\d+ items, worst margin first in the gap range above"))
+        expect(failures).to_be_visible(timeout=30_000)  # the box drives the failure browser too
+        shown_failures = int(failures.inner_text().split()[0])
+        headings = [t for t in page.locator("[data-testid=stText]").all_inner_texts() if t.startswith("#")]
         browser.close()
     shown, low, high, category = re.match(r"(\d+) items of demo-clip with .* in \[(\S+), (\S+)\] in (\w+)", caption).groups()
     assert category == "add_att"
     in_facet = table[(table["category"] == "add_att") & table["s(c) - s(c_n)"].between(float(low) - 5e-4, float(high) + 5e-4)]
     assert 0 < int(shown) <= (table["category"] == "add_att").sum() and abs(int(shown) - len(in_facet)) <= 1  # caption rounds to 3 decimals
+    assert abs(shown_failures - int((~in_facet["correct"]).sum())) <= 1 and all(" add_att " in h for h in headings)

@@ -140,6 +140,13 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     assert not at.exception and len(at.get("plotly_chart")) == 2  # gap histograms and the run-against-run gap scatter
     titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"] if "%" in a.get("text", "")]
     assert len(titles) == 7 and all(t.count("% ≤ 0") == 2 for t in titles)  # each category: both runs' share of failures on the chart
+    assert all("demo-clip " in t and "random " in t for t in titles)  # each share says whose it is
+    slider = at.slider(key="gap_range:demo-sugarcrepe:demo-clip:s(c) - s(c_n)")
+    slider.set_value((slider.min, slider.min)).run()
+    at.selectbox(key="run_a:demo-sugarcrepe").set_value("random").run()
+    fresh = at.slider(key="gap_range:demo-sugarcrepe:random:s(c) - s(c_n)")
+    assert fresh.value == (fresh.min, min(0.0, fresh.max))  # another run starts from its own range, not the last one's
+    at.selectbox(key="run_a:demo-sugarcrepe").set_value("demo-clip").run()
     assert any(t.value.startswith("positive: ") and "[" in t.value for t in at.text)  # differing words marked
     at.selectbox(key="inspect_dataset").set_value("bivlc").run()
     at.selectbox(key="run_b:bivlc").set_value("CLIP_COCO").run()
@@ -153,11 +160,18 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     assert comparison.loc["(all)", "McNemar p"] == pytest.approx(binomtest(only_vit, only_vit + only_coco, 0.5).pvalue)
     at.selectbox(key="pattern").set_value("wrong for A, right for B").run()
     assert not at.exception
+    for name in ("ada", "ben", "cleo"):
+        store.ensure_annotator(scored, name)
+    at.run()
+    assert at.button(key="send_to_annotation").disabled  # nobody is chosen: nothing is sent silently to everyone
+    at.multiselect(key="send_whom").set_value(["ada", "cleo"]).run()
     at.button(key="send_to_annotation").click().run()
     tables = [inspection.item_table(scored, "bivlc", run) for run in ("ViT-B-32", "CLIP_COCO")]
     _, total = inspection.failures(*tables, pattern="wrong for A, right for B")
     created = store.list_batches(scored)[-1]
     assert created["task"] == "validate_negative" and created["dataset"] == "bivlc" and created["n_assignments"] == 2 * total
+    holders = {a["annotator"] for a in store.batch_assignments(scored, store.get_batch(scored, created["name"])["id"])}
+    assert holders == {"ada", "cleo"}
 
 
 def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixtures, admin_page):
@@ -174,7 +188,7 @@ def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixt
     assert comparison.loc["(all)", "n"] == 7512 and comparison.loc["swap_obj", "n"] == 246  # BiVLC's copy keeps the item upstream removed
     tables = [inspection.item_table(db, "sugarcrepe", run) for run in ("ViT-B-32", "CLIP_COCO")]
     _, total = inspection.failures(*tables, pattern="wrong for A, right for B", category="swap_obj")
-    assert any(c.value == f"{total} items, worst margin first" for c in at.caption)
+    assert any(c.value == f"{total} items, in item order (imported decisions carry no margins)" for c in at.caption)
     shown = [t.value for t in at.text if t.value.startswith("#")]
     assert len(shown) == min(10, total) and all(" swap_obj " in line for line in shown)
 

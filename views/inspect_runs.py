@@ -40,8 +40,11 @@ def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, finge
 
 
 @st.dialog("Image", width="large")
-def enlarge(path: str, caption: str) -> None:
-    st.image(path, caption=caption)
+def enlarge(path: str, caption: str, captions: list[str]) -> None:
+    """The original image as large as the dialog (small originals scaled up), with the captions."""
+    st.image(path, caption=caption, width="stretch")
+    for line in captions:
+        st.text(line)
 
 
 db_file = paths.db_path()
@@ -67,6 +70,8 @@ except UnsupportedRunError as error:
     st.info(f"{text.md(run_a)}: {text.md(error)}")
     st.stop()
 gaps = inspection.gap_columns(table_a)
+in_range: set[int] | None = None  # the items of the gap range chosen on the histogram
+box = None
 
 st.subheader("Score gaps")
 if not gaps:
@@ -75,7 +80,7 @@ else:
     gap = st.selectbox("Gap", gaps, key=f"gap:{dataset}")
     tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
     shares = inspection.shares_below_zero(tables, gap)
-    titles = {c: f"{c}: " + ", ".join(f"{r['% at or below zero']:.1f}% ≤ 0" for r in part.to_dict("records"))
+    titles = {c: f"{c}: " + " · ".join((f"{r['run']} " if len(tables) > 1 else "") + f"{r['% at or below zero']:.1f}% ≤ 0" for r in part.to_dict("records"))
               for c, part in shares.groupby("category")}
     bars = inspection.gap_histogram(tables, gap).assign(facet=lambda f: f["category"].map(titles))
     figure = px.bar(bars, x="middle", y="count", color="run", facet_col="facet", facet_col_wrap=3, barmode="overlay",
@@ -84,15 +89,18 @@ else:
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.add_vline(x=0, line_dash="dash")
     event = st.plotly_chart(text.literal_figure(figure), key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
-    st.caption("Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use the slider, to list items.")
+    st.caption("Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use the "
+               "slider, to list items; the failure browser below then shows those items.")
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
-    slider = st.slider("List the items with a gap in", lowest, highest, (lowest, min(0.0, highest)), key=f"gap_range:{dataset}")
+    # keyed by run and gap: another run or gap starts from its own full range, not the last one's
+    slider = st.slider("List the items with a gap in", lowest, highest, (lowest, min(0.0, highest)), key=f"gap_range:{dataset}:{run_a}:{gap}")
     box = inspection.selected_range(event.selection if event else None)
     chosen = box or inspection.GapRange(*slider)
     listed = inspection.in_range(table_a, gap, chosen)
     where = f" in {text.md(', '.join(chosen.categories))}" if chosen.categories else ""
     st.caption(f"{len(listed)} items of {text.md(run_a)} with {text.md(gap)} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}" + (" (the box drawn on the chart)" if box else ""))
     st.dataframe(listed, hide_index=True, width="stretch")
+    in_range = {int(i) for i in listed["item"]}
 
 if run_b:
     st.subheader(f"{text.md(run_a)} against {text.md(run_b)}")
@@ -133,14 +141,19 @@ if humans:
 
 st.subheader("Failures")
 patterns = inspection.patterns_for(table_a, table_b, humans)
-pattern = st.selectbox("Pattern (A and B as chosen above)", patterns, key="pattern")
+left, middle, right = st.columns(3)
+pattern = left.selectbox("Pattern (A and B as chosen above)", patterns, key="pattern")
 categories = ["all", *sorted(table_a["category"].unique())]
-category = st.selectbox("Category", categories, key=f"fail_category:{dataset}")
+category = middle.selectbox("Category", categories, key=f"fail_category:{dataset}")
+limit = in_range is not None and right.toggle(
+    f"Only the {len(in_range)} items of the gap range above", value=box is not None, key=f"fail_in_range:{dataset}:{box is not None}",
+    help="on by default when a box is drawn on the histogram")
 page = st.number_input("Page", min_value=1, value=1, key="fail_page") - 1
 in_category = None if category == "all" else category
-query = {"humans": humans, "pattern": pattern, "category": in_category}
+query = {"humans": humans, "pattern": pattern, "category": in_category, "items": in_range if limit else None}
 chosen, total = inspection.failures(table_a, table_b, **query, page=int(page), page_size=PAGE_SIZE)
-st.caption(f"{total} items, worst margin first" + (f"; {len(humans)} items have human answers" if humans else ""))
+order = "worst margin first" if gaps else "in item order (imported decisions carry no margins)"
+st.caption(f"{total} items, {order}" + (" in the gap range above" if limit else "") + (f"; {len(humans)} items have human answers" if humans else ""))
 ids = [int(i) for i in chosen["item"]]
 cards = {card.id: card for card in browse.cards_for(db, dataset, ids)}
 human_lines = browse.human_label_lines(db, list(cards.values()))
@@ -151,12 +164,19 @@ for row in chosen.to_dict("records"):
     marked = list(inspection.marked_difference(texts[0], texts[1])) + texts[2:] if len(texts) >= 2 else texts  # differing words in [brackets]
     heading = f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gaps)
     draw_item_card(card, heading, thumbs, captions=marked, lines=human_lines[card.id], enlarge=enlarge, width=140)
-if total and st.button(f"Send these {total} items to a validate_negative batch", key="send_to_annotation"):
-    everyone = tuple(a["name"] for a in store.list_annotators(db))
-    all_ids = inspection.failures(table_a, table_b, **query, page_size=total)[0]["item"]
-    try:
-        created = batches.create_batch(db, batches.BatchSpec(dataset, "validate_negative", everyone, min(2, len(everyone)), item_ids=tuple(int(i) for i in all_ids)))
-    except store.StoreError as error:
-        st.error(text.md(error))
-    else:
-        st.success(f"Created {created['batch']} with {created['n_items']} items.")
+
+if total:
+    st.subheader("Send to annotation")
+    everyone = [a["name"] for a in store.list_annotators(db)]
+    whom = st.multiselect(f"Annotators for a validate_negative batch of these {total} items", everyone, key="send_whom",
+                          placeholder="choose who labels them" if everyone else "no annotators yet: add them on Annotation batches")
+    overlap = min(int(st.number_input("Annotators per item (at most the number chosen)", min_value=1, value=2, key="send_overlap")), max(len(whom), 1))
+    if st.button(f"Create the batch ({total} items)", key="send_to_annotation", disabled=not whom):
+        all_ids = inspection.failures(table_a, table_b, **query, page_size=total)[0]["item"]
+        try:
+            created = batches.create_batch(db, batches.BatchSpec(dataset, "validate_negative", tuple(whom), overlap, item_ids=tuple(int(i) for i in all_ids)))
+        except store.StoreError as error:
+            st.error(text.md(error))
+        else:
+            st.success(f"Created {text.md(created['batch'])} with {created['n_items']} items, {overlap} annotators each, for {text.md(', '.join(whom))}; "
+                       "their links are on Annotation batches.")

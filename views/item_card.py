@@ -18,7 +18,7 @@ def draw_item_card(
     *,
     captions: Sequence[str] | None = None,
     lines: Sequence[str] = (),
-    enlarge: Callable[[str, str], None] | None = None,
+    enlarge: Callable[[str, str, list[str]], None] | None = None,
     width: int = 150,
     show_truth: bool = False,
 ) -> None:
@@ -26,10 +26,12 @@ def draw_item_card(
 
     `captions` replaces the caption texts (say, with the differing words marked); `lines` are
     further plain-text lines (human labels); `enlarge` adds an "Enlarge" button per image that
-    calls it with the file and a title.
+    calls it with the file, a title and the caption lines.
     """
     with st.container(border=True):
         st.text(heading)
+        texts = captions if captions is not None else [caption for _, caption in card.captions]
+        said = [f"{role}: {caption}" for (role, _), caption in zip(card.captions, texts)]
         images = card_thumbnails(card, thumbnails)
         for column, (role, path, small) in zip(st.columns(max(len(images), 1)), images):
             if small is None:
@@ -37,10 +39,9 @@ def draw_item_card(
                 continue
             column.image(str(small), caption=role, width=width)
             if enlarge is not None and column.button("Enlarge", key=f"enlarge:{card.id}:{role}"):
-                enlarge(str(path), f"#{card.id} {role}")
-        texts = captions if captions is not None else [caption for _, caption in card.captions]
-        for (role, _), caption in zip(card.captions, texts):
-            st.text(f"{role}: {caption}")  # st.text: captions are shown as text, never as markup
+                enlarge(str(path), f"#{card.id} {role}", said)
+        for line in said:
+            st.text(line)  # st.text: captions are shown as text, never as markup
         for line in lines:
             st.text(line)
         if show_truth and card.truth:
