@@ -548,6 +548,9 @@ def batch_agreement(db: sqlite_utils.Database, batch_name: str, *, n_boot: int =
     return {"batch": batch_name, **task_agreement(labels, batch["task"], n_boot=n_boot, seed=seed)}
 
 
+SIMULATED = "simulated"  # the flag on every label `simulate` writes: no person's answer, no person's time
+
+
 def simulate(
     db: sqlite_utils.Database, batch_name: str, *, accuracies: dict[str, float] | float = 0.9, n_annotators: int | None = None, seed: int = 0
 ) -> dict[str, Any]:
@@ -566,7 +569,7 @@ def simulate(
         while (state := draw(db, annotator["id"], batch_name)).task is not None:
             item = store.items_by_id(db, [state.task.item_id])[state.task.item_id]
             answer = _simulated_answer(state.task, item, accuracy, rng)
-            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer)
+            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer, flags=[SIMULATED])
     return {"batch": batch_name, "labels_written": dict(written)}
 
 

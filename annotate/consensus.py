@@ -43,6 +43,17 @@ def answer_key(answer: dict[str, Any]) -> str:
     return str(answer["answer"]) if set(answer) == {"answer"} else "|".join(f"{k}={answer[k]}" for k in sorted(answer))
 
 
+def answer_from_key(key: str, questions: tuple[str, ...]) -> dict[str, str]:
+    """The answer an `answer_key` was made from.
+
+    >>> answer_from_key("commonsense=2|grammar=1", ("commonsense", "grammar")), answer_from_key("A", ("answer",))
+    ({'commonsense': '2', 'grammar': '1'}, {'answer': 'A'})
+    """
+    if questions == ("answer",):
+        return {"answer": key}
+    return dict(part.split("=", 1) for part in key.split("|"))
+
+
 @dataclass(frozen=True)
 class Exclusion:
     """An annotator left out of the vote, and why (their gold accuracy against the pass mark)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate.batches import BatchError, batch_agreement, batch_progress, pick_image_survivors
+from annotate.batches import SIMULATED, BatchError, batch_agreement, batch_progress, pick_image_survivors
 from annotate.consensus import decisions
 from annotate.task_types import REGISTRY
 from data import formats, store
@@ -98,7 +98,8 @@ def protocol_paragraph(db: sqlite_utils.Database, batch_name: str) -> str:
     progress = batch_progress(db, batch_name)
     labels = store.batch_labels(db, batch["id"])
     per_annotator = Counter(label["annotator"] for label in labels)
-    seconds = [label["seconds"] for label in labels if label["seconds"] is not None]
+    simulated = sum(SIMULATED in (label["flags"] or []) for label in labels)
+    seconds = [label["seconds"] for label in labels if label["seconds"] is not None and SIMULATED not in (label["flags"] or [])]
     gold = [row["gold_accuracy"] for row in progress if row["gold_accuracy"] is not None]
     report = batch_agreement(db, batch_name, n_boot=300)
     figures = "; ".join(
@@ -113,9 +114,10 @@ def protocol_paragraph(db: sqlite_utils.Database, batch_name: str) -> str:
         "Option order was randomised for every item and recorded.",
         figures + ".",
         f"Median time per item {statistics.median(seconds):.1f} s." if seconds else "Time per item was not recorded.",
+        f"{simulated} of the {len(labels)} labels were simulated (demo answers, not people's; left out of the time)." if simulated else "",
         f"Gold pass rate {100 * sum(g >= batch['config'].get('gold_pass', 60.0) for g in gold) / len(gold):.0f}% of annotators with gold items." if gold else "No gold items.",
     ]
-    return " ".join(parts)
+    return " ".join(part for part in parts if part)
 
 
 def _figure(name: str, value: float | None, interval: tuple[float, float] | None, unit: str = "") -> str:

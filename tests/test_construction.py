@@ -131,9 +131,10 @@ def test_construction_from_the_app(demo_db, admin_page):
     at.selectbox(key="new_task").set_value("pick_image").run()
     at.selectbox(key="new_dataset").set_value("demo-bivlc-candidates").run()
     at.number_input(key="new_n").set_value(20).run()
+    at.text_input(key="new_names").set_value("ada, ben").run()
     at.button(key="create_batch").click().run()
     pick = store.list_batches(demo_db)[-1]["name"]
-    at.selectbox(key="batch").set_value(pick).run()
+    assert at.selectbox(key="batch").value == pick  # the new batch is the one shown
     at.button(key="simulate").click().run()
     at.button(key="to_ambiguity").click().run()
     ambiguity = store.list_batches(demo_db)[-1]["name"]
@@ -144,4 +145,46 @@ def test_construction_from_the_app(demo_db, admin_page):
     at.button(key="export_clean").click().run()
     assert not at.exception
     assert any(s.value.startswith("Kept ") and "provenance.json" in s.value for s in at.success)
-    assert any("annotators labelled" in t.value for t in at.text)
+    protocol = next(c.value for c in at.code if "annotators labelled" in c.value)
+    assert "Median time per item" not in protocol and "labels were simulated" in protocol  # no "0.0 s" from simulated answers
+    assert at.get("download_button")  # the cleaned benchmark as a zip, not only a path on the server
+
+
+def test_creating_a_batch_selects_it_shows_its_links_once_and_forgets_the_names_typed(demo_db, admin_page):
+    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at.selectbox(key="new_dataset").set_value("demo-sugarcrepe").run()
+    assert at.button(key="create_batch").disabled  # nobody chosen yet: no batch for "everyone" by default
+    at.text_input(key="new_names").set_value("zoe, yann").run()
+    at.button(key="create_batch").click().run()
+    first = store.list_batches(demo_db)[-1]["name"]
+    assert not at.exception and at.selectbox(key="batch").value == first
+    assert at.text_input(key="new_names").value == "" and at.multiselect(key="new_annotators").value == []
+    links = [c.value for c in at.code if "?token=" in c.value]
+    assert len(links) == 2  # one copyable link per annotator
+    at.multiselect(key="new_annotators").set_value(["yann"]).run()
+    at.number_input(key="new_overlap").set_value(1).run()
+    at.button(key="create_batch").click().run()
+    assert not at.error, at.error[0].value if at.error else ""
+    second = store.list_batches(demo_db)[-1]["name"]
+    assert at.selectbox(key="batch").value == second != first
+    holders = {a["annotator"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, second)["id"])}
+    assert holders == {"yann"}  # zoe, typed for the first batch, was not silently added to the second
+
+
+def test_adjudication_options_read_as_the_answers_people_gave(demo_db, admin_page):
+    created = batches.create_batch(demo_db, batches.BatchSpec("demo-crepe", "compare_negatives", ("ada", "ben"), 2, 10, seed=1))
+    batches.simulate(demo_db, created["batch"], accuracies=0.5, seed=2)
+    queue = consensus.adjudication_queue(demo_db, created["batch"])
+    assert queue
+    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at.selectbox(key="batch").set_value(created["batch"]).run()
+    first = queue[0]
+    decision = at.selectbox(key=f"decide:{first.item}:{first.part}")
+    item = store.items_by_id(demo_db, [first.item])[first.item]
+    shown = list(decision.options)  # as drawn (AppTest holds the formatted labels)
+    assert all(s.startswith("commonsense: ") and "; grammar: " in s and "=" not in s and "|" not in s for s in shown)
+    assert any(f"“{caption}”" in s for s in shown for caption in item["captions"][1:3])  # which negatives were compared, by their text
+    chosen = decision.value
+    at.button(key=f"decide_button:{first.item}:{first.part}").click().run()
+    decided = [d for d in consensus.decisions(demo_db, created["batch"]) if (d.item, d.part) == (first.item, first.part)][0]
+    assert decided.rule == "admin" and decided.answer == chosen

@@ -13,6 +13,25 @@ from views.session import session_db
 db = session_db()
 st.title("Annotation batches")
 
+
+def create(spec: batches.BatchSpec) -> None:
+    """Button callback (before the page is drawn again): create the batch, select it, clear the
+    new-annotators field so that nobody is added to the next batch unasked, keep the links to show."""
+    try:
+        created = batches.create_batch(db, spec)
+    except store.StoreError as error:
+        st.session_state["created"] = ("error", text.md(error), [])
+        return
+    base = st.session_state.get("base_url", "http://localhost:8501")
+    links = [(f"{a['name']} ({a['n_assigned']} items)", base + a["url"]) for a in created["annotators"]]
+    if created.get("crowd_url"):
+        links.append(("Crowd study link (paste into Prolific)", base + created["crowd_url"]))
+    st.session_state["created"] = ("success", f"Created {text.md(created['batch'])} with {created['n_items']} items. "
+                                   "Each link is shown once (the store keeps only hashes): copy them now.", links)
+    st.session_state["batch"] = created["batch"]
+    st.session_state["new_names"] = ""
+    st.session_state["new_annotators"] = []
+
 with st.expander("New batch", expanded=not store.list_batches(db)):
     datasets = store.list_datasets(db)
     task = st.selectbox("Task", TASK_TYPES, key="new_task")
@@ -27,30 +46,35 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         overlap = middle.number_input("Annotators per item", min_value=1, value=2, key="new_overlap")
         gold = right.slider("Gold share", 0.0, 0.5, 0.1, key="new_gold")
         known = [a["name"] for a in store.list_annotators(db)]
-        chosen = st.multiselect("Annotators", known, default=known, key="new_annotators")
+        chosen = st.multiselect("Annotators", known, key="new_annotators", placeholder="choose who labels this batch")
         extra = st.text_input("New annotators (comma separated)", key="new_names")
         names = tuple(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
         crowd = st.checkbox("Crowd study link (workers join with their Prolific id)", key="new_crowd")
         per_worker = st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
         cap = st.number_input("Participants at most (0: just enough to cover every item)", min_value=0, value=0, key="new_cap") if crowd else 0
-        if st.button("Create batch", key="create_batch", type="primary"):
-            spec = batches.BatchSpec(
-                dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold),
-                crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None,
-            )
-            try:
-                created = batches.create_batch(db, spec)
-            except store.StoreError as error:
-                st.error(text.md(error))
-            else:
-                st.success(f"Created {text.md(created['batch'])} with {created['n_items']} items.")
+        spec = batches.BatchSpec(
+            dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold),
+            crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None,
+        )
+        st.button("Create batch", key="create_batch", type="primary", on_click=create, args=(spec,), disabled=not (names or crowd),
+                  help=None if names or crowd else "choose annotators, name new ones, or make a crowd study link")
+
+if "created" in st.session_state:
+    kind, message, links = st.session_state.pop("created")
+    (st.success if kind == "success" else st.error)(message)
+    for label, link in links:
+        st.caption(label)
+        st.code(link, language=None)  # a copy button on hover
 
 all_batches = store.list_batches(db)
 if not all_batches:
     st.info("No batches yet.")
     st.stop()
 st.dataframe(pd.DataFrame(all_batches).drop(columns=["id"]), hide_index=True, width="stretch")
-name = st.selectbox("Batch", [b["name"] for b in all_batches], index=len(all_batches) - 1, key="batch")
+names = [b["name"] for b in all_batches]
+if st.session_state.get("batch") not in names:
+    st.session_state["batch"] = names[-1]  # the newest batch first
+name = st.selectbox("Batch", names, key="batch")
 
 st.subheader("Progress")
 
@@ -69,18 +93,19 @@ if st.button("Refresh", key="refresh"):
 
 st.subheader("Agreement")
 report = batches.batch_agreement(db, name, n_boot=200)
-figures = {key: report[key] for key in ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")}
-summary = pd.DataFrame([
-    {"coefficient": key, "value": value, "95% interval": report["intervals"].get(key), "undefined because": report["undefined"].get(key, "")}
-    for key, value in figures.items()
-])
-st.dataframe(summary, hide_index=True, width="stretch")
-st.caption(f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale. {report['note']}")
-if "by_question" in report:
+if not report["n_labels"]:
+    st.info("No labels yet: agreement, answers and disagreements appear here as annotators answer (or press "
+            "\"Simulate annotators\" below for the demo).")
+figures = {key: report[key] for key in agreement.COEFFICIENTS}
+summary = pd.DataFrame(agreement.coefficient_rows(report))
+if report["n_labels"]:
+    st.dataframe(summary, hide_index=True, width="stretch", column_config={"value": st.column_config.NumberColumn(format="%.2f")})
+    st.caption(f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale. {report['note']}")
+if "by_question" in report and report["n_labels"]:
     st.dataframe(pd.DataFrame([
         {"question": question, "items": part["n_items"], **{key: part[key] for key in figures}}
         for question, part in report["by_question"].items()
-    ]), hide_index=True, width="stretch")
+    ]), hide_index=True, width="stretch", column_config={key: st.column_config.NumberColumn(format="%.2f") for key in figures})
     st.caption("Each question of this task is agreed on separately; the table above pools them (each question of each item one unit).")
 if report["cohen_pairs"]:
     left, right = st.columns(2)
@@ -88,11 +113,13 @@ if report["cohen_pairs"]:
     left.plotly_chart(text.literal_figure(heatmap), key="kappa_heatmap")
     answers = pd.DataFrame([{"annotator": r["annotator"], "answer": consensus.answer_key(r["answer"])} for r in store.batch_labels(db, store.get_batch(db, name)["id"])])
     right.plotly_chart(text.literal_figure(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers")), key="answers_chart")
-    st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch", column_config={"kappa": st.column_config.NumberColumn(format="%.2f")})
     reliability = consensus.dawid_skene(db, name)["accuracy"]
     st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{text.md(k)} {v:.2f}" for k, v in reliability.items()))
 
-st.dataframe(pd.DataFrame(batches.agreement_by_category(db, name)), hide_index=True, width="stretch")
+by_category = pd.DataFrame(batches.agreement_by_category(db, name))
+if report["n_labels"] and not by_category.empty:
+    st.dataframe(by_category, hide_index=True, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f") for c in by_category.select_dtypes("float")})
 
 st.subheader("Disagreements")
 excluded = consensus.excluded_annotators(db, name)
@@ -103,17 +130,20 @@ if excluded:
 queue = consensus.adjudication_queue(db, name, include_excluded=include)
 st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
 shown = queue[:5]
-cards = {card.id: card for card in browse.cards_for(db, store.get_batch(db, name)["dataset"], [d.item for d in shown])}
+batch_row = store.get_batch(db, name)
+kind = task_type(batch_row["task"])
+cards = {card.id: card for card in browse.cards_for(db, batch_row["dataset"], [d.item for d in shown])}
+items = store.items_by_id(db, [d.item for d in shown])
 for decision in shown:
-    card = cards[decision.item]
-    draw_item_card(card, f"item {decision.item} ({card.category}), votes: {decision.votes}", paths.thumbnail_dir(paths.db_path()), width=140)
-    choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}")
+    card, item = cards[decision.item], items[decision.item]
+    words = {key: kind.answer_words(item, decision.part, consensus.answer_from_key(key, kind.questions)) for key in decision.votes}
+    votes = "; ".join(f"{words[key]} ({count})" for key, count in sorted(decision.votes.items(), key=lambda kv: -kv[1]))
+    draw_item_card(card, f"item {decision.item} ({card.category}); votes: {votes}", paths.thumbnail_dir(paths.db_path()), width=140)
+    choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}", format_func=words.get)
     if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}"):
-        store.decide(db, store.get_batch(db, name)["id"], decision.item, decision.part, {"answer": choice}, by="admin")
+        store.decide(db, batch_row["id"], decision.item, decision.part, consensus.answer_from_key(choice, kind.questions), by="admin")
         st.rerun()
 
-
-batch_row = store.get_batch(db, name)
 left, middle, right = st.columns(3)
 if left.button("Add an annotator to disputed items", key="extend", help="adaptive overlap: unanimous items are accepted as they are"):
     st.info(f"Added {batches.extend_disagreements(db, name)} assignments.")
@@ -126,7 +156,9 @@ if layout:
         out = paths.output_dir(paths.db_path(), "cleaned", name)
         summary = export.export_clean(db, name, layout, out)
         st.success(f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {text.md(out)} with provenance.json.")
-        st.text(export.protocol_paragraph(db, name))
+        st.download_button(f"Download the cleaned benchmark ({layout}, zip)", paths.zip_folder(out), f"{name}-cleaned.zip", "application/zip", key="export_clean_zip")
+        st.caption("Annotation protocol (for a paper's appendix):")
+        st.code(export.protocol_paragraph(db, name), language=None, wrap_lines=True)
 if batch_row["task"] == "pick_image":
     st.subheader("Next construction step")
     survivors = batches.pick_image_survivors(db, name)
@@ -162,7 +194,8 @@ st.caption("Links are stored only as hashes, so they are shown once, when issued
            "created; new links leave the earlier ones valid.")
 if st.button("Issue new links for this batch's annotators", key="issue_links"):
     for annotator in batches.issue_links(db, name):
-        st.text(f"{annotator['name']}: {base}/?token={annotator['token']}")
+        st.caption(annotator["name"])
+        st.code(f"{base}/?token={annotator['token']}", language=None)  # a copy button on hover
 
 st.subheader("Export")
 left, right = st.columns(2)

@@ -18,9 +18,14 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     )
 
 
+def altered_caption(item: Item, value: str) -> str:
+    """An answer value (a caption index, or "tie") with the caption it names."""
+    return "tie" if value == "tie" else f"altered caption {value} “{item['captions'][int(value)]}”"
+
+
 TASK_TYPE = TaskType(
     "compare_negatives", ("retrieval",),
     "Both altered captions should be wrong for the original. Judge them on two separate "
     "questions: which makes more sense (commonsense), and which is more grammatical.",
-    build, questions=("commonsense", "grammar"),
+    build, questions=("commonsense", "grammar"), describe=altered_caption,
 )
