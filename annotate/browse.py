@@ -35,12 +35,21 @@ def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:
             "dataset": d["name"], "source": d["kind"], "items": d["n_items"],
             "item kinds": ", ".join(f"{k} {n}" for k, n in d["item_kinds"].items()),
             "categories": len(d["by_category"]),
-            "images ok": d["images"].get("ok", 0),
-            "images missing": d["images"].get("missing", 0) + d["images"].get("unreadable", 0),
+            # None (an empty cell), not 0, where no image file was ever recorded (a results file)
+            "images found": d["images"].get("ok", 0) if d["images"] else None,
+            "images missing": d["images"].get("missing", 0) + d["images"].get("unreadable", 0) if d["images"] else None,
+            "images": _image_note(d["images"]),
         }
         for d in store.list_datasets(db)
     ]
-    return pd.DataFrame(rows, columns=["dataset", "source", "items", "item kinds", "categories", "images ok", "images missing"])
+    return pd.DataFrame(rows, columns=["dataset", "source", "items", "item kinds", "categories", "images found", "images missing", "images"])
+
+
+def _image_note(counts: dict[str, int]) -> str:
+    if not counts:
+        return "none recorded (a results file: attach a folder or import the benchmark)"
+    missing = counts.get("missing", 0) + counts.get("unreadable", 0)
+    return "all found" if not missing else f"{missing} missing: attach the image folder"
 
 
 def category_table(db: sqlite_utils.Database, dataset: str) -> pd.DataFrame:
@@ -111,6 +120,39 @@ def answer_text(task: str, answer: dict[str, Any], card: ItemCard) -> str:
     if chooses == "candidate" and value.isdigit():  # by candidate letter: the card lists the source image first
         return f"chose candidate {chr(ord('A') + int(value))}"
     return ", ".join(f"{k}={v}" for k, v in answer.items())
+
+
+def truth_in_words(card: ItemCard) -> list[str]:
+    """The item's ground truth as sentences a newcomer reads (unknown keys as `key: value`)."""
+    truth, lines = card.truth, []
+    said = {"true": "true", "false": "false", True: "true", False: "false"}
+    for key, value in truth.items():
+        if key == "negative":
+            lines.append("The altered caption is " + ("also true of the image: not a valid negative." if said.get(value) == "true" else "false for the image: a valid negative."))
+        elif key == "positive_variant":
+            lines.append("The hard positive is " + ("true of the image." if said.get(value) == "true" else "false for the image."))
+        elif key == "ambiguous":
+            lines.append("The generated image " + ("also fits the positive caption: ambiguous." if value else "fits only its own caption."))
+        elif key == "correct" and isinstance(value, int) and 0 <= value < len(card.captions):
+            lines.append(f"The true caption is the {card.captions[value][0]} one.")
+        elif key == "best":
+            lines.append("Best candidate: " + ("none." if value is None else f"{chr(ord('A') + int(value))}."))
+        elif key in ("valid", "ambiguous_candidates"):
+            continue  # marked on the candidate images (candidate_marks)
+        else:
+            lines.append(f"{key}: {value}")
+    return lines
+
+
+def candidate_marks(card: ItemCard) -> dict[str, str]:
+    """Image label -> what the truth says of that candidate ("valid, best", "not valid")."""
+    valid, best = card.truth.get("valid"), card.truth.get("best")
+    if not isinstance(valid, list):
+        return {}
+    marks = {}
+    for index, ok in enumerate(valid):
+        marks[f"candidate {chr(ord('A') + index)}"] = ("valid" if ok else "not valid") + (", best" if best == index else "")
+    return marks
 
 
 def card_thumbnails(card: ItemCard, cache_dir: Path) -> list[tuple[str, Path | None, Path | None]]:

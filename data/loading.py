@@ -77,6 +77,17 @@ def import_path(
     return report
 
 
+def attach_images(db: sqlite_utils.Database, dataset: str, images: Path, *, progress: Progress | None = None) -> ImportReport:
+    """Give a dataset its image folder after the fact: its last import read again with `images`
+    as the root (idempotent: no item is added twice; the image statuses are checked anew)."""
+    last = store.last_import(db, store.get_dataset(db, dataset)["id"])
+    if last is None:
+        raise BadInputError(Path(dataset), None, "has no import of items to attach images to (a results file, or the demo); import the benchmark with its images")
+    if not Path(images).is_dir():
+        raise BadInputError(Path(images), None, "is not a folder on this machine; expected the folder the dataset's image paths are relative to")
+    return import_path(db, last["kind"], Path(last["path"]), images=Path(images), name=dataset, progress=progress)
+
+
 def store_parsed(
     db: sqlite_utils.Database,
     parsed: Parsed,

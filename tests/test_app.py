@@ -40,8 +40,8 @@ def test_admin_sees_datasets_with_counts_and_items(app):
     assert [t.value for t in at.title] == ["Datasets"]
     table = at.dataframe[0].value
     assert table.set_index("dataset").loc["demo-sugarcrepe", "items"] == 7 * SMALL_DEMO.pairs_per_category
-    assert table.set_index("dataset").loc["demo-bivlc", "images missing"] == 0
-    assert texts(at)[0].startswith("#1  ") and texts(at)[0].endswith("(pair)")
+    assert table.set_index("dataset").loc["demo-bivlc", "images missing"] == 0 and table.set_index("dataset").loc["demo-bivlc", "images"] == "all found"
+    assert texts(at)[0].startswith(f"1 of {7 * SMALL_DEMO.pairs_per_category}  ") and texts(at)[0].endswith("(pair, #1)")  # numbered within the dataset
     assert texts(at)[1].startswith("positive: ") and texts(at)[2].startswith("negative: ")
     assert len(at.get("image")) == 10  # one image per pair on the first page
 
@@ -50,13 +50,54 @@ def test_item_browser_filters_by_dataset_category_and_page(app):
     at = app(ADMIN)
     at.selectbox(key="dataset").set_value("demo-hard-positives").run()
     at.selectbox(key="category").set_value("swap_att").run()
-    shown = [t for t in texts(at) if t.startswith("#")]
-    assert shown and all(" swap_att " in t and "(triple)" in t for t in shown)
+    shown = [t for t in texts(at) if " of " in t and "(triple, #" in t]
+    assert shown and all(" swap_att " in t for t in shown)
     assert any(t.startswith("hard positive: ") for t in texts(at))
+    assert any(t.startswith("The altered caption is ") for t in texts(at))  # ground truth in words, not raw JSON
+    assert not at.json
     first_page = shown
     at.number_input(key="page").set_value(2).run()
     assert not at.exception
-    assert [t for t in texts(at) if t.startswith("#")] != first_page
+    assert [t for t in texts(at) if " of " in t and "(triple, #" in t] != first_page
+
+
+def test_item_browser_grid_marks_candidates_and_numbers_items_within_the_dataset(app, demo_db):
+    at = app(ADMIN)
+    at.selectbox(key="dataset").set_value("demo-bivlc-candidates").run()
+    at.radio(key="items_layout").set_value("grid").run()
+    assert not at.exception
+    headings = [t for t in texts(at) if "(#" in t]
+    n_items = store.count_items(demo_db, store.get_dataset(demo_db, "demo-bivlc-candidates")["id"])
+    assert [h.split(".")[0] for h in headings] == [str(i) for i in range(1, min(24, n_items) + 1)]
+    captions = [image.caption for element in at.get("image") for image in element.proto.imgs]
+    item = store.list_items(demo_db, store.get_dataset(demo_db, "demo-bivlc-candidates")["id"], limit=1)[0]
+    best = chr(ord("A") + item["truth"]["best"])
+    assert any(f"candidate {best} (valid, best)" in c for c in captions)  # the truth marked on the images
+
+
+def test_an_image_folder_is_attached_after_an_import_that_found_none(app, demo_db, tmp_path):
+    from PIL import Image
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "swap_att.json").write_text(json.dumps({"0": {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a cup red"},
+                                                    "1": {"filename": "b.jpg", "caption": "a blue box", "negative_caption": "a box blue"}}))
+    at = app(ADMIN)
+    at.selectbox(key="import_kind").set_value("sugarcrepe").run()
+    at.text_input(key="import_path").set_value(str(data)).run()
+    at.text_input(key="import_name").set_value("mine").run()
+    at.button(key="import").click().run()
+    assert at.dataframe[0].value.set_index("dataset").loc["mine", "images missing"] == 2
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for name in ("a.jpg", "b.jpg"):
+        Image.new("RGB", (32, 32), "red").save(folder / name)
+    at.selectbox(key="dataset").set_value("mine").run()
+    at.text_input(key="attach_folder:mine").set_value(str(folder)).run()
+    at.button(key="attach_images").click().run()
+    assert not at.exception
+    row = at.dataframe[0].value.set_index("dataset").loc["mine"]
+    assert (row["images found"], row["images missing"], row["items"]) == (2, 0, 2)  # nothing imported twice
 
 
 def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixtures, tmp_path):

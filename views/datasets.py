@@ -11,12 +11,13 @@ from annotate import browse
 from data import formats, paths, store, text
 from data.formats import BadInputError
 from data.images import UnsafeImagePathError
-from data.loading import import_path
+from data.loading import attach_images, import_path
 from views.choices import subset_choice
 from views.item_card import draw_item_card
 from views.session import session_db
 
 PAGE_SIZE = 10
+GRID_PAGE_SIZE = 24
 
 db_file = paths.db_path()
 db = session_db()
@@ -24,12 +25,14 @@ st.title("Datasets")
 table = browse.dataset_table(db)
 
 with st.expander("Import a benchmark", expanded=table.empty):
-    kind = st.selectbox("Kind", formats.IMPORT_KINDS, key="import_kind", help="the layouts of README's import table")
-    st.caption(f"Reads {formats.REGISTRY[kind].layout}; for example `{formats.REGISTRY[kind].example}`")
+    kind = st.selectbox("Kind", formats.IMPORT_KINDS, index=None, key="import_kind", placeholder="choose the benchmark's layout",
+                        help="the layouts of README's import table")
+    if kind:
+        st.caption(f"Reads {formats.REGISTRY[kind].layout}; for example `{formats.REGISTRY[kind].example}`")
     source = st.text_input("File or folder on this machine", key="import_path")
     images = st.text_input("Image folder (optional)", key="import_images")
     name = st.text_input("Dataset name (optional)", key="import_name").strip() or None
-    if st.button("Import", key="import", type="primary", disabled=not source.strip()):
+    if st.button("Import", key="import", type="primary", disabled=not (kind and source.strip())):
         bar = st.progress(0.0, text="reading the file")
         try:
             report = import_path(
@@ -52,6 +55,22 @@ if table.empty:
 st.dataframe(table, hide_index=True, width="stretch")
 
 dataset = st.selectbox("Dataset", table["dataset"].tolist(), key="dataset")
+images_of = table.set_index("dataset").loc[dataset]
+if images_of["images missing"] or images_of["images found"] is None:
+    with st.expander("Attach an image folder", expanded=bool(images_of["images missing"])):
+        st.caption("The dataset's last import is read again with this folder as its image root: no item is added twice, "
+                   "and every image is checked anew.")
+        folder = st.text_input("Image folder on this machine", key=f"attach_folder:{dataset}")
+        if st.button("Attach", key="attach_images", disabled=not folder.strip()):
+            bar = st.progress(0.0, text="checking images")
+            try:
+                report = attach_images(db, dataset, Path(folder.strip()).expanduser(),
+                                       progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"))
+            except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
+                st.error(text.md(error))
+            else:
+                st.success(f"{text.md(dataset)}: {report.missing_images} images still missing.")
+                st.rerun()
 categories = browse.category_table(db, dataset)
 chart = px.bar(categories, x="category", y="items", title=f"{dataset}: items per category")
 st.plotly_chart(text.literal_figure(chart), key="category_chart")
@@ -69,10 +88,21 @@ with st.expander("Export"):
             st.download_button(f"{text.md(dataset)} ({fmt}, {exported['n_items']} items, zip)", archive, f"{dataset}-{fmt}.zip", key="export_zip")
 
 st.subheader("Items")
-category = st.selectbox("Category", ["all", *categories["category"].tolist()], key="category")
-page = st.number_input("Page", min_value=1, value=1, step=1, key="page") - 1
-cards, total = browse.item_cards(db, dataset, category=None if category == "all" else category, page=int(page), page_size=PAGE_SIZE)
-st.caption(f"{total} items; showing {page * PAGE_SIZE + 1}-{page * PAGE_SIZE + len(cards)}")
-
-for card in cards:
-    draw_item_card(card, f"#{card.id}  {card.category}  {card.source_id}  ({card.kind})", paths.thumbnail_dir(db_file), width=160, show_truth=True)
+left, middle, right = st.columns([2, 1, 1])
+category = left.selectbox("Category", ["all", *categories["category"].tolist()], key="category")
+layout = middle.radio("Show", ["list", "grid"], horizontal=True, key="items_layout", help="grid: thumbnails, four per row")
+page_size = GRID_PAGE_SIZE if layout == "grid" else PAGE_SIZE
+page = right.number_input("Page", min_value=1, value=1, step=1, key="page") - 1
+cards, total = browse.item_cards(db, dataset, category=None if category == "all" else category, page=int(page), page_size=page_size)
+first = page * page_size + 1
+st.caption(f"{total} items{'' if category == 'all' else ' in ' + text.md(category)}; showing {first}-{page * page_size + len(cards)} "
+           "(numbered within the dataset; # is the store's item id)")
+thumbs = paths.thumbnail_dir(db_file)
+if layout == "grid":
+    for row_start in range(0, len(cards), 4):
+        for column, (offset, card) in zip(st.columns(4), enumerate(cards[row_start:row_start + 4], start=row_start)):
+            with column:
+                draw_item_card(card, f"{first + offset}. {card.category}  (#{card.id})", thumbs, width=110, show_truth=True)
+else:
+    for offset, card in enumerate(cards):
+        draw_item_card(card, f"{first + offset} of {total}  {card.category}  {card.source_id}  ({card.kind}, #{card.id})", thumbs, width=160, show_truth=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotate.browse import ItemCard, card_thumbnails
+from annotate.browse import ItemCard, candidate_marks, card_thumbnails, truth_in_words
 
 
 def draw_item_card(
@@ -33,16 +33,19 @@ def draw_item_card(
         texts = captions if captions is not None else [caption for _, caption in card.captions]
         said = [f"{role}: {caption}" for (role, _), caption in zip(card.captions, texts)]
         images = card_thumbnails(card, thumbnails)
+        marks = candidate_marks(card) if show_truth else {}
         for column, (role, path, small) in zip(st.columns(max(len(images), 1)), images):
+            label = f"{role} ({marks[role]})" if role in marks else role
             if small is None:
-                column.caption(f"{role}: image file {'missing' if path is None else 'unreadable'}")
+                column.caption(f"{label}: image file {'missing' if path is None else 'unreadable'}")
                 continue
-            column.image(str(small), caption=role, width=width)
+            column.image(str(small), caption=label, width=width)
             if enlarge is not None and column.button("Enlarge", key=f"enlarge:{card.id}:{role}"):
                 enlarge(str(path), f"#{card.id} {role}", said)
         for line in said:
             st.text(line)  # st.text: captions are shown as text, never as markup
         for line in lines:
             st.text(line)
-        if show_truth and card.truth:
-            st.json(card.truth, expanded=False)
+        if show_truth:
+            for line in truth_in_words(card) or ["Ground truth: not known for this item."]:
+                st.text(line)

@@ -105,6 +105,7 @@ from data.store.datasets import (
     known_image_paths,
     list_datasets,
     list_items,
+    last_import,
     log_import,
     record_images,
     truth_flag_condition,

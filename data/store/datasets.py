@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
 import sqlite_utils
 
 from data.images import ImageInfo
@@ -229,6 +231,13 @@ def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None
 
 
 # --- import log ------------------------------------------------------------------------------
+
+
+def last_import(db: sqlite_utils.Database, dataset_id: int) -> dict[str, Any] | None:
+    """The latest import of items (not of a results run) into a dataset: kind, path, when."""
+    rows = list(db.query(
+        "SELECT kind, path, imported_at FROM imports WHERE dataset_id = ? AND run IS NULL ORDER BY id DESC LIMIT 1", [dataset_id]))
+    return rows[0] if rows else None
 
 
 def log_import(
