@@ -439,3 +439,23 @@ def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
     assert len(made) == 2  # the two following items, not the current one (it was shown already)
     shown = batches.task_images(db, store.get_batch(db, created["batch"]), current)
     assert shown[0][1].name not in made
+
+
+def test_a_finished_lab_batch_leads_to_the_next_one_without_a_completion_code(app_db):
+    first = batches.create_batch(app_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("lena",), 1, 3, seed=1, min_seconds=0))
+    second = batches.create_batch(app_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("lena",), 1, 2, seed=2, min_seconds=0))
+    for _ in range(3):
+        answer_next(app_db, "lena", first["batch"])
+    at = open_app(first["annotators"][0]["token"])
+    assert not at.exception
+    assert at.selectbox(key="batch").value == first["batch"]
+    assert at.selectbox(key="batch").options == ["Batch 1: validate negative (3 of 3 done)", "Batch 2: validate negative (0 of 2 done)"]
+    assert any("This batch is done" in s.value for s in at.success)
+    assert not any("code" in m.value for m in [*at.success, *at.warning])  # a lab annotator gets no Prolific-style code
+    at.button(key="next_batch").click().run()
+    assert at.selectbox(key="batch").value == second["batch"]
+    assert [s.value for s in at.subheader] == ["Instructions"]  # the next batch starts with its instructions
+    for _ in range(2):
+        answer_next(app_db, "lena", second["batch"])
+    at.run()
+    assert any(s.value == "All done, thank you. You may close this tab." for s in at.success)

@@ -213,3 +213,67 @@ def test_each_task_fits_one_screen_with_answers_visible(site, task):
             box = image.bounding_box()
             assert box["y"] + box["height"] <= height, (task, width, "image below the fold")
         context.close()
+
+
+def labels_of(site, name: str) -> list[dict]:
+    """Every label the annotator has (answer, comment, displayed order), in order."""
+    import json
+
+    db = store.open_db(site["db"])
+    me = store.annotator_by_name(db, name)["id"]
+    rows = db.execute("SELECT answer, comment, displayed_order FROM labels WHERE annotator_id = ? ORDER BY id", [me]).fetchall()
+    return [{"answer": json.loads(a), "comment": c, "order": json.loads(o)} for a, c, o in rows]
+
+
+def test_a_digit_typed_after_a_comment_answers_and_keeps_the_comment(site):
+    links = new_batch(site, ("cora",))
+    context = site["browser"].new_context()
+    page = open_queue(context, links["cora"], "cora")
+    page.wait_for_timeout(READING_MS)
+    field = page.get_by_role("textbox", name="Comment (optional)")
+    field.click()
+    field.type("blurry image")
+    page.keyboard.press("Enter")  # ends the comment
+    wait_idle(page, expect)
+    page.wait_for_timeout(200)  # a person's next key press
+    page.keyboard.press("1")  # no click in between: the key must answer, not extend the comment
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    assert [(label["answer"]["answer"], label["comment"]) for label in labels_of(site, "cora")] == [("negative_false", "blurry image")]
+    context.close()
+
+
+def test_rank_questions_have_keys_one_question_after_another(site):
+    links = new_batch(site, ("rhea",), task="rank_captions")
+    context = site["browser"].new_context()
+    page = open_queue(context, links["rhea"], "rhea")
+    page.wait_for_timeout(READING_MS)
+    for key in ("1", "3", "2"):  # rank of caption (1), (2), (3) as shown
+        press_when_idle(page, expect, key) if key == "1" else page.keyboard.press(key)
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    [label] = labels_of(site, "rhea")
+    shown_ranks = {f"rank_{caption}": rank for caption, rank in zip(label["order"], ("1", "3", "2"))}
+    assert label["answer"] == shown_ranks  # each key went to its question, in the order shown
+    context.close()
+
+
+def test_enter_presses_start_after_a_batch_is_chosen_from_the_list(site):
+    new_batch(site, ("ivo",), n=3)
+    db = store.open_db(site["db"])
+    second = batches.create_batch(db, batches.BatchSpec(DATASET_FOR_TASK["validate_negative"], "validate_negative", ("ivo",), 1, 4, seed=9, name="ivo-second"))
+    link = f"{site['base']}/?token={second['annotators'][0]['token']}"
+    context = site["browser"].new_context()
+    page = context.new_page()
+    page.goto(link)
+    expect(page.get_by_text("Welcome, ivo")).to_be_visible(timeout=30_000)
+    wait_idle(page, expect)
+    page.get_by_test_id("stSelectbox").first.click()
+    page.get_by_role("option", name=re.compile(r"^Batch 2: validate negative \(0 of 4 done\)")).click()
+    expect(page.get_by_role("button", name=re.compile(r"^Start"))).to_be_visible(timeout=20_000)
+    wait_idle(page, expect)
+    page.wait_for_timeout(300)
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("0 of 4 done")).to_be_visible(timeout=20_000)  # Start was pressed
+    seen = page.inner_text("body")
+    assert "ivo-batch" not in seen and "ivo-second" not in seen  # no internal batch names on screen
+    context.close()

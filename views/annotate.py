@@ -24,13 +24,43 @@ IMAGE_CSS = """<style>
 [data-testid="stMainBlockContainer"] h3 {font-size: 1.25rem; padding: 0.1rem 0;}
 </style>"""
 
-# A key held down repeats its keydown ~30 times a second; Streamlit's shortcuts would press the
-# button each time. Auto-repeats are dropped before they reach it (a static script, no user data).
-IGNORE_KEY_REPEAT = """<script>
-if (!window.__foilIgnoresKeyRepeat) {
-  window.__foilIgnoresKeyRepeat = true;
+# The keyboard, as people use it (a static script, no user data):
+# - a key held down repeats its keydown ~30 times a second; Streamlit's shortcuts would press the
+#   button each time: auto-repeats are dropped before they reach it;
+# - Enter or Escape in the comment field ends the comment (the field loses focus), so the next
+#   digit answers instead of going into the comment;
+# - questions answered with radios (rank, compare): digits 1-9 choose an option of the first
+#   question still open, so each question has keys; Ctrl+Enter submits;
+# - a batch chosen from the dropdown leaves it, so that Enter presses Start.
+KEYBOARD = """<script>
+if (!window.__foilKeyboard) {
+  window.__foilKeyboard = true;
+  const rest = () => { if (document.activeElement) document.activeElement.blur(); };
+  // Enter commits the comment and reruns the page, whose redraw gives the field its focus back:
+  // the focus leaves again once that run has finished.
+  let leaveComment = false;
+  new MutationObserver(() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (leaveComment && app && app.getAttribute("data-test-script-state") === "notRunning") { leaveComment = false; setTimeout(rest, 0); }
+  }).observe(document.body, {attributes: true, subtree: true, attributeFilter: ["data-test-script-state"]});
+  const typing = (el) => el && (el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && !["radio", "checkbox"].includes(el.type)));
   window.addEventListener("keydown", (event) => {
-    if (event.repeat) { event.stopImmediatePropagation(); event.preventDefault(); }
+    if (event.repeat) { event.stopImmediatePropagation(); event.preventDefault(); return; }
+    const active = document.activeElement;
+    if (typing(active) && (event.key === "Enter" || event.key === "Escape") && active.closest('[data-testid="stTextInput"]')) {
+      leaveComment = true;
+      setTimeout(rest, 0);  // after Streamlit has taken the value
+      return;
+    }
+    if (typing(active) || event.ctrlKey || event.metaKey || event.altKey || !/^[1-9]$/.test(event.key)) return;
+    const form = document.querySelector('[data-testid="stForm"]');
+    if (!form) return;
+    const open = [...form.querySelectorAll('[role="radiogroup"]')].find((group) => !group.querySelector("input:checked"));
+    const option = open && open.querySelectorAll("label")[Number(event.key) - 1];
+    if (option) { option.click(); rest(); event.preventDefault(); event.stopImmediatePropagation(); }
+  }, true);
+  document.addEventListener("click", (event) => {
+    if (event.target.closest('[role="option"]')) setTimeout(rest, 50);
   }, true);
 }
 </script>"""
@@ -38,14 +68,27 @@ if (!window.__foilIgnoresKeyRepeat) {
 role = st.session_state["role"]
 db = session_db()
 st.html(IMAGE_CSS)
-st.html(IGNORE_KEY_REPEAT, unsafe_allow_javascript=True)
+st.html(KEYBOARD, unsafe_allow_javascript=True)
 st.title(f"Welcome, {text.md(role.name)}")
 
 mine = store.annotator_batches(db, role.annotator_id)
 if not mine:
     st.info("Nothing is assigned to you yet. Come back to this link when the study owner says so.")
     st.stop()
-batch_name = st.selectbox("Batch", [b["name"] for b in mine], key="batch") if len(mine) > 1 else mine[0]["name"]
+progress_of = {b["name"]: b for b in mine}
+
+
+def batch_label(name: str) -> str:
+    """What an annotator reads for a batch: its number, task and own progress (not the internal name)."""
+    row = progress_of[name]
+    number = list(progress_of).index(name) + 1
+    return f"Batch {number}: {row['task'].replace('_', ' ')} ({row['done'] or 0} of {row['assigned']} done)"
+
+
+if len(mine) > 1:
+    batch_name = st.selectbox("Batch", list(progress_of), key="batch", format_func=batch_label)
+else:
+    batch_name = mine[0]["name"]
 batches.reassign_stale(db, batch_name)  # frees items others walked away from (its own short write)
 state = batches.queue_state(db, role.annotator_id, batch_name)  # reads only: no lease starts here
 crowd = "crowd_token" in state.batch["config"]
@@ -94,11 +137,23 @@ if item is not None:
 else:
     st.progress(state.done / state.assigned, text=f"{state.done} of {state.assigned} done")
 if task is None:
-    code, passed = batches.final_code(db, state.batch, role.name)
-    if passed:
-        st.success(f"All done, thank you. Your completion code: {code}")
-    else:
-        st.warning(f"Thank you. Some attention checks were missed; your code: {code}")
+    if crowd:  # a completion code is what a crowd platform asks for; a lab annotator needs none
+        code, passed = batches.final_code(db, state.batch, role.name)
+        if passed:
+            st.success(f"All done, thank you. Your completion code: {code}")
+        else:
+            st.warning(f"Thank you. Some attention checks were missed; your code: {code}")
+        st.stop()
+    waiting = [name for name, row in progress_of.items() if name != batch_name and (row["done"] or 0) < row["assigned"]]
+    if not waiting:
+        st.success("All done, thank you. You may close this tab.")
+        st.stop()
+    st.success(f"This batch is done, thank you. {len(waiting)} more {'batch waits' if len(waiting) == 1 else 'batches wait'} for you.")
+
+    def go_to(name: str) -> None:
+        st.session_state["batch"] = name
+
+    st.button(f"Next: {batch_label(waiting[0])}", key="next_batch", type="primary", shortcut="Enter", on_click=go_to, args=(waiting[0],))
     st.stop()
 
 
@@ -166,9 +221,10 @@ def draw_answers(task: Task) -> None:
             for q, label in zip(task.questions, task.question_labels):
                 st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
             st.form_submit_button("Submit", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item))
+        st.caption(f"Keys: 1-{len(task.options)} answer each question in turn, Ctrl+Enter submits.")
     flags, comment = st.columns(2)
     flags.pills("Flags (optional)", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}")
-    comment.text_input("Comment (optional)", key=f"comment:{key}")
+    comment.text_input("Comment (optional)", key=f"comment:{key}", help="Enter ends the comment; the keys answer again after it.")
 
 
 st.subheader(task.prompt)
