@@ -74,7 +74,7 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     cards = browse.cards_for(scored, "demo-sugarcrepe", page["item"].tolist()[:3])
     lines = browse.human_label_lines(scored, cards)
     assert all(len(lines[card.id]) == 2 for card in cards)  # both annotators' answers on each row
-    assert all(line.endswith("chose the positive (right)") and "baseline_i2t" in line for card in cards for line in lines[card.id])
+    assert all(line.endswith("chose the positive (right) · flags: simulated") and "baseline_i2t" in line for card in cards for line in lines[card.id])
     with pytest.raises(ValueError, match="needs human baseline"):
         inspection.failures(table, pattern="wrong for A, right for humans")
     against = inspection.compare_correctness(table, inspection.human_table(humans), "random", "humans").set_index("category")
@@ -85,7 +85,7 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     at.selectbox(key="pattern").set_value("wrong for A, right for humans").run()
     assert not at.exception and any("random against the humans" == h.value for h in at.subheader)
     assert any(f"{len(expected)} items, worst margin first" in c.value for c in at.caption)
-    assert any(t.value.startswith("human · ") and t.value.endswith("(right)") for t in at.text)  # labels on the cards
+    assert any(t.value.startswith("human · ") and t.value.endswith("(right) · flags: simulated") for t in at.text)  # labels on the cards, said to be simulated
 
 
 def test_brittle_items_of_hard_positive_runs(scored):

@@ -82,7 +82,10 @@ st.subheader("Progress")
 @st.fragment(run_every="10s")
 def live_progress(batch_name: str) -> None:
     """Per-annotator progress, redrawn every 10 seconds as labels arrive."""
-    st.dataframe(pd.DataFrame(batches.batch_progress(session_db(), batch_name)), hide_index=True, width="stretch")
+    progress = pd.DataFrame(batches.batch_progress(session_db(), batch_name))
+    numbers = {c: pd.to_numeric(progress[c]) for c in ("median_seconds", "gold_accuracy") if c in progress}  # None -> empty cell, not "None"
+    st.dataframe(progress.assign(**numbers), hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.1f") for c in numbers})
 
 
 live_progress(name)
