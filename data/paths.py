@@ -8,7 +8,6 @@ import re
 import zipfile
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parent.parent
 DEMO_STORE = REPO / "demo_store" / "foil.db"  # what `make run` builds
 

@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import Any
 
 import sqlite_utils
