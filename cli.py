@@ -489,34 +489,36 @@ def _indented(block: str, indent: str) -> str:
 def metrics_text(result: dict[str, Any]) -> str:
     """`metrics`: the run's header, then one row per category and metric with its 95% interval
     beside the value (the order of the app's table)."""
-    head = {k: v for k, v in result.items() if not isinstance(v, (dict, list)) or k == "tie_rule"}
-    rows = []
-    for level, values, intervals in (("category", result.get("by_type", {}), result.get("type_intervals", {})),
-                                     ("category", result["by_category"], result.get("category_intervals", {}))):
-        for category, figures in values.items():
-            rows += _metric_rows(category, figures, intervals.get(category, {}))
-    rows = _metric_rows("(all)", {"n": result["n"], **result["metrics"], **({"ties": result["ties"]} if "ties" in result else {})}, result["intervals"]) + rows
-    rest = {k: v for k, v in result.items() if k not in head and k not in ("metrics", "intervals", "by_category", "category_intervals", "by_type", "type_intervals", "ties")}
-    parts = [as_text(head), text.table(rows)]
-    return "\n".join(parts + ([as_text(rest)] if rest else []))
+    tabled = ("metrics", "intervals", "by_category", "category_intervals", "by_type", "type_intervals", "ties")
+    head = {k: v for k, v in result.items() if k not in tabled and (not isinstance(v, (dict, list)) or k == "tie_rule")}
+    rest = {k: v for k, v in result.items() if k not in tabled and k not in head}
+    overall = {"n": result["n"], **result["metrics"], **({"ties": result["ties"]} if "ties" in result else {})}
+    levels = [("type", "by_type", "type_intervals")] if "by_type" in result else []  # BiVLC: its types, said as such
+    rows = _metric_rows("(all)", overall, result["intervals"], "" if levels else None)
+    for level, values, intervals in [*levels, ("category", "by_category", "category_intervals")]:
+        for category, figures in result[values].items():
+            rows += _metric_rows(category, figures, result.get(intervals, {}).get(category, {}), level if levels else None)
+    return "\n".join([as_text(head), text.table(rows), *([as_text(rest)] if rest else [])])
 
 
-def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, Any]) -> list[dict[str, Any]]:
+def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None) -> list[dict[str, Any]]:
+    """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
     counts = {k: figures[k] for k in ("n", "ties") if k in figures}
-    return [{"category": category, "metric": metric, "value": value, "95% interval": text.interval_text(intervals.get(metric)), **counts}
+    per = {} if level is None else {"per": level}
+    return [{"category": category, **per, "metric": metric, "value": value, "95% interval": text.interval_text(intervals.get(metric)), **counts}
             for metric, value in figures.items() if metric not in ("n", "ties")]
 
 
 def agreement_text(report: dict[str, Any]) -> str:
     """`agreement`: the coefficients as the page's table, then Cohen's kappa per pair."""
-    from annotate.agreement import coefficient_rows
+    from annotate.agreement import coefficient_rows, question_rows
 
     head = {k: report[k] for k in ("batch", "n_items", "n_labels", "level") if k in report}
     parts = [as_text(head), text.table(coefficient_rows(report))]
     if report["cohen_pairs"]:
         parts += ["Cohen's kappa per pair:", text.table(report["cohen_pairs"])]
     if "by_question" in report:
-        parts += ["per question:", text.table([{"question": q, "items": part["n_items"], **{k: part[k] for k in ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")}} for q, part in report["by_question"].items()])]
+        parts += ["per question:", text.table(question_rows(report))]
     return "\n".join([*parts, report["note"]])
 
 

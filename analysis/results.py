@@ -47,6 +47,11 @@ def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
     return {"rule": ties, "why": "chosen with --ties" + ("" if ties != source.ties else f" (also {source.name}'s own rule)")}
 
 
+# Bumped whenever the summary's keys change (3: BiVLC's types moved to `by_type`, retrieval's
+# `chance`): summaries stored by an older version are then computed anew, never served stale.
+SUMMARY_SHAPE = 3
+
+
 def run_metrics(
     db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0, subset: str | None = None,
     ties: str | None = None,
@@ -61,7 +66,7 @@ def run_metrics(
     flag = subsets.truth_flag(subset)
     source = source_format(db, dataset)
     rule = tie_rule(source, ties)
-    settings = f"n_boot={n_boot};seed={seed};ties={rule['rule']}" + (f";subset={subset}" if flag else "")
+    settings = f"shape={SUMMARY_SHAPE};n_boot={n_boot};seed={seed};ties={rule['rule']}" + (f";subset={subset}" if flag else "")
     stored = store.get_run_summary(db, run_id, settings)
     if stored is not None:
         return stored
@@ -184,9 +189,10 @@ def add_group_types(summary: dict[str, Any], run: Run, outcomes: dict[str, np.nd
     if types is None:
         return
     by_type = m.summarize(outcomes, types, n_boot=settings.n_boot, seed=settings.seed)
-    for category, figures in summary["by_category"].items():
+    type_of = dict(zip(map(str, run.categories), types.tolist()))
+    for category, figures in summary["by_category"].items():  # a type's ties: its subtypes' ties
         if "ties" in figures:
-            counts = by_type["by_category"][category.split("_")[0]]
+            counts = by_type["by_category"][type_of[category]]
             counts["ties"] = counts.get("ties", 0) + figures["ties"]
     summary["by_type"], summary["type_intervals"] = by_type["by_category"], by_type["category_intervals"]
 
@@ -249,7 +255,7 @@ def chance_levels(summary: Mapping[str, Any], key: str, categories: Sequence[str
     """The random-guess level of `key` for each of `categories` ("(all)" for overall): the
     summary's own where the items decide it (retrieval), else the metric's constant."""
     own = summary.get("chance", {})
-    return [own.get(category, {}).get(key, m.chance_level(key)) if own else m.chance_level(key) for category in categories]
+    return [own.get(category, {}).get(key, m.chance_level(key)) for category in categories]
 
 
 @dataclass(frozen=True)

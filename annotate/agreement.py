@@ -289,6 +289,12 @@ def coefficient_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def question_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per question of a multi-question task (compare_negatives), its items and coefficients."""
+    return [{"question": question, "items": part["n_items"], **{key: part[key] for key in COEFFICIENTS}}
+            for question, part in report.get("by_question", {}).items()]
+
+
 def _mean_or_none(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 

@@ -35,21 +35,21 @@ def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:
             "dataset": d["name"], "source": d["kind"], "items": d["n_items"],
             "item kinds": ", ".join(f"{k} {n}" for k, n in d["item_kinds"].items()),
             "categories": len(d["by_category"]),
-            # None (an empty cell), not 0, where no image file was ever recorded (a results file)
-            "images found": d["images"].get("ok", 0) if d["images"] else None,
-            "images missing": d["images"].get("missing", 0) + d["images"].get("unreadable", 0) if d["images"] else None,
-            "images": _image_note(d["images"]),
+            **_image_columns(d["images"]),
         }
         for d in store.list_datasets(db)
     ]
     return pd.DataFrame(rows, columns=["dataset", "source", "items", "item kinds", "categories", "images found", "images missing", "images"])
 
 
-def _image_note(counts: dict[str, int]) -> str:
+def _image_columns(counts: dict[str, int]) -> dict[str, Any]:
+    """Images found and missing, and a word on them; empty cells, not 0, where no image file was
+    ever recorded (a results file)."""
     if not counts:
-        return "none recorded (a results file: attach a folder or import the benchmark)"
+        return {"images found": None, "images missing": None, "images": "none recorded (a results file: attach a folder or import the benchmark)"}
     missing = counts.get("missing", 0) + counts.get("unreadable", 0)
-    return "all found" if not missing else f"{missing} missing: attach the image folder"
+    return {"images found": counts.get("ok", 0), "images missing": missing,
+            "images": "all found" if not missing else f"{missing} missing: attach the image folder"}
 
 
 def category_table(db: sqlite_utils.Database, dataset: str) -> pd.DataFrame:
@@ -124,13 +124,13 @@ def answer_text(task: str, answer: dict[str, Any], card: ItemCard) -> str:
 
 def truth_in_words(card: ItemCard) -> list[str]:
     """The item's ground truth as sentences a newcomer reads (unknown keys as `key: value`)."""
-    truth, lines = card.truth, []
-    said = {"true": "true", "false": "false", True: "true", False: "false"}
-    for key, value in truth.items():
+    lines = []
+    for key, value in card.truth.items():
+        true = str(value).lower() == "true"  # stored as "true"/"false" or as booleans
         if key == "negative":
-            lines.append("The altered caption is " + ("also true of the image: not a valid negative." if said.get(value) == "true" else "false for the image: a valid negative."))
+            lines.append("The altered caption is " + ("also true of the image: not a valid negative." if true else "false for the image: a valid negative."))
         elif key == "positive_variant":
-            lines.append("The hard positive is " + ("true of the image." if said.get(value) == "true" else "false for the image."))
+            lines.append("The hard positive is " + ("true of the image." if true else "false for the image."))
         elif key == "ambiguous":
             lines.append("The generated image " + ("also fits the positive caption: ambiguous." if value else "fits only its own caption."))
         elif key == "correct" and isinstance(value, int) and 0 <= value < len(card.captions):

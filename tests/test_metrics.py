@@ -426,3 +426,19 @@ def test_metrics_cli_takes_a_tie_rule_and_refuses_an_unknown_one(tmp_path, fixtu
     assert json.loads(right.stdout)["metrics"]["accuracy_micro"] == 100.0
     unknown = subprocess.run([*command, "--ties", "coin"], capture_output=True, text=True, cwd=REPO)
     assert unknown.returncode != 0 and "wrong" in unknown.stderr and "half" in unknown.stderr and n > 10
+
+
+def test_a_summary_stored_by_an_older_version_is_computed_anew(demo_db):
+    """Summaries are stored per run and settings; one stored before the summary's keys changed
+    (BiVLC's types mixed into `by_category`) must not be served as it was."""
+    from analysis import results
+    from analysis.models import demo_model_spec, load_model
+    from analysis.scoring import score_dataset
+    from data import store
+
+    score_dataset(demo_db, "demo-bivlc", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
+    run_id = store.get_run(demo_db, "demo-bivlc", "demo-clip")["id"]
+    old_shape = {"dataset": "demo-bivlc", "run": "demo-clip", "n": 1, "metrics": {}, "by_category": {"replace": {}}, "intervals": {}}
+    store.put_run_summary(demo_db, run_id, "n_boot=20;seed=0;ties=wrong", old_shape)  # the key an older version wrote
+    result = results.run_metrics(demo_db, "demo-bivlc", "demo-clip", n_boot=20)
+    assert "replace" in result["by_type"] and "replace" not in result["by_category"]

@@ -75,6 +75,7 @@ names = [b["name"] for b in all_batches]
 if st.session_state.get("batch") not in names:
     st.session_state["batch"] = names[-1]  # the newest batch first
 name = st.selectbox("Batch", names, key="batch")
+batch_row = store.get_batch(db, name)
 
 st.subheader("Progress")
 
@@ -99,22 +100,19 @@ report = batches.batch_agreement(db, name, n_boot=200)
 if not report["n_labels"]:
     st.info("No labels yet: agreement, answers and disagreements appear here as annotators answer (or press "
             "\"Simulate annotators\" below for the demo).")
-figures = {key: report[key] for key in agreement.COEFFICIENTS}
 summary = pd.DataFrame(agreement.coefficient_rows(report))
 if report["n_labels"]:
     st.dataframe(summary, hide_index=True, width="stretch", column_config={"value": st.column_config.NumberColumn(format="%.2f")})
     st.caption(f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale. {report['note']}")
 if "by_question" in report and report["n_labels"]:
-    st.dataframe(pd.DataFrame([
-        {"question": question, "items": part["n_items"], **{key: part[key] for key in figures}}
-        for question, part in report["by_question"].items()
-    ]), hide_index=True, width="stretch", column_config={key: st.column_config.NumberColumn(format="%.2f") for key in figures})
+    st.dataframe(pd.DataFrame(agreement.question_rows(report)), hide_index=True, width="stretch",
+                 column_config={key: st.column_config.NumberColumn(format="%.2f") for key in agreement.COEFFICIENTS})
     st.caption("Each question of this task is agreed on separately; the table above pools them (each question of each item one unit).")
 if report["cohen_pairs"]:
     left, right = st.columns(2)
     heatmap = px.imshow(agreement.kappa_matrix(report["cohen_pairs"]), zmin=-1, zmax=1, color_continuous_scale="RdBu", text_auto=".2f", title="Cohen's kappa per pair")
     left.plotly_chart(text.literal_figure(heatmap), key="kappa_heatmap")
-    answers = pd.DataFrame([{"annotator": r["annotator"], "answer": consensus.answer_key(r["answer"])} for r in store.batch_labels(db, store.get_batch(db, name)["id"])])
+    answers = pd.DataFrame([{"annotator": r["annotator"], "answer": consensus.answer_key(r["answer"])} for r in store.batch_labels(db, batch_row["id"])])
     right.plotly_chart(text.literal_figure(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers")), key="answers_chart")
     st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch", column_config={"kappa": st.column_config.NumberColumn(format="%.2f")})
     reliability = consensus.dawid_skene(db, name)["accuracy"]
@@ -133,7 +131,6 @@ if excluded:
 queue = consensus.adjudication_queue(db, name, include_excluded=include)
 st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
 shown = queue[:5]
-batch_row = store.get_batch(db, name)
 kind = task_type(batch_row["task"])
 cards = {card.id: card for card in browse.cards_for(db, batch_row["dataset"], [d.item for d in shown])}
 items = store.items_by_id(db, [d.item for d in shown])

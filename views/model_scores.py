@@ -112,10 +112,8 @@ table = pd.DataFrame(results.category_table(summaries, chosen, key, level))
 humans = baselines.dataset_baseline(db, dataset)
 with_humans = bool(humans and key in humans["metrics"])
 if with_humans:
-    human_rows = {row["category"]: row for row in results.category_table({"humans": humans}, ["humans"], key, level)}
-    table["humans"] = [human_rows.get(c, {}).get("humans") for c in table["category"]]
-    table["humans 95% CI"] = [human_rows.get(c, {}).get("humans 95% CI") for c in table["category"]]
-    table["humans n"] = [human_rows.get(c, {}).get("n") for c in table["category"]]
+    human_table = pd.DataFrame(results.category_table({"humans": humans}, ["humans"], key, level)).rename(columns={"n": "humans n"})
+    table = table.merge(human_table, on="category", how="left").astype({"humans n": "Int64"})  # whole items, also where a category has none
     st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the {first['n_items']} items "
                "(the humans n column); the models' figures are over every item, so the two differ in sample as well as in who answers.")
 chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
