@@ -171,10 +171,10 @@ def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[s
     arg("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
     arg("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
     arg("--checkpoint", help="local weights file"),
-    arg("--precision", choices=PRECISIONS, default="fp32"),
+    arg("--precision", choices=PRECISIONS, default="auto", help="auto (default): bf16 where the device computes it natively, else fp32; the run records which and why"),
     arg("--batch-size", type=int, default=64),
     arg("--limit", type=int, help="score only the first N items"),
-    arg("--run", help="run name (default: model-tag)"),
+    arg("--run", help="run name (default: model-tag, with -bf16 when run in bf16)"),
     arg("--device", default="auto"),
     arg("--cache-dir", help="where open_clip looks for downloaded weights"),
 )
@@ -186,7 +186,49 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     spec = ModelSpec(args.model, args.pretrained, args.checkpoint, args.precision)
     loaded = load_model(spec, device=args.device, cache_dir=args.cache_dir)
     report = score_dataset(db, args.dataset, loaded, run=args.run, batch_size=args.batch_size, limit=args.limit, progress=TerminalProgress())
-    return report.to_dict()
+    return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
+
+
+@command("parity",
+    arg("dataset"),
+    arg("--model", help="open_clip architecture: score the dataset in both precisions (embeddings cached)"),
+    arg("--pretrained", help="pretrained tag, or 'none' for random weights"),
+    arg("--checkpoint", help="local weights file"),
+    arg("--precision", choices=PRECISIONS, default="auto", help="run B's precision (default auto)"),
+    arg("--against", choices=PRECISIONS, default="fp32", help="run A's precision (default fp32)"),
+    arg("--runs", nargs=2, metavar=("A", "B"), help="compare two stored runs instead of scoring"),
+    arg("--batch-size", type=int, default=64),
+    arg("--device", default="auto"),
+    arg("--cache-dir", help="where open_clip looks for downloaded weights"),
+    arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
+    text=lambda result: parity_text(result),
+)
+def cmd_parity(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Which items' decisions flip between two precisions of one model (or two runs), with both
+    margins, and how the headline metric changes (95% paired bootstrap interval)."""
+    from analysis.parity import parity
+
+    if args.runs:
+        run_a, run_b = args.runs
+        said: dict[str, Any] = {}
+    elif args.model:
+        (run_a, why_a), (run_b, why_b) = (_score_in(db, args, precision) for precision in (args.against, args.precision))
+        if run_a == run_b:
+            raise UsageError(f"both runs are {run_a} ({why_b}); choose another --precision or --against")
+        said = {"precision_a": why_a, "precision_b": why_b}
+    else:
+        raise UsageError("give --model (to score in two precisions) or --runs A B")
+    return {**parity(db, args.dataset, run_a, run_b, subset=args.subset).to_dict(), **said}
+
+
+def _score_in(db: sqlite_utils.Database, args: argparse.Namespace, precision: str) -> tuple[str, str]:
+    """Score the dataset with the model of `args` in `precision` (auto resolved): the run and why."""
+    from analysis.models import ModelSpec, load_model
+    from analysis.scoring import score_dataset
+
+    loaded = load_model(ModelSpec(args.model, args.pretrained, args.checkpoint, precision), device=args.device, cache_dir=args.cache_dir)
+    report = score_dataset(db, args.dataset, loaded, batch_size=args.batch_size, progress=TerminalProgress())
+    return report.run, loaded.precision_reason
 
 
 @command("metrics",
@@ -509,6 +551,17 @@ def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, An
             for metric, value in figures.items() if metric not in ("n", "ties")]
 
 
+def parity_text(result: dict[str, Any]) -> str:
+    """`parity`: the runs and why each ran in its precision, the headline change with its
+    interval, then the items whose decision flips."""
+    change = f"{result['metric']}: {text.cell(result['value_a'])} under A, {text.cell(result['value_b'])} under B, change {text.cell(result['change'])} (95% interval {text.interval_text(result['change_interval'])})"
+    why = [f"{run} ({result[key]})" for run, key in ((result["run_a"], "precision_a"), (result["run_b"], "precision_b")) if key in result]
+    lines = [f"A: {result['run_a']}, B: {result['run_b']} on {result['dataset']}, {result['n_items']} items both scored", *(["precisions: " + "; ".join(why)] if why else []), change]
+    lines.append(f"{result['n_flips']} items decide differently" + (":" if result["flips"] else " (none)"))
+    margins = [{k: f"{v:+.5f}" if isinstance(v, float) else v for k, v in row.items()} for row in result["flips"]]  # bf16 flips sit within 0.01 of a tie
+    return "\n".join([*lines, *([text.table(margins)] if margins else [])])
+
+
 def agreement_text(report: dict[str, Any]) -> str:
     """`agreement`: the coefficients as the page's table, then Cohen's kappa per pair."""
     from annotate.agreement import coefficient_rows, question_rows
@@ -561,7 +614,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Bad input, absent names, unreadable files and unavailable weights end in one line on stderr,
 # not a traceback (--debug shows it).
-EXPECTED_ERRORS = (BadInputError, UnsafeImagePathError, store.StoreError, TaskError, OSError, ModelUnavailableError)
+class UsageError(Exception):
+    """Arguments that parse but do not go together; said in one line, like argparse's own."""
+
+
+EXPECTED_ERRORS = (UsageError, BadInputError, UnsafeImagePathError, store.StoreError, TaskError, OSError, ModelUnavailableError)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-PRECISIONS = ("fp32", "bf16", "fp16")
+# `auto`: bf16 where the device computes it natively, fp32 elsewhere (`analysis.models.resolve_precision`).
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 RANDOM_WEIGHTS = "none"
 DEMO_MODEL_DIR = Path(__file__).resolve().parent / "demo_model"
 DEMO_ARCH = "foil-demo-clip"
@@ -27,7 +28,7 @@ class ModelSpec:
     arch: str
     pretrained: str | None = None
     checkpoint: str | None = None
-    precision: str = "fp32"
+    precision: str = "fp32"  # the CLI and the page default to `auto`; code that asks for a model gets what it names
 
     @property
     def random_weights(self) -> bool:
@@ -37,16 +38,18 @@ class ModelSpec:
     @property
     def run_name(self) -> str:
         """The default run name: `arch`, `arch-tag` or `arch-checkpointstem` (the stem once when it
-        is the architecture's name), with the precision when not fp32.
+        is the architecture's name), with the precision when not fp32 (a loaded model's spec names
+        the precision `auto` resolved to, so its runs say what they ran in).
 
-        >>> ModelSpec("ViT-B-32", "openai").run_name, demo_model_spec().run_name, ModelSpec("RN50", precision="bf16").run_name
+        >>> ModelSpec("ViT-B-32", "openai", precision="fp32").run_name, demo_model_spec().run_name, ModelSpec("RN50", precision="bf16").run_name
         ('ViT-B-32-openai', 'foil-demo-clip', 'RN50-bf16')
         """
         suffix = Path(self.checkpoint).stem if self.checkpoint else self.pretrained
         name = self.arch + (f"-{suffix}" if suffix and suffix != self.arch else "")
-        return name if self.precision == "fp32" else f"{name}-{self.precision}"
+        return name if self.precision in ("fp32", "auto") else f"{name}-{self.precision}"
 
 
 def demo_model_spec() -> ModelSpec:
-    """The small CLIP trained on the synthetic world that ships with the repository."""
+    """The small CLIP trained on the synthetic world that ships with the repository (in fp32 on
+    every machine: the demo's tables are the same everywhere)."""
     return ModelSpec(DEMO_ARCH, checkpoint=str(DEMO_CHECKPOINT))

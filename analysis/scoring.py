@@ -84,8 +84,10 @@ def score_dataset(
     plans, image_sources, text_sources = plan_items(items, hashes)
     model_id = loaded.identity
     image_vectors, image_hits, n_images = _embed(db, model_id, "image", image_sources, lambda batch: encode_images(loaded, [load_image(root, *src) for src in batch]), batch_size, progress)
-    ordered_texts = _by_token_length(loaded, text_sources)
-    text_vectors, text_hits, n_texts = _embed(db, model_id, "text", ordered_texts, lambda batch: encode_texts(loaded, list(batch)), batch_size, progress)
+    text_vectors, text_hits, n_texts = _embed(
+        db, model_id, "text", text_sources, lambda batch: encode_texts(loaded, list(batch)), batch_size, progress,
+        order=lambda keys: _by_token_length(loaded, keys, text_sources),
+    )
     scores = [(plan.item_id, item_scores(plan, image_vectors, text_vectors)) for plan in plans]
     name = run or loaded.spec.run_name
     with store.transaction(db):
@@ -141,11 +143,10 @@ def load_image(root: Path | None, path: str, bbox: list[float] | None = None) ->
     return image
 
 
-def _by_token_length(loaded: LoadedModel, texts: dict[str, str]) -> dict[str, str]:
-    """Captions ordered by token count, so that each trimmed batch wastes little padding."""
-    keys = list(texts)
+def _by_token_length(loaded: LoadedModel, keys: list[str], texts: dict[str, str]) -> list[str]:
+    """Caption keys ordered by token count, so that each trimmed batch wastes little padding."""
     lengths = token_lengths(loaded, [texts[k] for k in keys]) if keys else []
-    return {keys[i]: texts[keys[i]] for i in np.argsort(lengths, kind="stable")}
+    return [keys[i] for i in np.argsort(lengths, kind="stable")]
 
 
 def _embed(
@@ -156,11 +157,14 @@ def _embed(
     encode: Callable[[list[Any]], np.ndarray],
     batch_size: int,
     progress: Progress | None,
+    order: Callable[[list[str]], list[str]] | None = None,
 ) -> tuple[dict[str, np.ndarray], int, int]:
-    """Vectors for every key: cached ones read, the rest encoded in batches and cached."""
+    """Vectors for every key: cached ones read, the rest encoded in batches (in `order`) and cached."""
     cached = store.get_embeddings(db, model_id, modality, list(sources))
     vectors = {key: np.frombuffer(blob, dtype=np.float32) for key, blob in cached.items()}
     missing = [key for key in sources if key not in vectors]
+    if order is not None:
+        missing = order(missing)  # only what is encoded: a warm run tokenizes nothing
     for start in range(0, len(missing), batch_size):
         keys = missing[start:start + batch_size]
         encoded = encode([sources[k] for k in keys]).astype(np.float32)

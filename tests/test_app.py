@@ -318,9 +318,17 @@ def test_score_now_with_an_open_clip_model_names_the_run_after_it(app, demo_db):
     at.radio(key="score_source").set_value("an open_clip model").run()
     at.text_input(key="score_arch").set_value("foil-demo-clip").run()
     at.text_input(key="score_tag").set_value("none").run()
+    assert at.selectbox(key="score_precision").value == "auto"
     at.button(key="score_now").click().run()
     assert not at.exception
-    assert "foil-demo-clip-none" in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
+    import torch
+
+    from analysis.models import resolve_precision
+
+    precision, why = resolve_precision("auto", torch.device("cpu"))  # this machine's answer, read at run time
+    run = "foil-demo-clip-none" + ("-bf16" if precision == "bf16" else "")
+    assert run in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
+    assert store.get_run(demo_db, "demo-crepe", run)["meta"]["precision_reason"] == why
 
 
 def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_path):

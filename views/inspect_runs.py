@@ -5,7 +5,7 @@ import plotly.express as px
 import sqlite_utils
 import streamlit as st
 
-from analysis import inspection
+from analysis import inspection, parity
 from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, browse
 from data import paths, store, text
@@ -29,6 +29,11 @@ def compare_runs(_db: sqlite_utils.Database, db_path: str, dataset: str, run_a: 
     return inspection.compare_runs(_db, dataset, run_a, run_b, subset)
 
 
+@st.cache_data(max_entries=16, show_spinner=False)
+def parity_report(_db: sqlite_utils.Database, db_path: str, dataset: str, run_a: str, run_b: str, fingerprint: str, subset: str | None) -> parity.Parity:
+    return parity.parity(_db, dataset, run_a, run_b, subset=subset)
+
+
 @st.cache_data(max_entries=8, show_spinner="Linking the items of the two datasets...")
 def compare_linked(_db: sqlite_utils.Database, db_path: str, dataset: str, run: str, other: str, other_run: str, fingerprints: tuple[str, str]) -> tuple[pd.DataFrame, int]:
     return inspection.compare_linked(_db, dataset, run, other, other_run)
@@ -45,6 +50,18 @@ def enlarge(path: str, caption: str, captions: list[str]) -> None:
     st.image(path, caption=caption, width="stretch")
     for line in captions:
         st.text(line)
+
+
+def draw_parity(report: parity.Parity) -> None:
+    """The items whose decision flips from run A to run B, with both margins, and the metric change."""
+    st.markdown(f"**Decisions that flip from A to B: {len(report.flips)} of {report.n_items} items.** "
+                f"{text.md(report.metric)}: {report.value_a:.2f} under A, {report.value_b:.2f} under B, change {report.change:+.2f} points "
+                f"(95% paired interval {text.interval_text(report.change_interval)}).")
+    st.caption("A decision is right or wrong under the benchmark's tie rule and, where both runs have scores, which side wins each score "
+               "gap. Before trusting a faster precision, score in both (`./foil parity DATASET --model ...`) and read these items.")
+    if len(report.flips):
+        margins = {c: st.column_config.NumberColumn(format="%+.5f") for c in report.flips.columns if c.endswith((" A", " B")) and c not in ("correct A", "correct B")}
+        st.dataframe(report.flips, hide_index=True, width="stretch", column_config=margins, key="parity_flips")
 
 
 db_file = paths.db_path()
@@ -116,6 +133,7 @@ if run_b:
         scatter.add_hline(y=0, line_dash="dash")
         scatter.add_vline(x=0, line_dash="dash")
         st.plotly_chart(text.literal_figure(scatter), key="gap_scatter")
+    draw_parity(parity_report(db, db_path, dataset, run_a, run_b, fingerprint, subset))
 
 others = [d for d in with_runs if d != dataset]
 if others and st.toggle("Against a run on another dataset holding the same items (SugarCrepe++ and SugarCrepe)", key=f"linked:{dataset}"):

@@ -52,10 +52,12 @@ def score_form() -> None:
         arch = left.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
         tag = middle.text_input("Pretrained tag ('none': random weights, timing only)", "openai", key="score_tag")
         checkpoint = right.text_input("or a local checkpoint file", "", key="score_checkpoint")
-        precision = st.selectbox("Precision", model_spec.PRECISIONS, key="score_precision")
+        precision = st.selectbox("Precision", model_spec.PRECISIONS, key="score_precision",
+                                 help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records which and why.")
         spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
         st.caption("Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops with a message.")
-    run = st.text_input("Run name", placeholder=spec.run_name, key="score_run").strip() or spec.run_name
+    default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
+    run = st.text_input("Run name", placeholder=default, key="score_run").strip() or None  # None: the loaded model's name
     if target and st.button("Score", key="score_now", type="primary"):
         from analysis import scoring
 
