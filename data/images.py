@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -98,14 +99,28 @@ def thumbnail(path: Path, cache_dir: Path, max_side: int = THUMBNAIL_SIDE) -> Pa
     the file cannot be read as an image (pages then say so instead of failing).
 
     Small images are returned as they are. The cache name changes with the file's size and
-    modification time, so an edited image gets a fresh thumbnail.
+    modification time, so an edited image gets a fresh thumbnail. Each answer is also remembered
+    in this process for that size and time: the annotator page asks for every image on every
+    rerun, and a stat is all it then costs.
     """
     try:
         stat = path.stat()
+    except OSError:
+        return None
+    made = _thumbnail_of_version(path, stat.st_size, stat.st_mtime_ns, cache_dir, max_side)
+    if made is not None and made != path and not made.exists():  # the cache folder was emptied meanwhile
+        _thumbnail_of_version.cache_clear()
+        made = _thumbnail_of_version(path, stat.st_size, stat.st_mtime_ns, cache_dir, max_side)
+    return made
+
+
+@functools.lru_cache(maxsize=4096)
+def _thumbnail_of_version(path: Path, size: int, mtime_ns: int, cache_dir: Path, max_side: int) -> Path | None:
+    try:
         with Image.open(path) as image:
             if max(image.size) <= max_side:
                 return path
-            key = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{max_side}".encode()).hexdigest()
+            key = hashlib.sha1(f"{path.resolve()}:{size}:{mtime_ns}:{max_side}".encode()).hexdigest()
             target = cache_dir / f"{key}.jpg"
             if not target.exists():
                 cache_dir.mkdir(parents=True, exist_ok=True)

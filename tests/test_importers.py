@@ -318,6 +318,12 @@ def test_large_images_get_a_cached_thumbnail(tmp_path):
     made_at = first.stat().st_mtime_ns
     assert thumbnail(big, tmp_path / "thumbs") == first and first.stat().st_mtime_ns == made_at  # reused, not redrawn
     assert thumbnail(small, tmp_path / "thumbs") == small
+    Image.new("RGB", (1200, 900), (200, 10, 10)).save(big)  # the image edited while the app runs
+    edited = thumbnail(big, tmp_path / "thumbs")
+    assert edited != first and Image.open(edited).getpixel((5, 5))[0] > 150  # not the remembered green one
+    for made in (tmp_path / "thumbs").iterdir():
+        made.unlink()  # the cache folder emptied under a running app
+    assert thumbnail(big, tmp_path / "thumbs") == edited and edited.is_file()
 
 
 def _write_crepe(folder: Path) -> Path:

@@ -103,6 +103,30 @@ def test_migration_9_hashes_the_tokens_of_an_older_store(tmp_path):
     assert "plain-token-of-ada-123" not in "\n".join(db.conn.iterdump())
 
 
+def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_store, tmp_path):
+    from annotate import batches
+
+    path = tmp_path / "old.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(path)])
+    old = store.open_db(path)
+    created = batches.create_batch(old, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 6, seed=1, min_seconds=0))
+    ada = store.annotator_by_name(old, "ada")["id"]
+    for _ in range(4):
+        batches.submit_answer(old, ada, created["batch"], batches.draw(old, ada, created["batch"]).task, {"answer": "unsure"})
+    # back to version 9: labels stored, and assignments that know nothing of them
+    old.conn.executescript(
+        "DROP TRIGGER labels_answer_assignment; DROP TRIGGER labels_unanswer_assignment; DROP INDEX assignments_open;"
+        " ALTER TABLE assignments DROP COLUMN answered; DELETE FROM schema_migrations WHERE version = 10;")
+    old.conn.close()
+    db = store.open_db(path)
+    assert [(b["assigned"], b["done"]) for b in store.annotator_batches(db, ada)] == [(6, 4)]
+    assert batches.queue_state(db, ada, created["batch"]).done == 4  # the queue resumes at the fifth item
+    batch_id = store.get_batch(db, created["batch"])["id"]
+    first = store.batch_labels(db, batch_id)[0]
+    db.execute("DELETE FROM labels WHERE id = ?", [first["id"]])  # a label removed: its item is open again
+    assert [(b["assigned"], b["done"]) for b in store.annotator_batches(db, ada)] == [(6, 3)]
+
+
 def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
     from annotate import batches
 

@@ -68,11 +68,11 @@ def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
 
 # --- batches, assignments, labels ---------------------------------------------------------
 
-# SQL condition: assignment `a` has its label (the same batch, item, part and annotator).
-_ANSWERED = (
-    "EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id AND l.item_id = a.item_id"
-    " AND l.part = a.part AND l.annotator_id = a.annotator_id)"
-)
+# SQL conditions: assignment `a` has its label (the same batch, item, part and annotator), or not
+# yet; `answered` is kept by triggers on labels (migration 10), and `_OPEN` is the condition of
+# the partial index `assignments_open`.
+_ANSWERED = "a.answered = 1"
+_OPEN = "a.answered = 0"
 
 
 def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: str, config: dict[str, Any]) -> int:
@@ -145,7 +145,7 @@ def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict
 def unanswered_assignments(db: sqlite_utils.Database, annotator_id: int, batch_id: int, limit: int = 1) -> list[dict[str, Any]]:
     """The annotator's first `limit` unanswered assignments in the batch, in queue order (the first is the resume point)."""
     return list(db.query(
-        f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND NOT {_ANSWERED}"
+        f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND {_OPEN}"
         " ORDER BY a.position LIMIT ?", [annotator_id, batch_id, limit]))
 
 
@@ -297,20 +297,20 @@ def stale_assignments(
         " < :idle_before))"
     ) if idle_before else ""
     return list(db.query(
-        f"SELECT a.* FROM assignments a WHERE a.batch_id = :batch AND NOT {_ANSWERED}"
+        f"SELECT a.* FROM assignments a WHERE a.batch_id = :batch AND {_OPEN}"
         f" AND ((a.opened_at IS NOT NULL AND a.opened_at < :opened_before){idle}) ORDER BY a.id",
         {"batch": batch_id, "opened_before": opened_before, "idle_before": idle_before}))
 
 
 def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> None:
     """Drop an unanswered assignment (its unit returns to a crowd batch's pool)."""
-    db.execute(f"DELETE FROM assignments AS a WHERE id = ? AND NOT {_ANSWERED}", [assignment_id])
+    db.execute(f"DELETE FROM assignments AS a WHERE id = ? AND {_OPEN}", [assignment_id])
 
 
 def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> None:
     """Give an unanswered assignment to another annotator, at `position` in their queue, unopened."""
     db.execute(
-        f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, assigned_at = ? WHERE id = ? AND NOT {_ANSWERED}",
+        f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
         [annotator_id, position, _now(), assignment_id])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import json
 import re
@@ -87,13 +89,14 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
             raise
         conn.execute(f"RELEASE {name}")
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.commit()
+    with getattr(conn, "write_lock", None) or contextlib.nullcontext():  # this process's writers in turn (`schema._write_locks`)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
 
 
 

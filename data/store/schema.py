@@ -197,6 +197,28 @@ def _m0009_hashed_tokens(db: sqlite_utils.Database) -> None:
     db.conn.executemany("UPDATE annotators SET token = ? WHERE id = ?", [(f"hashed:{i}", i) for i, _, _ in rows])
 
 
+def _m0010_answered_assignments(db: sqlite_utils.Database) -> None:
+    # An assignment says whether it is answered (kept by triggers on labels, whatever writes
+    # them), so the annotator page's checks read a few open rows through a partial index instead
+    # of testing every assignment of the batch against the labels on each rerun.
+    db.executescript(
+        """
+        ALTER TABLE assignments ADD COLUMN answered INTEGER NOT NULL DEFAULT 0;
+        UPDATE assignments AS a SET answered = 1 WHERE EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id
+            AND l.item_id = a.item_id AND l.part = a.part AND l.annotator_id = a.annotator_id);
+        CREATE INDEX assignments_open ON assignments (batch_id, opened_at) WHERE answered = 0;
+        CREATE TRIGGER labels_answer_assignment AFTER INSERT ON labels BEGIN
+            UPDATE assignments SET answered = 1 WHERE batch_id = NEW.batch_id AND item_id = NEW.item_id
+                AND part = NEW.part AND annotator_id = NEW.annotator_id;
+        END;
+        CREATE TRIGGER labels_unanswer_assignment AFTER DELETE ON labels BEGIN
+            UPDATE assignments SET answered = 0 WHERE batch_id = OLD.batch_id AND item_id = OLD.item_id
+                AND part = OLD.part AND annotator_id = OLD.annotator_id;
+        END;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_initial", _m0001_initial),
     ("0002_imports_log", _m0002_imports_log),
@@ -207,6 +229,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0007_run_versions_and_summaries", _m0007_run_versions_and_summaries),
     ("0008_leases_and_crowd_joins", _m0008_leases_and_crowd_joins),
     ("0009_hashed_tokens", _m0009_hashed_tokens),
+    ("0010_answered_assignments", _m0010_answered_assignments),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -247,6 +270,11 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migra
 # go on reading an old snapshot (seen: links issued by the CLI refused by the running app).
 _live_connections: dict[tuple[int, int], weakref.WeakSet] = {}
 _opening = threading.Lock()
+# One writer at a time per store file within this process (`base.transaction` takes it): threads
+# queue here, in order, instead of in SQLite's busy handler, which sleeps in steps of up to 100 ms
+# and let 50 concurrent annotators wait seconds for a write of a millisecond. Other processes
+# (the CLI, another server) still meet SQLite's own lock and busy timeout.
+_write_locks: dict[tuple[int, int] | None, threading.RLock] = {}
 
 
 def _connect_checked(path: Path, *, shared: bool = False) -> sqlite_utils.Database:
@@ -260,6 +288,7 @@ def _connect_checked(path: Path, *, shared: bool = False) -> sqlite_utils.Databa
         connection = sqlite3.connect(path, factory=_TrackedConnection, check_same_thread=not shared)
         db = sqlite_utils.Database(connection)
         db.enable_wal()
+        connection.write_lock = _write_locks.setdefault(_file_key(path), threading.RLock())
         _live_connections.setdefault(_file_key(path), weakref.WeakSet()).add(connection)
         for gone in [file for file, alive in _live_connections.items() if not alive]:
             del _live_connections[gone]  # files no connection holds any more
@@ -267,7 +296,10 @@ def _connect_checked(path: Path, *, shared: bool = False) -> sqlite_utils.Databa
 
 
 class _TrackedConnection(sqlite3.Connection):
-    """An sqlite3 connection that can be weakly referenced (the base class cannot)."""
+    """An sqlite3 connection that can be weakly referenced (the base class cannot) and carries
+    its file's write lock."""
+
+    write_lock: threading.RLock | None = None
 
 
 def _file_key(path: Path) -> tuple[int, int] | None:
