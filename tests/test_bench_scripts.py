@@ -1,0 +1,33 @@
+"""The benchmark scripts run as BENCHMARKS.md says, on small sizes: their figures are only worth
+reading if the scripts still work, and the concurrent one checks that every answer of many
+annotators at once is stored exactly once."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def run_bench(*args: str) -> str:
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_many_annotators_at_once_store_every_answer_once():
+    out = run_bench("bench/bench_annotation.py", "--workers", "12", "--answers", "6", "--reading", "0", "--no-browser")
+    stored, expected, errors = map(int, re.search(r"labels stored (\d+) of (\d+); errors (\d+)", out).groups())
+    assert (stored, expected, errors) == (72, 72, 0)
+    assert re.search(r"get-next p50 [\d.]+ ms, p95 [\d.]+ ms", out)
+
+
+def test_scoring_bench_compares_auto_with_the_reference_and_reports_parity():
+    out = run_bench("bench/bench_scoring.py", "--items", "14", "--reference-sample", "2")
+    assert re.search(r"reference per-item loop \(fp32\): [\d.]+ s", out)
+    assert re.search(r"precision auto: auto chose (bf16|fp32)", out)
+    assert re.search(r"score fp32 cold: [\d.]+ s -> [\d.]+x faster", out) and "% of the floor's speed" in out
+    if "auto chose bf16" in out:
+        assert re.search(r"parity bf16 against fp32: \d+ of 14 decisions flip", out)
