@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import hashlib
 import json
 import re
 import secrets
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from typing import Any
 
@@ -89,7 +87,7 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
             raise
         conn.execute(f"RELEASE {name}")
         return
-    with getattr(conn, "write_lock", None) or contextlib.nullcontext():  # this process's writers in turn (`schema._write_locks`)
+    with getattr(conn, "write_lock", None) or nullcontext():  # this process's writers in turn (`schema._write_locks`)
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield
