@@ -180,13 +180,7 @@ def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[s
 )
 def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Score a dataset with an open_clip model (cached, batched, de-duplicated)."""
-    from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
-
-    spec = ModelSpec(args.model, args.pretrained, args.checkpoint, args.precision)
-    loaded = load_model(spec, device=args.device, cache_dir=args.cache_dir)
-    report = score_dataset(db, args.dataset, loaded, run=args.run, batch_size=args.batch_size, limit=args.limit, progress=TerminalProgress())
-    return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
+    return _score_in(db, args, args.precision, run=args.run, limit=args.limit)
 
 
 @command("parity",
@@ -212,23 +206,25 @@ def cmd_parity(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
         run_a, run_b = args.runs
         said: dict[str, Any] = {}
     elif args.model:
-        (run_a, why_a), (run_b, why_b) = (_score_in(db, args, precision) for precision in (args.against, args.precision))
+        scored_a, scored_b = (_score_in(db, args, precision) for precision in (args.against, args.precision))
+        run_a, run_b = scored_a["run"], scored_b["run"]
         if run_a == run_b:
-            raise UsageError(f"both runs are {run_a} ({why_b}); choose another --precision or --against")
-        said = {"precision_a": why_a, "precision_b": why_b}
+            raise UsageError(f"both runs are {run_a} ({scored_b['precision_reason']}); choose another --precision or --against")
+        said = {"precision_a": scored_a["precision_reason"], "precision_b": scored_b["precision_reason"]}
     else:
         raise UsageError("give --model (to score in two precisions) or --runs A B")
     return {**parity(db, args.dataset, run_a, run_b, subset=args.subset).to_dict(), **said}
 
 
-def _score_in(db: sqlite_utils.Database, args: argparse.Namespace, precision: str) -> tuple[str, str]:
-    """Score the dataset with the model of `args` in `precision` (auto resolved): the run and why."""
+def _score_in(db: sqlite_utils.Database, args: argparse.Namespace, precision: str, *, run: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """Score the dataset with the model of `args` in `precision` (`auto` resolved): the report,
+    with the precision it ran in and why (`score` and `parity` alike)."""
     from analysis.models import ModelSpec, load_model
     from analysis.scoring import score_dataset
 
     loaded = load_model(ModelSpec(args.model, args.pretrained, args.checkpoint, precision), device=args.device, cache_dir=args.cache_dir)
-    report = score_dataset(db, args.dataset, loaded, batch_size=args.batch_size, progress=TerminalProgress())
-    return report.run, loaded.precision_reason
+    report = score_dataset(db, args.dataset, loaded, run=run, batch_size=args.batch_size, limit=limit, progress=TerminalProgress())
+    return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
 
 
 @command("metrics",

@@ -4,6 +4,7 @@ whose decisions differ between two precisions of the demo model, checked against
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
 import sys
 
@@ -42,7 +43,7 @@ def test_auto_runs_bf16_only_where_the_cpu_computes_it_natively(monkeypatch):
     chosen, why = models.resolve_precision("auto", torch.device("cpu"))
     assert chosen == "fp32" and "no native bf16" in why
     monkeypatch.setattr(models, "cpu_bf16_features", lambda: ["AVX512-BF16"])
-    assert models.resolve_precision("auto", torch.device("cpu")) == ("bf16", "auto chose bf16: this CPU ({}) has native bf16 (AVX512-BF16)".format(__import__("platform").machine()))
+    assert models.resolve_precision("auto", torch.device("cpu")) == ("bf16", f"auto chose bf16: this CPU ({platform.machine()}) has native bf16 (AVX512-BF16)")
     assert models.resolve_precision("fp32", torch.device("cpu"))[0] == "fp32"  # asked for: never overridden
 
 

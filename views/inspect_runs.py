@@ -60,7 +60,7 @@ def draw_parity(report: parity.Parity) -> None:
     st.caption("A decision is right or wrong under the benchmark's tie rule and, where both runs have scores, which side wins each score "
                "gap. Before trusting a faster precision, score in both (`./foil parity DATASET --model ...`) and read these items.")
     if len(report.flips):
-        margins = {c: st.column_config.NumberColumn(format="%+.5f") for c in report.flips.columns if c.endswith((" A", " B")) and c not in ("correct A", "correct B")}
+        margins = {c: st.column_config.NumberColumn(format="%+.5f") for c in report.flips.select_dtypes("float").columns}  # flips sit near a tie
         st.dataframe(report.flips, hide_index=True, width="stretch", column_config=margins, key="parity_flips")
 
 
