@@ -7,13 +7,18 @@ every file in it directly (its legacy multipage mode), without running this role
 import streamlit as st
 
 from annotate import batches, roles
-from data import paths
+from data import paths, store
 from views.session import session_db
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
 
 db_file = paths.db_path()
-db = session_db()
+try:
+    paths.files_dir(db_file)  # a PostgreSQL store needs $FOIL_FILES
+    db = session_db()
+except (store.StoreError, paths.FilesFolderUnset) as error:
+    st.error(str(error))
+    st.stop()
 
 # A crowd study link (?study=...&PROLIFIC_PID=...) registers the worker and becomes their token.
 study, worker = st.query_params.get("study"), st.query_params.get("PROLIFIC_PID")
@@ -33,7 +38,7 @@ if token:
 
 try:
     admin = roles.admin_token(db_file)
-except roles.WeakAdminTokenError as error:
+except roles.AdminTokenError as error:
     st.error(str(error))
     st.stop()
 role = roles.resolve_role(db, token, admin)

@@ -1,6 +1,7 @@
 """Foil Studio from a terminal: the app's operations for scripts, CI and people (see README).
 
-Every command takes ``--db FILE`` (default ``$FOIL_DB``, else ``foil.db``), prints text by
+Every command takes ``--db FILE`` or ``--db postgresql://...`` (default ``$FOIL_DB``, else
+``foil.db``), prints text by
 default and exactly one JSON document with ``--json``, reports progress on stderr and exits
 non-zero with a one-line reason on stderr when it fails.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import sqlite_utils
 
 from analysis.metrics import TIE_RULES
@@ -51,6 +53,7 @@ class Command:
     handler: Handler
     arguments: tuple[tuple[tuple[str, ...], dict[str, Any]], ...]
     text: Callable[[Any], str] | None = None  # the human rendering, when the generic one is not enough
+    opens_store: bool = True  # False: the handler opens the stores its arguments name (--db is not used)
 
 
 COMMANDS: list[Command] = []
@@ -62,13 +65,15 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     return flags, options
 
 
-def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]], text: Callable[[Any], str] | None = None) -> Callable[[Handler], Handler]:
+def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]], text: Callable[[Any], str] | None = None,
+            opens_store: bool = True) -> Callable[[Handler], Handler]:
     """Register the decorated handler as command `name` ("batch create" for a group's command);
-    `text` renders its result for people (default: `as_text`)."""
+    `text` renders its result for people (default: `as_text`); ``opens_store=False`` hands it
+    no store (it opens those its arguments name)."""
     group, _, leaf = name.rpartition(" ")
 
     def register(handler: Handler) -> Handler:
-        COMMANDS.append(Command(leaf, group or None, handler, arguments, text))
+        COMMANDS.append(Command(leaf, group or None, handler, arguments, text, opens_store))
         return handler
 
     return register
@@ -252,6 +257,26 @@ def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     annotator = store.ensure_annotator(db, args.name)
     token = annotator["token"] or store.issue_token(db, annotator["id"])
     return {"name": annotator["name"], "token": token, "url": f"{args.base_url}/?token={token}"}
+
+
+def migrate_store_text(result: dict[str, Any]) -> str:
+    """The copy's table of rows and its labels' checksum, for people."""
+    lines = [f"copied {result['source']} -> {result['destination']}"]
+    lines += [f"  {table:<16} {n:>10,}" for table, n in result["rows"].items()]
+    lines.append(f"row counts match; labels checksum {result['labels_checksum'][:16]}... matches")
+    return "\n".join(lines)
+
+
+@command("migrate-store",
+         arg("source", help="the store to copy: a file or a postgresql:// URL"),
+         arg("destination", help="an empty store: a new file, or an empty PostgreSQL database's URL"),
+         text=migrate_store_text, opens_store=False)
+def cmd_migrate_store(db: None, args: argparse.Namespace) -> dict[str, Any]:
+    """Copy a whole store to another engine (SQLite to PostgreSQL or back), checked by row counts
+    and a checksum of the labels. Files (images, exports) stay where they are."""
+    source, destination = store.open_db(args.source), store.open_db(args.destination)
+    result = store.copy_store(source, destination)
+    return {"source": store.redacted(args.source), "destination": store.redacted(args.destination), **result}
 
 
 @command("admin-token")
@@ -588,7 +613,7 @@ def jsonable(value: Any) -> Any:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every registered command (``@command`` beside each handler)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help=f"store file (default: $FOIL_DB, else ./foil.db if present, else the demo store {paths.DEMO_STORE.relative_to(paths.REPO)} if built)")
+    common.add_argument("--db", help=f"store file or postgresql:// URL (default: $FOIL_DB, else ./foil.db if present, else the demo store {paths.DEMO_STORE.relative_to(paths.REPO)} if built)")
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     parser = argparse.ArgumentParser(prog="foil", description=__doc__.splitlines()[0])
@@ -604,7 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = parent.add_parser(registered.name, parents=[common], help=registered.handler.__doc__)
         for flags, options in registered.arguments:
             sub.add_argument(*flags, **options)
-        sub.set_defaults(handler=registered.handler, render=registered.text or as_text)
+        sub.set_defaults(handler=registered.handler, render=registered.text or as_text, opens_store=registered.opens_store)
     return parser
 
 
@@ -621,12 +646,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", stream=sys.stderr)
     args = build_parser().parse_args(argv)
-    if args.db is None:
+    if args.db is None and args.opens_store:
         args.db = str(paths.cli_db_path())
         if Path(args.db) == paths.DEMO_STORE:
             print(f"using the demo store {args.db} (give --db or set $FOIL_DB for another)", file=sys.stderr)
     try:
-        db = store.open_db(args.db)
+        db = store.open_db(args.db) if args.opens_store else None
         result = args.handler(db, args)
     except EXPECTED_ERRORS as error:
         if args.debug:
@@ -637,6 +662,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"error: the store {args.db} is damaged or unreadable ({error}); restore it from a backup", file=sys.stderr)
+        return 1
+    except psycopg.Error as error:  # the PostgreSQL server went away, or refused a statement
+        if args.debug:
+            raise
+        print(f"error: the PostgreSQL store {store.redacted(args.db)} failed: {str(error).strip()}", file=sys.stderr)
         return 1
     if result is not None:
         print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else args.render(result))

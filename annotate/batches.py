@@ -179,7 +179,8 @@ def join_crowd(
         raise BatchError("This link does not carry a valid participant id. Open the study from the recruiting site.")
     name = f"crowd-{worker_id}"
     moment = now or datetime.now(timezone.utc)
-    with store.transaction(db):  # one joiner at a time: the cap and the rate hold under concurrency
+    with store.transaction(db, row_locks=True):  # one joiner at a time: the cap and the rate hold under concurrency
+        store.lock_batch(db, batch["id"])
         current = store.batch_assignments(db, batch["id"])
         known = store.annotator_by_name(db, name)
         if known is not None and any(a["annotator_id"] == known["id"] for a in current):
@@ -344,8 +345,8 @@ def task_images(db: sqlite_utils.Database, batch: store.BatchRow, task: Task) ->
     (None where a file is missing or unreadable)."""
     root_text = store.get_dataset(db, batch["dataset"])["image_root"]
     root = Path(root_text) if root_text else None
-    db_file = store.db_file(db)
-    cache = thumbnail_dir(db_file) if db_file else None
+    where = store.location(db)
+    cache = thumbnail_dir(where) if where else None
     files = [(label, existing_image(root, reference)) for label, reference in task.images]
     return [(label, thumbnail(path, cache) if path and cache else path) for label, path in files]
 
@@ -426,7 +427,7 @@ def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime 
     fewest open items among those who still have an open queue and lack that unit (or stays put
     when nobody has). In a crowd batch it returns to the pool instead, and so do the unopened
     units of a participant idle for ``idle_minutes``. One write transaction re-reads what is stale,
-    so an answer stored a moment ago is never moved (labels are written under the same lock).
+    so an answer stored a moment ago is never moved.
     """
     batch = store.get_batch(db, batch_name)
     moment = now or datetime.now(timezone.utc)
@@ -436,14 +437,15 @@ def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime 
     if not store.stale_assignments(db, batch["id"], opened_before, idle_before):  # the common case: no lock taken
         return 0
     moved = 0
-    with store.transaction(db):
+    # Labels are written under row locks (`store.save_label`): an answer stored while this runs
+    # keeps its assignment, which then neither moves nor counts.
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
         for assignment in store.stale_assignments(db, batch["id"], opened_before, idle_before):
             if crowd:
-                store.delete_assignment(db, assignment["id"])
-                moved += 1
+                moved += store.delete_assignment(db, assignment["id"])
             elif (target := _reassignment_target(store.batch_assignments(db, batch["id"]), assignment)) is not None:
-                store.move_assignment(db, assignment["id"], *target)
-                moved += 1
+                moved += store.move_assignment(db, assignment["id"], *target)
     return moved
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import sqlite_utils
 
 from data import store
-from data.paths import files_dir
+from data.paths import files_dir, is_store_url
 
 ADMIN_TOKEN_ENV = "FOIL_ADMIN_TOKEN"
 
@@ -31,20 +31,24 @@ ANONYMOUS = Role("anonymous")
 MIN_ADMIN_TOKEN_CHARS = 16
 
 
-class WeakAdminTokenError(store.StoreError):
-    """``$FOIL_ADMIN_TOKEN`` is too short to keep the admin pages private."""
+class AdminTokenError(store.StoreError):
+    """``$FOIL_ADMIN_TOKEN`` is too short to keep the admin pages private, or unset where it must be set."""
 
 
 def admin_token(db_file: str | Path) -> str:
     """`$FOIL_ADMIN_TOKEN` (at least 16 characters), else a token generated once and kept
-    beside the store in a file that is private (mode 600) from the moment it exists."""
+    beside the store in a file that is private (mode 600) from the moment it exists. A
+    PostgreSQL store (several servers) takes it from the environment only."""
     from_env = os.environ.get(ADMIN_TOKEN_ENV)
     if from_env is not None and from_env.strip():
         if len(from_env.strip()) < MIN_ADMIN_TOKEN_CHARS:
-            raise WeakAdminTokenError(
+            raise AdminTokenError(
                 f"{ADMIN_TOKEN_ENV} has {len(from_env.strip())} characters; it needs at least {MIN_ADMIN_TOKEN_CHARS} "
                 "(unset it and one is generated for you)")
         return from_env.strip()
+    if is_store_url(db_file):
+        raise AdminTokenError(f"a PostgreSQL store takes its admin token from ${ADMIN_TOKEN_ENV} (at least "
+                              f"{MIN_ADMIN_TOKEN_CHARS} characters, the same on every server): set it (docs/deploy.md)")
     token_file = files_dir(db_file) / "admin_token"
     if not token_file.exists():
         token_file.parent.mkdir(parents=True, exist_ok=True)

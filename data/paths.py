@@ -12,12 +12,21 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO_STORE = REPO / "demo_store" / "foil.db"  # what `make run` builds
 
 
-def db_path() -> Path:
-    """The store file: `$FOIL_DB`, else `foil.db` in the working directory (read at call time)."""
-    return Path(os.environ.get("FOIL_DB", "foil.db"))
+FILES_ENV = "FOIL_FILES"
 
 
-def cli_db_path() -> Path:
+class FilesFolderUnset(OSError):
+    """A PostgreSQL store was given without ``$FOIL_FILES``: nowhere to keep its files."""
+
+
+def db_path() -> Path | str:
+    """The store: `$FOIL_DB` (a file, or a ``postgresql://`` URL kept as text), else `foil.db`
+    in the working directory (read at call time)."""
+    location = os.environ.get("FOIL_DB", "foil.db")
+    return location if is_store_url(location) else Path(location)
+
+
+def cli_db_path() -> Path | str:
     """The command line's store: `$FOIL_DB`, else `foil.db` in the working directory when it
     exists, else the demo store `make run` built when it exists (so the README's lines work as
     written after `make run`), else `foil.db`."""
@@ -27,7 +36,14 @@ def cli_db_path() -> Path:
 
 
 def files_dir(db_file: str | Path) -> Path:
-    """Where a store keeps files it owns: demo images, images embedded in imports, tokens."""
+    """Where a store keeps files it owns (demo images, images embedded in imports, thumbnails,
+    exports, tokens): `$FOIL_FILES` when set (the folder every server of a deployment shares),
+    else a folder beside the store file. A PostgreSQL store needs `$FOIL_FILES`."""
+    if os.environ.get(FILES_ENV, "").strip():
+        return Path(os.environ[FILES_ENV].strip())
+    if is_store_url(db_file):
+        raise FilesFolderUnset(f"a PostgreSQL store keeps its files (images, thumbnails, exports) in ${FILES_ENV}: "
+                               "set it to a folder every server of the deployment shares (docs/deploy.md)")
     path = Path(db_file)
     return path.parent / f"{path.stem}_files"
 
@@ -74,3 +90,15 @@ def zip_folder(folder: Path) -> bytes:
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             bundle.write(path, path.relative_to(folder).as_posix())
     return archive.getvalue()
+
+
+STORE_URL_PREFIXES = ("postgresql://", "postgres://")
+
+
+def is_store_url(location: object) -> bool:
+    """Whether a --db / FOIL_DB value names a PostgreSQL database rather than a store file.
+
+    >>> is_store_url("postgresql://foil@db/foil"), is_store_url("foil.db")
+    (True, False)
+    """
+    return isinstance(location, str) and location.startswith(STORE_URL_PREFIXES)

@@ -1,4 +1,9 @@
-"""Shared fixtures: a fresh in-memory store, the real benchmark files, a demo store on disk."""
+"""Shared fixtures: a fresh store, the real benchmark files, a demo store on disk.
+
+A test marked ``both_engines`` runs twice, on SQLite and on PostgreSQL (a real server the suite
+starts once, `tests/postgres_support.py`): its ``fresh_db`` and ``demo_db`` are then a new
+PostgreSQL database each, the demo one copied from the demo store by ``store.copy_store``.
+"""
 
 from __future__ import annotations
 
@@ -23,9 +28,44 @@ DATASET_FOR_TASK = {
 }
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "both_engines: run the test on SQLite and on PostgreSQL")
+
+
+def pytest_generate_tests(metafunc):
+    if "engine" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
+        metafunc.parametrize("engine", ["sqlite", "postgresql"])
+
+
 @pytest.fixture
-def fresh_db():
-    """An empty store in memory."""
+def engine() -> str:
+    """The store engine of a test; ``both_engines`` tests get both."""
+    return "sqlite"
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server for this test session (started on first use, stopped at the end)."""
+    from tests.postgres_support import PostgresServer
+
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+def _postgres_store(url: str, request, monkeypatch, tmp_path):
+    """Open a PostgreSQL store for one test: its files in a private folder, closed after the test."""
+    monkeypatch.setenv("FOIL_FILES", str(tmp_path / "files"))
+    db = store.open_db(url)
+    request.addfinalizer(db.conn.close)
+    return db
+
+
+@pytest.fixture
+def fresh_db(engine, request, monkeypatch, tmp_path):
+    """An empty store: in memory, or a new PostgreSQL database."""
+    if engine == "postgresql":
+        return _postgres_store(request.getfixturevalue("postgres").create_database(), request, monkeypatch, tmp_path)
     return store.open_db(None)
 
 
@@ -48,9 +88,22 @@ def demo_store(tmp_path_factory) -> Path:
     return db_file
 
 
+@pytest.fixture(scope="session")
+def postgres_demo(postgres, demo_store) -> str:
+    """A PostgreSQL database holding the demo store (copied once); the template of `demo_db`."""
+    url = postgres.create_database()
+    target = store.open_db(url)
+    store.copy_store(store.open_db(demo_store), target)
+    target.conn.close()  # a template must have no open connection
+    return url.rsplit("/", 1)[1]
+
+
 @pytest.fixture
-def demo_db(demo_store, tmp_path):
+def demo_db(demo_store, tmp_path, engine, request, monkeypatch):
     """A private copy of the demo store, so a test's runs, caches and labels affect no other."""
+    if engine == "postgresql":
+        url = request.getfixturevalue("postgres").create_database(template=request.getfixturevalue("postgres_demo"))
+        return _postgres_store(url, request, monkeypatch, tmp_path)
     copy = tmp_path / "demo-copy.db"
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(copy)])
     return store.open_db(copy)

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from annotate import agreement, batches
+from data import store
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.both_engines
 
 # Fleiss (1971) as worked on Wikipedia: 10 subjects, 14 raters, 5 categories, kappa = 0.210.
 FLEISS_COUNTS = [
@@ -124,7 +127,7 @@ def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
 
 def test_agreement_cli_contract(db):
     created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 30, seed=6))
-    path = db.conn.execute("PRAGMA database_list").fetchone()[2]
+    path = str(store.location(db))
     run = lambda *args: subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)  # noqa: E731
     simulated = json.loads(run("simulate", created["batch"], "--accuracy", "0.9").stdout)
     assert sum(simulated["labels_written"].values()) == 60

@@ -20,6 +20,7 @@ from data import store
 from tests.conftest import REPO
 
 ADMIN = "annotation-admin-token"
+pytestmark = pytest.mark.both_engines
 
 
 # --- assignment ---------------------------------------------------------------------------------
@@ -238,8 +239,7 @@ def test_walked_away_items_are_reassigned_keeping_exact_overlap(db):
 
 @pytest.fixture
 def app_db(db, monkeypatch):
-    path = db.conn.execute("PRAGMA database_list").fetchone()[2]
-    monkeypatch.setenv("FOIL_DB", path)
+    monkeypatch.setenv("FOIL_DB", str(store.location(db)))
     monkeypatch.setenv("FOIL_ADMIN_TOKEN", ADMIN)
     return db
 

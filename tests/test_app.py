@@ -18,7 +18,7 @@ ADMIN = "test-admin-token"
 @pytest.fixture
 def app(demo_db, monkeypatch):
     """Start the app on a private copy of the demo store (tests may write to it)."""
-    monkeypatch.setenv("FOIL_DB", str(store.db_file(demo_db)))
+    monkeypatch.setenv("FOIL_DB", str(store.location(demo_db)))
     monkeypatch.setenv("FOIL_ADMIN_TOKEN", ADMIN)
 
     def start(token: str | None) -> AppTest:
@@ -248,7 +248,7 @@ def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
     from analysis.scoring import score_dataset
 
     score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "metrics", "demo-sugarcrepe", "--run", "demo-clip", "--json", "--db", str(store.db_file(demo_db))],
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "metrics", "demo-sugarcrepe", "--run", "demo-clip", "--json", "--db", str(store.location(demo_db))],
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
     cli = json.loads(done.stdout)
@@ -354,5 +354,5 @@ def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin
     import_path(demo_db, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_CLIP_COCO.csv")
     import_path(demo_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv")
     import_path(demo_db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
-    visited = visit_admin_pages(admin_page, store.db_file(demo_db))
+    visited = visit_admin_pages(admin_page, store.location(demo_db))
     assert len(visited) == 7 + 7 + 5 + 7  # 5 demo and 2 imported datasets; the audit lists the 5 with caption pairs

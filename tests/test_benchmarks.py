@@ -167,7 +167,7 @@ def test_a_run_on_sugarcrepe_pp_is_compared_with_one_on_sugarcrepe_item_by_item(
     from cli import main
 
     db = linked_store
-    db_file = str(store.db_file(db))
+    db_file = str(store.location(db))
     assert main(["compare", "sugarcrepe-pp", "--run", "demo", "--with", "demo", "--other-dataset", "sugarcrepe", "--json", "--db", db_file]) == 0
     result = json.loads(capsys.readouterr().out)
     overall = next(row for row in result["by_category"] if row["category"] == "(all)")
@@ -333,7 +333,7 @@ def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_
 def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_linked_items(linked_store, admin_page):
     from analysis.inspection import compare_linked
 
-    db_file = store.db_file(linked_store)
+    db_file = store.location(linked_store)
     expected, linked = compare_linked(linked_store, "sugarcrepe-pp", "demo", "sugarcrepe", "demo")
     linked_store.conn.close()
     at = admin_page(db_file, "views/inspect_runs.py", timeout=300)

@@ -93,7 +93,7 @@ def test_adjudication_wins_and_dawid_skene_recovers_annotator_accuracy(demo_db):
 
 
 def test_construction_from_the_cli(demo_db, tmp_path):
-    path = str(store.db_file(demo_db))
+    path = str(store.location(demo_db))
 
     def run(*args):
         done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)
@@ -127,7 +127,7 @@ def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
 
 
 def test_construction_from_the_app(demo_db, admin_page):
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="new_task").set_value("pick_image").run()
     at.selectbox(key="new_dataset").set_value("demo-bivlc-candidates").run()
     at.number_input(key="new_n").set_value(20).run()
@@ -151,7 +151,7 @@ def test_construction_from_the_app(demo_db, admin_page):
 
 
 def test_creating_a_batch_selects_it_shows_its_links_once_and_forgets_the_names_typed(demo_db, admin_page):
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="new_dataset").set_value("demo-sugarcrepe").run()
     assert at.button(key="create_batch").disabled  # nobody chosen yet: no batch for "everyone" by default
     at.text_input(key="new_names").set_value("zoe, yann").run()
@@ -176,7 +176,7 @@ def test_adjudication_options_read_as_the_answers_people_gave(demo_db, admin_pag
     batches.simulate(demo_db, created["batch"], accuracies=0.5, seed=2)
     queue = consensus.adjudication_queue(demo_db, created["batch"])
     assert queue
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(created["batch"]).run()
     first = queue[0]
     decision = at.selectbox(key=f"decide:{first.item}:{first.part}")

@@ -28,7 +28,7 @@ def cli(db_file, *args: str, env: dict | None = None) -> subprocess.CompletedPro
 
 
 def test_cli_assignments_give_every_item_to_exactly_overlap_annotators(demo_db):
-    path = store.db_file(demo_db)
+    path = store.location(demo_db)
     created = json.loads(cli(path, "batch", "create", "demo-sugarcrepe", "--task", "validate_negative", "--n", "12", "--overlap", "2",
                              "--annotators", "ada", "ben", "cleo", "--seed", "4", "--json").stdout)
     rows = json.loads(cli(path, "assignments", created["batch"], "--json").stdout)
@@ -40,7 +40,7 @@ def test_cli_assignments_give_every_item_to_exactly_overlap_annotators(demo_db):
 
 
 def test_cli_labels_out_writes_every_stored_label(demo_db, tmp_path):
-    path = store.db_file(demo_db)
+    path = store.location(demo_db)
     batch = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 10, seed=2))["batch"]
     batches.simulate(demo_db, batch, accuracies=0.8, seed=2)
     cli(path, "labels", batch, "--format", "csv", "--out", str(tmp_path / "labels.csv"))
@@ -53,7 +53,7 @@ def test_cli_labels_out_writes_every_stored_label(demo_db, tmp_path):
 
 
 def test_cli_baseline_of_perfect_humans_is_100_and_of_wrong_humans_0(demo_db):
-    path = store.db_file(demo_db)
+    path = store.location(demo_db)
     for accuracy, expected in ((1.0, 100.0), (0.0, 0.0)):
         i2t = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_i2t", ("ada",), 1, 10, seed=1))["batch"]
         t2i = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_t2i", ("ada",), 1, 10, seed=1))["batch"]
@@ -78,7 +78,7 @@ def test_cli_admin_token_comes_from_the_environment_or_one_private_file(tmp_path
 
 
 def test_cli_score_encodes_each_distinct_image_and_caption_once(demo_db):
-    path = store.db_file(demo_db)
+    path = store.location(demo_db)
     report = json.loads(cli(path, "score", "demo-sugarcrepe", "--model", "foil-demo-clip", "--pretrained", "none",
                             "--run", "random-cli", "--json").stdout)
     items = store.list_items(demo_db, store.get_dataset(demo_db, "demo-sugarcrepe")["id"], limit=10_000)
@@ -125,7 +125,7 @@ def typed_array(value) -> np.ndarray:
 def test_batches_page_heatmap_holds_each_pairs_kappa(demo_db, admin_page):
     batch = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 60, seed=5))["batch"]
     batches.simulate(demo_db, batch, accuracies=0.75, seed=5)
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     heat = json.loads(next(c for c in at.get("plotly_chart") if "kappa" in c.proto.spec).proto.spec)["data"][0]
     names, z = list(heat["x"]), typed_array(heat["z"])
@@ -140,7 +140,7 @@ def test_model_scores_page_draws_the_chance_line_and_interval_columns(demo_db, a
     from analysis.scoring import score_dataset
 
     score_dataset(demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
-    at = admin_page(store.db_file(demo_db), "views/model_scores.py")
+    at = admin_page(store.location(demo_db), "views/model_scores.py")
     at.selectbox(key="scores_dataset").set_value("demo-sugarcrepe").run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     chance = [s for s in spec["layout"]["shapes"] if s.get("y0") == s.get("y1")]

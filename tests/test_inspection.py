@@ -80,7 +80,7 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     against = inspection.compare_correctness(table, inspection.human_table(humans), "random", "humans").set_index("category")
     assert against.loc["(all)", "n"] == 60 and against.loc["(all)", "only random"] == 0  # perfect humans: never wrong where the model is right
     assert against.loc["(all)", "only humans"] == len(expected) and against.loc["(all)", "McNemar p"] < 0.05
-    at = admin_page(store.db_file(scored), "views/inspect_runs.py")
+    at = admin_page(store.location(scored), "views/inspect_runs.py")
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("random").run()
     at.selectbox(key="pattern").set_value("wrong for A, right for humans").run()
     assert not at.exception and any("random against the humans" == h.value for h in at.subheader)
@@ -106,7 +106,7 @@ def test_retrieval_runs_have_a_margin_and_candidate_runs_are_refused(scored, adm
     score_dataset(scored, "demo-bivlc-candidates", model, run="random")
     with pytest.raises(UnsupportedRunError, match="no right answer"):
         inspection.item_table(scored, "demo-bivlc-candidates", "random")
-    at = admin_page(store.db_file(scored), "views/inspect_runs.py")
+    at = admin_page(store.location(scored), "views/inspect_runs.py")
     at.selectbox(key="inspect_dataset").set_value("demo-crepe").run()
     assert not at.exception and len(at.get("plotly_chart")) == 1
     at.selectbox(key="inspect_dataset").set_value("demo-bivlc-candidates").run()
@@ -133,7 +133,7 @@ def test_gap_histogram_counts_every_item_once_and_box_selection_lists_its_range(
 def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_page):
     import_path(scored, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
     import_path(scored, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_CLIP_COCO.csv")
-    at = admin_page(store.db_file(scored), "views/inspect_runs.py")
+    at = admin_page(store.location(scored), "views/inspect_runs.py")
     at.selectbox(key="inspect_dataset").set_value("demo-sugarcrepe").run()
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("demo-clip").run()
     at.selectbox(key="run_b:demo-sugarcrepe").set_value("random").run()

@@ -25,6 +25,8 @@ from annotate.task_types import TASK_TYPES, expected_answer, is_correct
 from data import store
 from tests.conftest import DATASET_FOR_TASK
 
+pytestmark = pytest.mark.both_engines
+
 
 def make(db, task="validate_negative", n=12, overlap=2, annotators=("ada", "ben", "cleo"), **options):
     spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, annotators, overlap, n, seed=4, **{"min_seconds": 0, **options})
@@ -131,13 +133,11 @@ def test_freed_work_goes_only_to_annotators_whose_queues_are_still_open(demo_db)
     assert batches.submit_answer(demo_db, ids["ada"], batch, stale.task, first_option(stale.task)) is True
 
 
-def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_store, tmp_path):
+def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
     """50 threads, each its own connection: draw, think 0-0.6 s, answer, with 0.3 s leases so that
     items are reassigned under the workers' hands all the time."""
-    path = tmp_path / "race.db"
-    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(path)])
+    db, path = demo_db, store.location(demo_db)
     names = tuple(f"w{n:02d}" for n in range(50))
-    db = store.open_db(path)
     batch = make(db, n=60, overlap=2, annotators=names, lease_minutes=0.3 / 60)
     acknowledged: list[tuple[str, int, int, dict]] = []
     refused = Counter[str]()
@@ -336,7 +336,7 @@ def test_adjudication_names_the_annotators_left_out_and_can_include_them(demo_db
 
 def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, admin_page):
     batch = careful_ada_and_careless_ben(demo_db)
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception
     assert any(w.value.startswith("Left out of the vote: ben (gold accuracy 0%") for w in at.warning)
@@ -348,7 +348,7 @@ def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, ad
 def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
     batch = make(demo_db, task="rank_captions", n=20, overlap=2)
     batches.simulate(demo_db, batch, accuracies=0.8, seed=1)
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception
     per_question = next(d.value for d in at.dataframe if "question" in d.value.columns)
@@ -360,7 +360,7 @@ def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
 def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=2)
     batches.join_crowd(demo_db, token, pid(42))
-    at = admin_page(store.db_file(demo_db), "views/batches.py")
+    at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     joins = next(d.value for d in at.dataframe if "external_id" in d.value.columns)
     assert list(joins["external_id"]) == [pid(42)] and list(joins["held"]) == [2]
@@ -378,7 +378,7 @@ def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
 
     batch = make(demo_db, task="rank_captions", n=15, overlap=2)
     batches.simulate(demo_db, batch, accuracies=0.8, seed=5)
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.db_file(demo_db)), "--json"],
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.location(demo_db)), "--json"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

@@ -116,7 +116,7 @@ def test_cli_parity_scores_both_ways_and_prints_the_flips(demo_store, tmp_path):
 
 
 def test_inspect_runs_shows_the_flips_of_two_runs(both_precisions, admin_page):
-    at = admin_page(store.db_file(both_precisions), "views/inspect_runs.py")
+    at = admin_page(store.location(both_precisions), "views/inspect_runs.py")
     at.selectbox(key="inspect_dataset").set_value("demo-sugarcrepe").run()
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("fp32").run()
     at.selectbox(key="run_b:demo-sugarcrepe").set_value("bf16").run()

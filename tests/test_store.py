@@ -39,6 +39,7 @@ def test_old_store_is_migrated_forward_keeping_its_data(tmp_path):
     assert store.migrate(new) == []  # nothing left to apply
 
 
+@pytest.mark.both_engines
 def test_a_failed_transaction_writes_nothing(fresh_db):
     with pytest.raises(RuntimeError), store.transaction(fresh_db):
         store.ensure_dataset(fresh_db, "half", "jsonl")
@@ -46,8 +47,9 @@ def test_a_failed_transaction_writes_nothing(fresh_db):
     assert store.list_datasets(fresh_db) == []
 
 
+@pytest.mark.both_engines
 def test_foreign_keys_are_enforced(fresh_db):
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(store.INTEGRITY_ERRORS):
         with store.transaction(fresh_db):
             fresh_db.execute(
                 "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions, images)"
@@ -55,6 +57,7 @@ def test_foreign_keys_are_enforced(fresh_db):
             )
 
 
+@pytest.mark.both_engines
 def test_deleting_a_dataset_removes_its_items(fresh_db):
     with store.transaction(fresh_db):
         dataset_id = store.ensure_dataset(fresh_db, "gone", "jsonl")
@@ -63,6 +66,7 @@ def test_deleting_a_dataset_removes_its_items(fresh_db):
     assert fresh_db.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0
 
 
+@pytest.mark.both_engines
 def test_identical_rows_in_one_file_are_kept_apart_and_stable(fresh_db):
     twin = Item("triple", "vl_attr", "r", ("walking elephant", "jumping elephant", "strolling elephant"), ("e.jpg",))
     with store.transaction(fresh_db):
@@ -73,6 +77,7 @@ def test_identical_rows_in_one_file_are_kept_apart_and_stable(fresh_db):
     assert [i for i, _ in again] == [i for i, _ in first] and not any(new for _, new in again)
 
 
+@pytest.mark.both_engines
 def test_unknown_dataset_error_lists_known_names(fresh_db):
     with store.transaction(fresh_db):
         store.ensure_dataset(fresh_db, "sugarcrepe", "sugarcrepe")
@@ -80,6 +85,7 @@ def test_unknown_dataset_error_lists_known_names(fresh_db):
         store.get_dataset(fresh_db, "sugar")
 
 
+@pytest.mark.both_engines
 def test_annotator_tokens_are_unguessable_stored_hashed_and_stay_valid(fresh_db):
     first = store.ensure_annotator(fresh_db, "ada")
     again = store.ensure_annotator(fresh_db, "ada")
@@ -89,36 +95,65 @@ def test_annotator_tokens_are_unguessable_stored_hashed_and_stay_valid(fresh_db)
     second = store.issue_token(fresh_db, first["id"])
     assert {store.annotator_by_token(fresh_db, t)["name"] for t in (first["token"], second)} == {"ada"}  # both valid
     assert store.annotator_by_token(fresh_db, "guess") is None
-    dump = "\n".join(fresh_db.conn.iterdump())
+    dump = every_row(fresh_db)
     assert first["token"] not in dump and second not in dump  # only hashes are stored
 
 
-def test_migration_9_hashes_the_tokens_of_an_older_store(tmp_path):
-    old = store.open_db(tmp_path / "old.db", upto=8)
-    old.execute("INSERT INTO annotators (name, token, created_at) VALUES ('ada', 'plain-token-of-ada-123', 'x')")
-    old.conn.commit()
+def every_row(db) -> str:
+    """Every row of every table of a store, as text."""
+    return "\n".join(str(row) for table in store.COPY_ORDER for row in db.execute(f"SELECT * FROM {table}").fetchall())
+
+
+@pytest.fixture
+def new_store(engine, tmp_path, request):
+    """Where a new store goes: a file, or a new PostgreSQL database."""
+    if engine == "postgresql":
+        return request.getfixturevalue("postgres").create_database()
+    return tmp_path / "old.db"
+
+
+@pytest.mark.both_engines
+def test_every_table_is_copied_between_engines(fresh_db):
+    assert set(fresh_db.table_names()) == {*store.COPY_ORDER, "schema_migrations"}
+
+
+@pytest.mark.both_engines
+def test_migration_9_hashes_the_tokens_of_an_older_store(new_store):
+    old = store.open_db(new_store, upto=8)
+    with store.transaction(old):
+        old.execute("INSERT INTO annotators (name, token, created_at) VALUES ('ada', 'plain-token-of-ada-123', 'x')")
     old.conn.close()
-    db = store.open_db(tmp_path / "old.db")
+    db = store.open_db(new_store)
+    assert store.schema_version(db) == store.SCHEMA_VERSION
     assert store.annotator_by_token(db, "plain-token-of-ada-123")["name"] == "ada"
-    assert "plain-token-of-ada-123" not in "\n".join(db.conn.iterdump())
+    assert "plain-token-of-ada-123" not in every_row(db)
 
 
-def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_store, tmp_path):
+UNDO_MIGRATION_10 = {
+    "sqlite": "DROP TRIGGER labels_answer_assignment; DROP TRIGGER labels_unanswer_assignment;",
+    "postgresql": "DROP TRIGGER labels_answer_assignment ON labels; DROP TRIGGER labels_unanswer_assignment ON labels;"
+                  " DROP FUNCTION labels_mark_assignment;",
+}
+
+
+@pytest.mark.both_engines
+def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_store, new_store, engine):
     from annotate import batches
 
-    path = tmp_path / "old.db"
-    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(path)])
-    old = store.open_db(path)
+    old = store.open_db(new_store)
+    store.copy_store(store.open_db(demo_store), old)
     created = batches.create_batch(old, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 6, seed=1, min_seconds=0))
     ada = store.annotator_by_name(old, "ada")["id"]
     for _ in range(4):
         batches.submit_answer(old, ada, created["batch"], batches.draw(old, ada, created["batch"]).task, {"answer": "unsure"})
     # back to version 9: labels stored, and assignments that know nothing of them
-    old.conn.executescript(
-        "DROP TRIGGER labels_answer_assignment; DROP TRIGGER labels_unanswer_assignment; DROP INDEX assignments_open;"
-        " ALTER TABLE assignments DROP COLUMN answered; DELETE FROM schema_migrations WHERE version = 10;")
+    with store.transaction(old):
+        for statement in (UNDO_MIGRATION_10[engine] + " DROP INDEX assignments_open; ALTER TABLE assignments DROP COLUMN answered;"
+                          " DELETE FROM schema_migrations WHERE version = 10").split(";"):
+            if statement.strip():
+                old.conn.execute(statement)
     old.conn.close()
-    db = store.open_db(path)
+    db = store.open_db(new_store)
     assert [(b["assigned"], b["done"]) for b in store.annotator_batches(db, ada)] == [(6, 4)]
     assert batches.queue_state(db, ada, created["batch"]).done == 4  # the queue resumes at the fifth item
     batch_id = store.get_batch(db, created["batch"])["id"]
@@ -127,6 +162,7 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
     assert [(b["assigned"], b["done"]) for b in store.annotator_batches(db, ada)] == [(6, 3)]
 
 
+@pytest.mark.both_engines
 def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
     from annotate import batches
 

@@ -1,12 +1,14 @@
 """The Foil Studio store: the only package that speaks SQL, and the ground floor of the code.
 
-One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils. Nothing here imports from
+One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils, or a PostgreSQL database
+(``--db postgresql://...``, psycopg 3, `postgres.py`) with the same schema, migrations and
+transactions; the few fragments that differ are in `dialect.py`. Nothing here imports from
 the layers above (analysis, annotate, the pages); callers use ``from data import store`` and
 ``store.<function>``, whichever module below defines it. The schema only
 changes through the named, forward-only migrations in ``MIGRATIONS``; the table
 ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 9)
+Schema (version 10)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -70,6 +72,7 @@ from data.store.annotation import (
     joins_since,
     list_annotators,
     list_batches,
+    lock_batch,
     move_assignment,
     open_assignment,
     participants_holding_work,
@@ -81,6 +84,7 @@ from data.store.annotation import (
     unanswered_assignments,
 )
 from data.store.base import (
+    INTEGRITY_ERRORS,
     MAX_NAME_CHARS,
     InvalidNameError,
     LabelRefused,
@@ -91,6 +95,7 @@ from data.store.base import (
     timestamp,
     transaction,
 )
+from data.store.copying import COPY_ORDER, copy_store, labels_checksum, row_counts
 from data.store.datasets import (
     StoredItem,
     category_counts,
@@ -150,7 +155,9 @@ from data.store.schema import (
     StoreBehindError,
     check_store_file,
     db_file,
+    location,
     migrate,
     open_db,
+    redacted,
     schema_version,
 )

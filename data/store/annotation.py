@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
+from data.store import dialect
 from data.store.base import LabelRefused, NotFoundError, StoreError, _decode, _now, _token_hash, check_name, transaction
 from data.store.rows import AnnotatorRow, BatchRow, BatchSummary, ItemLabel, ItemRow, LabelRow
 
@@ -26,10 +27,9 @@ def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | No
         existing = annotator_by_name(db, name)
         if existing is not None:
             return {**existing, "token": None}
-        cursor = db.execute(
-            "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?)",
-            [name, f"pending:{secrets.token_hex(16)}", external_id, _now()])
-        annotator_id = int(cursor.lastrowid)
+        annotator_id = int(db.execute(
+            "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+            [name, f"pending:{secrets.token_hex(16)}", external_id, _now()]).fetchone()[0])
         db.execute("UPDATE annotators SET token = ? WHERE id = ?", [f"hashed:{annotator_id}", annotator_id])
         token = issue_token(db, annotator_id)
     return {"id": annotator_id, "name": name, "external_id": external_id, "token": token}
@@ -68,10 +68,9 @@ def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
 
 # --- batches, assignments, labels ---------------------------------------------------------
 
-# SQL conditions: assignment `a` has its label (the same batch, item, part and annotator), or not
-# yet; `answered` is kept by triggers on labels (migration 10), and `_OPEN` is the condition of
-# the partial index `assignments_open`.
-_ANSWERED = "a.answered = 1"
+# SQL: assignment `a` has its label (the same batch, item, part and annotator), 1 or 0, kept by
+# triggers on labels (migration 10); `_OPEN` is the condition of the partial index `assignments_open`.
+_ANSWERED = "a.answered"
 _OPEN = "a.answered = 0"
 
 
@@ -80,11 +79,10 @@ def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: st
     check_name("batch", name)
     if db.execute("SELECT 1 FROM batches WHERE name = ?", [name]).fetchone():
         raise StoreError(f"a batch named {name!r} already exists")
-    cursor = db.execute(
-        "INSERT INTO batches (name, dataset_id, task, config, created_at) VALUES (?, ?, ?, ?, ?)",
+    return int(db.execute(
+        "INSERT INTO batches (name, dataset_id, task, config, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
         [name, dataset_id, task, json.dumps(config), _now()],
-    )
-    return int(cursor.lastrowid)
+    ).fetchone()[0])
 
 
 def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tuple[int, int, int, int, bool]]) -> None:
@@ -109,7 +107,7 @@ def get_batch(db: sqlite_utils.Database, name: str) -> BatchRow:
 
 def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> BatchRow | None:
     """The crowd batch whose study link carries `token`, or None."""
-    rows = list(db.query("SELECT name FROM batches WHERE json_extract(config, '$.crowd_token') = ?", [token]))
+    rows = list(db.query(f"SELECT name FROM batches WHERE {dialect.json_text(db, 'config', 'crowd_token')} = ?", [token]))
     return get_batch(db, rows[0]["name"]) if rows else None
 
 
@@ -157,7 +155,7 @@ def open_assignment(db: sqlite_utils.Database, assignment_id: int) -> str:
         raise NotFoundError(f"no assignment with id {assignment_id}")
     if row[0] is not None:
         return str(row[0])
-    with transaction(db):
+    with transaction(db, row_locks=True):  # one conditional UPDATE: its row lock is all it needs
         db.execute("UPDATE assignments SET opened_at = ? WHERE id = ? AND opened_at IS NULL", [_now(), assignment_id])
     return str(db.execute("SELECT opened_at FROM assignments WHERE id = ?", [assignment_id]).fetchone()[0])
 
@@ -186,9 +184,12 @@ def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: flo
     runs from the first draw.
     """
     key = [label.batch_id, label.item_id, label.part, label.annotator_id]
-    with transaction(db):
+    # The assignment's row stays locked to the end: a second submission, a lease reassignment
+    # (`move_assignment`) or a return to the pool (`delete_assignment`) waits, then sees the label.
+    with transaction(db, row_locks=True):
         assignment = db.execute(
-            "SELECT opened_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?", key).fetchone()
+            "SELECT opened_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
+            + dialect.for_update(db), key).fetchone()
         if assignment is None:
             raise LabelRefused("not_in_queue", "This item is not in your queue (any more): its lease may have run out and "
                                "it went to another annotator. Your answer was not stored.")
@@ -203,12 +204,12 @@ def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: flo
         if seconds is not None and seconds < min_seconds:
             raise LabelRefused("too_fast", f"This item was on screen for only {seconds:.2f} s, too briefly to be read "
                                "(a key held down or pressed twice?). Your answer was not stored: look, then answer.")
-        cursor = db.execute(
+        label_id = db.execute(
             "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
-            " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             [*key, label.task, json.dumps(label.answer), json.dumps(label.displayed_order), json.dumps(label.flags),
-             label.comment, opened_at, submitted, seconds])
-    return int(cursor.lastrowid), True
+             label.comment, opened_at, submitted, seconds]).fetchone()[0]
+    return int(label_id), True
 
 
 def _seconds_between(started: str | None, submitted: str) -> float | None:
@@ -292,9 +293,10 @@ def stale_assignments(
     annotator with no activity in the batch (joined, opened or answered) since `idle_before`."""
     idle = (
         " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b WHERE b.batch_id = a.batch_id"
-        " GROUP BY b.annotator_id HAVING MAX(MAX(COALESCE(b.assigned_at, '')), MAX(COALESCE(b.opened_at, '')),"
-        " COALESCE((SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), ''))"
-        " < :idle_before))"
+        " GROUP BY b.annotator_id HAVING " + dialect.greatest(
+            db, "MAX(COALESCE(b.assigned_at, ''))", "MAX(COALESCE(b.opened_at, ''))",
+            "COALESCE((SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), '')")
+        + " < :idle_before))"
     ) if idle_before else ""
     return list(db.query(
         f"SELECT a.* FROM assignments a WHERE a.batch_id = :batch AND {_OPEN}"
@@ -302,16 +304,27 @@ def stale_assignments(
         {"batch": batch_id, "opened_before": opened_before, "idle_before": idle_before}))
 
 
-def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> None:
-    """Drop an unanswered assignment (its unit returns to a crowd batch's pool)."""
-    db.execute(f"DELETE FROM assignments AS a WHERE id = ? AND {_OPEN}", [assignment_id])
+def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> bool:
+    """Drop an assignment still unanswered (its unit returns to a crowd batch's pool); False when
+    it was answered meanwhile and stays."""
+    return db.execute(f"DELETE FROM assignments AS a WHERE id = ? AND {_OPEN}", [assignment_id]).rowcount == 1
 
 
-def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> None:
-    """Give an unanswered assignment to another annotator, at `position` in their queue, unopened."""
-    db.execute(
+def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> bool:
+    """Give an assignment still unanswered to another annotator, at `position` in their queue,
+    unopened; False when it was answered meanwhile and stays."""
+    return db.execute(
         f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
-        [annotator_id, position, _now(), assignment_id])
+        [annotator_id, position, _now(), assignment_id]).rowcount == 1
+
+
+def lock_batch(db: sqlite_utils.Database, batch_id: int) -> None:
+    """Inside a ``transaction(db, row_locks=True)``: hold the batch until the transaction ends, so
+    the callers that deal out or take back its work (crowd joins, lease reassignment) go one at
+    a time on every server. SQLite's single writer already does this."""
+    if dialect.is_postgres(db):
+        # NO KEY UPDATE: the foreign-key checks of label and assignment inserts (KEY SHARE) pass beside it
+        db.execute("SELECT id FROM batches WHERE id = ? FOR NO KEY UPDATE", [batch_id]).fetchall()
 
 
 # --- crowd studies ---------------------------------------------------------------------------

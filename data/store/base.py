@@ -6,12 +6,16 @@ import hashlib
 import json
 import re
 import secrets
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from typing import Any
 
+import psycopg
 import sqlite_utils
+
+from data.store.dialect import begin_write
 
 
 class StoreError(Exception):
@@ -26,6 +30,8 @@ class InvalidNameError(StoreError):
     """A name (dataset, run, batch, annotator) that Foil Studio will not store."""
 
 
+# What either engine raises when a write breaks a constraint (unique, foreign key, not null).
+INTEGRITY_ERRORS = (sqlite3.IntegrityError, psycopg.IntegrityError)
 MAX_NAME_CHARS = 120
 _NAME_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -73,8 +79,13 @@ def timestamp(moment: datetime) -> str:
 
 
 @contextmanager
-def transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """All writes inside happen or none do; nested uses become savepoints."""
+def transaction(db: sqlite_utils.Database, *, row_locks: bool = False) -> Iterator[None]:
+    """All writes inside happen or none do; nested uses become savepoints.
+
+    One writer at a time, as SQLite has it, on either engine (`dialect.begin_write`). On
+    PostgreSQL a caller that locks the rows it decides on itself (``SELECT ... FOR UPDATE``,
+    `lock_batch`) passes ``row_locks=True`` and writes beside other such callers.
+    """
     conn = db.conn
     if conn.in_transaction:
         name = f"sp_{secrets.token_hex(4)}"
@@ -88,14 +99,14 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
         conn.execute(f"RELEASE {name}")
         return
     with getattr(conn, "write_lock", None) or nullcontext():  # this process's writers in turn (`schema._write_locks`)
-        conn.execute("BEGIN IMMEDIATE")
         try:
+            for statement in begin_write(db, row_locks=row_locks):
+                conn.execute(statement)
             yield
         except BaseException:
             conn.rollback()
             raise
         conn.commit()
-
 
 
 def _decode(row: dict[str, Any], *columns: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import sqlite_utils
 
 from data.images import ImageInfo
 from data.items import Item
+from data.store import dialect
 from data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
 from data.store.rows import DatasetRow, DatasetSummary, ItemRow
 
@@ -27,11 +28,10 @@ def ensure_dataset(
     row = db.execute("SELECT id, image_root FROM datasets WHERE name = ?", [name]).fetchone()
     root = str(image_root.resolve()) if image_root is not None else None
     if row is None:
-        cursor = db.execute(
-            "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?)",
+        return int(db.execute(
+            "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?) RETURNING id",
             [name, source_kind, root, _now()],
-        )
-        return int(cursor.lastrowid)
+        ).fetchone()[0])
     if root is not None and row[1] != root:
         db.execute("UPDATE datasets SET image_root = ? WHERE id = ?", [root, row[0]])
     return int(row[0])
@@ -142,14 +142,14 @@ def _upsert_item(
         return int(same_text[0]), False
     cursor = db.execute(
         "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
-        " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         [
             dataset_id, item.kind, item.category, item.source_id, item_key, text_key,
             json.dumps(list(item.captions)), json.dumps(list(item.images)),
             json.dumps(item.truth), json.dumps(item.meta),
         ],
     )
-    return int(cursor.lastrowid), True
+    return int(cursor.fetchone()[0]), True
 
 
 def record_images(db: sqlite_utils.Database, dataset_id: int, infos: Iterable[ImageInfo]) -> None:
@@ -194,7 +194,7 @@ def list_items(
     if category:
         where, params = where + " AND category = ?", [*params, category]
     if truth_flag:
-        where += f" AND {truth_flag_condition(truth_flag, 'items')}"
+        where += f" AND {truth_flag_condition(db, truth_flag, 'items')}"
     rows = db.query(
         f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items"
         f" WHERE {where} ORDER BY id LIMIT ? OFFSET ?",
@@ -203,21 +203,22 @@ def list_items(
     return [_decode(row, "captions", "images", "truth", "meta") for row in rows]
 
 
-def truth_flag_condition(flag: str, table: str) -> str:
+def truth_flag_condition(db: sqlite_utils.Database, flag: str, table: str) -> str:
     """SQL condition: the item row of `table` has `truth[flag]` true (flag checked as a plain name)."""
-    return f"json_extract({table}.truth, '{_flag_path(flag)}') = 1"
+    return dialect.json_is_true(db, f"{table}.truth", _plain_flag(flag))
 
 
 def truth_flags(db: sqlite_utils.Database, dataset_id: int, flags: list[str]) -> list[str]:
     """Which of `flags` some item of the dataset carries in its truth (the subsets it offers)."""
-    sql = "SELECT 1 FROM items WHERE dataset_id = ? AND json_type(truth, ?) IS NOT NULL LIMIT 1"
-    return [flag for flag in flags if db.execute(sql, [dataset_id, _flag_path(flag)]).fetchone()]
+    sql = "SELECT 1 FROM items WHERE dataset_id = ? AND {} LIMIT 1"
+    return [flag for flag in flags if db.execute(sql.format(dialect.json_has(db, "truth", _plain_flag(flag))), [dataset_id]).fetchone()]
 
 
-def _flag_path(flag: str) -> str:
+def _plain_flag(flag: str) -> str:
+    # flags are written into SQL text (JSON paths cannot be parameters on both engines)
     if not flag.isidentifier():
         raise StoreError(f"truth flag {flag!r} is not a plain name")
-    return f"$.{flag}"
+    return flag
 
 
 def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None = None) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from data.store import dialect
 from data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
 from data.store.datasets import get_dataset, truth_flag_condition
 from data.store.rows import RunRow, RunSummary
@@ -34,12 +35,11 @@ def ensure_run(
     ).fetchone()
     if row:
         return int(row[0])
-    cursor = db.execute(
+    return int(db.execute(
         "INSERT INTO runs (name, dataset_id, model, pretrained, kind, meta, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
         [name, dataset_id, model, pretrained, kind, json.dumps(meta or {}), _now()],
-    )
-    return int(cursor.lastrowid)
+    ).fetchone()[0])
 
 
 def put_outcomes(
@@ -48,7 +48,8 @@ def put_outcomes(
     """Store (item id, outcome) rows of a run; a re-import merges into the same rows."""
     db.conn.executemany(
         "INSERT INTO scores (run_id, item_id, outcome) VALUES (?, ?, ?)"
-        " ON CONFLICT (run_id, item_id) DO UPDATE SET outcome = json_patch(COALESCE(scores.outcome, '{}'), excluded.outcome)",
+        " ON CONFLICT (run_id, item_id) DO UPDATE SET outcome = "
+        + dialect.json_merge(db, "COALESCE(scores.outcome, '{}')", "excluded.outcome"),
         [(run_id, item_id, json.dumps(outcome)) for item_id, outcome in rows],
     )
     _new_run_version(db, run_id)
@@ -81,8 +82,10 @@ def put_run_summary(db: sqlite_utils.Database, run_id: int, settings: str, summa
     """Store a run's metrics under these settings, for its current scores."""
     with transaction(db):
         db.execute(
-            "INSERT OR REPLACE INTO run_summaries (run_id, settings, version, summary, created_at)"
-            " SELECT id, ?, version, ?, ? FROM runs WHERE id = ?", [settings, json.dumps(summary), _now(), run_id])
+            "INSERT INTO run_summaries (run_id, settings, version, summary, created_at)"
+            " SELECT id, ?, version, ?, ? FROM runs WHERE id = ?"  # (SQLite needs a WHERE before ON CONFLICT here)
+            " ON CONFLICT (run_id, settings) DO UPDATE SET version = excluded.version, summary = excluded.summary,"
+            " created_at = excluded.created_at", [settings, json.dumps(summary), _now(), run_id])
 
 
 def update_run_meta(db: sqlite_utils.Database, run_id: int, meta: dict[str, Any]) -> None:
@@ -105,7 +108,8 @@ def put_embeddings(db: sqlite_utils.Database, model: str, modality: str, vectors
     """Cache vectors of `model` in one transaction (a batch survives an interrupted run)."""
     with transaction(db):
         db.conn.executemany(
-            "INSERT OR REPLACE INTO embeddings (model, modality, key, vector) VALUES (?, ?, ?, ?)",
+            "INSERT INTO embeddings (model, modality, key, vector) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (model, modality, key) DO UPDATE SET vector = excluded.vector",
             [(model, modality, key, vector) for key, vector in vectors],
         )
 
@@ -164,9 +168,10 @@ class RunColumns:
 def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | None = None) -> RunColumns:
     """Every scored item of a run as columns, decoded in bulk (fast on 100,000 items); with
     `truth_flag`, only the items of that subset."""
-    subset = f" AND {truth_flag_condition(truth_flag, 'items')}" if truth_flag else ""
+    subset = f" AND {truth_flag_condition(db, truth_flag, 'items')}" if truth_flag else ""
     rows = db.execute(
-        "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, json_extract(items.meta, '$.groups')"
+        "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, "
+        + dialect.json_text(db, "items.meta", "groups") +
         f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY scores.item_id",
         [run_id],
     ).fetchall()
@@ -230,7 +235,9 @@ def put_audit(db: sqlite_utils.Database, dataset: str, settings: str, result: di
     dataset_id = get_dataset(db, dataset)["id"]
     with transaction(db):
         db.execute(
-            "INSERT OR REPLACE INTO audits (dataset_id, settings, items_fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO audits (dataset_id, settings, items_fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (dataset_id, settings) DO UPDATE SET items_fingerprint = excluded.items_fingerprint,"
+            " result = excluded.result, created_at = excluded.created_at",
             [dataset_id, settings, items_fingerprint(db, dataset_id), json.dumps(result), _now()],
         )
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import weakref
 from pathlib import Path
 
+import psycopg
 import sqlite_utils
 
+from data.paths import is_store_url
 from data.store.base import Migration, StoreError, _now, _token_hash, transaction
+from data.store.dialect import is_postgres
+from data.store.postgres import PostgresDatabase
 
 
 def _m0001_initial(db: sqlite_utils.Database) -> None:
@@ -207,6 +212,13 @@ def _m0010_answered_assignments(db: sqlite_utils.Database) -> None:
         UPDATE assignments AS a SET answered = 1 WHERE EXISTS (SELECT 1 FROM labels l WHERE l.batch_id = a.batch_id
             AND l.item_id = a.item_id AND l.part = a.part AND l.annotator_id = a.annotator_id);
         CREATE INDEX assignments_open ON assignments (batch_id, opened_at) WHERE answered = 0;
+        """
+    )
+    if is_postgres(db):
+        db.executescript(_POSTGRES_ANSWERED_TRIGGERS)
+        return
+    db.executescript(
+        """
         CREATE TRIGGER labels_answer_assignment AFTER INSERT ON labels BEGIN
             UPDATE assignments SET answered = 1 WHERE batch_id = NEW.batch_id AND item_id = NEW.item_id
                 AND part = NEW.part AND annotator_id = NEW.annotator_id;
@@ -217,6 +229,23 @@ def _m0010_answered_assignments(db: sqlite_utils.Database) -> None:
         END;
         """
     )
+
+
+_POSTGRES_ANSWERED_TRIGGERS = """
+    CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            UPDATE assignments SET answered = 1 WHERE batch_id = NEW.batch_id AND item_id = NEW.item_id
+                AND part = NEW.part AND annotator_id = NEW.annotator_id;
+        ELSE
+            UPDATE assignments SET answered = 0 WHERE batch_id = OLD.batch_id AND item_id = OLD.item_id
+                AND part = OLD.part AND annotator_id = OLD.annotator_id;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER labels_answer_assignment AFTER INSERT ON labels FOR EACH ROW EXECUTE FUNCTION labels_mark_assignment();
+    CREATE TRIGGER labels_unanswer_assignment AFTER DELETE ON labels FOR EACH ROW EXECUTE FUNCTION labels_mark_assignment();
+"""
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -242,7 +271,8 @@ class StoreBehindError(StoreError):
 
 
 def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migrate_now: bool = True, shared: bool = False) -> sqlite_utils.Database:
-    """Open (creating if needed) the store at `path`, or in memory when `path` is None.
+    """Open (creating if needed) the store at `path`, or in memory when `path` is None; a
+    ``postgresql://`` URL opens that PostgreSQL database (which must exist) instead of a file.
 
     The CLI and tests migrate on opening. The app migrates once at start-up and then opens with
     ``migrate_now=False``: a store that is not at the current schema is refused
@@ -250,17 +280,41 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migra
     thread unless ``shared``: the app keeps one per browser session, whose reruns and fragments
     run one at a time on changing threads.
     """
-    if path is None:
-        db = sqlite_utils.Database(memory=True)
+    if is_store_url(path):
+        db = _connect_postgres(str(path))
     else:
-        db = _connect_checked(Path(path), shared=shared)
-    db.conn.execute("PRAGMA foreign_keys = ON")
-    db.conn.execute("PRAGMA busy_timeout = 10000")
+        db = sqlite_utils.Database(memory=True) if path is None else _connect_checked(Path(path), shared=shared)
+        db.conn.execute("PRAGMA foreign_keys = ON")
+        db.conn.execute("PRAGMA busy_timeout = 10000")
     if migrate_now:
         migrate(db, upto=upto)
     elif schema_version(db) != upto:
         raise StoreBehindError(f"{path} is at schema version {schema_version(db)}, this Foil Studio needs {upto}: restart the app, which migrates it at start-up")
     return db
+
+
+def _connect_postgres(url: str) -> PostgresDatabase:
+    """A connection to a PostgreSQL store, refused (StoreError) when the server cannot be reached
+    or the database was written by a newer Foil Studio."""
+    try:
+        db = PostgresDatabase(url)
+    except psycopg.OperationalError as error:
+        raise StoreError(f"cannot open the PostgreSQL store {redacted(url)}: {str(error).strip()}") from None
+    version = schema_version(db)
+    if version > SCHEMA_VERSION:
+        db.conn.close()
+        raise StoreError(f"{redacted(url)} was written by a newer Foil Studio (schema version {version}; this one knows up to "
+                         f"{SCHEMA_VERSION}); upgrade Foil Studio to open it. Nothing was written to it.")
+    return db
+
+
+def redacted(location: str | Path) -> str:
+    """A store location fit to print: a URL's password replaced by ***.
+
+    >>> redacted("postgresql://foil:s3cret@db:5432/foil")
+    'postgresql://foil:***@db:5432/foil'
+    """
+    return re.sub(r"^(\w+://[^:/@]+):[^@]*@", r"\1:***@", str(location))
 
 
 # Store files with a live connection in this process, by (device, inode). Closing any file
@@ -360,9 +414,16 @@ def _stored_schema_version(path: Path) -> int:
 
 
 def db_file(db: sqlite_utils.Database) -> Path | None:
-    """The file behind a store, or None for an in-memory one."""
+    """The file behind a store, or None for an in-memory or PostgreSQL one."""
+    if is_postgres(db):
+        return None
     path = db.execute("PRAGMA database_list").fetchone()[2]
     return Path(path) if path else None
+
+
+def location(db: sqlite_utils.Database) -> str | Path | None:
+    """Where a store lives, as --db takes it: its file, its PostgreSQL URL, or None in memory."""
+    return db.url if is_postgres(db) else db_file(db)
 
 
 def schema_version(db: sqlite_utils.Database) -> int:
