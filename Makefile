@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test demo clean chromium mutation
+.PHONY: run test demo clean chromium postgresql mutation
 
 $(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,13 @@ chromium:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 		|| echo "install Debian's chromium for the browser test: sudo apt-get install chromium"
 
-test: $(VENV)/.testing chromium
+# The store tests also run on PostgreSQL: a throwaway server from Debian's binaries (tests/postgres_support.py).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
+		|| echo "install PostgreSQL for the store tests on PostgreSQL: sudo apt-get install postgresql"
+
+test: $(VENV)/.testing chromium postgresql
 	$(PY) -m pytest -q
 
 # Mutation score of the core modules (TESTING.md); slow, so not part of `make test` or CI.

@@ -31,8 +31,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(db_file: Path, log_file: Path, attempts: int = 3) -> Iterator[str]:
-    """Serve app.py on `db_file` on a free port; yield its base URL; stop it afterwards.
+def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> Iterator[str]:
+    """Serve app.py on `db_file` (a store file or a PostgreSQL URL) on a free port; yield its base
+    URL; stop it afterwards. The server inherits this process's environment (``FOIL_FILES``...).
 
     A port found free can be taken before Streamlit binds it (Streamlit then exits): another
     port is tried.

@@ -19,7 +19,6 @@ from psycopg.rows import dict_row
 
 from data.store.dialect import postgres_ddl
 
-
 _QUOTED = re.compile(r"('(?:[^']|'')*')")
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
