@@ -3,6 +3,11 @@ many annotators at once through the page's own functions.
 
     .venv/bin/python bench/bench_annotation.py                 # --workers 50 100 --answers 20 --browser-items 30
     .venv/bin/python bench/bench_annotation.py --no-browser    # the concurrent part only
+    .venv/bin/python bench/bench_annotation.py --engines-only  # one SQLite server against two PostgreSQL replicas
+
+Engines (`--engine-workers 100 200`): the same annotators, once as threads of one server process
+on the SQLite store, once split over two server processes (replicas) on the same store copied
+into PostgreSQL (a local server the bench starts, fsync on, as SQLite's commits are synced).
 
 Concurrent: each worker is a thread of one process, as each browser session of one Streamlit
 server is, with its own store connection opened as the app opens it. *get-next* is what the
@@ -22,6 +27,9 @@ in the page), over `--browser-items` items. Figures are percentiles of one run o
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -82,7 +90,7 @@ def get_next(db, annotator_id: int, batch_name: str) -> batches.QueueState:
     return state
 
 
-def worker(path: Path, annotator_id: int, batch_name: str, start: threading.Barrier, out: Latencies, reading: float) -> None:
+def worker(path: Path | str, annotator_id: int, batch_name: str, start: threading.Barrier, out: Latencies, reading: float) -> None:
     """One annotator answering their whole queue, looking at each item for `reading` seconds."""
     db = store.open_db(path, migrate_now=False, shared=True)
     start.wait()
@@ -108,23 +116,88 @@ def worker(path: Path, annotator_id: int, batch_name: str, start: threading.Barr
             out.errors.append(f"annotator {annotator_id}: {type(error).__name__}: {error}")
 
 
-def concurrent(path: Path, n_workers: int, answers: int, reading: float, overlap: int = 2) -> tuple[Latencies, int, int]:
-    """`n_workers` annotators answering `answers` items each at once: latencies, labels expected, labels stored."""
+def bench_batch(path: Path | str, n_workers: int, answers: int, reading: float, tag: str, overlap: int = 2) -> tuple[str, list[int], int]:
+    """A validate_negative batch for `n_workers` new annotators: its name, their ids, the labels it expects."""
     db = store.open_db(path)
-    names = tuple(f"w{n_workers}-{i:03d}" for i in range(n_workers))
+    names = tuple(f"{tag}{n_workers}-{i:03d}" for i in range(n_workers))
     n_units = n_workers * answers // overlap
     created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", names, overlap, n_units, seed=n_workers,
-                                                          name=f"bench-{n_workers}-{reading:g}", min_seconds=min(batches.MIN_SECONDS, reading)))
-    ids = [store.annotator_by_name(db, name)["id"] for name in names]
+                                                          name=f"bench-{tag}{n_workers}-{reading:g}", min_seconds=min(batches.MIN_SECONDS, reading)))
+    return created["batch"], [store.annotator_by_name(db, name)["id"] for name in names], n_units * overlap
+
+
+def serve(path: Path | str, batch_name: str, ids: list[int], reading: float) -> Latencies:
+    """One server's annotators (threads, each with its own connection, as the app's sessions),
+    starting together."""
     out = Latencies()
-    start = threading.Barrier(n_workers)
-    threads = [threading.Thread(target=worker, args=(path, annotator_id, created["batch"], start, out, reading)) for annotator_id in ids]
+    start = threading.Barrier(len(ids))
+    threads = [threading.Thread(target=worker, args=(path, annotator_id, batch_name, start, out, reading)) for annotator_id in ids]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    batch_id = store.get_batch(db, created["batch"])["id"]
-    return out, n_units * overlap, len(store.batch_labels(db, batch_id))
+    return out
+
+
+def stored_labels(path: Path | str, batch_name: str) -> int:
+    db = store.open_db(path)
+    return len(store.batch_labels(db, store.get_batch(db, batch_name)["id"]))
+
+
+def concurrent(path: Path, n_workers: int, answers: int, reading: float) -> tuple[Latencies, int, int]:
+    """`n_workers` annotators answering `answers` items each at once: latencies, labels expected, labels stored."""
+    batch_name, ids, expected = bench_batch(path, n_workers, answers, reading, "w")
+    out = serve(path, batch_name, ids, reading)
+    return out, expected, stored_labels(path, batch_name)
+
+
+def replicas(location: Path | str, n_servers: int, n_workers: int, answers: int, reading: float, tag: str) -> tuple[Latencies, int, int, float]:
+    """`n_workers` annotators split over `n_servers` server processes on one store (each process
+    runs `serve` on its share, all starting at one moment): latencies, labels expected and stored,
+    seconds from the start to the last answer."""
+    batch_name, ids, expected = bench_batch(location, n_workers, answers, reading, tag)
+    start_at = time.time() + 5 + n_workers / 50  # every process has opened its connections by then
+    processes = [subprocess.Popen([sys.executable, __file__, "--serve", str(location), batch_name, json.dumps(ids[n::n_servers]),
+                                   str(reading), str(start_at)], stdout=subprocess.PIPE, text=True) for n in range(n_servers)]
+    out = Latencies()
+    for process in processes:
+        part = json.loads(process.communicate()[0])
+        out.get_next += part["get_next"]
+        out.submit += part["submit"]
+        out.errors += part["errors"]
+    return out, expected, stored_labels(location, batch_name), time.time() - start_at
+
+
+def serve_from_command_line(location: str, batch_name: str, ids: str, reading: str, start_at: str) -> None:
+    """A replica process (`replicas`): wait for the common start, serve, print the latencies as JSON."""
+    time.sleep(max(0.0, float(start_at) - time.time()))
+    out = serve(location, batch_name, json.loads(ids), float(reading))
+    print(json.dumps({"get_next": out.get_next, "submit": out.submit, "errors": out.errors}))
+
+
+def report(label: str, out: Latencies, expected: int, stored: int, seconds: float) -> None:
+    say(f"{label} ({seconds:.1f} s, {stored / seconds:.0f} answers/s): get-next {percentiles(out.get_next)}; "
+        f"submit {percentiles(out.submit)}; labels stored {stored} of {expected}; errors {len(out.errors)}")
+    for error in out.errors[:5]:
+        say(f"  error: {error}")
+
+
+def compare_engines(path: Path, folder: Path, workers: list[int], answers: int, reading: float) -> None:
+    """One server on SQLite against two replicas on PostgreSQL, for each number of annotators."""
+    from tests.postgres_support import PostgresServer
+
+    server = PostgresServer(durable=True).start()
+    try:
+        url = server.create_database()
+        store.copy_store(store.open_db(path), store.open_db(url))
+        os.environ["FOIL_FILES"] = str(folder / "postgres_files")  # the replicas' shared folder (thumbnails)
+        for n_workers in workers:
+            for label, location, n_servers in (("one server, SQLite", path, 1), ("two replicas, PostgreSQL", url, 2)):
+                out, expected, stored, seconds = replicas(location, n_servers, n_workers, answers, reading, "s" if n_servers == 1 else "p")
+                report(f"{n_workers} annotators, {label}, {answers} answers each, {reading:g} s reading", out, expected, stored, seconds)
+    finally:
+        os.environ.pop("FOIL_FILES", None)
+        server.stop()
 
 
 # Installed in the page: the time from a key press to the next item's caption on screen.
@@ -176,19 +249,24 @@ def main() -> int:
     parser.add_argument("--reading", type=float, nargs="+", default=[0.6, 0.0], help="seconds each worker looks at an item (0: back to back)")
     parser.add_argument("--browser-items", type=int, default=30)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--engine-workers", type=int, nargs="*", default=[100, 200], help="annotators of the engine comparison (none: skip it)")
+    parser.add_argument("--engines-only", action="store_true", help="only the engine comparison")
+    parser.add_argument("--serve", nargs=5, help=argparse.SUPPRESS)  # a replica process of the engine comparison
     args = parser.parse_args()
+    if args.serve:
+        serve_from_command_line(*args.serve)
+        return 0
     folder = Path(tempfile.mkdtemp(prefix="foil-bench-annotation-"))
-    path = build_store(folder, len(args.reading) * sum(args.workers) * args.answers // 2 + args.browser_items + 1)
-    for reading in args.reading:
+    path = build_store(folder, max(args.workers + args.engine_workers) * args.answers // 2 + args.browser_items + 1)
+    for reading in [] if args.engines_only else args.reading:
         for n_workers in args.workers:
             started = time.perf_counter()
             out, expected, stored = concurrent(path, n_workers, args.answers, reading)
-            seconds = time.perf_counter() - started
-            say(f"{n_workers} concurrent annotators, {args.answers} answers each, {reading:g} s reading each item ({seconds:.1f} s, {stored / seconds:.0f} answers/s): "
-                f"get-next {percentiles(out.get_next)}; submit {percentiles(out.submit)}; labels stored {stored} of {expected}; errors {len(out.errors)}")
-            for error in out.errors[:5]:
-                say(f"  error: {error}")
-    if not args.no_browser:
+            report(f"{n_workers} concurrent annotators, {args.answers} answers each, {reading:g} s reading each item", out, expected, stored,
+                   time.perf_counter() - started)
+    if args.engine_workers:
+        compare_engines(path, folder, args.engine_workers, args.answers, args.reading[0])
+    if not args.no_browser and not args.engines_only:
         seconds = round_trip(path, folder, args.browser_items)
         say(f"browser round trip (key press -> next item drawn), {len(seconds)} items: {percentiles(seconds)}")
     return 0
