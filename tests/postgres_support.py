@@ -11,11 +11,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from tests.browser_support import free_port
 
 SUPERUSER = "foil"
 
@@ -31,19 +32,13 @@ def postgres_bin() -> Path:
                        "which installs it")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class PostgresServer:
     """One throwaway PostgreSQL cluster: ``start()``, ``url(database)``, ``create_database()``, ``stop()``."""
 
     def __init__(self, *, durable: bool = False, max_connections: int = 500) -> None:
         self.bin = postgres_bin()
         self.folder = Path(tempfile.mkdtemp(prefix="foil-postgres-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.durable = durable  # benches keep fsync on, as a real server has it; tests do not need it
         self.max_connections = max_connections
         self._user = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -23,6 +24,7 @@ _QUOTED = re.compile(r"('(?:[^']|'')*')")
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
+@lru_cache(maxsize=2048)  # the store's statements are a few hundred texts, turned on every call
 def to_psycopg(sql: str) -> str:
     """SQLite's parameter marks (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``), outside
     quoted literals; a literal ``%`` doubled.
