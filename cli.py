@@ -626,11 +626,18 @@ def build_parser() -> argparse.ArgumentParser:
                 holder = commands.add_parser(registered.group, help=GROUP_HELP[registered.group])
                 groups[registered.group] = holder.add_subparsers(dest="action", required=True)
             parent = groups[registered.group]
-        sub = parent.add_parser(registered.name, parents=[common], help=registered.handler.__doc__)
+        sub = parent.add_parser(registered.name, parents=[common], help=_argparse_text(registered.handler.__doc__),
+                                description=_argparse_text(registered.handler.__doc__))
         for flags, options in registered.arguments:
             sub.add_argument(*flags, **options)
         sub.set_defaults(handler=registered.handler, render=registered.text or as_text, opens_store=registered.opens_store)
     return parser
+
+
+def _argparse_text(doc: str | None) -> str | None:
+    """A docstring as argparse help: argparse %-formats help text, so a literal % ("95% interval")
+    must be doubled or `--help` ends in a traceback."""
+    return None if doc is None else " ".join(doc.split()).replace("%", "%%")
 
 
 # Bad input, absent names, unreadable files and unavailable weights end in one line on stderr,

@@ -116,11 +116,13 @@ def stored_audit(
 
 def _settings(scorers: Sequence[str], folds: int, seed: int, text_encoders: Sequence[str] | Mapping[str, Any]) -> str:
     encoders = f";tot={','.join(sorted(text_encoders))}" if text_encoders else ""
-    return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}{encoders}"
+    # ";ties=half": audits stored before ties counted half are not served again
+    return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}{encoders};ties=half"
 
 
 def summarize_blind(items: list[store.ItemRow], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]) -> dict[str, Any]:
-    """Blind accuracies and same-word counts, overall and per category."""
+    """Blind accuracies (a tie half right) with each scorer's tie count, and same-word counts,
+    overall and per category."""
     categories = np.array([i["category"] for i in items])
     flags = np.array([blind.same_words(c, n) for c, n in pairs])
     by_category = {}
@@ -129,10 +131,22 @@ def summarize_blind(items: list[store.ItemRow], pairs: list[tuple[str, str]], re
         by_category[category] = {
             "n": int(mask.sum()), "same_words": int(flags[mask].sum()),
             "blind": {name: percent(r.correct[mask]) for name, r in results.items()},
+            "ties": {name: int(np.count_nonzero(r.gaps[mask] == 0)) for name, r in results.items()},
         }
     return {"n": len(items), "by_category": by_category, "blind": {name: percent(r.correct) for name, r in results.items()},
+            "ties": {name: r.ties for name, r in results.items()},
             "same_words": int(flags.sum()), "gaps": {name: r.gaps.tolist() for name, r in results.items()},
             "categories": categories.tolist()}
+
+
+def blind_row(summary: Mapping[str, Any], dataset: str, scorers: Sequence[str]) -> dict[str, Any]:
+    """One row of the audit table (a category, or the whole set): n, same-word pairs, then each
+    scorer's blind accuracy with its ties beside it."""
+    row: dict[str, Any] = {"n": summary["n"], "same words": summary["same_words"]}
+    for scorer in scorers:
+        row[f"{dataset} {scorer}"] = summary["blind"][scorer]
+        row[f"{scorer} ties"] = summary.get("ties", {}).get(scorer)
+    return row
 
 
 def refine_dataset(
@@ -153,5 +167,6 @@ def refine_dataset(
         "dataset": dataset, "n_before": len(items), "n_after": int(keep.sum()),
         "blind_before": {name: percent(r.correct) for name, r in results.items()},
         "blind_after": {name: percent(r.correct[keep]) for name, r in results.items()},
+        "ties_after": {name: int(np.count_nonzero(r.gaps[keep] == 0)) for name, r in results.items()},
         "kept": keep.tolist(), "gaps": {name: r.gaps.tolist() for name, r in results.items()},
     }

@@ -1,7 +1,9 @@
 """Blind text-only baselines and adversarial refinement (SugarCrepe's hackability audit).
 
 A blind scorer never sees the image: it scores each caption of a pair, and it "wins" an item
-when it scores the positive strictly higher than the negative. Every scorer runs offline and is
+when it scores the positive strictly higher than the negative. A tie (both captions scored the
+same, as a bag-of-words scorer must on a word-order swap) is a fair coin: half right, the
+``--ties half`` rule of the metrics, and counted beside each accuracy. Every scorer runs offline and is
 cross-fitted (trained on k-1 folds, applied to the held-out fold), so no item is scored by a
 model that saw it:
 
@@ -28,6 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold
+
+from analysis.metrics import credit
 
 NEGATIONS = frozenset({"no", "not", "never", "none", "nobody", "nothing", "without", "neither", "nor", "n't"})
 SCORERS = ("stats", "ngram", "minilm")
@@ -62,9 +66,15 @@ class BlindResult:
     gaps: NDArray[np.float64]
 
     @property
-    def correct(self) -> NDArray[np.bool_]:
-        """Items where the scorer prefers the positive (ties are failures)."""
-        return self.gaps > 0
+    def correct(self) -> NDArray[np.float64]:
+        """Per-item credit: 1 where the scorer prefers the positive, 0 where the negative, and 0.5
+        where it cannot tell them apart (a blind guess is right half the time)."""
+        return credit(self.gaps, 0.0, "half")
+
+    @property
+    def ties(self) -> int:
+        """Items the scorer scores the same on both captions."""
+        return int(np.count_nonzero(self.gaps == 0))
 
 
 def folds(n: int, k: int, seed: int) -> list[tuple[NDArray[np.int_], NDArray[np.int_]]]:
@@ -74,9 +84,15 @@ def folds(n: int, k: int, seed: int) -> list[tuple[NDArray[np.int_], NDArray[np.
 
 
 def caption_stats(caption: str) -> list[float]:
-    """Length in words and characters, negation words and commas."""
+    """Length in words and characters, negation words and commas. Characters are counted with
+    runs of white space as one and none at the ends: a tokenizer never sees a trailing space
+    (SugarCrepe's positives often end in one, its word swaps not), so neither does this scorer.
+
+    >>> caption_stats("A dog ,  not a cat. ")
+    [5, 18, 1, 1]
+    """
     tokens = words(caption)
-    return [len(tokens), len(caption), sum(t in NEGATIONS or t.endswith("n't") for t in tokens), caption.count(",")]
+    return [len(tokens), len(" ".join(caption.split())), sum(t in NEGATIONS or t.endswith("n't") for t in tokens), caption.count(",")]
 
 
 def stats_gaps(pairs: Pairs, *, k: int = 5, seed: int = 0) -> BlindResult:
@@ -175,29 +191,42 @@ def refine(gaps_a: NDArray[np.float64], gaps_b: NDArray[np.float64], *, grid: in
 
     Items fall in a `grid` x `grid` grid by their two scaled gaps; for every pair of cells
     symmetric about the origin, the same number of items is kept from each (a seeded sample of
-    the fuller cell), so neither scorer can beat chance on the kept set. Use an even grid, so
+    the fuller cell). A gap of exactly zero (a tie) is its own mirror: it lies on the axis, not
+    in the cell beside it. So on the kept set each scorer is right on exactly as many items as it
+    is wrong, its ties count half, and its accuracy is 50%, chance. The grid must be even, so
     that no cell straddles a zero gap.
     """
+    if grid < 2 or grid % 2:
+        raise ValueError(f"the refinement grid must be an even number of cells, 2 or more, not {grid}")
     rng = np.random.default_rng(seed)
-    cells = np.stack([_cell(scaled(gaps_a), grid), _cell(scaled(gaps_b), grid)], axis=1)
+    cells = np.stack([_cell(gaps_a, grid), _cell(gaps_b, grid)], axis=1)
     keep = np.zeros(len(cells), dtype=bool)
     done: set[tuple[int, int]] = set()
-    for i in range(grid):
-        for j in range(grid):
-            mirror = (grid - 1 - i, grid - 1 - j)
-            if (i, j) in done:
-                continue
-            done.update({(i, j), mirror})
-            here = np.flatnonzero((cells[:, 0] == i) & (cells[:, 1] == j))
-            there = np.flatnonzero((cells[:, 0] == mirror[0]) & (cells[:, 1] == mirror[1]))
-            if (i, j) == mirror:
-                keep[here] = True
-                continue
-            n = min(len(here), len(there))
-            keep[rng.choice(here, n, replace=False)] = True
-            keep[rng.choice(there, n, replace=False)] = True
+    for i, j in sorted({(int(a), int(b)) for a, b in cells}):
+        mirror = (_mirror(i, grid), _mirror(j, grid))
+        if (i, j) in done:
+            continue
+        done.update({(i, j), mirror})
+        here = np.flatnonzero((cells[:, 0] == i) & (cells[:, 1] == j))
+        there = np.flatnonzero((cells[:, 0] == mirror[0]) & (cells[:, 1] == mirror[1]))
+        if (i, j) == mirror:
+            keep[here] = True
+            continue
+        n = min(len(here), len(there))
+        keep[rng.choice(here, n, replace=False)] = True
+        keep[rng.choice(there, n, replace=False)] = True
     return keep
 
 
-def _cell(values: NDArray[np.float64], grid: int) -> NDArray[np.int_]:
-    return np.clip(np.floor((values + 1) / 2 * grid), 0, grid - 1).astype(int)
+TIED_CELL = -1  # the cell of a zero gap: on the axis, its own mirror
+
+
+def _cell(gaps: NDArray[np.float64], grid: int) -> NDArray[np.int_]:
+    """Each item's cell along one scorer's axis (`TIED_CELL` for a zero gap)."""
+    values = scaled(np.asarray(gaps, dtype=float))
+    cells = np.clip(np.floor((values + 1) / 2 * grid), 0, grid - 1).astype(int)
+    return np.where(values == 0, TIED_CELL, cells)
+
+
+def _mirror(cell: int, grid: int) -> int:
+    return cell if cell == TIED_CELL else grid - 1 - cell

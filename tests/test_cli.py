@@ -162,3 +162,15 @@ def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_
         assert "using the demo store" in done.stderr and (done.stdout.strip() or "--out" in line), line
         assert "(none)" not in done.stdout, f"{line} found nothing: {done.stdout}"
     assert (checkout / "first-batch.csv").read_text().count("\n") > 20  # 2 annotators x 20 items, and a header
+
+
+@pytest.mark.parametrize("command", ["", *(f"{c.group} {c.name}" if c.group else c.name for c in cli.COMMANDS)])
+def test_help_of_every_command_prints_its_name(command, capsys):
+    """`./foil --help` (which `make run` points people to) and each command's --help end in their text,
+    not a traceback: argparse %-formats help, and docstrings say "95%"."""
+    for flag in ("--help", "-h"):
+        with pytest.raises(SystemExit) as done:
+            cli.main([*command.split(), flag])
+        assert done.value.code == 0
+        shown = capsys.readouterr().out
+        assert "usage: foil" in shown and (command.split()[-1] in shown if command else "migrate-store" in shown)

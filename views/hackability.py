@@ -23,7 +23,9 @@ def cached_audit(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerp
 db_file = paths.db_path()
 db = session_db()
 st.title("Hackability audit")
-st.caption("Blind text-only scorers never see the image. Far from 50% either way, captions alone give the answer away: "
+st.caption("Blind text-only scorers never see the image. A scorer that gives both captions the same score (as a "
+           "bag-of-words one must on a word-order swap) cannot choose: such a tie counts half right, a guess, and the "
+           "ties are counted beside each accuracy. Far from 50% either way, captions alone give the answer away: "
            "above, the scorer exploits how negatives were written; below, its opposite choice would.")
 names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(item_kinds.CAPTION_PAIR_KINDS)]
 if not names:
@@ -43,8 +45,8 @@ def run(name: str) -> dict:
 
 
 result = run(dataset)
-rows = [{"category": c, "n": v["n"], "same words": v["same_words"], **{f"{dataset} {s}": v["blind"][s] for s in scorers}} for c, v in result["by_category"].items()]
-rows.append({"category": "(all)", "n": result["n"], "same words": result["same_words"], **{f"{dataset} {s}": result["blind"][s] for s in scorers}})
+rows = [{"category": c, **audits.blind_row(v, dataset, scorers)} for c, v in result["by_category"].items()]
+rows.append({"category": "(all)", **audits.blind_row(result, dataset, scorers)})
 table = pd.DataFrame(rows)
 if compare != "(none)":
     other = run(compare)
@@ -52,7 +54,7 @@ if compare != "(none)":
     for scorer in scorers:
         table[f"{compare} {scorer}"] = [extra.get(c, {}).get(scorer) for c in table["category"]]
 st.dataframe(table.round(2), hide_index=True, width="stretch")
-long = table.melt(id_vars=["category"], value_vars=[c for c in table.columns if c not in ("category", "n", "same words")], var_name="dataset and scorer", value_name="blind accuracy")
+long = table.melt(id_vars=["category"], value_vars=[c for c in table.columns if c.startswith((f"{dataset} ", f"{compare} "))], var_name="dataset and scorer", value_name="blind accuracy")
 chart = px.bar(long, x="category", y="blind accuracy", color="dataset and scorer", barmode="group", range_y=[0, 100])
 chart.add_hline(y=50, line_dash="dash", annotation_text="chance 50")
 st.plotly_chart(text.literal_figure(chart), key="audit_chart")
@@ -85,7 +87,8 @@ if len(scorers) >= 2:
         with st.spinner("Refining (the blind scorers are refitted unless this seed's audit is stored)..."):
             refined = audits.refine_dataset(db, dataset, (a, b), grid=int(grid), seed=int(seed), out=out)
         st.write(f"Kept {refined['n_after']} of {refined['n_before']} items.")
-        st.dataframe(pd.DataFrame({"before": refined["blind_before"], "after": refined["blind_after"]}), width="stretch")
+        st.dataframe(pd.DataFrame({"before": refined["blind_before"], "after": refined["blind_after"], "ties kept": refined["ties_after"]}), width="stretch")
+        st.caption("After refinement each of the two scorers is right on as many kept items as it is wrong (ties half): 50%, chance.")
         kept = np.array(refined["kept"])
         before_after = pd.DataFrame({"gap": blind.scaled(np.array(refined["gaps"][a])), "set": np.where(kept, "kept", "removed")})
         st.plotly_chart(text.literal_figure(px.histogram(before_after, x="gap", color="set", barmode="overlay", nbins=60, title=f"{a} gaps")), key="refine_hist")
