@@ -57,7 +57,8 @@ class Command:
 
 
 COMMANDS: list[Command] = []
-GROUP_HELP = {"batch": "annotation batches", "annotator": "manage annotators"}
+GROUP_HELP = {"batch": "annotation batches", "annotator": "manage annotators", "runs": "model runs: list (the default) or delete"}
+GROUP_DEFAULT = {"runs": "list"}  # `./foil runs [DATASET]` is `./foil runs list [DATASET]`
 
 
 def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
@@ -163,12 +164,22 @@ def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     return export_dataset(db, args.dataset, args.format, Path(args.out), subset=args.subset)
 
 
-@command("runs",
+@command("runs list",
     arg("dataset", nargs="?"),
 )
 def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """List model runs (scored here or imported)."""
+    """List model runs (scored here or imported); `./foil runs [DATASET]` says the same."""
     return store.list_runs(db, args.dataset)
+
+
+@command("runs delete",
+    arg("dataset"),
+    arg("run"),
+)
+def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Delete a run with its scores and stored summaries (cached embeddings stay)."""
+    deleted = store.delete_run(db, args.dataset, args.run)
+    return {"dataset": args.dataset, "deleted_run": args.run, "deleted_scores": deleted["scores"], "deleted_summaries": deleted["run_summaries"]}
 
 
 @command("score",
@@ -225,8 +236,10 @@ def _score_in(db: sqlite_utils.Database, args: argparse.Namespace, precision: st
     """Score the dataset with the model of `args` in `precision` (`auto` resolved): the report,
     with the precision it ran in and why (`score` and `parity` alike)."""
     from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
+    from analysis.scoring import require_scorable, score_dataset
 
+    if skipped := require_scorable(db, args.dataset, limit=limit).skipped_sentence():  # before the model loads
+        print(skipped, file=sys.stderr)
     loaded = load_model(ModelSpec(args.model, args.pretrained, args.checkpoint, precision), device=args.device, cache_dir=args.cache_dir)
     report = score_dataset(db, args.dataset, loaded, run=run, batch_size=args.batch_size, limit=limit, progress=TerminalProgress())
     return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
@@ -634,6 +647,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def with_default_action(argv: list[str]) -> list[str]:
+    """`argv` with a group's default action filled in where none is named (`runs X` -> `runs list X`).
+
+    >>> with_default_action(["runs", "demo"]), with_default_action(["runs", "delete", "d", "r"]), with_default_action(["runs", "-h"])
+    (['runs', 'list', 'demo'], ['runs', 'delete', 'd', 'r'], ['runs', '-h'])
+    """
+    if not argv or argv[0] not in GROUP_DEFAULT:
+        return argv
+    actions = {c.name for c in COMMANDS if c.group == argv[0]}
+    rest = argv[1:]
+    if rest and (rest[0] in actions or rest[0] in ("-h", "--help")):
+        return argv
+    return [argv[0], GROUP_DEFAULT[argv[0]], *rest]
+
+
 def _argparse_text(doc: str | None) -> str | None:
     """A docstring as argparse help: argparse %-formats help text, so a literal % ("95% interval")
     must be doubled or `--help` ends in a traceback."""
@@ -652,7 +680,7 @@ EXPECTED_ERRORS = (UsageError, BadInputError, UnsafeImagePathError, store.StoreE
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit code."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s", stream=sys.stderr)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(with_default_action(sys.argv[1:] if argv is None else argv))
     if args.db is None and args.opens_store:
         args.db = str(paths.cli_db_path())
         if Path(args.db) == paths.DEMO_STORE:

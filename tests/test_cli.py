@@ -174,3 +174,15 @@ def test_help_of_every_command_prints_its_name(command, capsys):
         assert done.value.code == 0
         shown = capsys.readouterr().out
         assert "usage: foil" in shown and (command.split()[-1] in shown if command else "migrate-store" in shown)
+
+
+def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
+    db = tmp_path / "f.db"
+    run_cli("import", "bivlc-results", str(fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"), db=db)
+    assert [r["run"] for r in json.loads(run_cli("runs", "bivlc", "--json", db=db).stdout)] == ["ViT-B-32"]
+    assert json.loads(run_cli("runs", "list", "--json", db=db).stdout) == json.loads(run_cli("runs", "--json", db=db).stdout)
+    deleted = json.loads(run_cli("runs", "delete", "bivlc", "ViT-B-32", "--json", db=db).stdout)
+    assert deleted["deleted_scores"] == 2933
+    assert json.loads(run_cli("runs", "bivlc", "--json", db=db).stdout) == []
+    again = run_cli("runs", "delete", "bivlc", "ViT-B-32", db=db)
+    assert again.returncode == 1 and "no run named 'ViT-B-32'" in again.stderr

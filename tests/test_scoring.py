@@ -171,3 +171,67 @@ def test_low_precision_models_encode_and_stamp_their_precision():
     assert images.dtype == np.float32 and np.allclose(np.linalg.norm(texts, axis=1), 1, atol=1e-2)
     assert loaded.stamp()["precision"] == "bf16"
     assert loaded.identity != load_model(ModelSpec(models.DEMO_ARCH, "none"), device="cpu").identity  # separate caches
+
+
+def _sugarcrepe_without_images(db, fixtures) -> None:
+    from data.loading import import_path
+
+    import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_att.json")  # no --images: every image missing
+
+
+def test_a_dataset_without_images_is_refused_before_anything_is_stored(fresh_db, fixtures, random_demo_model):
+    from analysis.scoring import NothingToScoreError, require_scorable
+
+    _sugarcrepe_without_images(fresh_db, fixtures)
+    with pytest.raises(NothingToScoreError, match="none of the 666 items of sugarcrepe has its image files.*Attach an image folder"):
+        require_scorable(fresh_db, "sugarcrepe")
+    with pytest.raises(NothingToScoreError):
+        score_dataset(fresh_db, "sugarcrepe", random_demo_model, run="empty")
+    assert store.list_runs(fresh_db, "sugarcrepe") == []  # no empty run left behind
+
+
+def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_path, fixtures):
+    db = tmp_path / "f.db"
+    subprocess.run([sys.executable, str(REPO / "cli.py"), "import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_att.json"), "--db", str(db)],
+                   check=True, capture_output=True, cwd=REPO, timeout=300)
+    # a model that cannot exist: the refusal must come before any attempt to load it
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "score", "sugarcrepe", "--model", "no-such-arch", "--db", str(db)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 1 and "none of the 666 items" in done.stderr and "no-such-arch" not in done.stderr
+
+
+def test_skipped_items_are_said_before_and_counted_after(demo_db, random_demo_model):
+    from analysis.scoring import require_scorable
+
+    dataset = store.get_dataset(demo_db, "demo-sugarcrepe")
+    first = store.list_items(demo_db, dataset["id"], limit=1)[0]
+    demo_db.execute("UPDATE images SET status = 'missing' WHERE dataset_id = ? AND path = ?", [dataset["id"], first["images"][0]])
+    every = store.list_items(demo_db, dataset["id"], limit=1 << 62)
+    items_on_image = sum(first["images"][0] in i["images"] for i in every)
+    ready = require_scorable(demo_db, "demo-sugarcrepe")
+    assert ready.n_skipped == items_on_image > 0 and f"{items_on_image:,} of the {len(every)} items" in ready.skipped_sentence()
+    report = score_dataset(demo_db, "demo-sugarcrepe", random_demo_model, run="partial")
+    assert report.n_skipped == items_on_image and report.n_items == len(every) - items_on_image
+
+
+@pytest.mark.both_engines
+def test_a_run_is_deleted_with_its_scores_and_summaries(demo_db):
+    from analysis.results import run_summaries
+
+    for dataset in ("demo-sugarcrepe", "demo-bivlc"):
+        row = store.get_dataset(demo_db, dataset)
+        items = store.list_items(demo_db, row["id"], limit=1 << 62)
+        with store.transaction(demo_db):
+            run = store.ensure_run(demo_db, row["id"], "demo-clip", kind="scores")
+            store.put_scores(demo_db, run, [(i["id"], [[0.3, 0.1], [0.2, 0.4]] if i["kind"] == "group" else [0.3, 0.1]) for i in items])
+    run_summaries(demo_db, "demo-sugarcrepe")  # stores the summaries
+    run_id = store.get_run(demo_db, "demo-sugarcrepe", "demo-clip")["id"]
+    deleted = store.delete_run(demo_db, "demo-sugarcrepe", "demo-clip")
+    n_items = len(store.list_items(demo_db, store.get_dataset(demo_db, "demo-sugarcrepe")["id"], limit=1 << 62))
+    assert deleted["scores"] == n_items and deleted["run_summaries"] >= 1
+    assert [r["run"] for r in store.list_runs(demo_db, "demo-sugarcrepe")] == []
+    for table in ("scores", "run_summaries"):
+        assert demo_db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0] == 0
+    assert store.list_runs(demo_db, "demo-bivlc")  # other datasets' runs stay
+    with pytest.raises(store.NotFoundError):
+        store.delete_run(demo_db, "demo-sugarcrepe", "demo-clip")

@@ -58,9 +58,18 @@ def score_form() -> None:
         st.caption("Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops with a message.")
     default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
     run = st.text_input("Run name", placeholder=default, key="score_run").strip() or None  # None: the loaded model's name
-    if target and st.button("Score", key="score_now", type="primary"):
-        from analysis import scoring
+    if not target:
+        return
+    from analysis import scoring
 
+    try:
+        ready = scoring.require_scorable(db, target)
+    except scoring.NothingToScoreError as error:
+        st.warning(text.md(error))
+        return
+    if ready.n_skipped:
+        st.caption(text.md(ready.skipped_sentence()))
+    if st.button("Score", key="score_now", type="primary"):
         bar = st.progress(0.0, text=f"loading {spec.arch}")
         try:
             report = scoring.score_dataset(db, target, cached_model(spec), run=run, progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
@@ -68,7 +77,9 @@ def score_form() -> None:
             bar.empty()
             st.error(text.md(error))
         else:
-            st.session_state["scored"] = f"Scored {report.n_items} items as run {text.md(report.run)} in {report.seconds:.1f} s ({report.cache_hits} cached embeddings reused); it is shown below."
+            skipped = f" {report.n_skipped:,} items without their image files were skipped." if report.n_skipped else ""
+            st.session_state["scores_notice"] = (f"Scored {report.n_items} items as run {text.md(report.run)} in {report.seconds:.1f} s "
+                                          f"({report.cache_hits} cached embeddings reused); it is shown below.{skipped}")
             st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
             st.session_state[f"scores_runs:{target}"] = [report.run]
             st.rerun()
@@ -76,8 +87,8 @@ def score_form() -> None:
 
 with st.expander("Score a dataset now"):
     score_form()
-if "scored" in st.session_state:
-    st.success(st.session_state.pop("scored"))
+if "scores_notice" in st.session_state:
+    st.success(st.session_state.pop("scores_notice"))
 
 with_runs = store.dataset_names(db, with_runs=True)
 if not with_runs:
@@ -95,6 +106,15 @@ tie_choice = right.selectbox("Ties count", [BENCHMARK_RULE, *metrics.TIE_RULES],
 summaries = run_summaries(db, db_path, dataset, fingerprint, subset, None if tie_choice == BENCHMARK_RULE else tie_choice)
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
 st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
+
+with st.expander("Delete a run"):
+    doomed = st.selectbox("Run to delete", [row["run"] for row in overview], key="delete_run_name")
+    sure = st.checkbox(f"Yes, delete {text.md(doomed)} with its scores and stored summaries", key="delete_run_sure")
+    if st.button("Delete run", key="delete_run", disabled=not sure):
+        deleted = store.delete_run(db, dataset, doomed)
+        st.session_state["scores_notice"] = f"Deleted run {text.md(doomed)} ({deleted['scores']:,} item scores)."
+        st.session_state.pop("delete_run_sure", None)
+        st.rerun()
 
 run_names = [row["run"] for row in overview if "note" not in row]
 runs_key = f"scores_runs:{dataset}"

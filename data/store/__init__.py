@@ -132,6 +132,7 @@ from data.store.rows import (
 from data.store.runs import (
     RunColumns,
     dataset_fingerprint,
+    delete_run,
     ensure_run,
     get_audit,
     get_embeddings,

@@ -142,6 +142,19 @@ def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> RunRow:
     return _decode(rows[0], "meta")
 
 
+def delete_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, int]:
+    """Delete a run with its scores and stored summaries (cached embeddings stay: they belong to
+    the model, not the run); return how many of each were deleted."""
+    run_id = get_run(db, dataset, name)["id"]
+    with transaction(db):
+        counts = {table: int(db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0])
+                  for table in ("scores", "run_summaries")}
+        for table in counts:  # explicit, not left to ON DELETE CASCADE: a store opened without foreign keys keeps none
+            db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        db.execute("DELETE FROM runs WHERE id = ?", [run_id])
+    return counts
+
+
 @dataclass(frozen=True)
 class RunColumns:
     """A run as columns (one entry per scored item, by item id): what metrics and pages read.
