@@ -192,3 +192,32 @@ def check_text(value: Any, file: Path | str, row: int | str | None, field: str) 
     if bad:
         raise BadInputError(file, row, f"{field} holds the control character {bad.group()!r} at position {bad.start()}; expected plain text")
     return value
+
+
+# JSON's true and false are Python's True and False, which are also ints (True == 1): every
+# number or id read from a file goes through one of these, so a boolean is never taken for one.
+
+
+def check_count(value: Any, file: Path | str, row: int | str | None, field: str) -> int:
+    """`value` if it is a whole number of zero or more (a vote count); a boolean, a float or a
+    negative number is refused, naming the file, row and field."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected a whole number, 0 or more")
+    return value
+
+
+def check_number(value: Any, file: Path | str, row: int | str | None, field: str) -> float:
+    """`value` as a float if it is a finite number (a box coordinate, a score); a boolean or text is refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected a number")
+    return float(value)
+
+
+def check_id(value: Any, file: Path | str, row: int | str | None, field: str) -> str:
+    """`value` as text if it is an id: non-empty text, or a whole number (0 or more); a boolean,
+    a float or a negative number is refused (`True` would become an image `…True.jpg`)."""
+    if isinstance(value, str):
+        return check_text(value, file, row, field).strip()
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected an id: text or a whole number")
+    return str(value)

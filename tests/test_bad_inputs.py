@@ -166,8 +166,8 @@ def json_cases() -> list[Case]:
         Case("aro-bbox-text", "aro", file_writer("vgr.json", json.dumps([{**ARO, "bbox_x": "left"}])), ("bbox",), "row 1"),
         Case("aro-no-relation", "aro", file_writer("vgr.json", json.dumps([{k: v for k, v in ARO.items() if k != "relation_name"}])), ("relation_name",), "row 1"),
         Case("aro-nul-caption", "aro", file_writer("vgr.json", json.dumps([{**ARO, "false_caption": "x\u0000"}])), ("control character",), "row 1"),
-        Case("valse-votes-as-words", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": "two", "foil": 1, "other": 0}}})), ("mturk is", "vote counts"), "row 1"),
-        Case("valse-negative-votes", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": -1, "foil": 1, "other": 0}}})), ("mturk is",), "row 1"),
+        Case("valse-votes-as-words", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": "two", "foil": 1, "other": 0}}})), ("mturk.caption is 'two'", "whole number"), "row 1"),
+        Case("valse-votes-missing", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": 2, "foil": 1}}})), ("mturk is", "vote counts"), "row 1"),
         Case("valse-no-foil", "valse", file_writer("existence.json", json.dumps({"1": {k: v for k, v in VALSE.items() if k != "foil"}})), ("foil",), "row 1"),
         Case("valse-list", "valse", file_writer("existence.json", json.dumps([VALSE])), ("expected an object mapping",)),
         Case("hard-positives-misaligned", "hard-positives", hard_positives([HP, HP], [HP]), ("misaligned",)),
@@ -247,7 +247,40 @@ def jsonl_cases() -> list[Case]:
     ]
 
 
-CASES = json_cases() + csv_cases() + jsonl_cases()
+# Every field read as a number, a count or an id, given a boolean (JSON's true is Python's 1), a
+# float where a whole number is meant, and a negative count: (kind, writer of one record, field, what it must say).
+def _typed_fields() -> list[tuple[str, Callable[[object], Callable[[Path], Path]], str, bool]]:
+    """(kind, writer given the bad value, field named in the message, whether it is a count/id that refuses floats and negatives)."""
+    def valse(vote: str) -> Callable[[object], Callable[[Path], Path]]:
+        return lambda v: file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {**VALSE["mturk"], vote: v}}}))
+
+    return [
+        *[("valse", valse(vote), f"mturk.{vote}", True) for vote in ("caption", "foil", "other")],
+        ("whatsup", lambda v: file_writer("coco_qa_one_obj.json", json.dumps([[v, "A dog on the left", "A dog on the right"]])), "image id", True),
+        ("aro", lambda v: file_writer("vgr.json", json.dumps([{**ARO, "image_id": v}])), "image_id", True),
+        *[("aro", lambda v, k=k: file_writer("vgr.json", json.dumps([{**ARO, k: v}])), k, False) for k in ("bbox_x", "bbox_y", "bbox_w", "bbox_h")],
+        ("hard-positives", lambda v: hard_positives([{**HP, "image_id": v}]), "image_id", True),
+        ("sugarcrepe-pp", lambda v: file_writer("swap_obj.json", json.dumps([{**SCPP, "id": v}])), "id", True),
+        ("winoground", lambda v: file_writer("examples.jsonl", json.dumps({**WINO, "id": v}) + "\n"), "id", True),
+        ("jsonl", lambda v: jsonl({**JSONL, "id": v}), "id", True),
+    ]
+
+
+def typed_cases() -> list[Case]:
+    cases = []
+    for kind, write, field, whole in _typed_fields():
+        bad: list[tuple[str, object]] = [("boolean", True), ("false", False)] + ([("float", 2.5), ("negative", -1)] if whole else [("text", "3")])
+        for label, value in bad:
+            cases.append(Case(f"{kind}-{field}-{label}", kind, write(value), (f"{field} is {value!r}",), "row 1"))
+    cases += [
+        Case("sugarcrepe-caption-boolean", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": True}}), ("missing or empty",), "row 1"),
+        Case("jsonl-caption-boolean", "jsonl", jsonl({**JSONL, "captions": ["a red cup", True]}), ("caption 2 is True",), "row 1"),
+        Case("winoground-image-boolean", "winoground", file_writer("examples.jsonl", json.dumps({**WINO, "image_0": True}) + "\n"), ("missing or empty",), "row 1"),
+    ]
+    return cases
+
+
+CASES = json_cases() + csv_cases() + jsonl_cases() + typed_cases()
 
 
 @pytest.fixture

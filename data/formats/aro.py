@@ -17,7 +17,10 @@ from data.formats.base import (
     write_json_files,
 )
 from data.items import Item
-from data.reading import BadInputError, read_json
+from data.reading import BadInputError, check_id, check_number, read_json
+
+
+BOX = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
 
 
 def parse_aro(path: Path) -> Parsed:
@@ -40,14 +43,13 @@ def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
         category = "_".join(map(str, record["attributes"]))
     else:
         raise BadInputError(file, number, "expected a 'relation_name' or a two-element 'attributes' list")
-    try:
-        bbox = [float(record[k]) for k in ("bbox_x", "bbox_y", "bbox_w", "bbox_h")]
-    except (KeyError, TypeError, ValueError):
-        raise BadInputError(file, number, "expected numeric bbox_x, bbox_y, bbox_w, bbox_h") from None
+    if missing := [k for k in BOX if k not in record]:
+        raise BadInputError(file, number, f"{', '.join(missing)} missing; expected numeric bbox_x, bbox_y, bbox_w, bbox_h")
+    bbox = [check_number(record[k], file, number, k) for k in BOX]
     return make_item(
         file, number, kind="pair", category=category, source_id=f"{file.stem}/{number}",
         captions=(record["true_caption"], record["false_caption"]), images=(record["image_path"],),
-        meta={"bbox": bbox, "image_id": str(record.get("image_id", "")),
+        meta={"bbox": bbox, "image_id": check_id(record["image_id"], file, number, "image_id") if "image_id" in record else "",
               **({"attributes": [str(a) for a in record["attributes"]]} if "relation_name" not in record else {"relation_name": category})},
     )
 

@@ -16,7 +16,7 @@ from data.formats.base import (
     require_keys,
     write_json_files,
 )
-from data.reading import BadInputError, read_json
+from data.reading import BadInputError, check_id, read_json
 
 HARD_POSITIVE_FIELDS = ("true_caption", "false_caption", "image_path")
 
@@ -49,7 +49,7 @@ def _join_hard_positives(parsed: Parsed, original: Path, swapped: Path) -> None:
         item = make_item(
             original, number, kind="triple", category=category, source_id=f"{category}/{number}",
             captions=(row["true_caption"], row["false_caption"], positive["true_caption"]),
-            images=(row["image_path"],), meta={"image_id": str(row.get("image_id", ""))},
+            images=(row["image_path"],), meta={"image_id": check_id(row["image_id"], original, number, "image_id") if "image_id" in row else ""},
         )
         parsed.add(item, original, number)
 

@@ -12,7 +12,7 @@ import pandas as pd
 from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
 from data.items import Item
 from data.paths import safe_name
-from data.reading import BadInputError
+from data.reading import BadInputError, check_id
 
 
 def parse_jsonl(path: Path) -> Parsed:
@@ -35,7 +35,7 @@ def _jsonl_item(record: Any, file: Path, number: int) -> Item:
         raise BadInputError(file, number, "'captions' and 'images' must be lists")
     return make_item(
         file, number, kind=record["kind"], category=record["category"],
-        source_id=str(record.get("id", number)), captions=tuple(captions), images=tuple(images),
+        source_id=check_id(record["id"], file, number, "id") if "id" in record else str(number), captions=tuple(captions), images=tuple(images),
         truth=record.get("truth", {}), meta=record.get("meta", {}),
     )
 

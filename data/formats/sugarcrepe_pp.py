@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys, write_json_files
-from data.reading import BadInputError, read_json
+from data.reading import BadInputError, check_id, read_json
 
 PP_FIELDS = ("filename", "caption", "caption2", "negative_caption")
 # The Hugging Face dataset's split names -> the repository's file names.
@@ -46,7 +46,7 @@ def parse_sugarcrepe_pp(path: Path) -> Parsed:
         category = category_of(file)
         for number, record in enumerate(records, start=1):
             require_keys(record, PP_FIELDS, file, number)
-            key = str(record.get("id", number - 1))
+            key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
             parsed.add(make_item(
                 file, number, kind="paraphrase", category=category, source_id=f"{category}/{key}",
                 captions=(record["caption"], record["negative_caption"], record["caption2"]),

@@ -26,7 +26,7 @@ from data.formats.base import (
     write_json_files,
 )
 from data.items import Item
-from data.reading import BadInputError
+from data.reading import BadInputError, check_count
 
 VALSE_FIELDS = ("caption", "foil", "image_file", "dataset")
 VOTES = ("caption", "foil", "other")
@@ -56,9 +56,9 @@ def _votes(mturk: Any, file: Path, key: str) -> dict[str, int] | None:
     """The crowd votes as counts per answer, or None for an instance without them."""
     if mturk is None:
         return None
-    if not isinstance(mturk, dict) or not all(isinstance(mturk.get(k), int) and mturk[k] >= 0 for k in VOTES):
+    if not isinstance(mturk, dict) or not all(k in mturk for k in VOTES):
         raise BadInputError(file, key, f"mturk is {mturk!r}; expected vote counts {{caption, foil, other}} as whole numbers")
-    return {k: int(mturk[k]) for k in VOTES}
+    return {k: check_count(mturk[k], file, key, f"mturk.{k}") for k in VOTES}
 
 
 def place_images(parsed: Parsed, root: Path) -> Parsed:

@@ -25,7 +25,7 @@ from typing import Any
 
 from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys, write_json_files
 from data.items import Item
-from data.reading import BadInputError, read_json
+from data.reading import BadInputError, check_id, read_json
 
 CONTROLLED = {"controlled_images_dataset": "controlled_a", "controlled_clevr_dataset": "controlled_b"}
 QA = {"coco_qa_one_obj": "coco_one", "coco_qa_two_obj": "coco_two", "vg_qa_one_obj": "vg_one", "vg_qa_two_obj": "vg_two"}
@@ -83,14 +83,13 @@ def _controlled_item(record: Any, file: Path, number: int) -> Item:
 def _qa_item(record: Any, file: Path, number: int) -> Item:
     if not (isinstance(record, list) and len(record) == 3 and all(isinstance(v, str) and v.strip() for v in record[1:])):
         raise BadInputError(file, number, f"expected [image_id, right caption, wrong caption], got {str(record)[:80]!r}")
-    image_id, right, wrong = record
-    if not isinstance(image_id, (int, str)) or str(image_id).strip() == "":
-        raise BadInputError(file, number, f"image id is {image_id!r}; expected a COCO or Visual Genome image id")
+    given, right, wrong = record
+    image_id = check_id(given, file, number, "image id")  # a COCO or Visual Genome image id
     subset = QA[file.stem]
     image = f"val2017/{str(image_id).zfill(12)}.jpg" if subset.startswith("coco") else f"vg_images/{image_id}.jpg"
     return make_item(
         file, number, kind="retrieval", category=subset, source_id=f"{file.stem}/{number - 1}",
-        captions=(right, wrong), images=(image,), meta={"preposition": qa_preposition(right, subset), "image_id": image_id},
+        captions=(right, wrong), images=(image,), meta={"preposition": qa_preposition(right, subset), "image_id": given},  # as given: the export writes it back
     )
 
 

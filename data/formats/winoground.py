@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
+from data.reading import check_id
 
 WINOGROUND_FIELDS = ("image_0", "image_1", "caption_0", "caption_1", "collapsed_tag")
 KEPT = ("tag", "secondary_tag", "num_main_preds")
@@ -27,7 +28,7 @@ def parse_winoground(path: Path) -> Parsed:
     parsed = Parsed("winoground", "winoground")
     for number, record in json_lines(file):
         require_keys(record, WINOGROUND_FIELDS, file, number)
-        key = str(record.get("id", number - 1))
+        key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
         parsed.add(make_item(
             file, number, kind="group", category=record["collapsed_tag"], source_id=key,
             captions=(record["caption_0"], record["caption_1"]),
