@@ -287,7 +287,8 @@ def migrate_store_text(result: dict[str, Any]) -> str:
 def cmd_migrate_store(db: None, args: argparse.Namespace) -> dict[str, Any]:
     """Copy a whole store to another engine (SQLite to PostgreSQL or back), checked by row counts
     and a checksum of the labels. Files (images, exports) stay where they are."""
-    source, destination = store.open_db(args.source), store.open_db(args.destination)
+    source = store.open_existing_db(args.source)  # before the destination is created: a wrong source path leaves no file behind
+    destination = store.open_db(args.destination)
     result = store.copy_store(source, destination)
     return {"source": store.redacted(args.source), "destination": store.redacted(args.destination), **result}
 

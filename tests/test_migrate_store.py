@@ -66,3 +66,17 @@ def test_a_postgresql_store_needs_its_files_folder_and_admin_token_from_the_envi
     assert token.returncode == 1 and "takes its admin token from $FOIL_ADMIN_TOKEN" in token.stderr
     demo = foil("demo", "--db", url, env=env)
     assert demo.returncode == 1 and "$FOIL_FILES" in demo.stderr
+
+
+def test_a_source_that_is_not_a_store_is_refused_and_no_file_is_created(tmp_path, postgres):
+    destination = tmp_path / "copy.db"
+    absent = foil("migrate-store", str(tmp_path / "nowhere.db"), str(destination))
+    assert absent.returncode == 1 and "no store at" in absent.stderr and "no such file" in absent.stderr
+    assert not (tmp_path / "nowhere.db").exists() and not destination.exists()
+    (tmp_path / "empty.db").write_bytes(b"")
+    empty = foil("migrate-store", str(tmp_path / "empty.db"), str(destination))
+    assert empty.returncode == 1 and "it is empty" in empty.stderr and not destination.exists()
+    assert (tmp_path / "empty.db").stat().st_size == 0
+    bare = postgres.create_database()  # a PostgreSQL database that holds no store
+    done = foil("migrate-store", bare, str(destination))
+    assert done.returncode == 1 and "holds no Foil Studio store" in done.stderr and not destination.exists()

@@ -159,6 +159,7 @@ from data.store.schema import (
     location,
     migrate,
     open_db,
+    open_existing_db,
     redacted,
     schema_version,
 )

@@ -293,6 +293,28 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migra
     return db
 
 
+def open_existing_db(path: str | Path) -> sqlite_utils.Database:
+    """Open a store that must already exist (the source of a copy), migrated to this version.
+
+    Refused with StoreError, creating nothing, when the file is absent or empty, or the file or
+    PostgreSQL database holds no Foil Studio store (no migrations applied).
+    """
+    if is_store_url(path):
+        db = _connect_postgres(str(path))
+        if schema_version(db) == 0:
+            db.conn.close()
+            raise StoreError(f"{redacted(path)} holds no Foil Studio store (no migrations applied); nothing was read or written")
+        migrate(db)
+        return db
+    file = Path(path)
+    if not file.is_file() or file.stat().st_size == 0:
+        raise StoreError(f"no store at {file}: {'it is empty' if file.is_file() else 'no such file'}; nothing was created or copied")
+    check_store_file(file)
+    if _stored_schema_version(file) == 0:
+        raise StoreError(f"{file} holds no Foil Studio store (no migrations applied); nothing was created or copied")
+    return open_db(file)
+
+
 def _connect_postgres(url: str) -> PostgresDatabase:
     """A connection to a PostgreSQL store, refused (StoreError) when the server cannot be reached
     or the database was written by a newer Foil Studio."""
