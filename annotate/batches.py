@@ -169,31 +169,97 @@ def join_crowd(
     """Register a crowd worker (e.g. a Prolific PID) and deal them their share; safe to repeat.
 
     Refused with a BatchError saying why when the link is wrong, the id implausible, the study
-    closed or full, too many people joined in the last minute, or no work is left.
+    closed or full, too many people joined in the last minute, or no work is left. A participant
+    who already holds open work, or finished theirs, gets a new session and nothing more.
     """
     batch = store.batch_by_crowd_token(db, crowd_token)
     if batch is None:
         raise BatchError("This study link is not valid.")
-    config, worker_id = batch["config"], external_id.strip()
-    if not re.fullmatch(config.get("worker_id_pattern", PROLIFIC_ID_PATTERN), worker_id):
+    worker_id = external_id.strip()
+    if not re.fullmatch(batch["config"].get("worker_id_pattern", PROLIFIC_ID_PATTERN), worker_id):
         raise BatchError("This link does not carry a valid participant id. Open the study from the recruiting site.")
     name = f"crowd-{worker_id}"
-    moment = now or datetime.now(timezone.utc)
     with store.transaction(db, row_locks=True):  # one joiner at a time: the cap and the rate hold under concurrency
         store.lock_batch(db, batch["id"])
-        current = store.batch_assignments(db, batch["id"])
         known = store.annotator_by_name(db, name)
-        if known is not None and any(a["annotator_id"] == known["id"] for a in current):
-            return {**known, "token": store.issue_token(db, known["id"])}  # a new session; older ones stay valid
-        _check_study_open(db, batch, moment)
-        worker = store.ensure_annotator(db, name, external_id=worker_id)
-        worker = {**worker, "token": worker["token"] or store.issue_token(db, worker["id"])}
-        share = _crowd_share(batch, worker["id"], current)
-        if not any(not gold for *_, gold in share) and any(not gold for *_, gold in config["units"]):
-            raise BatchError("Every item of this study is taken right now. Please try again later.")
-        store.add_assignments(db, batch["id"], share)
-        store.record_join(db, batch["id"], worker["id"], worker_id)
-    return worker
+        if known is None or _needs_units(db, batch, known["id"]):
+            worker = store.ensure_annotator(db, name, external_id=worker_id)
+            _deal(db, batch, worker["id"], worker_id, now or datetime.now(timezone.utc))
+        else:
+            worker = {**known, "token": None}
+    return {**worker, "token": worker["token"] or store.issue_token(db, worker["id"])}  # older sessions stay valid
+
+
+@dataclass(frozen=True)
+class CrowdFinish:
+    """What a crowd participant with nothing left in their queue is told.
+
+    `code` is set only when every unit dealt to them is answered; otherwise `answered` of
+    `quota` were, the rest went back to the pool, and `dealt` new units were dealt now (0: the
+    study has none free for them).
+    """
+
+    code: str | None
+    passed: bool
+    answered: int
+    quota: int
+    dealt: int = 0
+
+    def sentence(self) -> str:
+        """The participant's message, in words."""
+        if self.code is not None:
+            return (f"All done, thank you. Your completion code: {self.code}" if self.passed
+                    else f"Thank you. Some attention checks were missed; your code: {self.code}")
+        lost = f"You answered {self.answered} of your {self.quota} items; the others went back to the pool while you were away."
+        if self.dealt:
+            return f"{lost} Here {'is 1 new item' if self.dealt == 1 else f'are {self.dealt} new items'} to finish the study."
+        return (f"{lost} No item is free for you right now, so there is no completion code yet: please come back later "
+                "or return the study.")
+
+
+def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int, *, now: datetime | None = None) -> CrowdFinish:
+    """For a participant whose queue is empty: their code if every unit dealt to them is
+    answered; else new units in place of those that went back to the pool (as many as are free)."""
+    batch = store.get_batch(db, batch_name)
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        answered, quota = _answered_and_quota(db, batch, annotator_id)
+        if answered >= quota:
+            code, passed = final_code(db, batch, annotator_id)
+            return CrowdFinish(code, passed, answered, quota)
+        external = next(a["external_id"] for a in store.list_annotators(db) if a["id"] == annotator_id)
+        try:
+            dealt = _deal(db, batch, annotator_id, external or "", now or datetime.now(timezone.utc))
+        except BatchError:
+            dealt = 0
+    return CrowdFinish(None, True, answered, quota, dealt)
+
+
+def _answered_and_quota(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[int, int]:
+    mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
+    return sum(bool(a["done"]) for a in mine), store.crowd_quota(db, batch["id"], annotator_id) or len(mine)
+
+
+def _needs_units(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> bool:
+    """A known participant is dealt units again only when they hold nothing open and have not finished."""
+    mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
+    answered, quota = _answered_and_quota(db, batch, annotator_id)
+    return not any(not a["done"] for a in mine) and (answered < quota or not mine)
+
+
+def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int, external_id: str, moment: datetime) -> int:
+    """Inside the batch's lock: check the study takes this participant now, deal them their share
+    (units they have not answered, up to the batch's items per participant) and record their
+    quota; return how many units were dealt."""
+    _check_study_open(db, batch, moment)
+    current = store.batch_assignments(db, batch["id"])
+    share = _crowd_share(batch, annotator_id, current)
+    if not any(not gold for *_, gold in share) and any(not gold for *_, gold in batch["config"]["units"]):
+        raise BatchError("Every item of this study is taken right now. Please try again later.")
+    store.add_assignments(db, batch["id"], share)
+    answered = sum(bool(a["done"]) for a in current if a["annotator_id"] == annotator_id)
+    store.record_join(db, batch["id"], annotator_id, external_id, answered + len(share))
+    return len(share)
 
 
 def _check_study_open(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> None:
@@ -219,14 +285,20 @@ def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, An
 
 
 def _crowd_share(batch: store.BatchRow, worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
+    """The units dealt to a participant: regular units short of their overlap that they have not
+    answered, fewest holders first, up to the items per participant (less what they answered
+    already), and every gold unit they have not answered; in a seeded order after their queue."""
     config = batch["config"]
     holders = Counter((a["item_id"], a["part"]) for a in current)
-    regular = [(i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"]]
+    theirs = {(a["item_id"], a["part"]) for a in current if a["annotator_id"] == worker_id}
+    answered_regular = sum(1 for a in current if a["annotator_id"] == worker_id and a["done"] and not a["is_gold"])
+    regular = [(i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"] and (i, p) not in theirs]
     regular.sort(key=lambda unit: holders[unit])
-    share = [(unit, False) for unit in regular[: config["crowd_items"]]]
-    share += [((i, p), True) for i, p, gold in config["units"] if gold]
-    random.Random(f"queue:{config['seed']}:{worker_id}").shuffle(share)
-    return [(item, part, worker_id, position, gold) for position, ((item, part), gold) in enumerate(share)]
+    share = [(unit, False) for unit in regular[: max(0, config["crowd_items"] - answered_regular)]]
+    share += [((i, p), True) for i, p, gold in config["units"] if gold and (i, p) not in theirs]
+    random.Random(f"queue:{config['seed']}:{worker_id}:{len(theirs)}").shuffle(share)
+    start = max((a["position"] for a in current if a["annotator_id"] == worker_id), default=-1) + 1
+    return [(item, part, worker_id, start + n, gold) for n, ((item, part), gold) in enumerate(share)]
 
 
 def practice_tasks(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> list[tuple[Task, store.ItemRow]]:
@@ -235,10 +307,12 @@ def practice_tasks(db: sqlite_utils.Database, batch: store.BatchRow, annotator_i
     return [(build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i]) for i in batch["config"].get("practice_items", [])]
 
 
-def final_code(db: sqlite_utils.Database, batch: store.BatchRow, annotator_name: str) -> tuple[str, bool]:
-    """(code to show, passed): the completion code, or the screen-out code when gold checks fail."""
+def final_code(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[str, bool]:
+    """(code to show, passed): the completion code, or the screen-out code when gold checks fail.
+    Only for complete work: `finish_crowd` calls it once every dealt unit is answered."""
     config = batch["config"]
-    row = next((r for r in batch_progress(db, batch["name"]) if r["annotator"] == annotator_name), None)
+    name = next(a["name"] for a in store.list_annotators(db) if a["id"] == annotator_id)
+    row = next((r for r in batch_progress(db, batch["name"]) if r["annotator"] == name), None)
     failed = "screen_out_code" in config and row is not None and row["gold_accuracy"] is not None and row["gold_accuracy"] < config["gold_pass"]
     return (config["screen_out_code"], False) if failed else (config["completion_code"], True)
 

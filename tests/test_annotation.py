@@ -393,8 +393,8 @@ def test_failing_gold_checks_get_the_screen_out_code(db):
         right = expected_answer("pick_image", items[state.task.item_id])["answer"]
         wrong = next(o.value for o in state.task.options if not is_correct("pick_image", items[state.task.item_id], 0, {"answer": o.value}))
         batches.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": wrong if right else right})
-    code, passed = batches.final_code(db, batch, worker["name"])
-    assert not passed and code == batch["config"]["screen_out_code"]
+    finish = batches.finish_crowd(db, created["batch"], worker["id"])
+    assert not finish.passed and finish.code == batch["config"]["screen_out_code"]
 
 
 def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):

@@ -236,6 +236,42 @@ def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_
     assert len(labels_of(demo_db, batch)) == 1
 
 
+def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_new_units(demo_db):
+    """Answer 1 of 4, walk away past the idle return: the page must not say "All done" with the
+    code. The participant is told, dealt new units, and gets the code only when all are answered."""
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10)
+    worker = batches.join_crowd(demo_db, token, pid(1))
+    state = batches.draw(demo_db, worker["id"], batch)
+    batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    assert batches.reassign_stale(demo_db, batch, now=later) == 3
+    assert batches.queue_state(demo_db, worker["id"], batch).task is None  # an empty queue, but not finished work
+    finish = batches.finish_crowd(demo_db, batch, worker["id"], now=later)
+    config = store.get_batch(demo_db, batch)["config"]
+    assert finish.code is None and (finish.answered, finish.quota, finish.dealt) == (1, 4, 3)
+    assert config["completion_code"] not in finish.sentence() and "went back to the pool" in finish.sentence()
+    while (state := batches.draw(demo_db, worker["id"], batch)).task is not None:
+        batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+    done = batches.finish_crowd(demo_db, batch, worker["id"])
+    assert done.code == config["completion_code"] and (done.answered, done.quota) == (4, 4)
+    assert len(labels_of(demo_db, batch)) == 4
+
+
+def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db):
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10)
+    first = batches.join_crowd(demo_db, token, pid(1))
+    state = batches.draw(demo_db, first["id"], batch)
+    batches.submit_answer(demo_db, first["id"], batch, state.task, first_option(state.task))
+    batches.join_crowd(demo_db, token, pid(2))  # the other 2 units
+    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    batches.reassign_stale(demo_db, batch, now=later)  # both idle: every unopened unit back to the pool
+    taker = batches.join_crowd(demo_db, token, pid(3), now=later)  # takes the 4 free ones it may
+    assert len([a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == taker["id"]]) == 4
+    batches.join_crowd(demo_db, token, pid(4), now=later)  # and the last one
+    finish = batches.finish_crowd(demo_db, batch, first["id"], now=later)
+    assert finish.code is None and finish.dealt == 0 and "no completion code yet" in finish.sentence()
+
+
 def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
     batch, token = crowd(demo_db, n=20, overlap=2, per_worker=2, joins_per_minute=5, max_participants=100)
     now = datetime.now(timezone.utc)

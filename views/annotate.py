@@ -137,12 +137,12 @@ if item is not None:
 else:
     st.progress(state.done / state.assigned, text=f"{state.done} of {state.assigned} done")
 if task is None:
-    if crowd:  # a completion code is what a crowd platform asks for; a lab annotator needs none
-        code, passed = batches.final_code(db, state.batch, role.name)
-        if passed:
-            st.success(f"All done, thank you. Your completion code: {code}")
-        else:
-            st.warning(f"Thank you. Some attention checks were missed; your code: {code}")
+    if crowd:  # a completion code is what a crowd platform asks for, and only for complete work
+        finish = batches.finish_crowd(db, batch_name, role.annotator_id)
+        if finish.dealt:
+            st.session_state["notice"] = ("info", finish.sentence())
+            st.rerun()
+        (st.success if finish.code and finish.passed else st.warning)(finish.sentence())
         st.stop()
     waiting = [name for name, row in progress_of.items() if name != batch_name and (row["done"] or 0) < row["assigned"]]
     if not waiting:

@@ -76,6 +76,7 @@ from data.store.annotation import (
     move_assignment,
     open_assignment,
     participants_holding_work,
+    crowd_quota,
     record_join,
     revise_label,
     save_label,

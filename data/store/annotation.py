@@ -330,11 +330,20 @@ def lock_batch(db: sqlite_utils.Database, batch_id: int) -> None:
 # --- crowd studies ---------------------------------------------------------------------------
 
 
-def record_join(db: sqlite_utils.Database, batch_id: int, annotator_id: int, external_id: str) -> None:
-    """Log a participant joining a crowd study (once per participant)."""
+def record_join(db: sqlite_utils.Database, batch_id: int, annotator_id: int, external_id: str, quota: int) -> None:
+    """Log a participant joining a crowd study (once per participant) with the units they must
+    answer for their completion code; joining again (after their units went back to the pool)
+    sets the new quota."""
     db.execute(
-        "INSERT INTO crowd_joins (batch_id, annotator_id, external_id, joined_at) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT (batch_id, annotator_id) DO NOTHING", [batch_id, annotator_id, external_id, _now()])
+        "INSERT INTO crowd_joins (batch_id, annotator_id, external_id, joined_at, quota) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (batch_id, annotator_id) DO UPDATE SET quota = excluded.quota",
+        [batch_id, annotator_id, external_id, _now(), quota])
+
+
+def crowd_quota(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> int | None:
+    """The units a participant must answer for their completion code; None if they never joined."""
+    row = db.execute("SELECT quota FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
+    return None if row is None else int(row[0])
 
 
 def joins_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
@@ -343,8 +352,9 @@ def joins_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
 
 
 def participants_holding_work(db: sqlite_utils.Database, batch_id: int) -> int:
-    """Participants of a batch who hold at least one assignment (answered or not)."""
-    return int(db.execute("SELECT COUNT(DISTINCT annotator_id) FROM assignments WHERE batch_id = ?", [batch_id]).fetchone()[0])
+    """Participants of a batch who hold at least one unanswered assignment (those who finished,
+    or whose units went back to the pool, hold no place)."""
+    return int(db.execute(f"SELECT COUNT(DISTINCT annotator_id) FROM assignments AS a WHERE batch_id = ? AND {_OPEN}", [batch_id]).fetchone()[0])
 
 
 def crowd_joins(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:

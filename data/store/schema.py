@@ -231,6 +231,18 @@ def _m0010_answered_assignments(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0011_crowd_quota(db: sqlite_utils.Database) -> None:
+    # How many units a participant was dealt in all: their completion code needs that many
+    # answers, not merely an empty queue (units they did not open go back to the pool).
+    db.executescript(
+        """
+        ALTER TABLE crowd_joins ADD COLUMN quota INTEGER NOT NULL DEFAULT 0;
+        UPDATE crowd_joins SET quota = (SELECT COUNT(*) FROM assignments a
+            WHERE a.batch_id = crowd_joins.batch_id AND a.annotator_id = crowd_joins.annotator_id);
+        """
+    )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -259,6 +271,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0008_leases_and_crowd_joins", _m0008_leases_and_crowd_joins),
     ("0009_hashed_tokens", _m0009_hashed_tokens),
     ("0010_answered_assignments", _m0010_answered_assignments),
+    ("0011_crowd_quota", _m0011_crowd_quota),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
