@@ -403,15 +403,14 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
 
 @command("agreement",
     arg("batch"),
-    arg("--bootstrap", type=int, default=500),
-    arg("--seed", type=int, default=0),
     text=lambda report: agreement_text(report),
 )
 def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1."""
+    """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1
+    (95% intervals from the resamples the page and the protocol paragraph use)."""
     from annotate.batches import batch_agreement
 
-    return batch_agreement(db, args.batch, n_boot=args.bootstrap, seed=args.seed)
+    return batch_agreement(db, args.batch)
 
 
 @command("simulate",
@@ -429,7 +428,7 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
 
 @command("baseline",
     arg("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together"),
-    arg("--bootstrap", type=int, default=1000),
+    arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
     arg("--seed", type=int, default=0),
 )
 def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -459,11 +458,22 @@ def cmd_votes(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     return vote_agreement(db, args.dataset)
 
 
+def compare_text(result: dict[str, Any]) -> str:
+    """`compare`: the table with McNemar's p as the page writes it."""
+    import pandas as pd
+
+    from analysis.inspection import comparison_for_people
+
+    table = comparison_for_people(pd.DataFrame(result["by_category"])).to_dict("records")
+    return as_text({**result, "by_category": table})
+
+
 @command("compare",
     arg("dataset"),
     arg("--run", required=True),
     arg("--with", dest="other_run", required=True, help="the run to compare with"),
     arg("--other-dataset", help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, caption and negative)"),
+    text=compare_text,
 )
 def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Two runs item by item: right for both, for one only, for neither, and McNemar's test, per category."""

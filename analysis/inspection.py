@@ -17,7 +17,7 @@ import pandas as pd
 import sqlite_utils
 
 from analysis.results import Run, choice_correct, item_kind, load_run, metric_family, source_format
-from data import item_kinds
+from data import item_kinds, text
 from data.links import linked_items
 
 
@@ -84,6 +84,12 @@ def compare_correctness(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: s
         rows.append({"category": category, "n": len(part), "both right": both, f"only {name_a}": only_a, f"only {name_b}": only_b,
                      "both wrong": neither, "agreement %": 100.0 * (both + neither) / max(len(part), 1), "McNemar p": float(test.pvalue)})
     return pd.DataFrame(rows)
+
+
+def comparison_for_people(table: pd.DataFrame) -> pd.DataFrame:
+    """A `compare_correctness` table as the page and the CLI show it: McNemar's p written by
+    `text.p_value_text` (one rule everywhere), agreement with one decimal."""
+    return table.assign(**{"McNemar p": table["McNemar p"].map(text.p_value_text), "agreement %": table["agreement %"].round(1)})
 
 
 PATTERNS = (

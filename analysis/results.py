@@ -44,12 +44,14 @@ def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
     if ties is None:
         return {"rule": source.ties, "why": f"{source.name}'s own rule: {source.ties_because}"}
     m.tie_credit(ties)  # refuses an unknown rule
-    return {"rule": ties, "why": "chosen with --ties" + ("" if ties != source.ties else f" (also {source.name}'s own rule)")}
+    own = f"{source.name}'s own rule is {source.ties}" if ties != source.ties else f"also {source.name}'s own rule"
+    return {"rule": ties, "why": f"chosen for this table instead of the benchmark's rule ({own})"}
 
 
 # Bumped whenever the summary's keys change (3: BiVLC's types moved to `by_type`, retrieval's
-# `chance`): summaries stored by an older version are then computed anew, never served stale.
-SUMMARY_SHAPE = 3
+# `chance`; 4: the tie rule's reason in words): summaries stored by an older version are then
+# computed anew, never served stale.
+SUMMARY_SHAPE = 4
 
 
 def run_metrics(

@@ -276,14 +276,20 @@ def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int
 
 
 COEFFICIENTS = ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")
+# How each coefficient is named where people read (tables, the protocol paragraph).
+COEFFICIENT_NAMES = {
+    "percent_agreement": "Percent agreement", "cohen_mean": "Cohen's kappa, mean over annotator pairs",
+    "fleiss": "Fleiss' kappa", "krippendorff_alpha": "Krippendorff's alpha", "gwet_ac1": "Gwet's AC1",
+}
 
 
 def coefficient_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The report's coefficients as rows: value, 95% interval ("low–high"), why undefined."""
+    """The report's coefficients as rows, named in words: value, 95% interval ("low to high"),
+    why undefined. The page, the CLI and the protocol paragraph all read these rows."""
     rows = []
     for key in COEFFICIENTS:
         rows.append({
-            "coefficient": key, "value": report[key], "95% interval": interval_text(report["intervals"].get(key)),
+            "coefficient": COEFFICIENT_NAMES[key], "value": report[key], "95% interval": interval_text(report["intervals"].get(key)),
             "undefined because": report["undefined"].get(key, ""),
         })
     return rows

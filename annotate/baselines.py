@@ -14,7 +14,7 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from analysis.results import bivlc_types
+from analysis.results import BOOTSTRAP, bivlc_types
 from annotate.task_types import REGISTRY, is_correct
 from data import store
 
@@ -40,7 +40,7 @@ def question_outcomes(db: sqlite_utils.Database, batch_name: str) -> dict[tuple[
     return {unit: counts[True] > counts[False] for unit, counts in votes.items()}
 
 
-def human_baseline(db: sqlite_utils.Database, batch_names: list[str], *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def human_baseline(db: sqlite_utils.Database, batch_names: list[str], *, n_boot: int = BOOTSTRAP, seed: int = 0) -> dict[str, Any]:
     """Metrics of the humans in the given batches, with the keys `cli.py metrics` uses."""
     batches = [store.get_batch(db, name) for name in batch_names]
     datasets = {b["dataset"] for b in batches}
@@ -110,6 +110,6 @@ def dataset_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] 
     if not names:
         return None
     try:
-        return human_baseline(db, names, n_boot=200)
+        return human_baseline(db, names)  # the resamples of the CLI and of the models beside it
     except BaselineError:
         return None

@@ -39,12 +39,14 @@ from annotate.task_types import (
     parts_for,
     task_type,
 )
+from annotate.gold import GOLD_PASS, fails_gold
 from data import store
 from data.images import existing_image, thumbnail
 from data.paths import thumbnail_dir
 
 Unit = tuple[int, int]  # (item id, part)
 PROLIFIC_ID_PATTERN = r"[0-9a-f]{24}"  # Prolific participant ids are 24 lower-case hex characters
+AGREEMENT_BOOTSTRAP, AGREEMENT_SEED = 1000, 0  # behind every agreement interval, wherever it is shown
 MIN_SECONDS = 0.5  # an answer sooner than this after its item was drawn is refused (a held or doubled key)
 
 
@@ -94,7 +96,7 @@ class BatchSpec:
     min_seconds: float = MIN_SECONDS
     crowd_items: int | None = None  # crowd mode: items per worker who joins through the study link
     practice: int = 2  # crowd mode: practice items with feedback before the real ones
-    gold_pass: float = 60.0  # gold accuracy (%) below which an annotator is screened out / left out of the vote
+    gold_pass: float = GOLD_PASS  # gold accuracy (%) which an annotator must not fall below with 95% confidence (annotate.gold)
     max_participants: int | None = None  # crowd mode: cap on participants holding work (default: just enough)
     joins_per_minute: int = 20  # crowd mode: new participants accepted per minute
     idle_minutes: float = 15  # crowd mode: a participant idle this long returns their unopened units to the pool
@@ -313,7 +315,7 @@ def final_code(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: i
     config = batch["config"]
     name = next(a["name"] for a in store.list_annotators(db) if a["id"] == annotator_id)
     row = next((r for r in batch_progress(db, batch["name"]) if r["annotator"] == name), None)
-    failed = "screen_out_code" in config and row is not None and row["gold_accuracy"] is not None and row["gold_accuracy"] < config["gold_pass"]
+    failed = "screen_out_code" in config and row is not None and row["screened_out"]
     return (config["screen_out_code"], False) if failed else (config["completion_code"], True)
 
 
@@ -449,7 +451,8 @@ def submit_answer(
 
 
 def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
-    """Per annotator: done, remaining, median seconds per item and gold accuracy."""
+    """Per annotator: done, remaining, median seconds per item, gold accuracy and whether the
+    gold answers screen them out (`annotate.gold`'s rule)."""
     batch = store.get_batch(db, batch_name)
     assignments = store.batch_assignments(db, batch["id"])
     labels = store.batch_labels(db, batch["id"])
@@ -465,6 +468,7 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
             "annotator": name, "done": len(answered), "remaining": len(mine) - len(answered),
             "median_seconds": statistics.median(seconds) if seconds else None,
             "gold_n": len(gold), "gold_accuracy": 100.0 * sum(gold) / len(gold) if gold else None,
+            "screened_out": fails_gold(sum(gold), len(gold), float(batch["config"].get("gold_pass", GOLD_PASS))),
         })
     return rows
 
@@ -615,13 +619,19 @@ def _constructed_truth(item: store.ItemRow, choice: int) -> dict[str, Any]:
 # --- agreement and simulation -----------------------------------------------------------------------
 
 
-def batch_agreement(db: sqlite_utils.Database, batch_name: str, *, n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
-    """The `cli.py agreement` report of a batch (gold items excluded: they test, not measure)."""
+def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
+    """The `cli.py agreement` report of a batch (gold items excluded: they test, not measure).
+
+    Its intervals come from `AGREEMENT_BOOTSTRAP` resamples of items with seed 0, the one setting
+    of the page, the CLI, the protocol paragraph and the exports, so a coefficient has one
+    interval wherever it is shown (`bootstrap` in the report says which).
+    """
     from annotate.agreement import task_agreement
 
     batch = store.get_batch(db, batch_name)
     labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
-    return {"batch": batch_name, **task_agreement(labels, batch["task"], n_boot=n_boot, seed=seed)}
+    report = task_agreement(labels, batch["task"], n_boot=AGREEMENT_BOOTSTRAP, seed=AGREEMENT_SEED)
+    return {"batch": batch_name, **report, "bootstrap": {"resamples": AGREEMENT_BOOTSTRAP, "seed": AGREEMENT_SEED}}
 
 
 SIMULATED = "simulated"  # the flag on every label `simulate` writes: no person's answer, no person's time

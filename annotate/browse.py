@@ -26,6 +26,7 @@ class ItemCard:
     captions: list[tuple[str, str]]
     images: list[tuple[str, Path | None]]
     truth: dict[str, Any]
+    votes: dict[str, int] | None = None  # crowd votes shipped with the benchmark (VALSE's mturk)
 
 
 def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:
@@ -85,7 +86,9 @@ def _card(item: store.ItemRow, root: Path | None) -> ItemCard:
     if isinstance(source, str):
         images.insert(0, ("source image", existing_image(root, source)))
         captions.insert(0, ("positive", str(item["meta"].get("positive_caption", ""))))
-    return ItemCard(item["id"], item["category"], item["source_id"], item["kind"], captions, images, item["truth"])
+    votes = item["meta"].get("votes")
+    return ItemCard(item["id"], item["category"], item["source_id"], item["kind"], captions, images, item["truth"],
+                    votes if isinstance(votes, dict) else None)
 
 
 def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
@@ -103,6 +106,16 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
         text += f" · comment: {label['comment']}" if label["comment"] else ""
         lines[label["item"]].append(text)
     return lines
+
+
+def answers_in_words(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, str]]:
+    """Every label of a batch as (annotator, answer in the words of its options), for the answer
+    chart: "Altered is wrong", not `negative_false`."""
+    batch = store.get_batch(db, batch_name)
+    labels = store.batch_labels(db, batch["id"])
+    items = store.items_by_id(db, {label["item"] for label in labels})
+    kind = task_type(batch["task"])
+    return [{"annotator": label["annotator"], "answer": kind.answer_words(items[label["item"]], label["part"], label["answer"])} for label in labels]
 
 
 def answer_text(task: str, answer: dict[str, Any], card: ItemCard) -> str:
@@ -137,11 +150,27 @@ def truth_in_words(card: ItemCard) -> list[str]:
             lines.append(f"The true caption is the {card.captions[value][0]} one.")
         elif key == "best":
             lines.append("Best candidate: " + ("none." if value is None else f"{chr(ord('A') + int(value))}."))
+        elif key == "valid_foil":
+            lines.append(_crowd_votes_sentence(bool(value), card.votes))
         elif key in ("valid", "ambiguous_candidates"):
             continue  # marked on the candidate images (candidate_marks)
         else:
             lines.append(f"{key}: {value}")
     return lines
+
+
+def _crowd_votes_sentence(valid: bool, votes: dict[str, int] | None) -> str:
+    """VALSE's crowd validation of a foil in words, with its three votes.
+
+    >>> _crowd_votes_sentence(True, {"caption": 3, "foil": 0, "other": 0})
+    'Crowd validation: 3 of 3 workers chose the caption, 0 the foil, 0 neither: a valid foil (the authors keep it when 2 or more choose the caption).'
+    """
+    verdict = "a valid foil" if valid else "not a valid foil"
+    if not votes:
+        return f"Crowd validation: {verdict}."
+    total = sum(votes.values())
+    return (f"Crowd validation: {votes.get('caption', 0)} of {total} workers chose the caption, {votes.get('foil', 0)} the foil, "
+            f"{votes.get('other', 0)} neither: {verdict} (the authors keep it when 2 or more choose the caption).")
 
 
 def candidate_marks(card: ItemCard) -> dict[str, str]:

@@ -3,7 +3,8 @@
 Rules, in order, for each question (item, part) of a batch:
 
 1. An admin decision (adjudication) wins and is recorded as such.
-2. Annotators whose gold accuracy is below ``gold_pass`` are left out of the vote.
+2. Annotators whose gold answers screen them out (``annotate.gold``: accuracy below the batch's
+   ``gold_pass`` with 95% confidence) are left out of the vote.
 3. Majority vote over the remaining answers; a tie is *unresolved* and goes to the adjudication
    queue (it is never broken silently).
 
@@ -22,6 +23,7 @@ import sqlite_utils
 from crowdkit.aggregation import DawidSkene
 
 from annotate.batches import batch_progress
+from annotate.gold import GOLD_PASS, gold_upper_bound
 from data import store
 
 Unit = tuple[int, int]
@@ -65,26 +67,26 @@ class Exclusion:
 
     @property
     def reason(self) -> str:
-        return f"gold accuracy {self.gold_accuracy:.0f}% on {self.gold_n} check item(s), below the pass mark of {self.gold_pass:.0f}%"
+        """Why, in words a methods section can quote."""
+        right = round(self.gold_accuracy * self.gold_n / 100)
+        return (f"{right} of {self.gold_n} gold items right ({self.gold_accuracy:.0f}%; at most "
+                f"{gold_upper_bound(right, self.gold_n):.0f}% with 95% confidence, below the pass mark of {self.gold_pass:.0f}%)")
 
 
-def excluded_annotators(db: sqlite_utils.Database, batch_name: str, gold_pass: float | None = None) -> list[Exclusion]:
-    """Annotators whose gold accuracy is below the pass mark (the batch's ``gold_pass``, 60% by
-    default); those without gold items stay in."""
-    mark = gold_pass if gold_pass is not None else float(store.get_batch(db, batch_name)["config"].get("gold_pass", 60.0))
-    return [
-        Exclusion(row["annotator"], row["gold_accuracy"], row["gold_n"], mark)
-        for row in batch_progress(db, batch_name) if row["gold_accuracy"] is not None and row["gold_accuracy"] < mark
-    ]
+def excluded_annotators(db: sqlite_utils.Database, batch_name: str) -> list[Exclusion]:
+    """Annotators whose gold answers screen them out (`annotate.gold`: accuracy below the batch's
+    pass mark with 95% confidence); those with too few gold answers to tell, or none, stay in."""
+    mark = float(store.get_batch(db, batch_name)["config"].get("gold_pass", GOLD_PASS))
+    return [Exclusion(row["annotator"], row["gold_accuracy"], row["gold_n"], mark) for row in batch_progress(db, batch_name) if row["screened_out"]]
 
 
-def decisions(db: sqlite_utils.Database, batch_name: str, *, gold_pass: float | None = None, include_excluded: bool = False) -> list[Decision]:
+def decisions(db: sqlite_utils.Database, batch_name: str, *, include_excluded: bool = False) -> list[Decision]:
     """The decision for every answered question of a batch (gold questions excluded).
 
     Annotators below the gold pass mark are left out of the vote unless `include_excluded`.
     """
     batch = store.get_batch(db, batch_name)
-    left_out = set() if include_excluded else {e.annotator for e in excluded_annotators(db, batch_name, gold_pass)}
+    left_out = set() if include_excluded else {e.annotator for e in excluded_annotators(db, batch_name)}
     admin = store.batch_decisions(db, batch["id"])
     votes: dict[Unit, Counter[str]] = {}
     for label in store.batch_labels(db, batch["id"]):

@@ -19,10 +19,13 @@ from typing import Any
 
 import sqlite_utils
 
+from annotate.agreement import COEFFICIENT_NAMES, coefficient_rows
 from annotate.batches import SIMULATED, BatchError, batch_agreement, batch_progress, pick_image_survivors
-from annotate.consensus import decisions
+from annotate.consensus import decisions, excluded_annotators
+from annotate.gold import GOLD_PASS, rule_text
 from annotate.task_types import REGISTRY
 from data import formats, store
+from data.text import count_range, figure
 
 # The construction task types: those whose record names the layout of their cleaned benchmark.
 CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.clean_format)
@@ -68,10 +71,20 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
     provenance = {
         "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
         "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],
-        "removed": removed, "agreement": _agreement_figures(db, batch_name), "protocol": protocol_paragraph(db, batch_name),
+        "removed": removed, "gold": _gold_items(db, batch),
+        "left_out_of_vote": [{"annotator": e.annotator, "reason": e.reason} for e in excluded_annotators(db, batch_name)],
+        "agreement": _agreement_figures(db, batch_name), "protocol": protocol_paragraph(db, batch_name),
     }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False))
     return {"batch": batch_name, "format": fmt, "n_kept": len(kept), "n_removed": len(removed), "files": written}
+
+
+def _gold_items(db: sqlite_utils.Database, batch: store.BatchRow) -> list[dict[str, Any]]:
+    """The batch's gold items (attention checks with known answers): neither kept nor removed by
+    a vote, listed so that every item of the batch is accounted for."""
+    gold = sorted({a["item_id"] for a in store.batch_assignments(db, batch["id"]) if a["is_gold"]})
+    items = store.items_by_id(db, gold)
+    return [{"item": i, "source_id": items[i]["source_id"]} for i in gold]
 
 
 def _dropped_upstream(db: sqlite_utils.Database, batch: store.BatchRow, kept: list[store.ItemRow]) -> list[dict[str, Any]]:
@@ -87,41 +100,97 @@ def _dropped_upstream(db: sqlite_utils.Database, batch: store.BatchRow, kept: li
 
 
 def _agreement_figures(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
-    report = batch_agreement(db, batch_name, n_boot=300)
-    keys = ("n_items", "n_labels", "percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined")
+    report = batch_agreement(db, batch_name)
+    keys = ("n_items", "n_labels", "percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined", "bootstrap")
     return {k: report[k] for k in keys}
 
 
 def protocol_paragraph(db: sqlite_utils.Database, batch_name: str) -> str:
-    """An "annotation protocol" paragraph for a paper's appendix, from the batch's own figures."""
+    """An "annotation protocol" paragraph for a paper's appendix. Every sentence follows from what
+    the store holds for the batch: who labelled how much, the order stimuli were shown in (as
+    recorded with each label), the agreement figures exactly as the batch page's table shows
+    them, time, simulated answers and gold screening."""
     batch = store.get_batch(db, batch_name)
-    progress = batch_progress(db, batch_name)
     labels = store.batch_labels(db, batch["id"])
-    per_annotator = Counter(label["annotator"] for label in labels)
+    regular = [label for label in labels if not label["is_gold"]]
+    report = batch_agreement(db, batch_name)
+    sentences = [
+        _who_labelled(batch, labels, regular),
+        _stimulus_order(labels),
+        _agreement_sentence(report),
+        _time_sentence(labels),
+        _gold_sentence(db, batch, labels),
+    ]
+    return " ".join(sentence for sentence in sentences if sentence)
+
+
+def _who_labelled(batch: store.BatchRow, labels: list[store.LabelRow], regular: list[store.LabelRow]) -> str:
+    """Annotators, items, labels per item and per annotator, as stored."""
+    annotators = Counter(label["annotator"] for label in labels)
+    per_unit = Counter((label["item"], label["part"]) for label in regular)
+    items = {label["item"] for label in regular}
+    planned = batch["config"]["n_items"]
+    n_gold = len({label["item"] for label in labels if label["is_gold"]})
+    scope = f"{len(items):,} items" if len(items) + n_gold == planned else f"{len(items):,} of the {planned:,} items"
+    task = batch["task"].replace("_", " ")
+    if not labels:
+        return f"No labels have been stored for this {task} batch on {batch['dataset']} yet."
+    per_item = count_range(min(per_unit.values()), max(per_unit.values())) if per_unit else "0"
+    return (f"{len(annotators)} annotator{'s' if len(annotators) != 1 else ''} labelled {scope} of {batch['dataset']} ({task}); "
+            f"each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, and each annotator labelled "
+            f"{count_range(min(annotators.values()), max(annotators.values()))} items"
+            + (f", including {n_gold:,} gold item{'s' if n_gold != 1 else ''} with known answers shown to every annotator." if n_gold else "."))
+
+
+def _stimulus_order(labels: list[store.LabelRow]) -> str:
+    """What the recorded orders show: one fixed order, or shuffled (and how often each occurs)."""
+    orders = Counter(tuple(label["displayed_order"] or ()) for label in labels)
+    if not orders:
+        return ""
+    if len(orders) == 1:
+        return ("Each item's captions and images were shown in the same order on every item (recorded with each label); "
+                "the answer options kept fixed positions and keys.")
+    common, count = orders.most_common(1)[0]
+    return (f"The order of each item's captions or images was shuffled per item and annotator with a recorded seed and stored "
+            f"with each label ({len(orders)} different orders among {len(labels):,} labels; the most frequent on "
+            f"{figure(100 * count / len(labels), 0)}% of them); the answer options kept fixed positions and keys.")
+
+
+def _agreement_sentence(report: dict[str, Any]) -> str:
+    """Every coefficient of the batch page's table, with its interval, in the table's own digits."""
+    if not report["n_labels"]:
+        return ""
+    parts = []
+    for row in coefficient_rows(report):
+        if row["value"] is None:
+            parts.append(f"{row['coefficient']} undefined ({row['undefined because']})")
+            continue
+        unit = "%" if row["coefficient"] == COEFFICIENT_NAMES["percent_agreement"] else ""
+        parts.append(f"{row['coefficient']} {figure(row['value'])}{unit}" + (f" (95% CI {row['95% interval']})" if row["95% interval"] else ""))
+    boot = report["bootstrap"]
+    return (f"Agreement on {report['n_items']:,} items ({report['level']} scale): " + "; ".join(parts)
+            + f"; intervals from {boot['resamples']:,} bootstrap resamples of items (seed {boot['seed']}).")
+
+
+def _time_sentence(labels: list[store.LabelRow]) -> str:
+    """Median seconds per item of people's answers; simulated answers said and left out."""
     simulated = sum(SIMULATED in (label["flags"] or []) for label in labels)
     seconds = [label["seconds"] for label in labels if label["seconds"] is not None and SIMULATED not in (label["flags"] or [])]
-    gold = [row["gold_accuracy"] for row in progress if row["gold_accuracy"] is not None]
-    report = batch_agreement(db, batch_name, n_boot=300)
-    figures = "; ".join(
-        _figure(name, report[key], report["intervals"].get(key), unit)
-        for name, key, unit in (("Percent agreement", "percent_agreement", "%"), ("mean Cohen kappa over annotator pairs", "cohen_mean", ""),
-                                ("Krippendorff alpha", "krippendorff_alpha", ""), ("Gwet AC1", "gwet_ac1", ""))
-    )
-    parts = [
-        f"{len(progress)} annotators labelled {batch['config']['n_items']} items of {batch['dataset']} "
-        f"({batch['task'].replace('_', ' ')}), each item by {batch['config']['overlap']} annotators; "
-        f"annotators labelled {min(per_annotator.values(), default=0)}-{max(per_annotator.values(), default=0)} items each.",
-        "Option order was randomised for every item and recorded.",
-        figures + ".",
-        f"Median time per item {statistics.median(seconds):.1f} s." if seconds else "Time per item was not recorded.",
-        f"{simulated} of the {len(labels)} labels were simulated (demo answers, not people's; left out of the time)." if simulated else "",
-        f"Gold pass rate {100 * sum(g >= batch['config'].get('gold_pass', 60.0) for g in gold) / len(gold):.0f}% of annotators with gold items." if gold else "No gold items.",
-    ]
-    return " ".join(part for part in parts if part)
+    timing = f"Median time per item {figure(statistics.median(seconds), 1)} s." if seconds else "No time per item was recorded from a person."
+    if simulated:
+        timing += (f" {simulated:,} of the {len(labels):,} labels were simulated (demo answers from the ground truth, not people's) "
+                   "and are left out of the time.")
+    return timing
 
 
-def _figure(name: str, value: float | None, interval: tuple[float, float] | None, unit: str = "") -> str:
-    if value is None:
-        return f"{name} undefined"
-    text = f"{name} {value:.2f}{unit}"
-    return text + (f" (95% CI {interval[0]:.2f}-{interval[1]:.2f})" if interval else "")
+def _gold_sentence(db: sqlite_utils.Database, batch: store.BatchRow, labels: list[store.LabelRow]) -> str:
+    """Gold screening: how many passed, and who was left out of the vote and why."""
+    progress = [row for row in batch_progress(db, batch["name"]) if row["gold_n"]]
+    if not progress:
+        return "No gold items were answered." if any(label["is_gold"] for label in labels) else "No gold items were used."
+    out = excluded_annotators(db, batch["name"])
+    rule = rule_text(float(batch["config"].get("gold_pass", GOLD_PASS)))
+    sentence = f"{len(progress) - len(out)} of the {len(progress)} annotators who answered gold items passed the gold screening ({rule})"
+    if not out:
+        return sentence + "."
+    return sentence + "; left out of the vote: " + "; ".join(f"{e.annotator} ({e.reason})" for e in out) + "."

@@ -73,15 +73,48 @@ def literal_figure(figure: go.Figure) -> go.Figure:
     return figure
 
 
-def interval_text(interval: Sequence[float] | None) -> str:
-    """An interval as "low–high" with two decimals (as the figures beside it), "" when there is none.
+def figure(value: float, decimals: int = 2) -> str:
+    """A number as people write it: fixed decimals, no negative zero, an ASCII minus (pasted into
+    LaTeX or a spreadsheet, a typographic minus breaks).
 
-    >>> interval_text((78.794, 92.941)), interval_text(None)
-    ('78.79–92.94', '')
+    >>> figure(-0.0001), figure(-32.857), figure(75.0), figure(1234.5, 1)
+    ('0.00', '-32.86', '75.00', '1234.5')
+    """
+    shown = f"{value:.{decimals}f}"
+    return shown[1:] if shown.startswith("-") and float(shown) == 0 else shown
+
+
+def interval_text(interval: Sequence[float] | None) -> str:
+    """An interval as "low to high" with two decimals (as the figures beside it), "" when there
+    is none; "to", not a dash, so that negative ends read as such.
+
+    >>> interval_text((78.794, 92.941)), interval_text((-32.857, -24.29)), interval_text(None)
+    ('78.79 to 92.94', '-32.86 to -24.29', '')
     """
     if interval is None or any(v != v for v in interval):  # NaN: too few items to resample
         return ""
-    return f"{interval[0]:.2f}–{interval[1]:.2f}"
+    return f"{figure(interval[0])} to {figure(interval[1])}"
+
+
+def p_value_text(p: float | None) -> str:
+    """A p-value, the one way the CLI and the pages write it: three decimals, and scientific
+    notation with two significant digits below 0.001 (so 1e-14 does not read as 0.00).
+
+    >>> p_value_text(0.04213), p_value_text(1.23e-14), p_value_text(1.0), p_value_text(None)
+    ('0.042', '1.2e-14', '1.000', '')
+    """
+    if p is None or p != p:
+        return ""
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def count_range(low: int, high: int) -> str:
+    """A range of whole numbers as a person writes it.
+
+    >>> count_range(10, 10), count_range(8, 12)
+    ('10', 'between 8 and 12')
+    """
+    return f"{low:,}" if low == high else f"between {low:,} and {high:,}"
 
 
 def cell(value: Any) -> str:
@@ -96,7 +129,7 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return figure(value)
     if isinstance(value, dict):
         return ", ".join(f"{k} {cell(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):

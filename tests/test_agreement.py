@@ -96,7 +96,7 @@ def db(demo_db):
 def simulated_batch(db, accuracy: float, seed: int) -> dict:
     created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 120, seed=seed))
     batches.simulate(db, created["batch"], accuracies=accuracy, seed=seed)
-    return batches.batch_agreement(db, created["batch"], n_boot=100)
+    return batches.batch_agreement(db, created["batch"])
 
 
 def test_kappa_drops_as_simulated_accuracy_drops(db):
@@ -114,7 +114,7 @@ def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
     exported = [json.loads(line) for line in batches.export_labels(db, created["batch"], "jsonl").splitlines()]
     frame = pd.DataFrame([{"item": r["item"], "annotator": r["annotator"], "label": "none" if r["answer"]["answer"] == "none" else "image"} for r in exported])
     wide = frame.pivot(index="item", columns="annotator", values="label")
-    report = batches.batch_agreement(db, created["batch"], n_boot=20)
+    report = batches.batch_agreement(db, created["batch"])
     for pair in report["cohen_pairs"]:
         shared = wide[[pair["a"], pair["b"]]].dropna()
         assert pair["n"] == len(shared)
@@ -131,7 +131,7 @@ def test_agreement_cli_contract(db):
     run = lambda *args: subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)  # noqa: E731
     simulated = json.loads(run("simulate", created["batch"], "--accuracy", "0.9").stdout)
     assert sum(simulated["labels_written"].values()) == 60
-    report = json.loads(run("agreement", created["batch"], "--bootstrap", "50").stdout)
+    report = json.loads(run("agreement", created["batch"]).stdout)
     expected = {"batch", "n_items", "n_labels", "percent_agreement", "cohen_pairs", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined"}
     assert expected <= set(report)
     assert {"a", "b", "n", "kappa"} <= set(report["cohen_pairs"][0])

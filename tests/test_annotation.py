@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from annotate import batches
+from annotate import batches, consensus
 from annotate.task_types import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
 from data import store
 from tests.conftest import REPO
@@ -405,12 +405,17 @@ def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
     at.selectbox(key="batch").set_value(created["batch"]).run()
     assert not at.exception
     summary = at.dataframe[2].value.set_index("coefficient")
-    assert {"cohen_mean", "krippendorff_alpha", "gwet_ac1"} <= set(summary.index)
+    assert {"Cohen's kappa, mean over annotator pairs", "Krippendorff's alpha", "Gwet's AC1"} <= set(summary.index)
     assert len(at.get("plotly_chart")) == 2  # kappa heatmap and answer distribution
     decide = [b for b in at.button if b.key and b.key.startswith("decide_button:")]
     assert decide
     _, item, part = decide[0].key.split(":")
-    decide[0].click().run()
+    assert decide[0].disabled  # nothing is pre-selected: a decision nobody made is never one click away
+    choice = at.selectbox(key=f"decide:{item}:{part}")
+    assert choice.value is None
+    pending = next(d for d in consensus.adjudication_queue(app_db, created["batch"]) if (d.item, d.part) == (int(item), int(part)))
+    choice.set_value(sorted(pending.votes)[0]).run()
+    next(b for b in at.button if b.key == decide[0].key).click().run()
     recorded = store.batch_decisions(app_db, store.get_batch(app_db, created["batch"])["id"])
     assert (int(item), int(part)) in recorded and recorded[(int(item), int(part))]["decided_by"] == "admin"
 

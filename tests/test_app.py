@@ -259,7 +259,7 @@ def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
     at.selectbox(key="scores_metric:demo-sugarcrepe").set_value("accuracy_micro").run()
     shown = at.dataframe[1].value.set_index("category")["demo-clip 95% CI"].to_dict()
     expected = {c: cli["category_intervals"][c]["accuracy_micro"] for c in cli["by_category"]} | {"(all)": cli["intervals"]["accuracy_micro"]}
-    assert shown == {c: f"{low:.2f}–{high:.2f}" for c, (low, high) in expected.items()}
+    assert shown == {c: f"{low:.2f} to {high:.2f}" for c, (low, high) in expected.items()}
 
 
 def test_retrieval_scores_draw_the_chance_of_their_own_number_of_captions(app, demo_db):

@@ -177,7 +177,7 @@ def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
     assert {(n, i, p): a for n, i, p, a in acknowledged} == stored  # every acknowledged label, nothing else
     exported = [json.loads(line) for line in batches.export_labels(db, batch, "jsonl").splitlines()]
     assert len(exported) == len(acknowledged)
-    assert batches.batch_agreement(db, batch, n_boot=0)["n_labels"] == len(acknowledged)
+    assert batches.batch_agreement(db, batch)["n_labels"] == len(acknowledged)
     per_unit = Counter((i, p) for _, i, p, _ in acknowledged)
     assert set(per_unit.values()) == {2} and len(per_unit) == 60  # exact overlap, no item left out
     assert all(a["done"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]))
@@ -330,7 +330,7 @@ QUESTIONS = {"rank_captions": ("rank_0", "rank_1", "rank_2"), "compare_negatives
 def test_agreement_on_every_task_type_matches_sklearn_and_krippendorff(demo_db, task):
     batch = make(demo_db, task=task, n=24, overlap=2)
     batches.simulate(demo_db, batch, accuracies=0.75, seed=2)
-    report = batches.batch_agreement(demo_db, batch, n_boot=0)
+    report = batches.batch_agreement(demo_db, batch)
     exported = [json.loads(line) for line in batches.export_labels(demo_db, batch, "jsonl").splitlines()]
     questions = QUESTIONS.get(task, ("answer",))
     ordinal = task == "rank_captions"
@@ -388,7 +388,7 @@ def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception
     per_question = next(d.value for d in at.dataframe if "question" in d.value.columns)
-    report = batches.batch_agreement(demo_db, batch, n_boot=0)
+    report = batches.batch_agreement(demo_db, batch)
     assert list(per_question["question"]) == ["rank_0", "rank_1", "rank_2"]
     assert list(per_question["krippendorff_alpha"]) == pytest.approx([report["by_question"][q]["krippendorff_alpha"] for q in ("rank_0", "rank_1", "rank_2")])
 

@@ -50,7 +50,7 @@ def test_agreement_intervals_hold_the_value_and_narrow_with_more_items(demo_db, 
     for n in (20, 200):
         batch = validate_batch(demo_db, n=n, annotators=("ada", "ben", "cleo"), seed=n)
         batches.simulate(demo_db, batch, accuracies=0.8, seed=n)
-        report = batches.batch_agreement(demo_db, batch, n_boot=400)
+        report = batches.batch_agreement(demo_db, batch)
         low, high = report["intervals"][key]
         assert low <= report[key] <= high and high > low, (key, n, low, report[key], high)
         widths.append(high - low)
@@ -76,28 +76,53 @@ def test_the_adjudication_queue_holds_the_disputed_undecided_questions_only(demo
     assert (decided[first].answer, decided[first].rule, decided[first].votes) == ("unsure", "admin", {"negative_false": 1, "unsure": 1})
 
 
-def test_gold_exclusion_names_whoever_falls_below_the_batch_pass_mark(demo_db):
+def _answer_gold(db, batch: str, shares: dict[str, float]) -> None:
+    """Each annotator answers every item, right on gold items while their share of gold allows."""
     from annotate.task_types import expected_answer, is_correct
 
-    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.5, seed=8, min_seconds=0, gold_pass=50)
-    batch = batches.create_batch(demo_db, spec)["batch"]
-    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
-    for name, right_share in (("ada", 1.0), ("ben", 0.4)):
-        me = store.ensure_annotator(demo_db, name)["id"]
+    items = store.items_by_id(db, {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"])})
+    for name, right_share in shares.items():
+        me = store.ensure_annotator(db, name)["id"]
         gold_seen = 0
-        while (state := batches.draw(demo_db, me, batch)).task is not None:
+        while (state := batches.draw(db, me, batch)).task is not None:
             item = items[state.task.item_id]
             right = expected_answer("validate_negative", item)
             wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
-            gold_seen += 1
-            batches.submit_answer(demo_db, me, batch, state.task, right if gold_seen <= right_share * 20 else {"answer": wrong})
+            is_gold = state.task.item_id in {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]) if a["is_gold"]}
+            gold_seen += is_gold
+            batches.submit_answer(db, me, batch, state.task, right if not is_gold or gold_seen <= right_share * 10 else {"answer": wrong})
+
+
+@pytest.mark.parametrize("ben_right", [0.0, 0.4, 0.7])
+def test_gold_exclusion_follows_the_wilson_bound_against_the_pass_mark(demo_db, ben_right):
+    """Left out only when the upper end of the Wilson 95% interval of gold accuracy is below the
+    mark; the oracle is scipy's binomtest interval, not the app's statsmodels call."""
+    from scipy.stats import binomtest
+
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.5, seed=8, min_seconds=0, gold_pass=50)
+    batch = batches.create_batch(demo_db, spec)["batch"]
+    _answer_gold(demo_db, batch, {"ada": 1.0, "ben": ben_right})
     progress = {r["annotator"]: r for r in batches.batch_progress(demo_db, batch)}
+    oracle = []
+    for name, row in progress.items():
+        right = round(row["gold_accuracy"] * row["gold_n"] / 100)
+        if binomtest(right, row["gold_n"]).proportion_ci(0.95, method="wilson").high < 0.5:
+            oracle.append(name)
     excluded = consensus.excluded_annotators(demo_db, batch)
-    assert [e.annotator for e in excluded] == ["ben"] == [n for n, r in progress.items() if r["gold_accuracy"] < 50]
-    assert all(e.gold_pass == 50 and e.gold_n == progress[e.annotator]["gold_n"] for e in excluded)
-    assert consensus.excluded_annotators(demo_db, batch, gold_pass=0) == []
+    assert [e.annotator for e in excluded] == oracle and (oracle == ["ben"]) == (ben_right == 0.0)
+    assert all(e.gold_pass == 50 and e.gold_n == progress[e.annotator]["gold_n"] == 10 for e in excluded)
+    assert all("with 95% confidence" in e.reason for e in excluded)
     votes = lambda **options: {sum(d.votes.values()) for d in consensus.decisions(demo_db, batch, **options)}  # noqa: E731
-    assert votes() == {1} and votes(gold_pass=0) == votes(include_excluded=True) == {2}  # ben's vote counts only when asked
+    assert votes(include_excluded=True) == {2} and votes() == ({1} if oracle else {2})  # ben's vote is left out only when screened out
+
+
+def test_a_single_gold_miss_excludes_nobody(demo_db):
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.05, seed=8, min_seconds=0)
+    batch = batches.create_batch(demo_db, spec)["batch"]
+    _answer_gold(demo_db, batch, {"ada": 1.0, "ben": 0.0})
+    progress = {r["annotator"]: r for r in batches.batch_progress(demo_db, batch)}
+    assert progress["ben"]["gold_n"] == 1 and progress["ben"]["gold_accuracy"] == 0.0
+    assert consensus.excluded_annotators(demo_db, batch) == [] and not progress["ben"]["screened_out"]
 
 
 def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo_db):

@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotate import agreement, batches, browse, consensus, export
+from annotate import agreement, batches, browse, consensus, export, gold
 from annotate.task_types import TASK_TYPES, task_type
 from data import paths, store, text
 from views.item_card import draw_item_card
@@ -44,7 +44,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         left, middle, right = st.columns(3)
         n = left.number_input("Items", min_value=1, value=30, key="new_n")
         overlap = middle.number_input("Annotators per item", min_value=1, value=2, key="new_overlap")
-        gold = right.slider("Gold share", 0.0, 0.5, 0.1, key="new_gold")
+        gold_share = right.slider("Gold share", 0.0, 0.5, 0.1, key="new_gold")
         known = [a["name"] for a in store.list_annotators(db)]
         chosen = st.multiselect("Annotators", known, key="new_annotators", placeholder="choose who labels this batch")
         extra = st.text_input("New annotators (comma separated)", key="new_names")
@@ -53,7 +53,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         per_worker = st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
         cap = st.number_input("Participants at most (0: just enough to cover every item)", min_value=0, value=0, key="new_cap") if crowd else 0
         spec = batches.BatchSpec(
-            dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold),
+            dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold_share),
             crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None,
         )
         st.button("Create batch", key="create_batch", type="primary", on_click=create, args=(spec,), disabled=not (names or crowd),
@@ -95,25 +95,42 @@ if st.button("Reassign items held past their lease", key="reassign"):
 if st.button("Refresh", key="refresh"):
     st.rerun()
 
+def simulate_now(batch_name: str) -> None:
+    """Button callback: simulate before the page is drawn, so what follows shows the new labels."""
+    written = batches.simulate(db, batch_name, accuracies=0.9)["labels_written"]
+    st.session_state["batch_notice"] = f"Simulated {sum(written.values())} labels (flagged as simulated; left out of the protocol's time)."
+
+
+def extend_now(batch_name: str) -> None:
+    st.session_state["batch_notice"] = f"Added {batches.extend_disagreements(db, batch_name)} assignments."
+
+
+if "batch_notice" in st.session_state:
+    st.info(st.session_state.pop("batch_notice"))
+
 st.subheader("Agreement")
-report = batches.batch_agreement(db, name, n_boot=200)
+report = batches.batch_agreement(db, name)
 if not report["n_labels"]:
     st.info("No labels yet: agreement, answers and disagreements appear here as annotators answer (or press "
             "\"Simulate annotators\" below for the demo).")
 summary = pd.DataFrame(agreement.coefficient_rows(report))
 if report["n_labels"]:
     st.dataframe(summary, hide_index=True, width="stretch", column_config={"value": st.column_config.NumberColumn(format="%.2f")})
-    st.caption(f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale. {report['note']}")
+    st.caption(f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale; 95% intervals "
+               f"from {report['bootstrap']['resamples']:,} bootstrap resamples of items (seed {report['bootstrap']['seed']}), as in the "
+               f"CLI and the protocol paragraph. {report['note']}")
 if "by_question" in report and report["n_labels"]:
     st.dataframe(pd.DataFrame(agreement.question_rows(report)), hide_index=True, width="stretch",
                  column_config={key: st.column_config.NumberColumn(format="%.2f") for key in agreement.COEFFICIENTS})
     st.caption("Each question of this task is agreed on separately; the table above pools them (each question of each item one unit).")
 if report["cohen_pairs"]:
     left, right = st.columns(2)
-    heatmap = px.imshow(agreement.kappa_matrix(report["cohen_pairs"]), zmin=-1, zmax=1, color_continuous_scale="RdBu", text_auto=".2f", title="Cohen's kappa per pair")
-    left.plotly_chart(text.literal_figure(heatmap), key="kappa_heatmap")
-    answers = pd.DataFrame([{"annotator": r["annotator"], "answer": consensus.answer_key(r["answer"])} for r in store.batch_labels(db, batch_row["id"])])
-    right.plotly_chart(text.literal_figure(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers")), key="answers_chart")
+    if len(report["cohen_pairs"]) > 1:  # with one pair, the single kappa in the tables says it all
+        heatmap = px.imshow(agreement.kappa_matrix(report["cohen_pairs"]), zmin=-1, zmax=1, color_continuous_scale="RdBu", text_auto=".2f", title="Cohen's kappa per pair")
+        left.plotly_chart(text.literal_figure(heatmap), key="kappa_heatmap")
+    answers = pd.DataFrame(browse.answers_in_words(db, name))
+    (right if len(report["cohen_pairs"]) > 1 else left).plotly_chart(
+        text.literal_figure(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers")), key="answers_chart")
     st.dataframe(pd.DataFrame(report["cohen_pairs"]), hide_index=True, width="stretch", column_config={"kappa": st.column_config.NumberColumn(format="%.2f")})
     reliability = consensus.dawid_skene(db, name)["accuracy"]
     st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{text.md(k)} {v:.2f}" for k, v in reliability.items()))
@@ -128,8 +145,10 @@ include = False
 if excluded:
     st.warning("Left out of the vote: " + "; ".join(f"{text.md(e.annotator)} ({e.reason})" for e in excluded) + ".")
     include = st.toggle("Include them in the vote and in this queue", key="include_excluded")
+st.caption(text.md("Gold screening: " + gold.rule_text(float(batch_row["config"].get("gold_pass", gold.GOLD_PASS))) + "."))
 queue = consensus.adjudication_queue(db, name, include_excluded=include)
-st.caption(f"{len(queue)} questions where annotators disagree and no decision was made. Your decision wins and is recorded.")
+left_out = "" if include or not excluded else f" (without the {len(excluded)} annotator{'s' if len(excluded) > 1 else ''} left out above)"
+st.caption(f"{len(queue)} questions where annotators disagree{left_out} and no decision was made. Your decision wins and is recorded.")
 shown = queue[:5]
 kind = task_type(batch_row["task"])
 cards = {card.id: card for card in browse.cards_for(db, batch_row["dataset"], [d.item for d in shown])}
@@ -139,17 +158,18 @@ for decision in shown:
     words = {key: kind.answer_words(item, decision.part, consensus.answer_from_key(key, kind.questions)) for key in decision.votes}
     votes = "; ".join(f"{words[key]} ({count})" for key, count in sorted(decision.votes.items(), key=lambda kv: -kv[1]))
     draw_item_card(card, f"item {decision.item} ({card.category}); votes: {votes}", paths.thumbnail_dir(paths.db_path()), width=140)
-    choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}", format_func=words.get)
-    if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}"):
+    # nothing pre-selected: on a tie, a default would be a decision nobody made
+    choice = st.selectbox("Decision", sorted(decision.votes), key=f"decide:{decision.item}:{decision.part}", format_func=words.get,
+                          index=None, placeholder="choose the answer that wins")
+    if st.button("Decide", key=f"decide_button:{decision.item}:{decision.part}", disabled=choice is None):
         store.decide(db, batch_row["id"], decision.item, decision.part, consensus.answer_from_key(choice, kind.questions), by="admin")
         st.rerun()
 
 left, middle, right = st.columns(3)
-if left.button("Add an annotator to disputed items", key="extend", help="adaptive overlap: unanimous items are accepted as they are"):
-    st.info(f"Added {batches.extend_disagreements(db, name)} assignments.")
-if middle.button("Simulate annotators (demo)", key="simulate", help="answers from the ground truth with 10% noise, through the same write path"):
-    written = batches.simulate(db, name, accuracies=0.9)["labels_written"]
-    st.info(f"Simulated {sum(written.values())} labels.")
+left.button("Add an annotator to disputed items", key="extend", help="adaptive overlap: unanimous items are accepted as they are",
+            on_click=extend_now, args=(name,))
+middle.button("Simulate annotators (demo)", key="simulate", help="answers from the ground truth with 10% noise, through the same write path",
+              on_click=simulate_now, args=(name,))
 layout = export.clean_layout(db, name)
 if layout:
     if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):

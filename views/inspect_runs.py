@@ -15,8 +15,7 @@ from views.session import session_db
 
 PAGE_SIZE = 10
 SCATTER_POINTS = 5_000
-# McNemar p-values span many orders of magnitude: scientific notation, not a row of zeros
-COMPARISON_COLUMNS = {"McNemar p": st.column_config.NumberColumn(format="%.2e"), "agreement %": st.column_config.NumberColumn(format="%.1f")}
+COMPARISON_COLUMNS = {"agreement %": st.column_config.NumberColumn(format="%.1f")}
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -121,7 +120,7 @@ else:
 
 if run_b:
     st.subheader(f"{text.md(run_a)} against {text.md(run_b)}")
-    st.dataframe(compare_runs(db, db_path, dataset, run_a, run_b, fingerprint, subset), hide_index=True, width="stretch", column_config=COMPARISON_COLUMNS)
+    st.dataframe(inspection.comparison_for_people(compare_runs(db, db_path, dataset, run_a, run_b, fingerprint, subset)), hide_index=True, width="stretch", column_config=COMPARISON_COLUMNS)
     shared = [g for g in gaps if table_b is not None and g in table_b]
     if shared:
         paired = inspection.paired_gaps(table_a, table_b, shared[0])
@@ -149,13 +148,13 @@ if others and st.toggle("Against a run on another dataset holding the same items
             st.info(f"No item of {text.md(other)} has the image, caption and negative of an item of {text.md(dataset)}.")
         else:
             st.caption(f"{linked} items of {text.md(other)} share image, caption and negative (compared by their words) with items of {text.md(dataset)}; each run is right on an item by its own benchmark's metric.")
-            st.dataframe(linked_table, hide_index=True, width="stretch", column_config=COMPARISON_COLUMNS)
+            st.dataframe(inspection.comparison_for_people(linked_table), hide_index=True, width="stretch", column_config=COMPARISON_COLUMNS)
 
 humans = human_outcomes(db, db_path, dataset, fingerprint)
 if humans:
     st.subheader(f"{text.md(run_a)} against the humans")
     st.caption(f"Items answered in the dataset's baseline or ranking batches ({len(humans)}); humans are right on an item when the majority answer of each of its questions is.")
-    st.dataframe(inspection.compare_correctness(table_a, inspection.human_table(humans), run_a, "humans"), hide_index=True, width="stretch", column_config=COMPARISON_COLUMNS)
+    st.dataframe(inspection.comparison_for_people(inspection.compare_correctness(table_a, inspection.human_table(humans), run_a, "humans")), hide_index=True, width="stretch", column_config=COMPARISON_COLUMNS)
 
 st.subheader("Failures")
 patterns = inspection.patterns_for(table_a, table_b, humans)

@@ -104,15 +104,19 @@ class TaskType:
     human_baseline: bool = False
     model_like: bool = False
     describe: Callable[[Item, str], str] | None = None  # one answer value in words for someone who did not see the layout
+    question_words: Callable[[Item, str], str] | None = None  # a question in the item's terms, where its label names a display position
 
     def answer_words(self, item: Item, part: int, answer: Answer) -> str:
         """An answer as an adjudicator reads it: each question's value by its option's label (or
         `describe`), "question: value" per question when there are several."""
-        labels = {o.value: o.label for o in self.build(item, part, random.Random(0)).options}
+        task = self.build(item, part, random.Random(0))
+        labels = {o.value: o.label for o in task.options}
         word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))  # noqa: E731
         if self.questions == ("answer",):
             return word(str(answer.get("answer")))
-        return "; ".join(f"{q}: {word(str(answer.get(q)))}" for q in self.questions)
+        asked = dict(zip(task.questions, task.question_labels))
+        name = (lambda q: self.question_words(item, q)) if self.question_words else (lambda q: asked.get(q, q))  # noqa: E731
+        return "; ".join(f"{name(q)}: {word(str(answer.get(q)))}" for q in self.questions)
 
     def is_correct(self, item: Item, part: int, answer: Answer) -> bool | None:
         """Whether an answer matches the known truth; None where no truth is known."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from annotate.task_types.base import Answer, Item, Option, Task, TaskType, shuffled, truth
+from data.item_kinds import item_kind
 
 QUESTIONS = ("rank_0", "rank_1", "rank_2")  # the rank of caption 0, 1, 2, whatever the display order
 
@@ -34,9 +35,16 @@ def correct(item: Item, part: int, answer: Answer) -> bool | None:
     return ranks[0] == ranks[2] < ranks[1]
 
 
+def question_words(item: Item, question: str) -> str:
+    """ "rank_1" as the caption it ranks, by its role: "rank of the negative caption"."""
+    roles = item_kind(item["kind"]).caption_roles(len(item["captions"]))
+    return f"rank of the {roles[int(question.removeprefix('rank_'))]} caption"
+
+
 TASK_TYPE = TaskType(
     "rank_captions", ("triple", "paraphrase"),
     "Rank the three captions by how well they describe the image: 1 is best. Captions that are "
     "equally good may share a rank.",
     build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", human_baseline=True, model_like=True,
+    question_words=question_words,
 )

@@ -1,0 +1,117 @@
+"""What the tool hands out is true of what was stored: the protocol paragraph, p-values and
+intervals written one way, answers and truths in words (issue "Everything the tool hands out is true")."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from annotate import batches, browse, export
+from data import store, text
+from tests.conftest import REPO
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)")  # figures with decimals: the coefficients and their intervals
+
+
+def simulated_batch(db, task: str, dataset: str, *, gold: float = 0.0, accuracy: float = 0.8) -> str:
+    spec = batches.BatchSpec(dataset, task, ("ada", "ben", "cleo"), 2, 24, gold_share=gold, seed=3, min_seconds=0)
+    name = batches.create_batch(db, spec)["batch"]
+    batches.simulate(db, name, accuracies=accuracy, seed=3)
+    return name
+
+
+def test_every_figure_of_the_protocol_paragraph_is_in_the_batch_pages_table(demo_db, admin_page):
+    name = simulated_batch(demo_db, "validate_negative", "demo-sugarcrepe", gold=0.1)
+    paragraph = export.protocol_paragraph(demo_db, name)
+    at = admin_page(store.location(demo_db), "views/batches.py")
+    at.selectbox(key="batch").set_value(name).run()
+    assert not at.exception
+    table = next(frame.value for frame in at.dataframe if "coefficient" in frame.value.columns)
+    shown = {text.figure(v) for v in table["value"] if v == v and v is not None}
+    shown |= {end for interval in table["95% interval"] if interval for end in interval.split(" to ")}
+    agreement = paragraph[paragraph.index("Agreement on"):paragraph.index("intervals from")]
+    figures = NUMBER.findall(agreement)
+    assert len(figures) >= 8 and set(figures) <= shown, set(figures) - shown
+    for coefficient, interval in zip(table["coefficient"], table["95% interval"]):
+        if interval:
+            assert f"{coefficient} " in paragraph and f"(95% CI {interval})" in paragraph
+    report = batches.batch_agreement(demo_db, name)
+    assert f"{report['bootstrap']['resamples']:,} bootstrap resamples" in paragraph
+    assert "-0.00" not in paragraph and not re.search(r"\b(\d+)-\1\b", paragraph)  # no "10-10 items", no negative zero
+
+
+def test_the_randomisation_sentence_follows_the_stored_orders(demo_db):
+    fixed = simulated_batch(demo_db, "validate_negative", "demo-sugarcrepe")
+    shuffled = simulated_batch(demo_db, "pick_image", "demo-bivlc-candidates")
+    for name, varies in ((fixed, False), (shuffled, True)):
+        labels = store.batch_labels(demo_db, store.get_batch(demo_db, name)["id"])
+        orders = Counter(tuple(label["displayed_order"]) for label in labels)
+        assert (len(orders) > 1) == varies
+        paragraph = export.protocol_paragraph(demo_db, name)
+        if varies:
+            assert "shuffled" in paragraph and f"{len(orders)} different orders among {len(labels)} labels" in paragraph
+        else:
+            assert "shown in the same order on every item" in paragraph and "shuffled" not in paragraph and "randomised" not in paragraph
+
+
+def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
+    name = simulated_batch(demo_db, "validate_negative", "demo-sugarcrepe", gold=0.1)
+    labels = store.batch_labels(demo_db, store.get_batch(demo_db, name)["id"])
+    per_annotator = Counter(label["annotator"] for label in labels)
+    paragraph = export.protocol_paragraph(demo_db, name)
+    assert paragraph.startswith(f"{len(per_annotator)} annotators labelled ")
+    assert f"each annotator labelled {text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items" in paragraph
+    assert f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph  # and so no person's time is claimed
+    assert "Median time per item" not in paragraph
+
+
+def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
+    import pandas as pd
+
+    from analysis.inspection import compare_correctness, comparison_for_people
+
+    a = pd.DataFrame({"item": range(60), "category": ["x"] * 60, "correct": [True] * 60})
+    b = pd.DataFrame({"item": range(60), "correct": [False] * 50 + [True] * 10})
+    table = compare_correctness(a, b, "A", "B")
+    p = float(table.loc[table["category"] == "(all)", "McNemar p"].iloc[0])
+    assert p < 1e-10  # 50 discordant pairs, all one way
+    written = comparison_for_people(table).loc[table["category"] == "(all)", "McNemar p"].iloc[0]
+    assert written == text.p_value_text(p) and written != "0.00" and "e-" in written
+
+
+def test_p_values_and_intervals_are_written_one_way():
+    assert text.p_value_text(0.5) == "0.500" and text.p_value_text(2e-14) == "2.0e-14"
+    assert text.interval_text((-32.857, -24.29)) == "-32.86 to -24.29"
+    assert text.cell(-0.0001) == "0.00" and text.figure(-0.004) == "0.00"
+
+
+def test_valse_truth_is_said_with_its_crowd_votes(fresh_db, fixtures):
+    from data.loading import import_path
+
+    import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json")
+    items = store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=5)
+    cards = browse.cards_for(fresh_db, "valse", [i["id"] for i in items])
+    for card, item in zip(cards, items):
+        lines = browse.truth_in_words(card)
+        votes = item["meta"]["votes"]
+        assert not any("valid_foil" in line for line in lines)
+        assert any(f"{votes['caption']} of {sum(votes.values())} workers chose the caption" in line for line in lines)
+
+
+def test_answer_charts_use_the_options_words(demo_db):
+    name = simulated_batch(demo_db, "validate_negative", "demo-sugarcrepe")
+    words = {row["answer"] for row in browse.answers_in_words(demo_db, name)}
+    assert words <= {"Altered is wrong", "Altered is also true", "Unsure"} and words
+    ranked = simulated_batch(demo_db, "rank_captions", "demo-hard-positives")
+    answers = browse.answers_in_words(demo_db, ranked)
+    assert all("rank_" not in row["answer"] and "rank of the negative caption" in row["answer"] for row in answers)
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_the_help_make_run_points_to_works_from_a_terminal(flag):
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), flag], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr and "migrate-store" in done.stdout
