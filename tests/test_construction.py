@@ -184,7 +184,9 @@ def test_adjudication_options_read_as_the_answers_people_gave(demo_db, admin_pag
     shown = list(decision.options)  # as drawn (AppTest holds the formatted labels)
     assert all(s.startswith("commonsense: ") and "; grammar: " in s and "=" not in s and "|" not in s for s in shown)
     assert any(f"“{caption}”" in s for s in shown for caption in item["captions"][1:3])  # which negatives were compared, by their text
-    chosen = decision.value
+    assert decision.value is None  # nothing pre-selected
+    chosen = sorted(first.votes)[0]
+    decision.set_value(chosen).run()
     at.button(key=f"decide_button:{first.item}:{first.part}").click().run()
     decided = [d for d in consensus.decisions(demo_db, created["batch"]) if (d.item, d.part) == (first.item, first.part)][0]
     assert decided.rule == "admin" and decided.answer == chosen

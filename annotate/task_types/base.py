@@ -109,13 +109,11 @@ class TaskType:
     def answer_words(self, item: Item, part: int, answer: Answer) -> str:
         """An answer as an adjudicator reads it: each question's value by its option's label (or
         `describe`), "question: value" per question when there are several."""
-        task = self.build(item, part, random.Random(0))
-        labels = {o.value: o.label for o in task.options}
+        labels = {o.value: o.label for o in self.build(item, part, random.Random(0)).options}
         word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))  # noqa: E731
         if self.questions == ("answer",):
             return word(str(answer.get("answer")))
-        asked = dict(zip(task.questions, task.question_labels))
-        name = (lambda q: self.question_words(item, q)) if self.question_words else (lambda q: asked.get(q, q))  # noqa: E731
+        name = (lambda q: self.question_words(item, q)) if self.question_words else (lambda q: q)  # noqa: E731
         return "; ".join(f"{name(q)}: {word(str(answer.get(q)))}" for q in self.questions)
 
     def is_correct(self, item: Item, part: int, answer: Answer) -> bool | None:
