@@ -26,6 +26,7 @@ import sqlite_utils
 from analysis.metrics import TIE_RULES
 from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.results import BOOTSTRAP
+from annotate import links
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
 from data import formats, paths, store, text
@@ -261,15 +262,39 @@ def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
     return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed, subset=args.subset, ties=args.ties)
 
 
+BASE_URL = arg("--base-url", help=f"the app's address links start with (default: ${links.BASE_URL_VARIABLE}; without either, links are paths)")
+
+
+def _base_url(args: argparse.Namespace) -> str | None:
+    """--base-url, else $FOIL_BASE_URL; None (links as paths, said on stderr) when neither is given."""
+    base = (args.base_url or "").strip().rstrip("/") or links.app_address()
+    if base is None:
+        print(f"note: {links.UNKNOWN_ADDRESS}", file=sys.stderr)
+    return base
+
+
 @command("annotator add",
     arg("name"),
-    arg("--base-url", default="http://localhost:8501"),
+    BASE_URL,
 )
 def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Add an annotator (an existing one gets a new link; earlier links stay valid); print their private link."""
     annotator = store.ensure_annotator(db, args.name)
     token = annotator["token"] or store.issue_token(db, annotator["id"])
-    return {"name": annotator["name"], "token": token, "url": f"{args.base_url}/?token={token}"}
+    return {"name": annotator["name"], "token": token, "url": links.annotator_link(_base_url(args), token)}
+
+
+@command("annotator link",
+    arg("name"),
+    arg("--revoke-old", action="store_true", help="their earlier links stop working (a link that leaked); default: they stay valid"),
+    BASE_URL,
+)
+def cmd_annotator_link(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue a new private link for an annotator whose link was lost (shown once; only its hash is stored)."""
+    from annotate.batches import reissue_link
+
+    token = reissue_link(db, args.name, revoke_old=args.revoke_old)
+    return {"name": args.name, "token": token, "url": links.annotator_link(_base_url(args), token), "earlier_links_revoked": args.revoke_old}
 
 
 def migrate_store_text(result: dict[str, Any]) -> str:
@@ -311,7 +336,7 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     arg("--annotators", nargs="+", help="annotator names (created if new; default: all)"),
     arg("--seed", type=int, default=0),
     arg("--name"),
-    arg("--base-url", default="http://localhost:8501"),
+    BASE_URL,
     arg("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else"),
     arg("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link"),
     arg("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)"),
@@ -328,10 +353,11 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
         lease_minutes=args.lease_minutes, crowd_items=args.crowd_items, max_participants=args.max_participants,
     )
     result = create_batch(db, spec)
+    base = _base_url(args)
     for annotator in result["annotators"]:
-        annotator["url"] = args.base_url + annotator["url"]
+        annotator["url"] = links.annotator_link(base, annotator["token"])
     if crowd:
-        result["crowd_url"] = args.base_url + result["crowd_url"]
+        result["crowd_url"] = (base or "") + result["crowd_url"]
     return result
 
 

@@ -40,6 +40,7 @@ from annotate.task_types import (
     task_type,
 )
 from annotate.gold import GOLD_PASS, fails_gold
+from annotate.links import annotator_link, crowd_link
 from data import store
 from data.images import existing_image, thumbnail
 from data.paths import thumbnail_dir
@@ -136,17 +137,12 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     counts = Counter(annotator for _, _, annotator, _, _ in rows)
     result = {
         "batch": name, "task": spec.task, "n_items": len(chosen), "overlap": spec.overlap,
-        "annotators": [{"name": a["name"], "token": tokens[a["id"]], "url": f"/?token={tokens[a['id']]}", "n_assigned": counts[a["id"]]}
+        "annotators": [{"name": a["name"], "token": tokens[a["id"]], "url": annotator_link(None, tokens[a["id"]]), "n_assigned": counts[a["id"]]}
                        for a in annotators],
     }
     if spec.crowd_items is not None:
-        result["crowd_url"] = crowd_link("", config["crowd_token"])
+        result["crowd_url"] = crowd_link(None, config["crowd_token"])
     return result
-
-
-def crowd_link(base_url: str, crowd_token: str) -> str:
-    """The study link to paste into Prolific, which fills in the worker's ids."""
-    return f"{base_url}/?study={crowd_token}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
 
 
 def _crowd_config(
@@ -471,6 +467,18 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
             "screened_out": fails_gold(sum(gold), len(gold), float(batch["config"].get("gold_pass", GOLD_PASS))),
         })
     return rows
+
+
+def reissue_link(db: sqlite_utils.Database, annotator_name: str, *, revoke_old: bool) -> str:
+    """A new link token for an annotator whose link was lost; with `revoke_old`, their earlier
+    links stop working (a link that leaked), else they stay valid. Shown once: only its hash is kept."""
+    annotator = store.annotator_by_name(db, annotator_name)
+    if annotator is None:
+        raise BatchError(f"no annotator named {annotator_name!r}")
+    with store.transaction(db):
+        if revoke_old:
+            store.revoke_tokens(db, annotator["id"])
+        return store.issue_token(db, annotator["id"])
 
 
 def issue_links(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, str]]:

@@ -142,3 +142,18 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
     in_facet = table[(table["category"] == "add_att") & table["s(c) - s(c_n)"].between(float(low) - 5e-4, float(high) + 5e-4)]
     assert 0 < int(shown) <= (table["category"] == "add_att").sum() and abs(int(shown) - len(in_facet)) <= 1  # caption rounds to 3 decimals
     assert abs(shown_failures - int((~in_facet["correct"]).sum())) <= 1 and all(" add_att " in h for h in headings)
+
+
+def test_links_carry_the_port_and_host_the_admin_opened_the_app_at(server, monkeypatch):
+    """Served on a free port (not 8501): the address field next to Create batch, and so every
+    link, starts with the address in the admin's browser."""
+    monkeypatch.delenv("FOIL_BASE_URL", raising=False)
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server['base']}/batches?token={ADMIN_TOKEN}")
+        field = page.get_by_label("App address the links start with")
+        expect(field).to_have_value(server["base"], timeout=30_000)
+        assert ":8501" not in server["base"]
+        browser.close()

@@ -115,3 +115,67 @@ def test_answer_charts_use_the_options_words(demo_db):
 def test_the_help_make_run_points_to_works_from_a_terminal(flag):
     done = subprocess.run([sys.executable, str(REPO / "cli.py"), flag], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr and "migrate-store" in done.stdout
+
+
+# --- links -----------------------------------------------------------------------------------------
+
+
+def test_links_start_with_the_configured_or_requested_address(monkeypatch):
+    from annotate import links
+
+    monkeypatch.delenv(links.BASE_URL_VARIABLE, raising=False)
+    assert links.app_address("http://10.0.0.5:8765/batches?token=t") == "http://10.0.0.5:8765"
+    assert links.app_address(None) is None
+    monkeypatch.setenv(links.BASE_URL_VARIABLE, "https://annotate.lab.org/foil/")
+    assert links.app_address("http://127.0.0.1:8501/") == "https://annotate.lab.org/foil"  # behind a proxy, the configured one
+    assert links.crowd_link("https://x.org", "tok").startswith("https://x.org/?study=tok&PROLIFIC_PID=")
+
+
+def test_cli_links_never_guess_a_port(tmp_path, monkeypatch):
+    db = tmp_path / "f.db"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "FOIL_BASE_URL"}
+    run = lambda *a, **extra: subprocess.run([sys.executable, str(REPO / "cli.py"), *a, "--db", str(db), "--json"],  # noqa: E731
+                                             capture_output=True, text=True, cwd=REPO, timeout=120, env={**env, **extra})
+    import json
+
+    plain = run("annotator", "add", "ada")
+    assert json.loads(plain.stdout)["url"].startswith("/?token=") and "8501" not in plain.stdout and "--base-url" in plain.stderr
+    given = json.loads(run("annotator", "add", "ben", "--base-url", "http://lab:9100/").stdout)
+    assert given["url"].startswith("http://lab:9100/?token=")
+    configured = json.loads(subprocess.run([sys.executable, str(REPO / "cli.py"), "annotator", "link", "ada", "--db", str(db), "--json"],
+                                           capture_output=True, text=True, cwd=REPO, timeout=120, env={**env, "FOIL_BASE_URL": "https://l.org"}).stdout)
+    assert configured["url"] == f"https://l.org/?token={configured['token']}"
+
+
+@pytest.mark.both_engines
+def test_a_lost_link_is_issued_again_and_the_old_one_kept_or_revoked(demo_db):
+    first = store.ensure_annotator(demo_db, "zora")["token"]
+    kept = batches.reissue_link(demo_db, "zora", revoke_old=False)
+    assert store.annotator_by_token(demo_db, first)["name"] == store.annotator_by_token(demo_db, kept)["name"] == "zora"
+    fresh = batches.reissue_link(demo_db, "zora", revoke_old=True)
+    assert store.annotator_by_token(demo_db, first) is None and store.annotator_by_token(demo_db, kept) is None
+    assert store.annotator_by_token(demo_db, fresh)["name"] == "zora"
+    stored = {row[0] for row in demo_db.execute("SELECT token_hash FROM annotator_tokens").fetchall()}
+    assert fresh not in stored  # only hashes are kept
+    with pytest.raises(batches.BatchError, match="no annotator named"):
+        batches.reissue_link(demo_db, "nobody", revoke_old=True)
+
+
+def test_the_batch_page_builds_links_from_the_configured_address(demo_db, admin_page, monkeypatch):
+    monkeypatch.setenv("FOIL_BASE_URL", "http://annotate.example.org:8765")
+    at = admin_page(store.location(demo_db), "views/batches.py")
+    assert at.text_input(key="base_url").value == "http://annotate.example.org:8765"  # next to Create batch, before any batch
+    at.selectbox(key="new_dataset").set_value("demo-sugarcrepe").run()
+    at.multiselect(key="new_annotators").set_value([]).run()
+    at.text_input(key="new_names").set_value("ada, ben").run()
+    at.button(key="create_batch").click().run()
+    assert not at.exception
+    shown = [c.value for c in at.code]
+    assert len(shown) == 2 and all(s.startswith("http://annotate.example.org:8765/?token=") for s in shown)
+    at.selectbox(key="relink_name").set_value("ada").run()
+    at.checkbox(key="relink_revoke").check().run()
+    at.button(key="relink").click().run()
+    relinked = [c.value for c in at.code if c.value.startswith("http://annotate.example.org:8765/?token=")]
+    assert relinked and store.annotator_by_token(demo_db, relinked[-1].split("token=")[1])["name"] == "ada"
+    ada_first = next(s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1]) is None)  # revoked: ada's first link
+    assert ada_first and len([s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1])]) == 1  # ben's still works

@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotate import agreement, batches, browse, consensus, export, gold
+from annotate import agreement, batches, browse, consensus, export, gold, links
 from annotate.task_types import TASK_TYPES, task_type
 from data import paths, store, text
 from views.item_card import draw_item_card
@@ -12,6 +12,13 @@ from views.session import session_db
 
 db = session_db()
 st.title("Annotation batches")
+# Links start with the address this admin opened the app at ($FOIL_BASE_URL behind a proxy).
+DETECTED_ADDRESS = links.app_address(st.context.url) or ""
+
+
+def app_address() -> str:
+    """The address links start with: the one typed in the field, else the one detected."""
+    return (st.session_state.get("base_url") or DETECTED_ADDRESS).strip().rstrip("/")
 
 
 def create(spec: batches.BatchSpec) -> None:
@@ -22,12 +29,12 @@ def create(spec: batches.BatchSpec) -> None:
     except store.StoreError as error:
         st.session_state["created"] = ("error", text.md(error), [])
         return
-    base = st.session_state.get("base_url", "http://localhost:8501")
-    links = [(f"{a['name']} ({a['n_assigned']} items)", base + a["url"]) for a in created["annotators"]]
+    base = app_address()
+    shown = [(f"{a['name']} ({a['n_assigned']} items)", links.annotator_link(base, a["token"])) for a in created["annotators"]]
     if created.get("crowd_url"):
-        links.append(("Crowd study link (paste into Prolific)", base + created["crowd_url"]))
+        shown.append(("Crowd study link (paste into Prolific)", base + created["crowd_url"]))
     st.session_state["created"] = ("success", f"Created {text.md(created['batch'])} with {created['n_items']} items. "
-                                   "Each link is shown once (the store keeps only hashes): copy them now.", links)
+                                   "Each link is shown once (the store keeps only hashes): copy them now.", shown)
     st.session_state["batch"] = created["batch"]
     st.session_state["new_names"] = ""
     st.session_state["new_annotators"] = []
@@ -56,13 +63,15 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
             dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold_share),
             crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None,
         )
+        st.text_input("App address the links start with", DETECTED_ADDRESS, key="base_url",
+                      help="Detected from the address you opened this page at; behind a proxy, set $FOIL_BASE_URL or type the address annotators reach.")
         st.button("Create batch", key="create_batch", type="primary", on_click=create, args=(spec,), disabled=not (names or crowd),
                   help=None if names or crowd else "choose annotators, name new ones, or make a crowd study link")
 
 if "created" in st.session_state:
-    kind, message, links = st.session_state.pop("created")
+    kind, message, issued = st.session_state.pop("created")
     (st.success if kind == "success" else st.error)(message)
-    for label, link in links:
+    for label, link in issued:
         st.caption(label)
         st.code(link, language=None)  # a copy button on hover
 
@@ -193,10 +202,11 @@ if batch_row["task"] == "pick_image":
             st.success(f"Created {text.md(follow['batch'])} with {follow['n_items']} items.")
 
 st.subheader("Annotator links")
-base = st.text_input("App address", "http://localhost:8501", key="base_url")
+base = app_address()
+st.caption(f"Links start with {text.md(base or '(no address: set $FOIL_BASE_URL)')}, the address set above New batch.")
 if "crowd_token" in batch_row["config"]:
     st.text("Crowd study link (paste into Prolific):")
-    st.code(batches.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
+    st.code(links.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
     joins = batches.study_joins(db, name)
     config = batch_row["config"]
     st.text(
@@ -211,11 +221,19 @@ if "crowd_token" in batch_row["config"]:
         batches.close_study(db, name, closed=not closed)
         st.rerun()
 st.caption("Links are stored only as hashes, so they are shown once, when issued. Each annotator got one when the batch was "
-           "created; new links leave the earlier ones valid.")
-if st.button("Issue new links for this batch's annotators", key="issue_links"):
+           "created; a lost link is issued again here (the earlier ones kept, or revoked if a link leaked).")
+holders = sorted({a["annotator"] for a in store.batch_assignments(db, batch_row["id"])})
+if holders:
+    left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
+    who = left.selectbox("Annotator", holders, key="relink_name")
+    revoke = middle.checkbox("Revoke their earlier links", key="relink_revoke")
+    if right.button("Issue a new link", key="relink"):
+        st.code(links.annotator_link(base, batches.reissue_link(db, who, revoke_old=revoke)), language=None)
+        st.caption(f"A new link for {text.md(who)}; earlier links {'no longer work' if revoke else 'still work'}.")
+if st.button("Issue new links for every annotator of this batch", key="issue_links"):
     for annotator in batches.issue_links(db, name):
         st.caption(annotator["name"])
-        st.code(f"{base}/?token={annotator['token']}", language=None)  # a copy button on hover
+        st.code(links.annotator_link(base, annotator["token"]), language=None)  # a copy button on hover
 
 st.subheader("Export")
 left, right = st.columns(2)

@@ -78,6 +78,7 @@ from data.store.annotation import (
     participants_holding_work,
     crowd_quota,
     record_join,
+    revoke_tokens,
     revise_label,
     save_label,
     set_batch_closed,

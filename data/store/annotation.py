@@ -46,6 +46,12 @@ def issue_token(db: sqlite_utils.Database, annotator_id: int) -> str:
 
 
 
+def revoke_tokens(db: sqlite_utils.Database, annotator_id: int) -> int:
+    """Invalidate every link token an annotator holds; return how many."""
+    with transaction(db):
+        return db.execute("DELETE FROM annotator_tokens WHERE annotator_id = ?", [annotator_id]).rowcount
+
+
 def annotator_by_name(db: sqlite_utils.Database, name: str) -> AnnotatorRow | None:
     """The annotator called `name` (id, name, external id), or None."""
     rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE name = ?", [name]))
