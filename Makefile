@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test demo clean chromium postgresql mutation
+.PHONY: run test demo docs clean chromium postgresql mutation
 
 $(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ run: $(VENV)/.runtime $(DEMO_DB)
 	@echo "Command line (another terminal): ./foil datasets, ./foil --help"
 	FOIL_DB=$(DEMO_DB) $(PY) -m streamlit run app.py --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
+
+# README's example outputs, printed by the commands themselves on a fresh demo store (a test checks them).
+docs: $(VENV)/.runtime
+	$(PY) docs/readme_outputs.py
 
 # The browser test drives Debian's chromium (never a downloaded browser).
 chromium:

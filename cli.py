@@ -603,8 +603,10 @@ def metrics_text(result: dict[str, Any]) -> str:
     """`metrics`: the run's header, then one row per category and metric with its 95% interval
     beside the value (the order of the app's table)."""
     tabled = ("metrics", "intervals", "by_category", "category_intervals", "by_type", "type_intervals", "ties")
-    head = {k: v for k, v in result.items() if k not in tabled and (not isinstance(v, (dict, list)) or k == "tie_rule")}
-    rest = {k: v for k, v in result.items() if k not in tabled and k not in head}
+    head = {k: v for k, v in result.items() if k not in tabled and not isinstance(v, (dict, list))}
+    if "tie_rule" in result:
+        head["ties"] = f"a tie counts as {result['tie_rule']['rule']} ({result['tie_rule']['why']})"
+    rest = {k: v for k, v in result.items() if k not in tabled and k not in head and k != "tie_rule"}
     overall = {"n": result["n"], **result["metrics"], **({"ties": result["ties"]} if "ties" in result else {})}
     levels = [("type", "by_type", "type_intervals")] if "by_type" in result else []  # BiVLC: its types, said as such
     rows = _metric_rows("(all)", overall, result["intervals"], "" if levels else None)

@@ -153,7 +153,7 @@ def test_links_carry_the_port_and_host_the_admin_opened_the_app_at(server, monke
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{server['base']}/batches?token={ADMIN_TOKEN}")
-        field = page.get_by_label("App address the links start with")
+        field = page.get_by_label("App address the links start with", exact=True)
         expect(field).to_have_value(server["base"], timeout=30_000)
         assert ":8501" not in server["base"]
         browser.close()

@@ -186,3 +186,9 @@ def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
     assert json.loads(run_cli("runs", "bivlc", "--json", db=db).stdout) == []
     again = run_cli("runs", "delete", "bivlc", "ViT-B-32", db=db)
     assert again.returncode == 1 and "no run named 'ViT-B-32'" in again.stderr
+
+
+def test_readme_example_outputs_are_what_the_commands_print():
+    """README's demo tables are generated (`make docs`), never pasted: they must equal the output now."""
+    done = subprocess.run([sys.executable, str(REPO / "docs" / "readme_outputs.py"), "--check"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr
