@@ -31,6 +31,7 @@ from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
 from data import formats, paths, store, text
 from data.formats import BadInputError
+from data.reading import read_text
 from data.images import UnsafeImagePathError
 from data.subsets import SUBSETS
 
@@ -340,6 +341,10 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     arg("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else"),
     arg("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link"),
     arg("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)"),
+    arg("--window", type=int, default=2, help="crowd study: unanswered units a participant holds at most; more are dealt as they answer"),
+    arg("--no-show-minutes", type=float, default=5, help="crowd study: a participant idle this long gives their unopened units back"),
+    arg("--consent-file", help="crowd study: a text file with the consent a participant agrees to (default: a short generic one)"),
+    arg("--completion-url", help="crowd study: where a finished participant goes, {code} for the code (default: Prolific's)"),
 )
 def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Create an annotation batch: items, overlap, gold share, annotators."""
@@ -351,6 +356,9 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
         dataset=args.dataset, task=args.task, annotators=() if crowd else annotators, overlap=args.overlap, n=args.n,
         categories=tuple(args.category or ()), gold_share=args.gold_share, seed=args.seed, name=args.name,
         lease_minutes=args.lease_minutes, crowd_items=args.crowd_items, max_participants=args.max_participants,
+        window=args.window, idle_minutes=args.no_show_minutes,
+        **({"consent": read_text(Path(args.consent_file))} if args.consent_file else {}),
+        **({"completion_url": args.completion_url} if args.completion_url else {}),
     )
     result = create_batch(db, spec)
     base = _base_url(args)

@@ -47,6 +47,9 @@ from data.paths import thumbnail_dir
 
 Unit = tuple[int, int]  # (item id, part)
 PROLIFIC_ID_PATTERN = r"[0-9a-f]{24}"  # Prolific participant ids are 24 lower-case hex characters
+DEFAULT_CONSENT = ("This study asks you to judge images and captions. Your answers are stored with your participant id and "
+                   "used for research on vision-language benchmarks. You may stop at any time.")
+PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"  # Prolific's completion link
 AGREEMENT_BOOTSTRAP, AGREEMENT_SEED = 1000, 0  # behind every agreement interval, wherever it is shown
 MIN_SECONDS = 0.5  # an answer sooner than this after its item was drawn is refused (a held or doubled key)
 
@@ -100,8 +103,11 @@ class BatchSpec:
     gold_pass: float = GOLD_PASS  # gold accuracy (%) which an annotator must not fall below with 95% confidence (annotate.gold)
     max_participants: int | None = None  # crowd mode: cap on participants holding work (default: just enough)
     joins_per_minute: int = 20  # crowd mode: new participants accepted per minute
-    idle_minutes: float = 15  # crowd mode: a participant idle this long returns their unopened units to the pool
+    idle_minutes: float = 5  # crowd mode: the no-show time: a participant idle this long returns their unopened units
     worker_id_pattern: str = PROLIFIC_ID_PATTERN  # crowd mode: what a plausible participant id looks like
+    window: int = 2  # crowd mode: units a participant holds unanswered at most; more are dealt as they answer
+    consent: str = DEFAULT_CONSENT  # crowd mode: what a participant agrees to before the first item
+    completion_url: str = PROLIFIC_COMPLETION_URL  # crowd mode: where a finished participant goes, {code} filled in
 
 
 def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
@@ -110,6 +116,8 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
     if not spec.annotators and spec.crowd_items is None:
         raise BatchError("a batch needs at least one annotator (or crowd mode)")
+    if spec.crowd_items is not None and ("{code}" not in spec.completion_url or spec.window < 1 or not spec.consent.strip()):
+        raise BatchError("a crowd study needs a completion URL with {code} in it, a window of 1 or more units, and a consent text")
     name = store.check_name("batch", spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}")
     for annotator in spec.annotators:
         store.check_name("annotator", annotator)
@@ -158,17 +166,20 @@ def _crowd_config(
         "units": units, "crowd_token": secrets.token_urlsafe(12), "screen_out_code": secrets.token_hex(4).upper(),
         "practice_items": rng.sample(practice_pool, min(spec.practice, len(practice_pool))),
         "max_participants": spec.max_participants or needed,
-    }
+    }  # window, idle_minutes (the no-show time), consent and completion_url come with the spec
 
 
 def join_crowd(
     db: sqlite_utils.Database, crowd_token: str, external_id: str, *, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Register a crowd worker (e.g. a Prolific PID) and deal them their share; safe to repeat.
+    """Register a crowd worker (e.g. a Prolific PID) and deal them their first units; safe to repeat.
 
-    Refused with a BatchError saying why when the link is wrong, the id implausible, the study
-    closed or full, too many people joined in the last minute, or no work is left. A participant
-    who already holds open work, or finished theirs, gets a new session and nothing more.
+    Units are dealt on demand: a participant holds at most the study's `window` unanswered units
+    and gets more as they answer (`draw`), so made-up ids that join and leave hold little, and
+    only until the no-show time (`idle_minutes`) returns it. Refused with a BatchError saying why
+    when the link is wrong, the id implausible, the participant returned the study, or the study
+    is closed or full, too many people joined in the last minute, or no work is left. A
+    participant who holds open work, or finished, gets a new session and nothing more.
     """
     batch = store.batch_by_crowd_token(db, crowd_token)
     if batch is None:
@@ -180,9 +191,13 @@ def join_crowd(
     with store.transaction(db, row_locks=True):  # one joiner at a time: the cap and the rate hold under concurrency
         store.lock_batch(db, batch["id"])
         known = store.annotator_by_name(db, name)
-        if known is None or _needs_units(db, batch, known["id"]):
+        if known is not None and store.has_returned(db, batch["id"], known["id"]):
+            raise BatchError("You returned this study, so it cannot be taken up again.")
+        if known is None or not _holds_or_finished(db, batch, known["id"]):
+            _check_study_open(db, batch, now or datetime.now(timezone.utc))
             worker = store.ensure_annotator(db, name, external_id=worker_id)
-            _deal(db, batch, worker["id"], worker_id, now or datetime.now(timezone.utc))
+            if not _deal(db, batch, worker["id"], worker_id):
+                raise BatchError("Every item of this study is taken right now. Please try again later.")
         else:
             worker = {**known, "token": None}
     return {**worker, "token": worker["token"] or store.issue_token(db, worker["id"])}  # older sessions stay valid
@@ -192,9 +207,9 @@ def join_crowd(
 class CrowdFinish:
     """What a crowd participant with nothing left in their queue is told.
 
-    `code` is set only when every unit dealt to them is answered; otherwise `answered` of
-    `quota` were, the rest went back to the pool, and `dealt` new units were dealt now (0: the
-    study has none free for them).
+    `code` is set only when their work is complete: every unit dealt to them answered and either
+    their quota reached or nothing left in the study for them. Otherwise `answered` of `quota`
+    were, and `dealt` new units were dealt now (0: none is free for them at the moment).
     """
 
     code: str | None
@@ -202,61 +217,90 @@ class CrowdFinish:
     answered: int
     quota: int
     dealt: int = 0
+    completion_url: str | None = None
 
     def sentence(self) -> str:
         """The participant's message, in words."""
         if self.code is not None:
             return (f"All done, thank you. Your completion code: {self.code}" if self.passed
                     else f"Thank you. Some attention checks were missed; your code: {self.code}")
-        lost = f"You answered {self.answered} of your {self.quota} items; the others went back to the pool while you were away."
+        so_far = f"You answered {self.answered} of your {self.quota} items."
         if self.dealt:
-            return f"{lost} Here {'is 1 new item' if self.dealt == 1 else f'are {self.dealt} new items'} to finish the study."
-        return (f"{lost} No item is free for you right now, so there is no completion code yet: please come back later "
-                "or return the study.")
+            return f"{so_far} Here {'is 1 more item' if self.dealt == 1 else f'are {self.dealt} more items'}."
+        return (f"{so_far} No item is free for you right now (others hold them), so there is no completion code yet: "
+                "please come back in a few minutes, or return the study.")
 
 
-def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int, *, now: datetime | None = None) -> CrowdFinish:
-    """For a participant whose queue is empty: their code if every unit dealt to them is
-    answered; else new units in place of those that went back to the pool (as many as are free)."""
+def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int) -> CrowdFinish:
+    """For a participant whose queue is empty: their code if their work is complete; else new
+    units in place of those that went back to the pool (as many as are free)."""
     batch = store.get_batch(db, batch_name)
     with store.transaction(db, row_locks=True):
         store.lock_batch(db, batch["id"])
         answered, quota = _answered_and_quota(db, batch, annotator_id)
-        if answered >= quota:
+        if answered >= quota or _nothing_left_for(batch, annotator_id, store.batch_assignments(db, batch["id"])):
             code, passed = final_code(db, batch, annotator_id)
-            return CrowdFinish(code, passed, answered, quota)
-        external = next(a["external_id"] for a in store.list_annotators(db) if a["id"] == annotator_id)
-        try:
-            dealt = _deal(db, batch, annotator_id, external or "", now or datetime.now(timezone.utc))
-        except BatchError:
-            dealt = 0
+            url = batch["config"].get("completion_url", PROLIFIC_COMPLETION_URL).replace("{code}", code) if passed else None
+            return CrowdFinish(code, passed, answered, quota, completion_url=url)
+        dealt = 0 if store.has_returned(db, batch["id"], annotator_id) else _deal(db, batch, annotator_id, None)
     return CrowdFinish(None, True, answered, quota, dealt)
 
 
+def return_study(db: sqlite_utils.Database, batch_name: str, annotator_id: int) -> int:
+    """A participant returns the study (Prolific's "return"): their unanswered units go back to the
+    pool at once, they get no code and cannot take the study up again; return how many units went back."""
+    batch = store.get_batch(db, batch_name)
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        return store.return_study(db, batch["id"], annotator_id)
+
+
+def top_up(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> int:
+    """Deal a crowd participant units up to the study's window as they answer (called by `draw`);
+    return how many were dealt. Reads two counts and returns when nothing is due."""
+    unanswered, held = store.open_units(db, batch["id"], annotator_id)
+    quota = store.crowd_quota(db, batch["id"], annotator_id)
+    if quota is None or unanswered >= batch["config"].get("window", 2) or held >= quota:
+        return 0
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        if store.has_returned(db, batch["id"], annotator_id):
+            return 0
+        return _deal(db, batch, annotator_id, None)
+
+
 def _answered_and_quota(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[int, int]:
-    mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
-    return sum(bool(a["done"]) for a in mine), store.crowd_quota(db, batch["id"], annotator_id) or len(mine)
+    unanswered, held = store.open_units(db, batch["id"], annotator_id)
+    return held - unanswered, store.crowd_quota(db, batch["id"], annotator_id) or held
 
 
-def _needs_units(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> bool:
-    """A known participant is dealt units again only when they hold nothing open and have not finished."""
-    mine = [a for a in store.batch_assignments(db, batch["id"]) if a["annotator_id"] == annotator_id]
-    answered, quota = _answered_and_quota(db, batch, annotator_id)
-    return not any(not a["done"] for a in mine) and (answered < quota or not mine)
+def _holds_or_finished(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> bool:
+    """A known participant who holds open units, or reached their quota, is dealt nothing on joining again."""
+    unanswered, held = store.open_units(db, batch["id"], annotator_id)
+    quota = store.crowd_quota(db, batch["id"], annotator_id)
+    return unanswered > 0 or (quota is not None and held - unanswered >= quota)
 
 
-def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int, external_id: str, moment: datetime) -> int:
-    """Inside the batch's lock: check the study takes this participant now, deal them their share
-    (units they have not answered, up to the batch's items per participant) and record their
-    quota; return how many units were dealt."""
-    _check_study_open(db, batch, moment)
+def _nothing_left_for(batch: store.BatchRow, annotator_id: int, current: list[dict[str, Any]]) -> bool:
+    """No unit the participant has not answered can ever be dealt to them: every regular one is
+    answered by as many others as the overlap asks, and every gold one answered by them."""
+    config = batch["config"]
+    answered = Counter((a["item_id"], a["part"]) for a in current if a["done"])
+    theirs = {(a["item_id"], a["part"]) for a in current if a["annotator_id"] == annotator_id and a["done"]}
+    return all((i, p) in theirs or (not gold and answered[(i, p)] >= config["overlap"]) for i, p, gold in config["units"])
+
+
+def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int, external_id: str | None) -> int:
+    """Inside the batch's lock: deal a participant units up to the window (regular units short of
+    their overlap, and gold), record their quota on their first deal; return how many were dealt."""
+    config = batch["config"]
     current = store.batch_assignments(db, batch["id"])
     share = _crowd_share(batch, annotator_id, current)
-    if not any(not gold for *_, gold in share) and any(not gold for *_, gold in batch["config"]["units"]):
-        raise BatchError("Every item of this study is taken right now. Please try again later.")
     store.add_assignments(db, batch["id"], share)
-    answered = sum(bool(a["done"]) for a in current if a["annotator_id"] == annotator_id)
-    store.record_join(db, batch["id"], annotator_id, external_id, answered + len(share))
+    if external_id is not None:
+        n_regular = sum(not gold for *_, gold in config["units"])
+        quota = min(config["crowd_items"], n_regular) + sum(bool(gold) for *_, gold in config["units"])
+        store.record_join(db, batch["id"], annotator_id, external_id, quota)
     return len(share)
 
 
@@ -283,20 +327,28 @@ def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, An
 
 
 def _crowd_share(batch: store.BatchRow, worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
-    """The units dealt to a participant: regular units short of their overlap that they have not
-    answered, fewest holders first, up to the items per participant (less what they answered
-    already), and every gold unit they have not answered; in a seeded order after their queue."""
+    """The next units of a participant, up to the window of unanswered ones: regular units short
+    of their overlap that they never held, fewest holders first, while they are short of the
+    items per participant, and gold units they never held, mixed in at seeded random places
+    (each slot is gold with the share of gold among what they still lack)."""
     config = batch["config"]
     holders = Counter((a["item_id"], a["part"]) for a in current)
-    theirs = {(a["item_id"], a["part"]) for a in current if a["annotator_id"] == worker_id}
-    answered_regular = sum(1 for a in current if a["annotator_id"] == worker_id and a["done"] and not a["is_gold"])
-    regular = [(i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"] and (i, p) not in theirs]
-    regular.sort(key=lambda unit: holders[unit])
-    share = [(unit, False) for unit in regular[: max(0, config["crowd_items"] - answered_regular)]]
-    share += [((i, p), True) for i, p, gold in config["units"] if gold and (i, p) not in theirs]
-    random.Random(f"queue:{config['seed']}:{worker_id}:{len(theirs)}").shuffle(share)
-    start = max((a["position"] for a in current if a["annotator_id"] == worker_id), default=-1) + 1
-    return [(item, part, worker_id, start + n, gold) for n, ((item, part), gold) in enumerate(share)]
+    mine = [a for a in current if a["annotator_id"] == worker_id]
+    theirs = {(a["item_id"], a["part"]) for a in mine}
+    room = config.get("window", 2) - sum(not a["done"] for a in mine)
+    regular = sorted(((i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"] and (i, p) not in theirs),
+                     key=lambda unit: holders[unit])
+    regular = regular[: max(0, config["crowd_items"] - sum(not a["is_gold"] for a in mine))]
+    gold = [(i, p) for i, p, is_gold in config["units"] if is_gold and (i, p) not in theirs]
+    rng = random.Random(f"queue:{config['seed']}:{worker_id}:{len(mine)}")
+    rng.shuffle(gold)
+    share = []
+    while room > 0 and (regular or gold):
+        pick_gold = bool(gold) and (not regular or rng.random() < len(gold) / (len(gold) + len(regular)))
+        share.append((gold.pop(), True) if pick_gold else (regular.pop(0), False))
+        room -= 1
+    start = max((a["position"] for a in mine), default=-1) + 1
+    return [(item, part, worker_id, start + n, is_gold) for n, ((item, part), is_gold) in enumerate(share)]
 
 
 def practice_tasks(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> list[tuple[Task, store.ItemRow]]:
@@ -391,7 +443,11 @@ def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -
 
 
 def draw(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> QueueState:
-    """The annotator's next item as it is put on screen: its lease and timer start now (once)."""
+    """The annotator's next item as it is put on screen: its lease and timer start now (once).
+    A crowd participant is first dealt units up to their window (`top_up`)."""
+    batch = store.get_batch(db, batch_name)
+    if "crowd_token" in batch["config"]:
+        top_up(db, batch, annotator_id)
     state = queue_state(db, annotator_id, batch_name)
     if state.assignment_id is None or state.started_at is not None:
         return state

@@ -354,8 +354,20 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
     workers = [batches.join_crowd(db, token, pid(i)) for i in range(4)]
     assert batches.join_crowd(db, token, pid(0))["id"] == workers[0]["id"]  # a second visit adds nothing
     rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
+    assert Counter(r["annotator"] for r in rows) == {f"crowd-{pid(i)}": 2 for i in range(4)}  # the window, not the whole share
+    while True:  # they take turns; more units are dealt as they answer
+        moved = False
+        for worker in workers:
+            state = batches.draw(db, worker["id"], created["batch"])
+            if state.task is not None:
+                batches.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
+                moved = True
+        if not moved:
+            break
+    rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
     assert Counter(r["annotator"] for r in rows) == {f"crowd-{pid(i)}": 3 for i in range(4)}
-    assert set(Counter(r["item_id"] for r in rows).values()) == {2}
+    assert set(Counter(r["item_id"] for r in rows).values()) == {2} and all(r["done"] for r in rows)
+    assert all(batches.finish_crowd(db, created["batch"], w["id"]).code for w in workers)
     assert store.list_annotators(db)[-1]["external_id"] == pid(3)
     with pytest.raises(batches.BatchError, match="not valid"):
         batches.join_crowd(db, "forged", pid(9))
@@ -367,7 +379,8 @@ def test_crowd_session_consent_practice_annotation_and_code(app_db):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params.update({"study": token, "PROLIFIC_PID": pid(123), "STUDY_ID": "s1", "SESSION_ID": "x"})
     at.run()
-    assert [t.value for t in at.title] == [f"Welcome, crowd-{pid(123)}"] and not at.exception
+    assert [t.value for t in at.title] == ["Welcome"] and not at.exception  # the participant id stays off the screen
+    assert not any(pid(123) in m.value for m in [*at.markdown, *at.caption, *at.title])
     at.checkbox(key="consent_box").check().run()
     at.button(key="consent").click().run()
     at.button(key="start").click().run()

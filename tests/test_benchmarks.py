@@ -331,10 +331,11 @@ def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_
 
 
 def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_linked_items(linked_store, admin_page):
-    from analysis.inspection import compare_linked
+    from analysis.inspection import compare_linked, comparison_for_people
 
     db_file = store.location(linked_store)
     expected, linked = compare_linked(linked_store, "sugarcrepe-pp", "demo", "sugarcrepe", "demo")
+    expected = comparison_for_people(expected)  # as the page writes p
     linked_store.conn.close()
     at = admin_page(db_file, "views/inspect_runs.py", timeout=300)
     at.selectbox(key="inspect_dataset").set_value("sugarcrepe-pp").run()

@@ -211,10 +211,10 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
     with pytest.raises(batches.BatchError, match="full"):
         batches.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 12  # ...the bots never opened a unit
+    assert batches.reassign_stale(demo_db, batch, now=later) == 8  # ...the bots hold 2 each (the window) and never opened one
     real = batches.join_crowd(demo_db, token, pid(7))
     mine = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == real["id"]]
-    assert len(mine) == 3
+    assert len(mine) == 2
     assert [j["external_id"] for j in batches.study_joins(demo_db, batch)][-1] == pid(7)
 
 
@@ -231,45 +231,88 @@ def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_
     freed = batches.reassign_stale(demo_db, batch, now=later)
     rows_after = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
     lost = Counter(a["annotator"] for a in rows_before) - Counter(a["annotator"] for a in rows_after)
-    # idle gives back all 3; busy gives back the unopened one and keeps the answered one and the one on screen
-    assert lost[idle["name"]] == 3 and lost[busy["name"]] == 1 and freed == 4
+    # idle gives back both of its window; busy gives back the unopened one dealt after its answer and keeps
+    # the answered one and the one on screen
+    assert lost[idle["name"]] == 2 and lost[busy["name"]] == 1 and freed == 3
     assert len(labels_of(demo_db, batch)) == 1
 
 
 def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_new_units(demo_db):
-    """Answer 1 of 4, walk away past the idle return: the page must not say "All done" with the
+    """Answer 1 of 4, walk away past the no-show time: the page must not say "All done" with the
     code. The participant is told, dealt new units, and gets the code only when all are answered."""
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10)
     worker = batches.join_crowd(demo_db, token, pid(1))
     state = batches.draw(demo_db, worker["id"], batch)
     batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 3
+    assert batches.reassign_stale(demo_db, batch, now=later) == 1  # the other unit of the window, never opened
     assert batches.queue_state(demo_db, worker["id"], batch).task is None  # an empty queue, but not finished work
-    finish = batches.finish_crowd(demo_db, batch, worker["id"], now=later)
+    finish = batches.finish_crowd(demo_db, batch, worker["id"])
     config = store.get_batch(demo_db, batch)["config"]
-    assert finish.code is None and (finish.answered, finish.quota, finish.dealt) == (1, 4, 3)
-    assert config["completion_code"] not in finish.sentence() and "went back to the pool" in finish.sentence()
+    assert finish.code is None and (finish.answered, finish.quota, finish.dealt) == (1, 4, 2)
+    assert config["completion_code"] not in finish.sentence() and "1 of your 4 items" in finish.sentence()
     while (state := batches.draw(demo_db, worker["id"], batch)).task is not None:
         batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
     done = batches.finish_crowd(demo_db, batch, worker["id"])
     assert done.code == config["completion_code"] and (done.answered, done.quota) == (4, 4)
+    assert done.completion_url == f"https://app.prolific.com/submissions/complete?cc={done.code}"
     assert len(labels_of(demo_db, batch)) == 4
 
 
 def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db):
-    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10)
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10, max_participants=10)
     first = batches.join_crowd(demo_db, token, pid(1))
     state = batches.draw(demo_db, first["id"], batch)
     batches.submit_answer(demo_db, first["id"], batch, state.task, first_option(state.task))
-    batches.join_crowd(demo_db, token, pid(2))  # the other 2 units
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    batches.reassign_stale(demo_db, batch, now=later)  # both idle: every unopened unit back to the pool
-    taker = batches.join_crowd(demo_db, token, pid(3), now=later)  # takes the 4 free ones it may
-    assert len([a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == taker["id"]]) == 4
-    batches.join_crowd(demo_db, token, pid(4), now=later)  # and the last one
-    finish = batches.finish_crowd(demo_db, batch, first["id"], now=later)
+    batches.reassign_stale(demo_db, batch, now=later)  # idle: the unopened unit goes back
+    for n in (3, 4, 5):  # others take the 5 units left, 2 + 2 + 1
+        batches.join_crowd(demo_db, token, pid(n), now=later)
+    finish = batches.finish_crowd(demo_db, batch, first["id"])
     assert finish.code is None and finish.dealt == 0 and "no completion code yet" in finish.sentence()
+
+
+def test_a_returned_study_frees_its_units_at_once_and_takes_no_more(demo_db):
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4)
+    worker = batches.join_crowd(demo_db, token, pid(1))
+    state = batches.draw(demo_db, worker["id"], batch)
+    batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+    batches.draw(demo_db, worker["id"], batch)  # the next item on screen, one more dealt behind it
+    assert batches.return_study(demo_db, batch, worker["id"]) == 2
+    held = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == worker["id"]]
+    assert [a["done"] for a in held] == [1]  # the answer stays; nothing else is held
+    assert batches.draw(demo_db, worker["id"], batch).task is None  # no more units are dealt
+    with pytest.raises(batches.BatchError, match="returned"):
+        batches.join_crowd(demo_db, token, pid(1))
+    assert len(labels_of(demo_db, batch)) == 1
+
+
+def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
+    """200 well-formed made-up ids in one minute on a 100-item study: they hold 2 units each at
+    most, until the no-show time returns them; a real participant then gets units and finishes."""
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", (), 1, 100, seed=9, crowd_items=20, min_seconds=0,
+                             idle_minutes=5, joins_per_minute=1000)
+    created = batches.create_batch(demo_db, spec)
+    batch, token = created["batch"], created["crowd_url"].split("study=")[1].split("&")[0]
+    now = datetime.now(timezone.utc)
+    joined = 0
+    for n in range(200):
+        try:
+            batches.join_crowd(demo_db, token, pid(5000 + n), now=now + timedelta(seconds=n * 0.25))
+            joined += 1
+        except batches.BatchError as error:
+            assert "full" in str(error)
+    rows = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+    assert joined == 5 and len(rows) == 10  # the cap (just enough for 100 items at 20 each), 2 units each
+    with pytest.raises(batches.BatchError, match="full"):
+        batches.join_crowd(demo_db, token, pid(7), now=now + timedelta(minutes=2))
+    after_no_show = now + timedelta(minutes=6)
+    assert batches.reassign_stale(demo_db, batch, now=after_no_show) == 10
+    real = batches.join_crowd(demo_db, token, pid(7), now=after_no_show)
+    while (state := batches.draw(demo_db, real["id"], batch)).task is not None:
+        batches.submit_answer(demo_db, real["id"], batch, state.task, first_option(state.task))
+    finish = batches.finish_crowd(demo_db, batch, real["id"])
+    assert finish.code == store.get_batch(demo_db, batch)["config"]["completion_code"] and finish.answered == 20
 
 
 def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
@@ -375,7 +418,7 @@ def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, ad
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception
-    assert any(w.value.startswith("Left out of the vote: ben (gold accuracy 0%") for w in at.warning)
+    assert any(w.value.startswith("Left out of the vote: ben (0 of ") and "with 95% confidence" in w.value for w in at.warning)
     assert any(c.value.startswith("0 questions where annotators disagree") for c in at.caption)
     at.toggle(key="include_excluded").set_value(True).run()
     assert any(c.value.startswith("30 questions where annotators disagree") for c in at.caption)

@@ -75,11 +75,11 @@ def test_run_is_stamped_with_model_provenance(random_demo_model):
     assert stamp["precision"] == "fp32" and stamp["model_identity"] == random_demo_model.identity
 
 
-def test_missing_weights_offline_give_a_clear_one_line_error(tmp_path):
+def test_missing_weights_offline_give_a_clear_one_line_error(demo_db, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
-    done = subprocess.run(
+    done = subprocess.run(  # a dataset with its images: the weights are what is missing
         [sys.executable, str(REPO / "cli.py"), "score", "demo-sugarcrepe", "--model", "ViT-B-32",
-         "--pretrained", "openai", "--db", str(tmp_path / "f.db")],
+         "--pretrained", "openai", "--db", str(store.location(demo_db))],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
     )
     assert done.returncode == 1

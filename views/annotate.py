@@ -69,9 +69,11 @@ role = st.session_state["role"]
 db = session_db()
 st.html(IMAGE_CSS)
 st.html(KEYBOARD, unsafe_allow_javascript=True)
-st.title(f"Welcome, {text.md(role.name)}")
+crowd_session = "crowd" in st.session_state  # joined through a study link: the participant id stays off the screen
+st.title("Welcome" if crowd_session else f"Welcome, {text.md(role.name)}")
 
-mine = store.annotator_batches(db, role.annotator_id)
+# a crowd participant whose every unit went back to the pool holds no assignment, but still their study
+mine = store.annotator_batches(db, role.annotator_id) or store.joined_studies(db, role.annotator_id)
 if not mine:
     st.info("Nothing is assigned to you yet. Come back to this link when the study owner says so.")
     st.stop()
@@ -102,12 +104,25 @@ def show_notice() -> None:
         {"success": st.success, "info": st.info, "error": st.error}[kind](message)
 
 
+def return_study() -> None:
+    freed = batches.return_study(db, batch_name, role.annotator_id)
+    st.session_state["notice"] = ("info", f"You returned the study; {freed} item{'s' if freed != 1 else ''} went back to the pool.")
+
+
+def return_button() -> None:
+    """Prolific's "return": give the study back (open items go to others now, no code)."""
+    st.button("Return this study", key="return_study", on_click=return_study,
+              help="Stop here without a completion code; your unanswered items go to other participants at once.")
+
+
+if crowd and store.has_returned(db, state.batch["id"], role.annotator_id):
+    show_notice()
+    st.info("You returned this study. Thank you for your time; you may close this tab.")
+    st.stop()
+
 if crowd and not st.session_state.get(f"consent:{batch_name}") and state.done == 0:
     st.subheader("Consent")
-    st.text(
-        "This study asks you to judge images and captions. Your answers are stored with your\n"
-        "participant id and used for research on vision-language benchmarks. You may stop at any time."
-    )
+    st.text(state.batch["config"].get("consent", batches.DEFAULT_CONSENT))
     agreed = st.checkbox("I agree to take part", key="consent_box")
     if st.button("Continue", key="consent", type="primary", disabled=not agreed):
         st.session_state[f"consent:{batch_name}"] = True
@@ -135,14 +150,23 @@ show_notice()
 if item is not None:
     st.caption(f"Practice question {step + 1} of {len(practice)}: not counted")
 else:
-    st.progress(state.done / state.assigned, text=f"{state.done} of {state.assigned} done")
+    # a crowd participant is dealt a few items at a time: progress counts against all they are to answer
+    total = (store.crowd_quota(db, state.batch["id"], role.annotator_id) or state.assigned) if crowd else state.assigned
+    st.progress(min(1.0, state.done / max(total, 1)), text=f"{state.done} of {total} done")
 if task is None:
     if crowd:  # a completion code is what a crowd platform asks for, and only for complete work
+        if store.has_returned(db, state.batch["id"], role.annotator_id):
+            st.info("You returned this study. Thank you for your time; you may close this tab.")
+            st.stop()
         finish = batches.finish_crowd(db, batch_name, role.annotator_id)
         if finish.dealt:
             st.session_state["notice"] = ("info", finish.sentence())
             st.rerun()
         (st.success if finish.code and finish.passed else st.warning)(finish.sentence())
+        if finish.completion_url:
+            st.link_button("Complete the study on Prolific", finish.completion_url, type="primary")
+        else:
+            return_button()
         st.stop()
     waiting = [name for name, row in progress_of.items() if name != batch_name and (row["done"] or 0) < row["assigned"]]
     if not waiting:
@@ -180,7 +204,7 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
         st.session_state["notice"] = ("error", f"Not stored. {error}")
         return
     st.session_state["notice"] = (
-        ("success", "Saved. Here is your next item.") if fresh
+        ("success", "Saved.") if fresh
         else ("info", "That item was already answered (a second press, or another tab): nothing was stored twice.")
     )
 
@@ -241,6 +265,8 @@ else:  # several images (or none): the text first, then the images side by side
     draw_answers(task)
 with st.expander("Instructions"):
     st.text(state.batch["config"]["instructions"])
+if crowd and item is None:
+    return_button()
 
 if item is None:  # after the page is drawn: the next items' images are resized while the annotator reads
     batches.prefetch_images(db, role.annotator_id, batch_name)

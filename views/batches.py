@@ -59,9 +59,14 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         crowd = st.checkbox("Crowd study link (workers join with their Prolific id)", key="new_crowd")
         per_worker = st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
         cap = st.number_input("Participants at most (0: just enough to cover every item)", min_value=0, value=0, key="new_cap") if crowd else 0
+        study: dict = {}
+        if crowd:
+            study["consent"] = st.text_area("Consent a participant agrees to", batches.DEFAULT_CONSENT, key="new_consent")
+            study["completion_url"] = st.text_input("Completion URL ({code} becomes the study's code)", batches.PROLIFIC_COMPLETION_URL, key="new_completion_url")
+            study["idle_minutes"] = st.number_input("No-show minutes (unopened items of an idle participant go back)", min_value=1.0, value=5.0, key="new_no_show")
         spec = batches.BatchSpec(
             dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold_share),
-            crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None,
+            crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None, **study,
         )
         st.text_input("App address the links start with", DETECTED_ADDRESS, key="base_url",
                       help="Detected from the address you opened this page at; behind a proxy, set $FOIL_BASE_URL or type the address annotators reach.")
@@ -211,8 +216,8 @@ if "crowd_token" in batch_row["config"]:
     config = batch_row["config"]
     st.text(
         f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
-        f"{config.get('joins_per_minute', 20)} may join per minute; units of a participant idle for "
-        f"{config.get('idle_minutes', 15)} minutes go back to the pool."
+        f"{config.get('joins_per_minute', 20)} may join per minute; each holds at most {config.get('window', 2)} unanswered "
+        f"items at a time; the unopened items of a participant idle for {config.get('idle_minutes', 15):g} minutes go back to the pool."
     )
     if joins:
         st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")

@@ -346,6 +346,31 @@ def record_join(db: sqlite_utils.Database, batch_id: int, annotator_id: int, ext
         [batch_id, annotator_id, external_id, _now(), quota])
 
 
+def joined_studies(db: sqlite_utils.Database, annotator_id: int) -> list[dict[str, Any]]:
+    """The crowd studies a participant joined, shaped as `annotator_batches` rows (their progress
+    counts their assignments now, 0 when every unit went back to the pool)."""
+    return list(db.query(
+        "SELECT b.id, b.name, b.task, b.config,"
+        " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id) AS assigned,"
+        f" (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id AND {_ANSWERED} = 1) AS done"
+        " FROM crowd_joins j JOIN batches b ON b.id = j.batch_id WHERE j.annotator_id = ? ORDER BY b.id", [annotator_id]))
+
+
+def return_study(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> int:
+    """A participant returns a crowd study: their unanswered units go back to the pool now and
+    they are marked as returned; return how many units went back."""
+    with transaction(db):
+        freed = db.execute(f"DELETE FROM assignments AS a WHERE batch_id = ? AND annotator_id = ? AND {_OPEN}", [batch_id, annotator_id]).rowcount
+        db.execute("UPDATE crowd_joins SET returned_at = ? WHERE batch_id = ? AND annotator_id = ?", [_now(), batch_id, annotator_id])
+    return int(freed)
+
+
+def has_returned(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> bool:
+    """Whether a participant returned the study."""
+    row = db.execute("SELECT returned_at FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
+    return bool(row and row[0])
+
+
 def crowd_quota(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> int | None:
     """The units a participant must answer for their completion code; None if they never joined."""
     row = db.execute("SELECT quota FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
@@ -355,6 +380,13 @@ def crowd_quota(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> 
 def joins_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
     """How many participants joined a crowd study at or after `since`."""
     return int(db.execute("SELECT COUNT(*) FROM crowd_joins WHERE batch_id = ? AND joined_at >= ?", [batch_id, since]).fetchone()[0])
+
+
+def open_units(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> tuple[int, int]:
+    """(unanswered, all) assignments a participant holds in a batch: read on every draw, indexed."""
+    row = db.execute(f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END), 0) FROM assignments AS a"
+                     " WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
+    return int(row[1]), int(row[0])
 
 
 def participants_holding_work(db: sqlite_utils.Database, batch_id: int) -> int:

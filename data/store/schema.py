@@ -243,6 +243,12 @@ def _m0011_crowd_quota(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0012_returned_studies(db: sqlite_utils.Database) -> None:
+    # A participant who returns a crowd study (Prolific's word) gives back their open units at
+    # once and takes no more.
+    db.executescript("ALTER TABLE crowd_joins ADD COLUMN returned_at TEXT;")
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -272,6 +278,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0009_hashed_tokens", _m0009_hashed_tokens),
     ("0010_answered_assignments", _m0010_answered_assignments),
     ("0011_crowd_quota", _m0011_crowd_quota),
+    ("0012_returned_studies", _m0012_returned_studies),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
