@@ -394,6 +394,28 @@ def test_crowd_session_consent_practice_annotation_and_code(app_db):
         _answer_on_page(at)
     config = store.get_batch(app_db, created["batch"])["config"]
     assert any(config["completion_code"] in s.value for s in at.success)
+    assert not any(s.value.startswith("Saved.") and "All done" in s.value for s in at.success)
+
+
+def test_a_participant_returns_the_study_from_the_page(app_db):
+    created = make_crowd_batch(app_db, n=6, overlap=1, per_worker=4)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params.update({"study": token, "PROLIFIC_PID": pid(77), "STUDY_ID": "s1", "SESSION_ID": "x"})
+    at.run()
+    at.checkbox(key="consent_box").check().run()
+    at.button(key="consent").click().run()
+    at.button(key="start").click().run()
+    for _ in range(2):  # the practice questions
+        _answer_on_page(at)
+    _answer_on_page(at)  # one real answer
+    at.button(key="return_study").click().run()
+    assert not at.exception and any("returned" in m.value for m in at.info)
+    batch = store.get_batch(app_db, created["batch"])
+    worker = store.annotator_by_name(app_db, f"crowd-{pid(77)}")
+    held = [a for a in store.batch_assignments(app_db, batch["id"]) if a["annotator_id"] == worker["id"]]
+    assert [a["done"] for a in held] == [1] and store.has_returned(app_db, batch["id"], worker["id"])
+    assert not any(batch["config"]["completion_code"] in m.value for m in [*at.success, *at.info, *at.warning])
 
 
 def test_failing_gold_checks_get_the_screen_out_code(db):
