@@ -458,16 +458,6 @@ def _task_seed(batch: store.BatchRow, annotator_id: int) -> str:
     return f"{batch['config']['seed']}:{annotator_id}"
 
 
-def prefetch_images(db: sqlite_utils.Database, annotator_id: int, batch_name: str, ahead: int = 2) -> int:
-    """Make the thumbnails of the annotator's next `ahead` items after the current one, so the next
-    answer shows its images without resizing them first; returns how many images are ready."""
-    batch = store.get_batch(db, batch_name)
-    following = store.unanswered_assignments(db, annotator_id, batch["id"], limit=ahead + 1)[1:]
-    items = store.items_by_id(db, [a["item_id"] for a in following])
-    tasks = [build_task(batch["task"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id)) for a in following]
-    return sum(path is not None for task in tasks for _, path in task_images(db, batch, task))
-
-
 def task_images(db: sqlite_utils.Database, batch: store.BatchRow, task: Task) -> list[tuple[str, Path | None]]:
     """The task's images as cached thumbnails of the files under the dataset's image root
     (None where a file is missing or unreadable)."""
@@ -481,7 +471,7 @@ def task_images(db: sqlite_utils.Database, batch: store.BatchRow, task: Task) ->
 
 def submit_answer(
     db: sqlite_utils.Database, annotator_id: int, batch_name: str, task: Task, answer: dict[str, Any],
-    *, flags: list[str] | None = None, comment: str = "", min_seconds: float = 0.0,
+    *, flags: list[str] | None = None, comment: str = "", min_seconds: float = 0.0, require_shown: bool = False,
 ) -> bool:
     """Store one answer to the item `task` was built for; True if stored now, False if that item
     already had this annotator's answer (nothing is stored twice).
@@ -496,7 +486,23 @@ def submit_answer(
         batch["id"], task.item_id, task.part, annotator_id, task.type, clean, list(task.displayed_order),
         sorted(flags or []), comment.strip(),
     )
-    return store.save_label(db, label, min_seconds=min_seconds)[1]
+    return store.save_label(db, label, min_seconds=min_seconds, require_shown=require_shown)[1]
+
+
+def mark_shown(db: sqlite_utils.Database, annotator_id: int, batch_name: str, item_id: int, part: int) -> bool:
+    """The annotator's browser reports the whole item (every caption and image) on screen: the
+    reading clock starts now (`submit_answer(..., require_shown=True)` counts from here)."""
+    return store.mark_shown(db, store.get_batch(db, batch_name)["id"], item_id, part, annotator_id)
+
+
+def upcoming_images(db: sqlite_utils.Database, annotator_id: int, batch_name: str, ahead: int = 2) -> list[Path]:
+    """The image files (thumbnails) of the annotator's next `ahead` items after the current one,
+    for the browser to decode before they are needed."""
+    batch = store.get_batch(db, batch_name)
+    following = store.unanswered_assignments(db, annotator_id, batch["id"], limit=ahead + 1)[1:]
+    items = store.items_by_id(db, [a["item_id"] for a in following])
+    tasks = [build_task(batch["task"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id)) for a in following]
+    return [path for task in tasks for _, path in task_images(db, batch, task) if path is not None]
 
 
 # --- admin views -------------------------------------------------------------------------------

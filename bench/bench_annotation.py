@@ -19,9 +19,12 @@ at an item for `--reading` seconds (default 0.6: the page refuses answers sooner
 no person can be faster), then answers; `--reading 0` (with the minimum off) measures the
 server saturated, answers back to back.
 
-Browser: Debian's Chromium against a real Streamlit server, one annotator, validate_negative;
-from the key press (keydown, in the page) to the next item's caption drawn (a MutationObserver
-in the page), over `--browser-items` items. Figures are percentiles of one run on one machine.
+Browser: Debian's Chromium against a real Streamlit server, one annotator, validate_negative on
+generated 640x480 JPEGs of about 100 KB (COCO's size, `data.demo_photos`); from the key press
+(keydown, in the page) to the first animation frame showing the whole next item with every image
+decoded, over `--browser-items` items, and the frames on which two items' stimuli (or an image
+not yet decoded) were on screen (`tests.browser_support.WATCH_ITEMS`). Figures are percentiles of
+one run on one machine.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def worker(path: Path | str, annotator_id: int, batch_name: str, start: threadin
             began = time.perf_counter()
             stored = batches.submit_answer(db, annotator_id, batch_name, state.task, ANSWER)
             submitted = time.perf_counter() - began
-            batches.prefetch_images(db, annotator_id, batch_name)
+            batches.upcoming_images(db, annotator_id, batch_name)
             with out.lock:
                 out.get_next.append(fetched)
                 out.submit.append(submitted)
@@ -200,29 +203,18 @@ def compare_engines(path: Path, folder: Path, workers: list[int], answers: int, 
         server.stop()
 
 
-# Installed in the page: the time from a key press to the next item's caption on screen.
-MEASURE = """() => {
-  window.__roundTrips = [];
-  const progress = () => { const el = [...document.querySelectorAll('[data-testid="stProgress"] p, [data-testid="stProgress"] div')].find((n) => /^\\d+ of \\d+ done$/.test(n.innerText || "")); return el ? Number(el.innerText.split(" ")[0]) : null; };
-  const caption = () => { const el = [...document.querySelectorAll('[data-testid="stText"]')].find((n) => (n.innerText || "").startsWith("altered caption: ")); return el ? el.innerText : null; };
-  let pressed = null;
-  window.addEventListener("keydown", (event) => { if (event.key === "1" && !event.repeat) pressed = {at: performance.now(), done: progress(), caption: caption()}; }, true);
-  new MutationObserver(() => {
-    if (!pressed) return;
-    const done = progress(), shown = caption();
-    if (done !== null && done > pressed.done && shown && shown !== pressed.caption) { window.__roundTrips.push(performance.now() - pressed.at); pressed = null; }
-  }).observe(document.body, {subtree: true, childList: true, characterData: true});
-}"""
-
-
-def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) -> list[float]:
-    """Seconds from each key press to the next item drawn, for one annotator in Chromium."""
+def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) -> tuple[list[float], dict]:
+    """Seconds from each key press to the next whole item on screen (every caption and image, the
+    images decoded), for one annotator in Chromium on 640x480 JPEGs as COCO's; and the frame
+    counts of `WATCH_ITEMS` (screens with two items' stimuli, or an image not yet decoded)."""
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.browser_support import focus_page, launch, start_queue, streamlit_server, wait_idle
+    from data.demo_photos import photo_dataset
+    from tests.browser_support import WATCH_ITEMS, focus_page, launch, start_queue, streamlit_server, wait_idle
 
     db = store.open_db(path)
-    created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", ("browser",), 1, n_items + 1, seed=1, name="browser-round-trip"))
+    photo_dataset(db, folder / "photos", n_items + 1)
+    created = batches.create_batch(db, batches.BatchSpec("photos", "validate_negative", ("browser",), 1, n_items + 1, seed=1, name="browser-round-trip"))
     token = created["annotators"][0]["token"]
     with streamlit_server(path, folder / "streamlit.log") as base, sync_playwright() as playwright:
         browser = launch(playwright)
@@ -230,16 +222,17 @@ def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) ->
         page.goto(f"{base}/?token={token}")
         start_queue(page, expect)
         wait_idle(page, expect)
-        page.evaluate(MEASURE)
+        page.evaluate(WATCH_ITEMS)
+        page.wait_for_function("window.__items.shown.length > 0", timeout=30_000)
         for answered in range(n_items):
             page.wait_for_timeout(reading_ms)
             wait_idle(page, expect)
             focus_page(page)
             page.keyboard.press("1")
-            page.wait_for_function(f"window.__roundTrips.length > {answered}", timeout=30_000)
-        seconds = [ms / 1000 for ms in page.evaluate("window.__roundTrips")]
+            page.wait_for_function(f"window.__items.swaps.length > {answered}", timeout=30_000)
+        frames = page.evaluate("window.__items")
         browser.close()
-    return seconds
+    return [ms / 1000 for ms in frames["swaps"]], frames
 
 
 def main() -> int:
@@ -267,8 +260,10 @@ def main() -> int:
     if args.engine_workers:
         compare_engines(path, folder, args.engine_workers, args.answers, args.reading[0])
     if not args.no_browser and not args.engines_only:
-        seconds = round_trip(path, folder, args.browser_items)
-        say(f"browser round trip (key press -> next item drawn), {len(seconds)} items: {percentiles(seconds)}")
+        seconds, frames = round_trip(path, folder, args.browser_items)
+        say(f"browser: key press -> whole next item on screen (640x480 JPEGs, images decoded), {len(seconds)} items: {percentiles(seconds)}")
+        say(f"browser: {frames['frames']} frames watched; with two items' stimuli at once: {frames['mixed']}; "
+            f"with an image not yet decoded: {frames['partial']}")
     return 0
 
 

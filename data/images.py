@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import os
@@ -132,6 +133,12 @@ def _thumbnail_of_version(path: Path, size: int, mtime_ns: int, cache_dir: Path,
     except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError):
         return None
     return target
+
+
+def data_uri(path: Path) -> str:
+    """An image file as a `data:` URI, for a page that must have every byte before it shows anything."""
+    kind = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".gif": "gif", ".webp": "webp"}.get(path.suffix.lower(), "jpeg")
+    return f"data:image/{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
 def existing_image(root: Path | None, reference: str) -> Path | None:

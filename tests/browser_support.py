@@ -121,3 +121,32 @@ def start_queue(page, expect) -> None:
     wait_idle(page, expect)
     if start.is_visible():
         start.click()
+
+
+# Installed in an annotator's page: every animation frame, is more than one item's stimuli on
+# screen (or a caption outside the stimulus block), is the block shown with an image not yet
+# decoded, and, after a digit key, how long until the next whole item is on screen.
+WATCH_ITEMS = """() => {
+  const f = window.__items = {frames: 0, mixed: 0, partial: 0, shown: [], swaps: []};
+  let pressedAt = null, current = null;
+  window.addEventListener("keydown", (event) => { if (/^[1-9]$/.test(event.key) && !event.repeat && pressedAt === null) pressedAt = performance.now(); }, true);
+  const loose = () => [...document.querySelectorAll('[data-testid="stText"], [data-testid="stImage"]')]
+    .some((node) => /caption: /.test(node.innerText || "") || node.querySelector("img"));
+  const tick = () => {
+    f.frames++;
+    const blocks = [...document.querySelectorAll(".stimulus")];
+    if (blocks.length > 1 || (blocks.length && loose())) f.mixed++;
+    const block = blocks[0];
+    if (block) {
+      const whole = [...block.querySelectorAll("img")].every((img) => img.complete && img.naturalWidth > 0);
+      if (!whole) f.partial++;
+      if (whole && block.dataset.item !== current) {
+        current = block.dataset.item;
+        f.shown.push(current);
+        if (pressedAt !== null) { f.swaps.push(performance.now() - pressedAt); pressedAt = null; }
+      }
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}"""

@@ -474,7 +474,7 @@ def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
     created = batches.create_batch(db, batches.BatchSpec("large-images", "validate_negative", ("ada",), 1, seed=1))
     ada = store.ensure_annotator(db, "ada")["id"]
     current = batches.draw(db, ada, created["batch"]).task
-    assert batches.prefetch_images(db, ada, created["batch"]) == 2
+    assert len(batches.upcoming_images(db, ada, created["batch"])) == 2
     made = {p.name for p in thumbnail_dir(tmp_path / "foil.db").glob("*.jpg")}
     assert len(made) == 2  # the two following items, not the current one (it was shown already)
     shown = batches.task_images(db, store.get_batch(db, created["batch"]), current)

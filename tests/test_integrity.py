@@ -465,3 +465,35 @@ def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
     assert sorted(report["by_question"]) == ["rank_0", "rank_1", "rank_2"]
     assert report["krippendorff_alpha"] == pytest.approx(expected["krippendorff_alpha"]) and report["level"] == "ordinal"
     assert report["n_items"] == 45 and all(part["n_items"] == 15 for part in report["by_question"].values())
+
+
+# --- the reading clock starts when the browser has the whole item on screen -------------------------
+
+
+@pytest.mark.both_engines
+def test_an_answer_before_the_item_is_reported_shown_or_too_soon_after_is_refused(demo_db):
+    batch = make(demo_db, task="validate_negative", n=4, overlap=1, annotators=("ada",))
+    ada = store.annotator_by_name(demo_db, "ada")["id"]
+    state = batches.draw(demo_db, ada, batch)
+    with pytest.raises(store.LabelRefused, match="had not finished appearing"):
+        batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), min_seconds=0.5, require_shown=True)
+    assert batches.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
+    assert not batches.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)  # once: a rerun does not restart the clock
+    with pytest.raises(store.LabelRefused, match="too briefly"):
+        batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), min_seconds=30, require_shown=True)
+    assert batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), min_seconds=0.0, require_shown=True)
+    assert labels_of(demo_db, batch)[0]["started_at"] >= demo_db.execute("SELECT opened_at FROM assignments WHERE item_id = ? AND annotator_id = ?",
+                                                                          [state.task.item_id, ada]).fetchone()[0]
+
+
+@pytest.mark.both_engines
+def test_a_reassigned_item_starts_its_lease_and_clocks_anew(demo_db):
+    batch = make(demo_db, task="validate_negative", n=4, overlap=1, annotators=("ada", "ben"))
+    ada, ben = (store.annotator_by_name(demo_db, n)["id"] for n in ("ada", "ben"))
+    state = batches.draw(demo_db, ada, batch)
+    batches.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    assert batches.reassign_stale(demo_db, batch, now=later) == 1
+    row = demo_db.execute("SELECT annotator_id, opened_at, shown_at FROM assignments WHERE item_id = ? AND batch_id = ?",
+                          [state.task.item_id, store.get_batch(demo_db, batch)["id"]]).fetchone()
+    assert tuple(row) == (ben, None, None)  # ben's lease and reading clock start when he sees it, not at ada's times

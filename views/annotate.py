@@ -15,6 +15,7 @@ from annotate import batches
 from annotate.task_types import Task, TaskError, is_correct
 from data import store, text
 from views.session import session_db
+from views.stimulus import show_stimulus, shown_key
 
 # Images never push the answers below the fold: capped to a share of the window's height.
 IMAGE_CSS = """<style>
@@ -97,8 +98,9 @@ crowd = "crowd_token" in state.batch["config"]
 
 
 def show_notice() -> None:
-    """What happened to the last answer (stored, already stored, refused), said once."""
-    notice = st.session_state.pop("notice", None)
+    """What happened to the last answer (stored, already stored, refused), until the next one:
+    the rerun the browser causes when it reports the item shown must not wipe a refusal away."""
+    notice = st.session_state.get("notice")
     if notice:
         kind, message = notice
         {"success": st.success, "info": st.info, "error": st.error}[kind](message)
@@ -195,10 +197,11 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
         return
     key = widget_key(task)
     flags, comment = st.session_state.get(f"flags:{key}") or [], st.session_state.get(f"comment:{key}", "")
+    min_seconds = float(state.batch["config"].get("min_seconds", batches.MIN_SECONDS))
     try:
         fresh = batches.submit_answer(
             db, role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment,
-            min_seconds=float(state.batch["config"].get("min_seconds", batches.MIN_SECONDS)),
+            min_seconds=min_seconds, require_shown=min_seconds > 0,  # a batch with a reading time counts it from the whole item on screen
         )
     except (TaskError, store.StoreError) as error:
         st.session_state["notice"] = ("error", f"Not stored. {error}")
@@ -216,18 +219,18 @@ def record_form(task: Task, labels_to_values: dict[str, str], practice_item: dic
     record(task, chosen, practice_item)
 
 
-def draw_images(task: Task) -> None:
-    images = batches.task_images(db, state.batch, task)
-    for column, (label, path) in zip(st.columns(max(len(images), 1)), images):
-        if path is None:
-            column.warning(f"{label}: image missing or unreadable")
-        else:
-            column.image(str(path), caption=label, width="stretch")
+def shown() -> None:
+    """The browser reports the whole item on screen (every caption and image): its reading clock starts now."""
+    key = shown_key()
+    if key:
+        item_id, part = map(int, key.split(":"))
+        batches.mark_shown(db, role.annotator_id, batch_name, item_id, part)  # a practice item matches no assignment
 
 
-def draw_captions(task: Task) -> None:
-    for role_name, caption in task.captions:
-        st.text(f"{role_name}: {caption}")  # plain text, never markup
+def draw_stimulus(task: Task) -> None:
+    """Captions and images as one block that appears whole (the next items' images decoded ahead)."""
+    ahead = batches.upcoming_images(db, role.annotator_id, batch_name) if item is None else []
+    show_stimulus(task, batches.task_images(db, state.batch, task), ahead, on_shown=shown)
 
 
 def draw_answers(task: Task) -> None:
@@ -252,21 +255,9 @@ def draw_answers(task: Task) -> None:
 
 
 st.subheader(task.prompt)
-if len(task.images) == 1:  # one image: image on the left, text and answers beside it
-    left, right = st.columns([2, 3])
-    with left:
-        draw_images(task)
-    with right:
-        draw_captions(task)
-        draw_answers(task)
-else:  # several images (or none): the text first, then the images side by side
-    draw_captions(task)
-    draw_images(task)
-    draw_answers(task)
+draw_stimulus(task)
+draw_answers(task)
 with st.expander("Instructions"):
     st.text(state.batch["config"]["instructions"])
 if crowd and item is None:
     return_button()
-
-if item is None:  # after the page is drawn: the next items' images are resized while the annotator reads
-    batches.prefetch_images(db, role.annotator_id, batch_name)

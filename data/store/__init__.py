@@ -78,6 +78,7 @@ from data.store.annotation import (
     participants_holding_work,
     crowd_quota,
     record_join,
+    mark_shown,
     joined_studies,
     return_study,
     has_returned,

@@ -181,20 +181,21 @@ class LabelWrite:
     comment: str
 
 
-def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: float = 0.0) -> tuple[int, bool]:
+def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: float = 0.0, require_shown: bool = False) -> tuple[int, bool]:
     """Store an answer once: (label id, newly stored). A resubmission keeps the first answer.
 
     Checked inside the write transaction, so no lease reassignment can slip in between: the
-    assignment must be this annotator's, its item drawn for them (``opened_at``) at least
-    `min_seconds` ago. Anything else raises LabelRefused and nothing is written. The item timer
-    runs from the first draw.
+    assignment must be this annotator's, its item drawn for them (``opened_at``) and, with
+    `require_shown`, reported whole on their screen by their browser (``shown_at``), at least
+    `min_seconds` before. Anything else raises LabelRefused and nothing is written. The item
+    timer runs from the moment the item was on screen (``shown_at``), else from the first draw.
     """
     key = [label.batch_id, label.item_id, label.part, label.annotator_id]
     # The assignment's row stays locked to the end: a second submission, a lease reassignment
     # (`move_assignment`) or a return to the pool (`delete_assignment`) waits, then sees the label.
     with transaction(db, row_locks=True):
         assignment = db.execute(
-            "SELECT opened_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
+            "SELECT opened_at, shown_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
             + dialect.for_update(db), key).fetchone()
         if assignment is None:
             raise LabelRefused("not_in_queue", "This item is not in your queue (any more): its lease may have run out and "
@@ -202,11 +203,15 @@ def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: flo
         stored = db.execute("SELECT id FROM labels WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?", key).fetchone()
         if stored is not None:
             return int(stored[0]), False
-        opened_at = assignment[0]
+        opened_at, shown_at = assignment
         if opened_at is None:
             raise LabelRefused("not_opened", "This item was not shown to you yet. Your answer was not stored.")
+        if require_shown and shown_at is None:
+            raise LabelRefused("not_shown", "This item had not finished appearing on your screen (its images were still "
+                               "loading). Your answer was not stored: look at the item, then answer.")
+        started = shown_at or opened_at
         submitted = _now()
-        seconds = _seconds_between(opened_at, submitted)
+        seconds = _seconds_between(started, submitted)
         if seconds is not None and seconds < min_seconds:
             raise LabelRefused("too_fast", f"This item was on screen for only {seconds:.2f} s, too briefly to be read "
                                "(a key held down or pressed twice?). Your answer was not stored: look, then answer.")
@@ -214,8 +219,17 @@ def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: flo
             "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
             " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             [*key, label.task, json.dumps(label.answer), json.dumps(label.displayed_order), json.dumps(label.flags),
-             label.comment, opened_at, submitted, seconds]).fetchone()[0]
+             label.comment, started, submitted, seconds]).fetchone()[0]
     return int(label_id), True
+
+
+def mark_shown(db: sqlite_utils.Database, batch_id: int, item_id: int, part: int, annotator_id: int) -> bool:
+    """Record that the annotator's browser has the whole item on screen (once, while it is
+    drawn and unanswered); False when it was already marked, or is not theirs to answer now."""
+    with transaction(db):
+        return db.execute(
+            f"UPDATE assignments AS a SET shown_at = ? WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
+            f" AND opened_at IS NOT NULL AND shown_at IS NULL AND {_OPEN}", [_now(), batch_id, item_id, part, annotator_id]).rowcount == 1
 
 
 def _seconds_between(started: str | None, submitted: str) -> float | None:
@@ -320,7 +334,7 @@ def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id:
     """Give an assignment still unanswered to another annotator, at `position` in their queue,
     unopened; False when it was answered meanwhile and stays."""
     return db.execute(
-        f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
+        f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
         [annotator_id, position, _now(), assignment_id]).rowcount == 1
 
 

@@ -249,6 +249,12 @@ def _m0012_returned_studies(db: sqlite_utils.Database) -> None:
     db.executescript("ALTER TABLE crowd_joins ADD COLUMN returned_at TEXT;")
 
 
+def _m0013_shown_at(db: sqlite_utils.Database) -> None:
+    # When the annotator's browser reported the whole item on screen (every caption and image):
+    # the reading clock starts there, not when the server drew the item.
+    db.executescript("ALTER TABLE assignments ADD COLUMN shown_at TEXT;")
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -279,6 +285,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0010_answered_assignments", _m0010_answered_assignments),
     ("0011_crowd_quota", _m0011_crowd_quota),
     ("0012_returned_studies", _m0012_returned_studies),
+    ("0013_shown_at", _m0013_shown_at),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
