@@ -51,7 +51,7 @@ DEFAULT_CONSENT = ("This study asks you to judge images and captions. Your answe
                    "used for research on vision-language benchmarks. You may stop at any time.")
 PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"  # Prolific's completion link
 AGREEMENT_BOOTSTRAP, AGREEMENT_SEED = 1000, 0  # behind every agreement interval, wherever it is shown
-MIN_SECONDS = 0.5  # an answer sooner than this after its item was drawn is refused (a held or doubled key)
+MIN_SECONDS = 0.5  # an answer sooner than this after the whole item was on screen is refused (a held or doubled key)
 
 
 class BatchError(store.StoreError):

@@ -146,3 +146,12 @@ def visit_admin_pages(open_page, db_file: Path, also=None) -> list[tuple[str, st
                 also(page, dataset, at)
             visited.append((page, dataset))
     return visited
+
+
+def stimulus_captions(at) -> list[tuple[str, str]]:
+    """(role, caption) of the item an AppTest page drew in its stimulus block (the component's data:
+    AppTest runs no JavaScript, so the captions are read where the page put them)."""
+    import json
+
+    blocks = at.get("bidi_component")
+    return [tuple(c) for block in blocks if block.proto.component_name == "foil_stimulus" for c in json.loads(block.proto.json)["captions"]]

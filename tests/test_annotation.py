@@ -373,17 +373,28 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
         batches.join_crowd(db, "forged", pid(9))
 
 
-def test_crowd_session_consent_practice_annotation_and_code(app_db):
-    created = make_crowd_batch(app_db, n=4, overlap=1, per_worker=4)
+def open_study(created: dict, participant: str, checks=None) -> AppTest:
+    """A participant follows the study link, consents and presses Start (`checks(at)` on the first screen)."""
     token = created["crowd_url"].split("study=")[1].split("&")[0]
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.query_params.update({"study": token, "PROLIFIC_PID": pid(123), "STUDY_ID": "s1", "SESSION_ID": "x"})
+    at.query_params.update({"study": token, "PROLIFIC_PID": participant, "STUDY_ID": "s1", "SESSION_ID": "x"})
     at.run()
-    assert [t.value for t in at.title] == ["Welcome"] and not at.exception  # the participant id stays off the screen
-    assert not any(pid(123) in m.value for m in [*at.markdown, *at.caption, *at.title])
+    if checks:
+        checks(at)
     at.checkbox(key="consent_box").check().run()
     at.button(key="consent").click().run()
     at.button(key="start").click().run()
+    return at
+
+
+def test_crowd_session_consent_practice_annotation_and_code(app_db):
+    created = make_crowd_batch(app_db, n=4, overlap=1, per_worker=4)
+
+    def anonymous(at: AppTest) -> None:  # the participant id stays off the screen
+        assert [t.value for t in at.title] == ["Welcome"] and not at.exception
+        assert not any(pid(123) in m.value for m in [*at.markdown, *at.caption, *at.title])
+
+    at = open_study(created, pid(123), anonymous)
     assert any("Practice question 1 of 2" in c.value for c in at.caption)
     _answer_on_page(at)
     assert any(m.value.startswith("Practice feedback:") for m in at.info)
@@ -399,13 +410,7 @@ def test_crowd_session_consent_practice_annotation_and_code(app_db):
 
 def test_a_participant_returns_the_study_from_the_page(app_db):
     created = make_crowd_batch(app_db, n=6, overlap=1, per_worker=4)
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.query_params.update({"study": token, "PROLIFIC_PID": pid(77), "STUDY_ID": "s1", "SESSION_ID": "x"})
-    at.run()
-    at.checkbox(key="consent_box").check().run()
-    at.button(key="consent").click().run()
-    at.button(key="start").click().run()
+    at = open_study(created, pid(77))
     for _ in range(2):  # the practice questions
         _answer_on_page(at)
     _answer_on_page(at)  # one real answer

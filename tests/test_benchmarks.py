@@ -369,7 +369,7 @@ def test_an_annotator_labels_sugarcrepe_pp_items_in_the_app(task, fixtures, tmp_
     from streamlit.testing.v1 import AppTest
 
     from annotate import batches
-    from tests.conftest import REPO
+    from tests.conftest import REPO, stimulus_captions
     from tests.test_annotation import _answer_on_page
 
     pp = json.loads((fixtures / "sugarcrepe_pp" / "data" / "swap_att.json").read_text())[:3]
@@ -386,7 +386,7 @@ def test_an_annotator_labels_sugarcrepe_pp_items_in_the_app(task, fixtures, tmp_
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["token"] = created["annotators"][0]["token"]
     at.run().button(key="start").click().run()
-    shown = " ".join(t.value for t in at.text) + " ".join(m.value for m in at.markdown)
+    shown = " ".join(caption for _, caption in stimulus_captions(at))  # the item's block (views/stimulus.py) as drawn
     assert not at.exception and any(r["caption"] in shown or r["negative_caption"] in shown for r in pp)
     for _ in range(3):
         _answer_on_page(at)

@@ -146,9 +146,10 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
     ada = store.annotator_by_name(old, "ada")["id"]
     for _ in range(4):
         batches.submit_answer(old, ada, created["batch"], batches.draw(old, ada, created["batch"]).task, {"answer": "unsure"})
-    # back to version 9 (12 and 11 undone first): labels stored, and assignments that know nothing of them
+    # back to version 9 (13, 12 and 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
-        for statement in ("ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
+        for statement in ("ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
+                          "ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
                           "ALTER TABLE crowd_joins DROP COLUMN quota; DELETE FROM schema_migrations WHERE version = 11;"
                           + UNDO_MIGRATION_10[engine] + " DROP INDEX assignments_open; ALTER TABLE assignments DROP COLUMN answered;"
                           " DELETE FROM schema_migrations WHERE version = 10").split(";"):

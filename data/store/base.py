@@ -87,6 +87,13 @@ def transaction(db: sqlite_utils.Database, *, row_locks: bool = False) -> Iterat
     `lock_batch`) passes ``row_locks=True`` and writes beside other such callers.
     """
     conn = db.conn
+    with getattr(conn, "session_lock", None) or nullcontext():  # PostgreSQL: one thread's transaction at a time on a connection
+        with _transaction_on(db, conn, row_locks):
+            yield
+
+
+@contextmanager
+def _transaction_on(db: sqlite_utils.Database, conn: Any, row_locks: bool) -> Iterator[None]:
     if conn.in_transaction:
         name = f"sp_{secrets.token_hex(4)}"
         conn.execute(f"SAVEPOINT {name}")

@@ -11,6 +11,7 @@ engines read. ``PostgresDatabase`` offers the same methods over psycopg, turning
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -50,6 +51,10 @@ class PostgresConnection:
 
     def __init__(self, url: str) -> None:
         self.raw = psycopg.connect(url, autocommit=True)
+        # One browser session's connection can be used by two threads at once (a rerun the
+        # browser asks for while the last one is ending): a transaction and every statement hold
+        # this, so no statement of one thread lands inside, or ends, the other's transaction.
+        self.session_lock = threading.RLock()
 
     @property
     def in_transaction(self) -> bool:
@@ -57,12 +62,13 @@ class PostgresConnection:
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> psycopg.Cursor:
         # without parameters psycopg sends the text as it is (no marks to turn, no % to double)
-        return self.raw.execute(to_psycopg(sql), params) if params else self.raw.execute(sql)
+        with self.session_lock:
+            return self.raw.execute(to_psycopg(sql), params) if params else self.raw.execute(sql)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = list(rows)
         if rows:
-            with self.raw.cursor() as cursor:
+            with self.session_lock, self.raw.cursor() as cursor:
                 cursor.executemany(to_psycopg(sql), rows)
 
     def commit(self) -> None:
