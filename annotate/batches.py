@@ -509,7 +509,8 @@ def upcoming_images(db: sqlite_utils.Database, annotator_id: int, batch_name: st
 
 
 def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
-    """Per annotator: done, remaining, median seconds per item, gold accuracy and whether the
+    """Per annotator: done, remaining, median seconds per item (people's answers, not simulated
+    ones), gold accuracy and whether the
     gold answers screen them out (`annotate.gold`'s rule)."""
     batch = store.get_batch(db, batch_name)
     assignments = store.batch_assignments(db, batch["id"])
@@ -519,7 +520,7 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
     for name in sorted({a["annotator"] for a in assignments}):
         mine = [a for a in assignments if a["annotator"] == name]
         answered = [lab for lab in labels if lab["annotator"] == name]
-        seconds = [lab["seconds"] for lab in answered if lab["seconds"] is not None]
+        seconds = [lab["seconds"] for lab in answered if lab["seconds"] is not None and SIMULATED not in (lab["flags"] or [])]  # a person's time only
         gold = [is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"]) for lab in answered if lab["is_gold"]]
         gold = [g for g in gold if g is not None]
         rows.append({

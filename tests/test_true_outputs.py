@@ -67,6 +67,7 @@ def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
     assert f"each annotator labelled {text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items" in paragraph
     assert f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph  # and so no person's time is claimed
     assert "Median time per item" not in paragraph
+    assert all(row["median_seconds"] is None for row in batches.batch_progress(demo_db, name))  # nor on the progress table
 
 
 def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
