@@ -28,6 +28,7 @@ if study and worker and "token" not in st.session_state:
         st.session_state["crowd"] = {k: st.query_params.get(k) for k in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")}
     except batches.BatchError as error:
         st.error(str(error))
+        st.stop()  # a participant is told why, and not shown the admin's sign-in form
 
 # Query parameters are dropped when st.navigation switches pages: keep the token in the
 # session and put it back on every rerun so that a reload of any page still carries it.
@@ -57,4 +58,7 @@ elif role.kind == "annotator":
 else:
     pages = [st.Page("views/sign_in.py", title="Sign in", icon=":material/key:", default=True)]
 
-st.navigation(pages).run()
+navigation = st.navigation(pages)
+st.sidebar.markdown("**Foil Studio**")
+st.sidebar.caption("Annotate, score and inspect vision-language compositionality benchmarks. README.md in the checkout has every command.")
+navigation.run()

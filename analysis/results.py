@@ -363,6 +363,14 @@ def runs_overview(runs: list[dict[str, Any]], summaries: Mapping[str, dict[str, 
     return [{**run, **summaries[run["run"]].get("metrics", summaries[run["run"]])} for run in runs]
 
 
+RUN_COLUMNS = ("run", "dataset", "model", "pretrained", "kind", "precision", "n_items", "note")  # `runs_overview`'s columns that are not metrics
+
+
+def overview_metrics(row: Mapping[str, Any]) -> list[str]:
+    """The headline metrics of a `runs_overview` row (not its descriptive columns, means or counts)."""
+    return [k for k in row if k not in RUN_COLUMNS and not k.startswith(("mean_", "n_"))]
+
+
 def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key: str, level: str = "category") -> list[dict[str, Any]]:
     """Per category (or per `level` = "type", BiVLC's types) and overall, the metric `key` of
     each run with its 95% interval and, for runs of scores, the number of tied comparisons."""

@@ -504,3 +504,13 @@ def test_a_finished_lab_batch_leads_to_the_next_one_without_a_completion_code(ap
         answer_next(app_db, "lena", second["batch"])
     at.run()
     assert any(s.value == "All done, thank you. You may close this tab." for s in at.success)
+
+
+def test_a_bad_participant_id_is_told_why_without_the_admin_sign_in_form(app_db):
+    created = make_crowd_batch(app_db, n=4, overlap=1, per_worker=2)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params.update({"study": token, "PROLIFIC_PID": "not-an-id", "STUDY_ID": "s1", "SESSION_ID": "x"})
+    at.run()
+    assert not at.exception and any("valid participant id" in e.value for e in at.error)
+    assert len(at.text_input) == 0  # no token form: a participant has nothing to sign in with

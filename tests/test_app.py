@@ -108,14 +108,18 @@ def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixt
     at.button(key="import").click().run()
     assert not at.exception
     assert any(s.value.startswith("sugarcrepe-real: 7511 new of 7511 items") for s in at.success)
+    assert at.selectbox(key="dataset").value == "sugarcrepe-real"  # the page opens on the new dataset
     assert at.dataframe[0].value.set_index("dataset").loc["sugarcrepe-real", "items"] == 7511
     bad = tmp_path / "swap_att.json"
     bad.write_text('{"7": {"filename": "a.jpg", "caption": "a cat"}}')
     at.text_input(key="import_path").set_value(str(bad)).run()
     at.text_input(key="import_name").set_value("broken").run()
     at.button(key="import").click().run()
-    assert not at.exception and any("swap_att.json, row 7" in e.value and "negative_caption" in e.value for e in at.error)
+    assert not at.exception and any(e.value.startswith("Nothing was imported") for e in at.error)
+    shown = [c.value for c in at.code if "swap_att.json, row 7" in c.value]  # exact text, copyable: no invisible joiners
+    assert shown and "negative_caption" in shown[0] and "\u2060" not in shown[0] and str(bad) in shown[0]
     assert "broken" not in store.dataset_names(demo_db)
+    assert not at.get("progress")  # no half-full bar left under the error
 
 
 def test_a_broken_image_file_is_named_not_a_crash(app, demo_db, tmp_path):

@@ -22,6 +22,9 @@ GRID_PAGE_SIZE = 24
 db_file = paths.db_path()
 db = session_db()
 st.title("Datasets")
+st.caption("Foil Studio keeps benchmarks, model runs, annotation batches and hackability audits in one store. "
+           "Start here: browse a dataset's items below; then **Model scores** for how models do, **Annotation batches** "
+           "to have people check the negatives, **Hackability audit** for what captions alone give away (README.md has the rest).")
 table = browse.dataset_table(db)
 
 with st.expander("Import a benchmark", expanded=table.empty):
@@ -30,6 +33,7 @@ with st.expander("Import a benchmark", expanded=table.empty):
     if kind:
         st.caption(f"Reads {formats.REGISTRY[kind].layout}; for example `{formats.REGISTRY[kind].example}`")
     source = st.text_input("File or folder on this machine", key="import_path")
+    st.caption(text.md(f"A relative path is read from {Path.cwd()}, the folder the app was started in."))
     images = st.text_input("Image folder (optional)", key="import_images")
     name = st.text_input("Dataset name (optional)", key="import_name").strip() or None
     if st.button("Import", key="import", type="primary", disabled=not (kind and source.strip())):
@@ -41,13 +45,17 @@ with st.expander("Import a benchmark", expanded=table.empty):
                 progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"),
             )
         except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
-            st.error(text.md(error))
+            bar.empty()  # no half-full bar under the error
+            st.error("Nothing was imported:")
+            st.code(str(error), language=None, wrap_lines=True)  # exact text: a path copied from it works
         else:
+            bar.empty()
             st.success(f"{text.md(report.dataset)}: {report.n_new_items} new of {report.n_items} items"
-                       + (f", run {report.run}" if report.run else "") + f"; {report.missing_images} images missing.")
+                       + (f", run {report.run}" if report.run else "") + f"; {report.missing_images} images missing. It is shown below.")
             if report.warnings:
                 st.dataframe(pd.DataFrame(report.warnings), hide_index=True, width="stretch")
             table = browse.dataset_table(db)
+            st.session_state["dataset"] = report.dataset  # the selector below opens on the new dataset
 
 if table.empty:
     st.info("No datasets yet. Build the demo with `./foil demo` or import a benchmark above (or see README).")
@@ -67,8 +75,11 @@ if images_of["images missing"] or images_of["images found"] is None:
                 report = attach_images(db, dataset, Path(folder.strip()).expanduser(),
                                        progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"))
             except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
-                st.error(text.md(error))
+                bar.empty()
+                st.error("No image folder was attached:")
+                st.code(str(error), language=None, wrap_lines=True)
             else:
+                bar.empty()
                 st.success(f"{text.md(dataset)}: {report.missing_images} images still missing.")
                 st.rerun()
 categories = browse.category_table(db, dataset)

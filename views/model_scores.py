@@ -1,5 +1,6 @@
 """Model scores: per-category metrics of one or more runs, with intervals and the chance line."""
 
+import time
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -71,6 +72,7 @@ def score_form() -> None:
         st.caption(text.md(ready.skipped_sentence()))
     if st.button("Score", key="score_now", type="primary"):
         bar = st.progress(0.0, text=f"loading {spec.arch}")
+        waited = time.perf_counter()  # what the person waits for: loading the model too, not only scoring
         try:
             report = scoring.score_dataset(db, target, cached_model(spec), run=run, progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
         except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
@@ -78,8 +80,8 @@ def score_form() -> None:
             st.error(text.md(error))
         else:
             skipped = f" {report.n_skipped:,} items without their image files were skipped." if report.n_skipped else ""
-            st.session_state["scores_notice"] = (f"Scored {report.n_items} items as run {text.md(report.run)} in {report.seconds:.1f} s "
-                                          f"({report.cache_hits} cached embeddings reused); it is shown below.{skipped}")
+            st.session_state["scores_notice"] = (f"Scored {report.n_items} items as run {text.md(report.run)} in {time.perf_counter() - waited:.1f} s "
+                                          f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown below.{skipped}")
             st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
             st.session_state[f"scores_runs:{target}"] = [report.run]
             st.rerun()
@@ -123,7 +125,7 @@ chosen = st.multiselect("Runs", run_names, key=runs_key)
 if not chosen:
     st.stop()
 first = next(row for row in overview if row["run"] == chosen[0])
-keys = [k for k in first if k not in ("run", "dataset", "model", "pretrained", "kind", "n_items", "note") and not k.startswith(("mean_", "n_"))]
+keys = results.overview_metrics(first)
 left, right = st.columns(2)
 key = left.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
 level = "category"
@@ -150,7 +152,7 @@ if with_humans:
     figure.add_scatter(name=f"humans ({humans['n']} items)", x=table["category"], y=table["humans"], mode="lines+markers", line_dash="dot",
                        line_color="black", error_y=results.error_bars(table["humans"], table["humans 95% CI"]))
 if len({c for c in chance if c is not None}) == 1:
-    figure.add_hline(y=chance[0], line_dash="dash", annotation_text=f"chance {chance[0]:.1f}")
+    figure.add_hline(y=chance[0], line_dash="dash", annotation_text=f"chance {chance[0]:.1f}", annotation_position="top left")  # not over the last bar
 elif any(c is not None for c in chance):  # chance differs by category (the number of captions per item)
     figure.add_scatter(name="chance", x=table["category"], y=chance, mode="markers", marker={"symbol": "line-ew-open", "size": 28, "color": "gray"})
 figure.update_layout(barmode="group", yaxis_title=f"{key} (%)", yaxis_range=[0, 100])

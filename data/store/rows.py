@@ -62,13 +62,14 @@ class RunRow(TypedDict):
 
 
 class RunSummary(TypedDict):
-    """`list_runs`: one run with its dataset name and scored items."""
+    """`list_runs`: one run with its dataset name, precision (None: imported) and scored items."""
 
     run: str
     dataset: str
     model: str | None
     pretrained: str | None
     kind: str
+    precision: str | None
     n_items: int
 
 

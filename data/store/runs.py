@@ -121,15 +121,20 @@ def image_hashes(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
 
 
 def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[RunSummary]:
-    """Runs with their dataset name and number of scored items, optionally of one dataset."""
+    """Runs with their dataset name, the precision they were scored in (None for imported
+    results) and number of scored items, optionally of one dataset."""
     sql = (
-        "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.kind AS kind,"
+        "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.kind AS kind, runs.meta AS meta,"
         " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items"
         " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
     )
-    if dataset is None:
-        return list(db.query(sql + " ORDER BY runs.id"))
-    return list(db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset]))
+    rows = db.query(sql + " ORDER BY runs.id") if dataset is None else db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset])
+    return [_with_precision(row) for row in rows]
+
+
+def _with_precision(row: dict[str, Any]) -> dict[str, Any]:
+    meta = json.loads(row.pop("meta") or "{}")
+    return {**{k: v for k, v in row.items() if k != "n_items"}, "precision": meta.get("precision"), "n_items": row["n_items"]}
 
 
 def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> RunRow:
