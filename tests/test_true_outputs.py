@@ -169,8 +169,9 @@ def test_the_batch_page_builds_links_from_the_configured_address(demo_db, admin_
     at.selectbox(key="new_dataset").set_value("demo-sugarcrepe").run()
     at.multiselect(key="new_annotators").set_value([]).run()
     at.text_input(key="new_names").set_value("ada, ben").run()
+    at.text_input(key="new_batch_name").set_value("pilot negatives").run()
     at.button(key="create_batch").click().run()
-    assert not at.exception
+    assert not at.exception and at.selectbox(key="batch").value == "pilot negatives"  # the name chosen on the page
     shown = [c.value for c in at.code]
     assert len(shown) == 2 and all(s.startswith("http://annotate.example.org:8765/?token=") for s in shown)
     at.selectbox(key="relink_name").set_value("ada").run()

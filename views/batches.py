@@ -37,6 +37,7 @@ def create(spec: batches.BatchSpec) -> None:
                                    "Each link is shown once (the store keeps only hashes): copy them now.", shown)
     st.session_state["batch"] = created["batch"]
     st.session_state["new_names"] = ""
+    st.session_state["new_batch_name"] = ""
     st.session_state["new_annotators"] = []
 
 with st.expander("New batch", expanded=not store.list_batches(db)):
@@ -56,6 +57,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         chosen = st.multiselect("Annotators", known, key="new_annotators", placeholder="choose who labels this batch")
         extra = st.text_input("New annotators (comma separated)", key="new_names")
         names = tuple(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
+        batch_name = st.text_input("Batch name (optional; default: task, dataset and a random suffix)", key="new_batch_name").strip() or None
         crowd = st.checkbox("Crowd study link (workers join with their Prolific id)", key="new_crowd")
         per_worker = st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
         cap = st.number_input("Participants at most (0: just enough to cover every item)", min_value=0, value=0, key="new_cap") if crowd else 0
@@ -66,7 +68,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
             study["idle_minutes"] = st.number_input("No-show minutes (unopened items of an idle participant go back)", min_value=1.0, value=5.0, key="new_no_show")
         spec = batches.BatchSpec(
             dataset, task, () if crowd else names, int(overlap), int(n), tuple(categories), gold_share=float(gold_share),
-            crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None, **study,
+            crowd_items=int(per_worker) if per_worker else None, max_participants=int(cap) or None, name=batch_name, **study,
         )
         st.text_input("App address the links start with", DETECTED_ADDRESS, key="base_url",
                       help="Detected from the address you opened this page at; behind a proxy, set $FOIL_BASE_URL or type the address annotators reach.")
