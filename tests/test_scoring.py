@@ -235,3 +235,29 @@ def test_a_run_is_deleted_with_its_scores_and_summaries(demo_db):
     assert store.list_runs(demo_db, "demo-bivlc")  # other datasets' runs stay
     with pytest.raises(store.NotFoundError):
         store.delete_run(demo_db, "demo-sugarcrepe", "demo-clip")
+
+
+def test_sugarcrepe_pp_text_cosines_are_stored_in_the_order_tot_reads_them(fresh_db, tmp_path, random_demo_model, monkeypatch):
+    """Through the real scoring path with a text encoder whose cosines are known: the stored text
+    scores are [cos(p1, p2), cos(p1, n), cos(p2, n)], and TOT follows from them."""
+    import json
+
+    from PIL import Image
+
+    from analysis import scoring
+    from data.loading import import_path
+
+    (tmp_path / "img").mkdir()
+    Image.new("RGB", (32, 32), "red").save(tmp_path / "img" / "a.png")
+    captions = {"a red cube": [1.0, 0.0, 0.0], "a blue cube": [0.6, 0.0, 0.8], "a cube that is red": [0.8, 0.6, 0.0]}  # p1, n, p2
+    record = {"kind": "paraphrase", "category": "replace_att", "id": "1", "images": ["a.png"], "captions": ["a red cube", "a blue cube", "a cube that is red"]}
+    (tmp_path / "pp.jsonl").write_text(json.dumps(record) + "\n")
+    import_path(fresh_db, "jsonl", tmp_path / "pp.jsonl", images=tmp_path / "img", name="pp")
+    monkeypatch.setattr(scoring, "encode_texts", lambda loaded, texts: np.array([captions[t] for t in texts], dtype=np.float32))
+    monkeypatch.setattr(scoring, "encode_images", lambda loaded, images: np.array([[1.0, 0.0, 0.0]] * len(images), dtype=np.float32))
+    scoring.score_dataset(fresh_db, "pp", random_demo_model, run="stub")
+    stored = store.run_columns(fresh_db, store.get_run(fresh_db, "pp", "stub")["id"]).scores[0]
+    assert stored[:3].tolist() == pytest.approx([1.0, 0.6, 0.8])  # s(p1, I), s(n, I), s(p2, I)
+    assert stored[3:].tolist() == pytest.approx([0.8, 0.6, 0.48])  # cos(p1, p2), cos(p1, n), cos(p2, n)
+    metrics = run_metrics(fresh_db, "pp", "stub", n_boot=10)["metrics"]
+    assert metrics["tot"] == 100.0  # 0.8 > 0.6 and 0.8 > 0.48 (a generic dataset: the internal names)

@@ -1,0 +1,98 @@
+"""Every tie rule on every metric family, with an oracle that does not repeat the code: an item
+without a tied comparison scores the same under all three rules; an item with exactly one tied
+comparison scores, under ``half``, the mean of its ``wrong`` and ``right`` scores (a fair coin on
+that one comparison), and never outside them; ``right`` never scores below ``wrong``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis import results
+from data import store
+
+# (family, item kind, shape of one item's scores): values from a small set, so that ties are common
+SHAPES = {
+    "pairwise": ("pair", (2,)),
+    "hard_positive": ("triple", (3,)),
+    "paraphrase": ("paraphrase", (6,)),
+    "bivlc": ("group", (2, 2)),
+    "retrieval": ("retrieval", (4,)),
+}
+LEVELS = [0.1, 0.2, 0.3, 0.4]
+
+
+def run_of(kind: str, scores: np.ndarray) -> store.RunColumns:
+    n = len(scores)
+    return store.RunColumns("scores", np.arange(n), np.array([kind] * n), np.array(["c"] * n), scores.astype(float), [None] * n, [None] * n)
+
+
+@pytest.mark.parametrize("family", sorted(SHAPES))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_ties_move_each_item_exactly_as_the_rule_table_says(family, data):
+    kind, shape = SHAPES[family]
+    n = data.draw(st.integers(1, 12))
+    values = data.draw(st.lists(st.sampled_from(LEVELS), min_size=n * int(np.prod(shape)), max_size=n * int(np.prod(shape))))
+    run = run_of(kind, np.array(values).reshape((n, *shape)))
+    outcomes = results.METRIC_FAMILIES[family].outcomes
+    wrong, tied = outcomes(run, "wrong")
+    right, _ = outcomes(run, "right")
+    half, _ = outcomes(run, "half")
+    for key in wrong:
+        w, r, h = (np.asarray(o[key], dtype=float) for o in (wrong, right, half))
+        free = tied == 0
+        assert np.array_equal(w[free], r[free]) and np.array_equal(w[free], h[free]), (family, key)
+        assert (w <= h + 1e-12).all() and (h <= r + 1e-12).all(), (family, key)
+        one = tied == 1
+        assert np.allclose(h[one], (w[one] + r[one]) / 2), (family, key, run.scores[one])
+
+
+@pytest.mark.parametrize("family", sorted(SHAPES))
+def test_a_tie_is_counted_where_scores_are_equal(family):
+    kind, shape = SHAPES[family]
+    distinct = np.linspace(0.9, 0.1, int(np.prod(shape))).reshape(shape)
+    flat = np.full(shape, 0.5)
+    _, tied = results.METRIC_FAMILIES[family].outcomes(run_of(kind, np.stack([distinct, flat])), "wrong")
+    assert tied[0] == 0 and tied[1] >= 1
+
+
+@pytest.mark.parametrize("ties", ["wrong", "right"])
+def test_the_parity_flip_table_follows_the_benchmarks_tie_rule_and_sees_a_move_to_an_exact_tie(ties):
+    from analysis.inspection import run_table
+    from analysis.parity import decision_flips
+
+    a = run_of("pair", np.array([[0.2, 0.3], [0.3, 0.3], [0.4, 0.1]]))  # wrong by a margin; tied; right
+    b = run_of("pair", np.array([[0.3, 0.3], [0.3, 0.3], [0.4, 0.1]]))  # the first moves to an exact tie
+    flips = decision_flips(run_table(a, ties), run_table(b, ties))
+    assert flips["item"].tolist() == [0]  # the move to a tie is a flip; a tie that stays one is not
+    assert bool(flips["correct B"].iloc[0]) == (ties == "right")  # a tie counts as the benchmark counts it
+    assert not bool(flips["correct A"].iloc[0])
+
+
+def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
+    """What'sUp's pair (set) accuracy under `half`: the chance that every item of the pair (set) is
+    right when each tie is a fair coin, the product of the items' credits; checked on half credits,
+    where a product, a minimum and a mean differ."""
+    from data import formats
+
+    # a set of four retrieval items in two pairs: right; tied once (half); tied once (half); wrong
+    scores = np.array([[0.9, 0.1, 0.1, 0.1], [0.5, 0.5, 0.1, 0.1], [0.5, 0.5, 0.1, 0.1], [0.1, 0.9, 0.1, 0.1]])
+    groups = [{"pair": "p1", "set": "s"}, {"pair": "p1", "set": "s"}, {"pair": "p2", "set": "s"}, {"pair": "p2", "set": "s"}]
+    run = store.RunColumns("scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["controlled_a"] * 4), scores, [None] * 4, groups)
+    whatsup = formats.REGISTRY["whatsup"]
+    half = results.summarize_run(run, results.Settings(whatsup, "half", n_boot=10))["metrics"]
+    assert half["individual_accuracy"] == pytest.approx(100 * (1 + 0.5 + 0.5 + 0) / 4)
+    assert half["pair_accuracy"] == pytest.approx(100 * (1 * 0.5 + 0.5 * 0) / 2)  # product per pair: 0.5 and 0
+    assert half["set_accuracy"] == pytest.approx(0.0)  # the wrong item makes the set wrong
+    right = results.summarize_run(run, results.Settings(whatsup, "right", n_boot=10))["metrics"]
+    assert right["pair_accuracy"] == pytest.approx(50.0) and right["individual_accuracy"] == pytest.approx(75.0)
+    three = results.summarize_run(run_of_set(scores[:3], groups[:3]), results.Settings(whatsup, "half", n_boot=10))["metrics"]
+    assert three["set_accuracy"] == pytest.approx(100 * 1 * 0.5 * 0.5)
+
+
+def run_of_set(scores: np.ndarray, groups: list[dict]) -> store.RunColumns:
+    n = len(scores)
+    return store.RunColumns("scores", np.arange(n), np.array(["retrieval"] * n), np.array(["controlled_a"] * n), scores, [None] * n, groups)

@@ -1,0 +1,78 @@
+"""Tokens and whole-store copies, where a plausible slip would pass the older tests: placeholder
+values kept in `annotators.token` never open a queue, an admin token is measured after trimming,
+Fleiss from vote counts refuses unequal totals, and migrate-store keeps every row's id even when
+the ids have gaps (rows deleted), compared row by row by primary key on both engines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from annotate import agreement, batches, roles
+from data import store
+
+ADMIN = "an-admin-token-of-enough-length"
+
+
+@pytest.mark.both_engines
+def test_placeholder_token_values_open_no_queue(demo_db):
+    created = store.ensure_annotator(demo_db, "zia")
+    placeholders = [row[0] for row in demo_db.execute("SELECT token FROM annotators WHERE id = ?", [created["id"]]).fetchall()]
+    assert placeholders and placeholders[0].startswith("hashed:")
+    for guess in [*placeholders, "pending:" + "0" * 32, f"hashed:{created['id']}", ""]:
+        assert roles.resolve_role(demo_db, guess, ADMIN).kind != "annotator", guess
+    assert roles.resolve_role(demo_db, created["token"], ADMIN).kind == "annotator"
+
+
+@pytest.mark.parametrize("value", [" " * 10 + "short-token" + " " * 10, "\tfifteen-chars-x\n"])
+def test_an_admin_token_is_measured_after_trimming(value, tmp_path, monkeypatch):
+    monkeypatch.setenv(roles.ADMIN_TOKEN_ENV, value)
+    assert len(value) >= roles.MIN_ADMIN_TOKEN_CHARS > len(value.strip())
+    with pytest.raises(roles.AdminTokenError, match=f"has {len(value.strip())} characters"):
+        roles.admin_token(tmp_path / "foil.db")
+
+
+def test_an_admin_token_is_used_trimmed(tmp_path, monkeypatch):
+    monkeypatch.setenv(roles.ADMIN_TOKEN_ENV, f"  {ADMIN}\n")
+    assert roles.admin_token(tmp_path / "foil.db") == ADMIN
+
+
+def test_fleiss_from_counts_refuses_unequal_vote_totals_and_matches_statsmodels_otherwise():
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    unequal = np.array([[3, 0], [2, 1], [1, 1]])  # the last item has two votes, the others three
+    value, n, why = agreement.fleiss_from_counts(unequal)
+    assert value is None and n == 3 and "votes per item vary" in why
+    equal = np.array([[3, 0], [2, 1], [1, 2], [0, 3]])
+    assert agreement.fleiss_from_counts(equal)[0] == pytest.approx(fleiss_kappa(equal))
+
+
+@pytest.mark.both_engines
+def test_migrate_store_keeps_ids_with_gaps_row_by_row(demo_db, tmp_path):
+    """Delete rows so ids have gaps, copy to the other engine and back: every table equal by
+    primary key (a copy that renumbered rows would pass a count and a labels checksum)."""
+    for seed in (1, 2, 3):
+        batches.simulate(demo_db, batches.create_batch(demo_db, batches.BatchSpec(
+            "demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 6, seed=seed, min_seconds=0, name=f"gap-{seed}"))["batch"])
+    middle = store.get_batch(demo_db, "gap-2")["id"]
+    with store.transaction(demo_db):
+        for table in ("labels", "assignments"):
+            demo_db.execute(f"DELETE FROM {table} WHERE batch_id = ?", [middle])
+        demo_db.execute("DELETE FROM batches WHERE id = ?", [middle])
+        first_label = demo_db.execute("SELECT MIN(id) FROM labels").fetchone()[0]
+        demo_db.execute("DELETE FROM labels WHERE id = ?", [first_label])
+    copy = tmp_path / "copy.db"
+    store.copy_store(demo_db, store.open_db(copy))
+    copied = store.open_db(copy)
+    for table, key in (("batches", "id"), ("assignments", "id"), ("labels", "id"), ("annotators", "id"), ("items", "id"), ("datasets", "id")):
+        columns = ", ".join(c for c in _columns(demo_db, table))
+        before = [tuple(r) for r in demo_db.execute(f"SELECT {columns} FROM {table} ORDER BY {key}").fetchall()]
+        after = [tuple(r) for r in copied.execute(f"SELECT {columns} FROM {table} ORDER BY {key}").fetchall()]
+        assert after == before, table
+    ids = [r[0] for r in copied.execute("SELECT id FROM batches ORDER BY id").fetchall()]
+    assert middle not in ids and len(ids) >= 2  # the gap survived the copy
+
+
+def _columns(db, table: str) -> list[str]:
+    row = db.execute(f"SELECT * FROM {table} LIMIT 1")
+    return [d[0] for d in row.description]
