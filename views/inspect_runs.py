@@ -179,8 +179,9 @@ for row in chosen.to_dict("records"):
     card = cards[row["item"]]
     texts = [caption for _, caption in card.captions]
     marked = list(inspection.marked_difference(texts[0], texts[1])) + texts[2:] if len(texts) >= 2 else texts  # differing words in [brackets]
-    heading = f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {row[c]:.3f}" for c in gaps)
-    draw_item_card(card, heading, thumbs, captions=marked, lines=human_lines[card.id], enlarge=enlarge, width=140)
+    heading = f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {text.figure(row[c], 3)}" for c in gaps)
+    # the known truth on the card: a demo's deliberately false negative is not the model's failure
+    draw_item_card(card, heading, thumbs, captions=marked, lines=human_lines[card.id], enlarge=enlarge, width=140, show_truth=True)
 
 if total:
     st.subheader("Send to annotation")
