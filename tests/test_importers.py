@@ -67,7 +67,7 @@ def test_sugarcrepe_correct_creates_items_when_absent(fresh_db, fixtures):
     report = import_path(fresh_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv")
     assert report.n_new_items == 7512
     runs = store.list_runs(fresh_db, "sugarcrepe")
-    assert runs == [{"run": "CLIP_COCO", "dataset": "sugarcrepe", "model": "CLIP_COCO", "pretrained": None, "kind": "correct", "n_items": 7512}]
+    assert runs == [{"run": "CLIP_COCO", "dataset": "sugarcrepe", "model": "CLIP_COCO", "pretrained": None, "kind": "correct", "precision": None, "n_items": 7512}]  # imported: no precision
 
 
 def test_bivlc_results_are_2933_groups_and_runs_share_items(fresh_db, fixtures):
