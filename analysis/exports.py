@@ -13,6 +13,7 @@ import sqlite_utils
 from analysis.inspection import run_table
 from analysis.results import UnsupportedRunError, source_format
 from data import formats, store, subsets
+from data.images import existing_image
 from data.paths import zip_folder
 
 FORMATS = formats.EXPORT_FORMATS
@@ -71,8 +72,29 @@ def _without_padding(scores: list[Any]) -> list[Any]:
     return [s for s in scores if s == s] if scores and not isinstance(scores[0], list) else scores  # NaN != NaN
 
 
-def export_archive(db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path, *, subset: str | None = None) -> tuple[dict[str, Any], bytes]:
-    """`export_dataset` into a fresh `folder` (an earlier export there is removed), zipped."""
+def export_archive(
+    db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path, *, subset: str | None = None, with_images: bool = False,
+) -> tuple[dict[str, Any], bytes]:
+    """`export_dataset` into a fresh `folder` (an earlier export there is removed), zipped; with
+    `with_images`, the items' image files too, under `images/` at their paths relative to the
+    image root, so the zip imports elsewhere with ``--images images``."""
     shutil.rmtree(folder, ignore_errors=True)
     report = export_dataset(db, dataset, fmt, folder, subset=subset)
+    if with_images:
+        files = image_files(db, dataset, subset=subset)
+        for relative, path in files.items():
+            target = folder / "images" / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        report["images"] = len(files)
     return report, zip_folder(folder)
+
+
+def image_files(db: sqlite_utils.Database, dataset: str, *, subset: str | None = None) -> dict[str, Path]:
+    """Relative path -> file of every image of the dataset's items (of a subset) found under its
+    image root (missing ones left out; paths never leave the root)."""
+    row = store.get_dataset(db, dataset)
+    root = Path(row["image_root"]) if row["image_root"] else None
+    items = store.list_items(db, row["id"], limit=1 << 62, truth_flag=subsets.truth_flag(subset))
+    found = {reference: existing_image(root, reference) for item in items for reference in item["images"]}
+    return {reference: path for reference, path in found.items() if path is not None}

@@ -181,3 +181,19 @@ def test_the_batch_page_builds_links_from_the_configured_address(demo_db, admin_
     assert relinked and store.annotator_by_token(demo_db, relinked[-1].split("token=")[1])["name"] == "ada"
     ada_first = next(s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1]) is None)  # revoked: ada's first link
     assert ada_first and len([s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1])]) == 1  # ben's still works
+
+
+def test_an_export_with_its_images_imports_back_elsewhere(demo_db, tmp_path):
+    import io
+    import zipfile
+
+    from analysis import exports
+    from data.loading import import_path
+
+    report, archive = exports.export_archive(demo_db, "demo-sugarcrepe", "jsonl", tmp_path / "out", with_images=True)
+    unpacked = tmp_path / "elsewhere"
+    zipfile.ZipFile(io.BytesIO(archive)).extractall(unpacked)
+    assert report["images"] == len(exports.image_files(demo_db, "demo-sugarcrepe")) > 0
+    other = store.open_db(tmp_path / "other.db")
+    back = import_path(other, "jsonl", unpacked / "demo-sugarcrepe.jsonl", images=unpacked / "images", name="moved")
+    assert back.n_items == report["n_items"] and back.missing_images == 0

@@ -90,9 +90,14 @@ with st.expander("Export"):
     fmt = st.selectbox("Format", exports.FORMATS, key="export_format",
                        help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups")
     export_subset = subset_choice(db, dataset, "export_subset")
+    pictures = exports.image_files(db, dataset, subset=export_subset)
+    size = sum(path.stat().st_size for path in pictures.values())
+    with_images = st.checkbox(f"Include the images ({len(pictures):,} files, {size / 1e6:,.1f} MB) so the zip imports elsewhere "
+                              "(--images images)", key="export_images", disabled=not pictures)
     if st.button("Prepare the download", key="export"):
         try:
-            exported, archive = exports.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt), subset=export_subset)
+            exported, archive = exports.export_archive(db, dataset, fmt, paths.output_dir(db_file, "exports", dataset, fmt),
+                                                       subset=export_subset, with_images=with_images)
         except store.StoreError as error:
             st.error(text.md(error))
         else:

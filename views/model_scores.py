@@ -10,7 +10,7 @@ import streamlit as st
 
 from analysis import metrics, model_spec, results
 from annotate import baselines
-from data import paths, store, text
+from data import paths, store, subsets, text
 from views.choices import subset_choice
 from views.session import session_db
 
@@ -99,7 +99,8 @@ if not with_runs:
 
 dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
-left, right = st.columns(2)
+# the tie choice beside the subset choice, or on its own line where the dataset has no subsets (no hole beside it)
+left, right = st.columns(2) if len(subsets.available_subsets(db, dataset)) > 1 else (st.container(), st.container())
 with left:
     subset = subset_choice(db, dataset, "scores_subset")
 BENCHMARK_RULE = "as the benchmark counts them"
