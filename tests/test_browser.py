@@ -141,7 +141,8 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
     assert category == "add_att"
     in_facet = table[(table["category"] == "add_att") & table["s(c) - s(c_n)"].between(float(low) - 5e-4, float(high) + 5e-4)]
     assert 0 < int(shown) <= (table["category"] == "add_att").sum() and abs(int(shown) - len(in_facet)) <= 1  # caption rounds to 3 decimals
-    assert abs(shown_failures - int((~in_facet["correct"]).sum())) <= 1 and all(" add_att " in h for h in headings)
+    assert abs(shown_failures - int((~in_facet["correct"]).sum())) <= 1, (shown_failures, caption)
+    assert all(" add_att " in h for h in headings), headings
 
 
 def test_links_carry_the_port_and_host_the_admin_opened_the_app_at(server, monkeypatch):

@@ -1,9 +1,12 @@
 """Inspect runs: score-gap histograms, model against model, and the failure browser."""
 
+from pathlib import Path
+
 import pandas as pd
 import plotly.express as px
 import sqlite_utils
 import streamlit as st
+from PIL import Image
 
 from analysis import inspection, parity
 from analysis.results import UnsupportedRunError
@@ -15,6 +18,7 @@ from views.session import session_db
 
 PAGE_SIZE = 10
 SCATTER_POINTS = 5_000
+FACET_BREAK = " \u00b7 "  # between runs in a facet title; a line break once the title is escaped
 COMPARISON_COLUMNS = {"agreement %": st.column_config.NumberColumn(format="%.1f")}
 
 
@@ -45,10 +49,18 @@ def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, finge
 
 @st.dialog("Image", width="large")
 def enlarge(path: str, caption: str, captions: list[str]) -> None:
-    """The original image as large as the dialog (small originals scaled up), with the captions."""
-    st.image(path, caption=caption, width="stretch")
+    """The captions, then the original image at its own resolution, shrunk to fit the window
+    (never stretched: a 128-pixel image stays sharp)."""
     for line in captions:
         st.text(line)
+    st.image(path, caption=caption, width=display_width(Path(path)))
+
+
+def display_width(path: Path, max_width: int = 1000, max_height: int = 560) -> int:
+    """Pixels wide to show an image at: its own width, less where it would overflow the dialog."""
+    with Image.open(path) as image:
+        width, height = image.size
+    return max(1, min(width, max_width, int(width * max_height / max(height, 1))))
 
 
 def draw_parity(report: parity.Parity) -> None:
@@ -96,15 +108,20 @@ else:
     gap = st.selectbox("Gap", gaps, key=f"gap:{dataset}")
     tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
     shares = inspection.shares_below_zero(tables, gap)
-    titles = {c: f"{c}: " + " · ".join((f"{r['run']} " if len(tables) > 1 else "") + f"{r['% at or below zero']:.1f}% ≤ 0" for r in part.to_dict("records"))
+    # one line per run in each facet title (two runs' shares side by side ran into the next facet)
+    titles = {c: f"{c}: " + FACET_BREAK.join((f"{r['run']} " if len(tables) > 1 else "") + f"{r['% at or below zero']:.1f}% ≤ 0" for r in part.to_dict("records"))
               for c, part in shares.groupby("category")}
     bars = inspection.gap_histogram(tables, gap).assign(facet=lambda f: f["category"].map(titles))
     figure = px.bar(bars, x="middle", y="count", color="run", facet_col="facet", facet_col_wrap=3, barmode="overlay",
-                    opacity=0.6, height=700, labels={"middle": gap}, custom_data=["category"])
+                    opacity=0.6, height=760, labels={"middle": gap}, custom_data=["category"], facet_row_spacing=0.12,
+                    color_discrete_sequence=["#1f77b4", "#d62728"])  # two runs in two colours, not two blues
     figure.update_traces(width=float(bars["right"].iloc[0] - bars["left"].iloc[0]))
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    figure.update_xaxes(showticklabels=True)  # ticks under every facet, not only the bottom row
     figure.add_vline(x=0, line_dash="dash")
-    event = st.plotly_chart(text.literal_figure(figure), key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
+    figure = text.literal_figure(figure)
+    figure.for_each_annotation(lambda a: a.update(text=a.text.replace(FACET_BREAK, "<br>")))  # after escaping: the only markup
+    event = st.plotly_chart(figure, key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
     st.caption("Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use the "
                "slider, to list items; the failure browser below then shows those items.")
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
