@@ -406,6 +406,9 @@ def test_crowd_session_consent_practice_annotation_and_code(app_db):
     config = store.get_batch(app_db, created["batch"])["config"]
     assert any(config["completion_code"] in s.value for s in at.success)
     assert not any(s.value.startswith("Saved.") and "All done" in s.value for s in at.success)
+    completion = f"https://app.prolific.com/submissions/complete?cc={config['completion_code']}"
+    assert any(completion in str(h.proto) for h in at.get("html"))  # sent on to Prolific's completion URL
+    assert any(b.proto.url == completion for b in at.get("link_button"))
 
 
 def test_a_participant_returns_the_study_from_the_page(app_db):

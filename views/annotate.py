@@ -7,6 +7,7 @@ tab, or an item reassigned after the lease ran out store nothing elsewhere, and 
 told what happened.
 """
 
+import json
 from typing import Any
 
 import streamlit as st
@@ -156,10 +157,7 @@ else:
     total = (store.crowd_quota(db, state.batch["id"], role.annotator_id) or state.assigned) if crowd else state.assigned
     st.progress(min(1.0, state.done / max(total, 1)), text=f"{state.done} of {total} done")
 if task is None:
-    if crowd:  # a completion code is what a crowd platform asks for, and only for complete work
-        if store.has_returned(db, state.batch["id"], role.annotator_id):
-            st.info("You returned this study. Thank you for your time; you may close this tab.")
-            st.stop()
+    if crowd:  # a completion code is what a crowd platform asks for, and only for complete work (a returned study stopped above)
         finish = batches.finish_crowd(db, batch_name, role.annotator_id)
         if finish.dealt:
             st.session_state["notice"] = ("info", finish.sentence())
@@ -167,6 +165,9 @@ if task is None:
         (st.success if finish.code and finish.passed else st.warning)(finish.sentence())
         if finish.completion_url:
             st.link_button("Complete the study on Prolific", finish.completion_url, type="primary")
+            # Prolific's convention: the finished participant is sent to its completion URL (after a moment to read the code)
+            target = json.dumps(finish.completion_url).replace("<", "\\u003c")  # a JS string that cannot end the script
+            st.html(f"<script>setTimeout(() => {{ window.location.href = {target}; }}, 4000);</script>", unsafe_allow_javascript=True)
         else:
             return_button()
         st.stop()
