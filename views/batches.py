@@ -101,8 +101,12 @@ def live_progress(batch_name: str) -> None:
     """Per-annotator progress, redrawn every 10 seconds as labels arrive."""
     progress = pd.DataFrame(batches.batch_progress(session_db(), batch_name))
     numbers = {c: pd.to_numeric(progress[c]) for c in ("median_seconds", "gold_accuracy") if c in progress}  # None -> empty cell, not "None"
-    st.dataframe(progress.assign(**numbers), hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.1f") for c in numbers})
+    st.dataframe(progress.assign(**numbers), hide_index=True, width="stretch", column_config={  # headers in words
+        "median_seconds": st.column_config.NumberColumn("median seconds per item (people's answers)", format="%.1f"),
+        "gold_n": st.column_config.NumberColumn("gold items answered"),
+        "gold_accuracy": st.column_config.NumberColumn("gold accuracy %", format="%.1f"),
+        "screened_out": st.column_config.CheckboxColumn("left out by the gold screening"),
+    })
 
 
 live_progress(name)
