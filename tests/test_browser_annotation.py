@@ -202,14 +202,15 @@ def test_each_task_fits_one_screen_with_answers_visible(site, task):
         start_queue(page, expect)
         answers = page.locator("[class*='st-key-option'] button, [data-testid='stBaseButton-primaryFormSubmit']")
         expect(answers.first).to_be_visible(timeout=20_000)
+        expect(page.locator(".stimulus")).to_be_visible(timeout=20_000)  # the whole item is on screen
         wait_idle(page, expect)
-        page.wait_for_timeout(300)  # images finish loading and the layout settles
+        page.wait_for_timeout(300)  # the layout settles
         if SCREENSHOTS:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / f"annotate-{task}-{width}x{height}.png"))
         boxes = [answers.nth(i).bounding_box() for i in range(answers.count())]
         assert boxes and all(b["y"] >= 0 and b["y"] + b["height"] <= height for b in boxes), (task, width, boxes)
-        for image in page.locator("[data-testid='stImage'] img").all():
+        for image in page.locator(".stimulus img").all():  # the item's images (views/stimulus.py)
             box = image.bounding_box()
             assert box["y"] + box["height"] <= height, (task, width, "image below the fold")
         context.close()

@@ -18,9 +18,8 @@ from data import store, text
 from views.session import session_db
 from views.stimulus import show_stimulus, shown_key
 
-# Images never push the answers below the fold: capped to a share of the window's height.
+# A compact page, so the answers stay above the fold (the item's images are capped in views/stimulus.py).
 IMAGE_CSS = """<style>
-[data-testid="stImage"] img {max-height: 30vh; width: auto !important; max-width: 100%; object-fit: contain;}
 [data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
 [data-testid="stMainBlockContainer"] h1 {font-size: 1.6rem; padding: 0.2rem 0;}
 [data-testid="stMainBlockContainer"] h3 {font-size: 1.25rem; padding: 0.1rem 0;}
