@@ -427,7 +427,10 @@ def queue_state(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -
 
     An annotator whose every item went to others (leases ran out) holds nothing: 0 of 0.
     """
-    batch = store.get_batch(db, batch_name)
+    return _queue_state(db, annotator_id, store.get_batch(db, batch_name))
+
+
+def _queue_state(db: sqlite_utils.Database, annotator_id: int, batch: store.BatchRow) -> QueueState:
     # Scoped to this annotator's assignments (indexed), not the whole batch: this runs on every answer.
     mine = next((b for b in store.annotator_batches(db, annotator_id) if b["id"] == batch["id"]), None)
     if mine is None:
@@ -448,7 +451,7 @@ def draw(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> Queue
     batch = store.get_batch(db, batch_name)
     if "crowd_token" in batch["config"]:
         top_up(db, batch, annotator_id)
-    state = queue_state(db, annotator_id, batch_name)
+    state = _queue_state(db, annotator_id, batch)  # the batch read once per draw: this runs on every answer
     if state.assignment_id is None or state.started_at is not None:
         return state
     return replace(state, started_at=store.open_assignment(db, state.assignment_id))

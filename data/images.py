@@ -136,7 +136,14 @@ def _thumbnail_of_version(path: Path, size: int, mtime_ns: int, cache_dir: Path,
 
 
 def data_uri(path: Path) -> str:
-    """An image file as a `data:` URI, for a page that must have every byte before it shows anything."""
+    """An image file as a `data:` URI, for a page that must have every byte before it shows anything.
+    Remembered per file version: the annotator page asks for the same few images on every rerun."""
+    stat = path.stat()
+    return _data_uri_of_version(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _data_uri_of_version(path: Path, size: int, mtime_ns: int) -> str:
     kind = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".gif": "gif", ".webp": "webp"}.get(path.suffix.lower(), "jpeg")
     return f"data:image/{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 

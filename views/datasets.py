@@ -19,6 +19,13 @@ from views.session import session_db
 PAGE_SIZE = 10
 GRID_PAGE_SIZE = 24
 
+def failed(bar, headline: str, error: Exception) -> None:
+    """A failed import or attach: no half-full bar left, the error as exact copyable text (a path in it works)."""
+    bar.empty()
+    st.error(headline)
+    st.code(str(error), language=None, wrap_lines=True)
+
+
 db_file = paths.db_path()
 db = session_db()
 st.title("Datasets")
@@ -45,9 +52,7 @@ with st.expander("Import a benchmark", expanded=table.empty):
                 progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"),
             )
         except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
-            bar.empty()  # no half-full bar under the error
-            st.error("Nothing was imported:")
-            st.code(str(error), language=None, wrap_lines=True)  # exact text: a path copied from it works
+            failed(bar, "Nothing was imported:", error)
         else:
             bar.empty()
             st.success(f"{text.md(report.dataset)}: {report.n_new_items} new of {report.n_items} items"
@@ -75,9 +80,7 @@ if images_of["images missing"] or images_of["images found"] is None:
                 report = attach_images(db, dataset, Path(folder.strip()).expanduser(),
                                        progress=lambda done, total: bar.progress(done / max(total, 1), text=f"checking images: {done}/{total}"))
             except (BadInputError, UnsafeImagePathError, store.StoreError, OSError) as error:
-                bar.empty()
-                st.error("No image folder was attached:")
-                st.code(str(error), language=None, wrap_lines=True)
+                failed(bar, "No image folder was attached:", error)
             else:
                 bar.empty()
                 st.success(f"{text.md(dataset)}: {report.missing_images} images still missing.")
