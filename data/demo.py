@@ -33,6 +33,11 @@ from data.items import Item
 from data.loading import ImportReport, store_parsed
 
 DEMO_SOURCE = "demo"
+# The demo dataset holding each item kind (tests and examples find a kind's items here).
+DEMO_DATASETS = {
+    "pair": "demo-sugarcrepe", "triple": "demo-hard-positives", "group": "demo-bivlc",
+    "candidates": "demo-bivlc-candidates", "retrieval": "demo-crepe",
+}
 DEMO_ANNOTATORS = ("ada", "ben", "cleo")
 
 
@@ -130,7 +135,7 @@ def build_pairs(rng: random.Random, config: DemoConfig) -> DemoSet:
     each scene takes items for up to `items_per_image` categories that still need some, trying
     the rare verdicts (false negatives, ambiguous) first.
     """
-    builder = _Builder("demo-sugarcrepe")
+    builder = _Builder(DEMO_DATASETS["pair"])
     quotas = {category: Counter(_targets(rng, config.pairs_per_category, config)) for category in w.CATEGORIES}
     misses = Counter[str]()
     while any(sum(q.values()) for q in quotas.values()):
@@ -189,7 +194,7 @@ def _edit_on_scene(
 
 def build_triples(rng: random.Random, config: DemoConfig) -> DemoSet:
     """Hard-positive triples (c, c_n, c_p): c_n false and c_p true for the scene."""
-    builder = _Builder("demo-hard-positives")
+    builder = _Builder(DEMO_DATASETS["triple"])
     while len(builder.set.parsed.items) < config.n_triples:
         category = rng.choice(("replace_att", "replace_rel", "swap_att"))
         scene, claim, negative = _edit_with_verdict(rng, category, "false") or (None, None, None)
@@ -212,7 +217,7 @@ def build_triples(rng: random.Random, config: DemoConfig) -> DemoSet:
 
 def build_groups(rng: random.Random, config: DemoConfig) -> DemoSet:
     """BiVLC-style groups: I1 drawn from the negative claim; `truth.ambiguous` if C0 fits I1 too."""
-    builder = _Builder("demo-bivlc")
+    builder = _Builder(DEMO_DATASETS["group"])
     for index in range(config.n_groups):
         category = w.CATEGORIES[index % len(w.CATEGORIES)]
         scene, claim, negative = _require(_edit_with_verdict(rng, category, "false"))
@@ -232,7 +237,7 @@ def build_groups(rng: random.Random, config: DemoConfig) -> DemoSet:
 
 def build_candidates(rng: random.Random, config: DemoConfig) -> DemoSet:
     """Four candidate images per negative caption; `truth.valid` says which show it all."""
-    builder = _Builder("demo-bivlc-candidates")
+    builder = _Builder(DEMO_DATASETS["candidates"])
     for index in range(config.n_candidate_sets):
         category = w.CATEGORIES[index % len(w.CATEGORIES)]
         scene, claim, negative = _require(_edit_with_verdict(rng, category, "false"))
@@ -259,7 +264,7 @@ def build_candidates(rng: random.Random, config: DemoConfig) -> DemoSet:
 
 def build_retrieval(rng: random.Random, config: DemoConfig) -> DemoSet:
     """CREPE-style retrieval sets: one caption against three false hard negatives."""
-    builder = _Builder("demo-crepe")
+    builder = _Builder(DEMO_DATASETS["retrieval"])
     families = {"hn_atom": ("replace_obj", "replace_att"), "hn_swap": ("swap_obj", "swap_att", "replace_rel")}
     while len(builder.set.parsed.items) < config.n_retrieval:
         family = rng.choice(list(families))

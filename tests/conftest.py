@@ -12,20 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from annotate.task_types import REGISTRY as TASK_TYPE_REGISTRY
 from data import store
-from data.demo import DemoConfig, install_demo
+from data.demo import DEMO_DATASETS, DemoConfig, install_demo
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("FOIL_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
 # A smaller world than the shipped demo keeps tests quick; the invariants do not depend on size.
 SMALL_DEMO = DemoConfig(seed=3, pairs_per_category=30, n_triples=60, n_groups=40, n_candidate_sets=40, n_retrieval=30)
-# A demo dataset for each task type (the demo holds one of every item kind).
-DATASET_FOR_TASK = {
-    "validate_negative": "demo-sugarcrepe", "pick_image": "demo-bivlc-candidates", "ambiguity": "demo-bivlc",
-    "baseline_i2t": "demo-bivlc", "baseline_t2i": "demo-bivlc", "rank_captions": "demo-hard-positives",
-    "compare_negatives": "demo-crepe",
-}
+# A demo dataset for each task type: the one holding its example item kind (the demo holds one of every kind).
+DATASET_FOR_TASK = {name: DEMO_DATASETS[t.example_kind] for name, t in TASK_TYPE_REGISTRY.items()}
 
 
 def pytest_configure(config):

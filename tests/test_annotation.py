@@ -15,9 +15,12 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from annotate import batches, consensus
+from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
 from data import store
-from tests.conftest import REPO
+from data.item_kinds import REGISTRY as ITEM_KINDS
+from data.items import Item
+from tests.conftest import DATASET_FOR_TASK, REPO
 
 ADMIN = "annotation-admin-token"
 pytestmark = pytest.mark.both_engines
@@ -55,26 +58,28 @@ def test_every_annotator_pair_shares_items_for_kappa(n_annotators, seed):
 
 # --- tasks ----------------------------------------------------------------------------------------
 
-ITEMS = {
-    "pair": {"id": 1, "kind": "pair", "captions": ["a red circle", "a blue circle"], "images": ["a.png"], "truth": {"negative": "false"}},
-    "triple": {"id": 2, "kind": "triple", "captions": ["c", "c_n", "c_p"], "images": ["b.png"], "truth": {"negative": "false"}},
-    "group": {"id": 3, "kind": "group", "captions": ["C0", "C1"], "images": ["i0.png", "i1.png"], "truth": {"ambiguous": False}},
-    "candidates": {"id": 4, "kind": "candidates", "captions": ["neg"], "images": ["h0", "h1", "h2", "h3"], "truth": {"valid": [False, True, False, True], "best": 1}},
-    "retrieval": {"id": 5, "kind": "retrieval", "captions": ["pos", "n1", "n2"], "images": ["r.png"], "truth": {}},
-}
-TASK_ITEM = {
-    "validate_negative": "pair", "pick_image": "candidates", "ambiguity": "group", "baseline_i2t": "group",
-    "baseline_t2i": "group", "rank_captions": "triple", "compare_negatives": "retrieval",
-}
+ITEMS = {name: kind.example for name, kind in ITEM_KINDS.items()}  # a small item of each kind
 
 
-# validate_negative shows its two captions under their roles: no position to shuffle.
-SHUFFLED_STIMULI = [t for t in TASK_TYPES if t != "validate_negative"]
+def example_item(task_type: str):
+    """The item a task type's tests lay out: an item of its example kind."""
+    return ITEMS[TASK_REGISTRY[task_type].example_kind]
+
+
+def test_every_item_kind_has_an_example_item_of_its_shape():
+    for name, kind in ITEM_KINDS.items():
+        item = Item(name, "example", str(kind.example.get("id")), tuple(kind.example.get("captions", ())),
+                    tuple(kind.example.get("images", ())), dict(kind.example.get("truth", {})))
+        assert item.kind == kind.example["kind"] == name, f"give item kind {name} an example item"
+
+
+# Task types that show their captions under their roles (validate_negative) have no position to shuffle.
+SHUFFLED_STIMULI = [name for name, t in TASK_REGISTRY.items() if t.shuffles]
 
 
 @pytest.mark.parametrize("task_type", SHUFFLED_STIMULI)
 def test_option_order_is_randomised_reproducible_and_recorded(task_type):
-    item = ITEMS[TASK_ITEM[task_type]]
+    item = example_item(task_type)
     layouts = {build_task(task_type, item, 0, seed=str(s)).displayed_order for s in range(40)}
     assert len(layouts) > 1  # the order really varies
     again = build_task(task_type, item, 0, seed="7")
@@ -85,7 +90,7 @@ def test_option_order_is_randomised_reproducible_and_recorded(task_type):
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_answer_buttons_and_their_keys_never_move_between_items(task_type):
     """Key 1 means the same answer on every item of a task type: only the stimuli are shuffled."""
-    item = ITEMS[TASK_ITEM[task_type]]
+    item = example_item(task_type)
     buttons = {tuple((o.label, o.shortcut) for o in build_task(task_type, item, 0, seed=str(s)).options) for s in range(40)}
     assert len(buttons) == 1
     questions = {build_task(task_type, item, 0, seed=str(s)).question_labels for s in range(40)}
@@ -252,8 +257,7 @@ def open_app(token: str) -> AppTest:
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_annotator_flow_per_task_resumes_without_duplicates(app_db, task_type):
-    dataset = {"pair": "demo-sugarcrepe", "candidates": "demo-bivlc-candidates", "group": "demo-bivlc",
-               "triple": "demo-hard-positives", "retrieval": "demo-crepe"}[TASK_ITEM[task_type]]
+    dataset = DATASET_FOR_TASK[task_type]
     created = make_batch(app_db, task=task_type, dataset=dataset, n=4, overlap=1, annotators=("ada",))
     token = created["annotators"][0]["token"]
     at = open_app(token)

@@ -21,7 +21,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from annotate import batches, consensus
-from annotate.task_types import TASK_TYPES, expected_answer, is_correct
+from annotate.task_types import TASK_TYPES, expected_answer, is_correct, task_type
 from data import store
 from tests.conftest import DATASET_FOR_TASK
 
@@ -366,17 +366,14 @@ def oracle_alpha(units: dict[tuple, dict[str, str]], ordinal: bool) -> float:
     return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal" if ordinal else "nominal"))
 
 
-QUESTIONS = {"rank_captions": ("rank_0", "rank_1", "rank_2"), "compare_negatives": ("commonsense", "grammar")}
-
-
 @pytest.mark.parametrize("task", TASK_TYPES)
 def test_agreement_on_every_task_type_matches_sklearn_and_krippendorff(demo_db, task):
     batch = make(demo_db, task=task, n=24, overlap=2)
     batches.simulate(demo_db, batch, accuracies=0.75, seed=2)
     report = batches.batch_agreement(demo_db, batch)
     exported = [json.loads(line) for line in batches.export_labels(demo_db, batch, "jsonl").splitlines()]
-    questions = QUESTIONS.get(task, ("answer",))
-    ordinal = task == "rank_captions"
+    questions = task_type(task).questions
+    ordinal = task_type(task).agreement_level == "ordinal"
     reports = {None: (report, questions)} | {q: (report["by_question"][q], (q,)) for q in questions if len(questions) > 1}
     for _, (part, asked) in reports.items():
         units = independent_tables(exported, task, asked)

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.task_types import TASK_TYPES, build_task, parts_for
+from annotate.task_types import REGISTRY, TASK_TYPES, build_task, parts_for
 from data import store
 from tests.conftest import DATASET_FOR_TASK
-
-# The answer buttons (label, key) of each task type, the same on every item.
-BUTTONS = {
-    "validate_negative": [("Altered is wrong", "1"), ("Altered is also true", "2"), ("Unsure", "3")],
-    "ambiguity": [("Left", "1"), ("Right", "2"), ("Both", "3")],
-    "baseline_i2t": [("Caption (1)", "1"), ("Caption (2)", "2")],
-    "baseline_t2i": [("Image A", "1"), ("Image B", "2")],
-    "rank_captions": [("1", ""), ("2", ""), ("3", "")],
-    "compare_negatives": [("First", ""), ("Second", ""), ("Tie", "")],
-}
 
 
 def tasks_of(db, task_type: str, seed: str = "s", n: int = 24):
@@ -29,24 +19,26 @@ def tasks_of(db, task_type: str, seed: str = "s", n: int = 24):
     return [(item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item["kind"])]
 
 
-def pick_image_buttons(n_images: int) -> list[tuple[str, str]]:
-    return [(chr(ord("A") + n), str(n + 1)) for n in range(n_images)] + [("None", "0")]
-
-
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_answer_buttons_and_keys_are_the_same_on_every_item(demo_db, task_type):
+    """Each item shows its task type's buttons (`TaskType.buttons`, whose labels and keys the task
+    type modules' doctests spell out), and items of one shape show the same ones."""
+    by_shape: dict[tuple[int, int], list[tuple[str, str]]] = {}
     for item, task in tasks_of(demo_db, task_type):
-        expected = pick_image_buttons(len(item["images"])) if task_type == "pick_image" else BUTTONS[task_type]
-        assert [(o.label, o.shortcut) for o in task.options] == expected
+        buttons = [(o.label, o.shortcut) for o in task.options]
+        assert buttons == list(REGISTRY[task_type].buttons(item))
+        assert by_shape.setdefault((len(item["images"]), len(item["captions"])), buttons) == buttons
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_stimuli_are_shuffled_per_item_and_reproducible_per_seed(demo_db, task_type):
     first, again, other = (tasks_of(demo_db, task_type, seed) for seed in ("s", "s", "t"))
     assert [t.displayed_order for _, t in first] == [t.displayed_order for _, t in again]
-    if task_type != "validate_negative":  # shown under their roles: nothing to shuffle
+    if REGISTRY[task_type].shuffles:  # not shown under their roles: something to shuffle
         assert len({t.displayed_order for _, t in first}) > 1
         assert [t.displayed_order for _, t in first] != [t.displayed_order for _, t in other]
+    else:  # shown under their roles, always in the item's order
+        assert len({t.displayed_order for _, t in first + other}) == 1
 
 
 def test_validate_negative_shows_the_caption_and_the_altered_caption_under_their_roles(demo_db):

@@ -10,6 +10,12 @@ _NAMES = {0: "original", 1: "generated"}  # item image 0 is the original, 1 the 
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are the same on every group item:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("group").example)
+    (('Left', '1'), ('Right', '2'), ('Both', '3'))
+    """
     order = shuffled(rng, 2)
     return Task(
         "ambiguity", item["id"], part, "Which image does the caption describe best?",
@@ -34,4 +40,5 @@ TASK_TYPE = TaskType(
         "both": "ambiguous: the positive caption fits both images",
     },
     clean_format="bivlc",
+    summary="does the positive caption fit the original image, the generated one, or both? (BiVLC)",
 )

@@ -84,7 +84,13 @@ class TaskType:
     * ``chooses``: "captions" or "images" when the answer names one of the item's captions or
       images by index (human baselines), "candidate" for pick_image;
     * ``human_baseline``/``model_like``: its majority answers give a human baseline, and answer
-      the model's own question.
+      the model's own question;
+    * ``summary``: what it asks, in a few words (the README's task table);
+    * ``example_kind``: the item kind its tests and the README lay out (default: the first of
+      ``item_kinds``; the demo holds one dataset of each kind, ``data.demo.DEMO_DATASETS``);
+    * ``shuffles``: whether ``build`` shuffles the stimuli (False where captions are shown under
+      their roles, so there is no position to randomise). The answer buttons never move:
+      ``buttons(item)`` reads them off ``build``.
     """
 
     name: str
@@ -105,6 +111,19 @@ class TaskType:
     model_like: bool = False
     describe: Callable[[Item, str], str] | None = None  # one answer value in words for someone who did not see the layout
     question_words: Callable[[Item, str], str] | None = None  # a question in the item's terms, where its label names a display position
+    summary: str = ""
+    example_kind: str = ""
+    shuffles: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.example_kind:
+            object.__setattr__(self, "example_kind", self.item_kinds[0])
+        if self.example_kind not in self.item_kinds:
+            raise ValueError(f"{self.name}: example_kind {self.example_kind!r} is not one of {self.item_kinds}")
+
+    def buttons(self, item: Item) -> tuple[tuple[str, str], ...]:
+        """The answer buttons (label, key) in the order shown: the same for every seed."""
+        return tuple((o.label, o.shortcut) for o in self.build(item, 0, random.Random(0)).options)
 
     def answer_words(self, item: Item, part: int, answer: Answer) -> str:
         """An answer as an adjudicator reads it: each question's value by its option's label (or

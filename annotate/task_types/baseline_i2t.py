@@ -8,6 +8,12 @@ from annotate.task_types.base import Item, Option, Task, TaskType, shuffled
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are the same on every group item:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("group").example)
+    (('Caption (1)', '1'), ('Caption (2)', '2'))
+    """
     order = shuffled(rng, 2)
     image = item["images"][part] if item["images"] else ""
     captions = tuple((f"({n + 1})", item["captions"][i]) for n, i in enumerate(order))
@@ -31,4 +37,5 @@ TASK_TYPE = TaskType(
     "baseline_i2t", ("pair", "group"),
     "Pick the caption that BEST matches the image. Word order matters: 'a dog on a cat' is not 'a cat on a dog'.",
     build, expected, parts=one_question_per_image, chooses="captions", human_baseline=True, model_like=True,
+    summary="which caption best matches the image? A human baseline (BiVLC: once per image)", example_kind="group",
 )

@@ -8,6 +8,12 @@ from annotate.task_types.base import Item, Option, Task, TaskType, letter, shuff
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are the same on every group item:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("group").example)
+    (('Image A', '1'), ('Image B', '2'))
+    """
     order = shuffled(rng, 2)
     images = tuple((f"Image {letter(n)}", item["images"][i]) for n, i in enumerate(order))
     return Task(
@@ -28,4 +34,5 @@ def one_question_per_caption(kind: str) -> tuple[int, ...]:
 TASK_TYPE = TaskType(
     "baseline_t2i", ("group",), "Pick the image that BEST matches the caption. Word order matters.",
     build, expected, parts=one_question_per_caption, chooses="images", human_baseline=True, model_like=True,
+    summary="which image best matches the caption? A human baseline (BiVLC: once per caption)",
 )

@@ -8,6 +8,12 @@ from annotate.task_types.base import Answer, Item, Option, Task, TaskType, lette
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are a letter per image on keys 1.., then None on 0:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("candidates").example)
+    (('A', '1'), ('B', '2'), ('C', '3'), ('D', '4'), ('None', '0'))
+    """
     order = shuffled(rng, len(item["images"]))
     options = [Option(str(i), letter(n), str(n + 1)) for n, i in enumerate(order)]
     return Task(
@@ -44,4 +50,5 @@ TASK_TYPE = TaskType(
     "Aesthetic defects (deformed hands or faces, odd textures) are accepted. If no image shows "
     "everything the description says, choose None.",
     build, expected, correct, agreement_code=image_or_none, chooses="candidate",
+    summary="which generated image shows everything the description says, or none? (BiVLC)",
 )

@@ -12,6 +12,12 @@ QUESTIONS = ("rank_0", "rank_1", "rank_2")  # the rank of caption 0, 1, 2, whate
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are the same on every triple item:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("triple").example)
+    (('1', ''), ('2', ''), ('3', ''))
+    """
     order = shuffled(rng, 3)
     captions = tuple((f"({n + 1})", item["captions"][i]) for n, i in enumerate(order))
     return Task(
@@ -47,4 +53,5 @@ TASK_TYPE = TaskType(
     "equally good may share a rank.",
     build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", human_baseline=True, model_like=True,
     question_words=question_words,
+    summary="rank a caption, its hard negative and its hard positive, 1 best, ties allowed",
 )

@@ -9,6 +9,12 @@ from data.item_kinds import CAPTION_PAIR_KINDS
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are the same on every pair item:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("pair").example)
+    (('Altered is wrong', '1'), ('Altered is also true', '2'), ('Unsure', '3'))
+    """
     # The two captions are shown under their roles (the annotator must know which one is
     # altered), so there is no position to randomise; the answers keep keys 1-3 on every item.
     options = (
@@ -44,4 +50,6 @@ TASK_TYPE = TaskType(
     },
     clean_format="sugarcrepe",
     human_baseline=True,
+    summary="is the altered caption really wrong for the image? Flags nonsensical and ungrammatical captions",
+    shuffles=False,
 )

@@ -8,8 +8,9 @@ which metric family (``analysis.results.METRIC_FAMILIES``) turns a run of such i
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,9 @@ class ItemKind:
     ``metric_family`` names the family of ``analysis.results.METRIC_FAMILIES`` (None: no
     benchmark metric, and ``no_metric_because`` says what to do instead). ``text_scores_from``,
     where set, reads text-only scores off the captions' cosine matrix; they follow the image
-    scores (SugarCrepe++'s TOT).
+    scores (SugarCrepe++'s TOT). ``example`` is a small item of the kind as the store returns it
+    (``store.list_items`` row: id, kind, captions, images, truth): the item task-type tests and
+    the README's task table lay out.
     """
 
     name: str
@@ -49,6 +52,7 @@ class ItemKind:
     min_captions: int = 1
     min_images: int = 0
     text_scores_from: Callable[[np.ndarray], list[float]] | None = None
+    example: Mapping[str, Any] = field(default_factory=dict)
 
 
 def one_image(n: int) -> list[str]:

@@ -7,4 +7,6 @@ ITEM_KIND = ItemKind(
     caption_roles=lambda n: ["caption"], image_roles=lambda n: [f"candidate {chr(ord('A') + i)}" for i in range(n)],
     scores_from=lambda similarity: similarity[:, 0].tolist(),  # s(caption, img_k)
     no_metric_because="candidate-image scores are inspected by people: annotate them with pick_image",
+    example={"id": 4, "kind": "candidates", "captions": ["neg"], "images": ["h0", "h1", "h2", "h3"],
+             "truth": {"valid": [False, True, False, True], "best": 1}},
 )

@@ -11,4 +11,5 @@ ITEM_KIND = ItemKind(
     # the margin to the hardest negative: above zero is a hit at rank 1
     gaps=(Gap("s(c) - max s(c_n)", lambda s: s[:, 0] - np.nanmax(s[:, 1:], axis=1)),),
     metric_family="retrieval",
+    example={"id": 5, "kind": "retrieval", "captions": ["pos", "n1", "n2"], "images": ["r.png"], "truth": {}},
 )
