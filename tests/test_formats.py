@@ -13,7 +13,6 @@ from analysis.exports import export_dataset
 from data import formats, store
 from data.loading import import_path
 from tests.conftest import REPO
-from tests.test_benchmarks import whatsup_folder, winoground_folder
 
 
 def test_the_readme_import_table_is_the_registry():
@@ -28,62 +27,6 @@ def test_every_import_kind_is_offered_by_the_cli_and_the_datasets_form():
     assert "formats.IMPORT_KINDS" in (REPO / "views" / "datasets.py").read_text()
 
 
-def write_aro(folder: Path) -> Path:
-    records = [
-        {"image_id": "7", "image_path": "7.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 30, "bbox_h": 40,
-         "true_caption": "the horse is eating the grass", "false_caption": "the grass is eating the horse", "relation_name": "eating"},
-        {"image_id": "8", "image_path": "8.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 5.5, "bbox_h": 6,
-         "true_caption": "the paved road and the white house", "false_caption": "the white road and the paved house", "attributes": ["paved", "white"]},
-    ]
-    path = folder / "visual_genome_mixed.json"
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(records))
-    return path
-
-
-def write_crepe(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "prod_vg_hard_negs_swap_complexity_4.csv").open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["image_id", "caption", "x", "y", "width", "height", "hard_negs"])
-        writer.writerow(["11", "a dog on a red mat", "0", "1", "50", "60", "['a mat on a red dog', 'a red dog on a mat']"])
-        writer.writerow(["12", "a cup left of a plate", "3", "4", "20", "20", "['a plate left of a cup']"])
-    with (folder / "syst_vg_hard_negs_unseen_compounds_in_cc12m.csv").open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["image_id", "caption", "x", "y", "width", "height", "valid_hard_negs_atom", "valid_hard_negs_comp"])
-        writer.writerow(["13", "a tall man", "0", "0", "9", "9", "['a short man']", "['a tall woman', 'a small man']"])
-        writer.writerow(["14", "a wet road", "0", "0", "9", "9", "[]", "['a dry road']"])
-    return folder
-
-
-def sources(fixtures: Path, tmp_path: Path) -> dict[str, Path]:
-    return {
-        "sugarcrepe": fixtures / "sugarcrepe" / "data" / "swap_att.json",
-        "hard-positives": fixtures / "hard_positives",
-        "aro": write_aro(tmp_path / "aro"),
-        "crepe": write_crepe(tmp_path / "crepe"),
-        "jsonl": write_jsonl(tmp_path / "mine.jsonl"),
-        "valse": fixtures / "valse" / "data" / "existence.json",
-        "sugarcrepe-pp": fixtures / "sugarcrepe_pp" / "data" / "swap_att.json",
-        "winoground": winoground_folder(tmp_path / "winoground") / "examples.jsonl",
-        "whatsup": whatsup_folder(tmp_path / "whatsup") / "data",
-    }
-
-
-def write_jsonl(path: Path) -> Path:
-    records = [
-        {"kind": "pair", "category": "swap_att", "id": "1", "captions": ["a red cube", "a blue cube"], "images": ["1.jpg"], "truth": {"negative": "false"}},
-        {"kind": "triple", "category": "rel", "id": "2", "captions": ["a on b", "b on a", "b under a"], "images": ["2.jpg"], "meta": {"bbox": [1, 2, 3, 4]}},
-        {"kind": "paraphrase", "category": "swap_obj", "id": "6", "captions": ["a on b", "b on a", "b is under a"], "images": ["6.jpg"]},
-        {"kind": "group", "category": "replace_obj", "id": "3", "captions": ["a cat", "a dog"], "images": ["3a.jpg", "3b.jpg"]},
-        {"kind": "retrieval", "category": "prod_swap_c04", "id": "4", "captions": ["x y", "y x", "x x"], "images": ["4.jpg"]},
-        {"kind": "candidates", "category": "replace_att", "id": "5", "captions": ["a green bus"], "images": ["5a.png", "5b.png", "5c.png"],
-         "truth": {"valid": [False, True, True], "best": 1}},
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
 def item_content(db, dataset: str) -> list[tuple]:
     """What a user would call the items: everything but store ids, in a fixed order."""
     rows = store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62)
@@ -91,17 +34,29 @@ def item_content(db, dataset: str) -> list[tuple]:
                    json.dumps(r["meta"].get("bbox"))) for r in rows)
 
 
+# Every format that reads and writes, but BiVLC: its writer renames the images it copies (its own test below).
 ROUND_TRIPS = [name for name, f in formats.REGISTRY.items() if f.read is not None and f.write is not None and name != "bivlc"]
+
+
+def sample_source(layout: formats.Format, fixtures: Path, folder: Path) -> Path:
+    """The format's example source: its file in the shared fixtures, or the one its `sample` writes."""
+    if layout.sample_fixture:
+        return fixtures / layout.sample_fixture
+    if layout.sample is not None:
+        return layout.sample(folder)
+    pytest.fail(f"give the {layout.name} format a sample_fixture or a sample for the round trip")
 
 
 @pytest.mark.parametrize("name", ROUND_TRIPS)
 def test_a_written_benchmark_reads_back_as_the_same_items(name, fresh_db, fixtures, tmp_path):
-    source = sources(fixtures, tmp_path).get(name)
-    if source is None or not source.exists():
-        pytest.fail(f"add a source file for the {name} round trip")
+    source = sample_source(formats.REGISTRY[name], fixtures, tmp_path / "source")
+    if not source.exists():
+        pytest.fail(f"the {name} sample {source} does not exist")
     import_path(fresh_db, name, source, name="first")
-    export_dataset(fresh_db, "first", name, tmp_path / "written")
-    written = next((tmp_path / "written").glob("*.jsonl")) if name == "jsonl" else tmp_path / "written"
+    files = export_dataset(fresh_db, "first", name, tmp_path / "written")["files"]
+    # read back as it was read: the folder, or the one file written when the source was one file
+    one_file = source.is_file() and len(files) == 1
+    written = tmp_path / "written" / files[0] if one_file else tmp_path / "written"
     import_path(fresh_db, name, written, name="second")
     assert item_content(fresh_db, "second") == item_content(fresh_db, "first") and item_content(fresh_db, "first")
 

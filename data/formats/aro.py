@@ -3,6 +3,7 @@ bounding box when scored."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +74,26 @@ def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> lis
     return write_json_files(out, files)
 
 
+def sample_aro(folder: Path) -> Path:
+    """A small VG-Relation / VG-Attribution file (one record of each) in `folder`."""
+    records = [
+        {"image_id": "7", "image_path": "7.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 30, "bbox_h": 40,
+         "true_caption": "the horse is eating the grass", "false_caption": "the grass is eating the horse",
+         "relation_name": "eating"},
+        {"image_id": "8", "image_path": "8.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 5.5, "bbox_h": 6,
+         "true_caption": "the paved road and the white house", "false_caption": "the white road and the paved house",
+         "attributes": ["paved", "white"]},
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "visual_genome_mixed.json").write_text(json.dumps(records))
+    return folder / "visual_genome_mixed.json"
+
+
 ARO = Format(
     "aro",
     "VG-Relation / VG-Attribution with bounding boxes; category = relation or attribute pair",
     "./foil import aro visual_genome_relation.json --images vg/images",
     parse_aro, write_aro, writes=("pair",), metric_names={"accuracy_macro": "macro_accuracy"},
     ties="wrong", ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
+    sample=sample_aro,
 )

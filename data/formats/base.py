@@ -97,7 +97,10 @@ class Format:
     the benchmark: `metric_names` renames our metric keys to the benchmark's own (None drops one
     that means nothing there), `ties` is how its code counts a tie (`analysis.metrics.TIE_RULES`)
     and `ties_because` says why, and `groups` names item groups (`meta["groups"]`) scored all
-    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`).
+    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`). A format that reads and
+    writes names a source for the read -> write -> read test: `sample_fixture`, a file or folder
+    of the benchmark's own release under the shared fixtures folder (`$FOIL_FIXTURES`), or
+    `sample(folder)`, which writes a small source there and returns the path to import.
     """
 
     name: str
@@ -113,6 +116,8 @@ class Format:
     groups: tuple[str, ...] = ()
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
+    sample_fixture: str = ""
+    sample: Callable[[Path], Path] | None = None
 
 
 def write_json_files(out: Path, files: Mapping[str, Any]) -> list[str]:

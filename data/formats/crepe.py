@@ -98,10 +98,32 @@ def write_crepe(items: list[StoredItem], out: Path, context: ExportContext) -> l
     return sorted(f"{stem}.csv" for stem in rows)
 
 
+def sample_crepe(folder: Path) -> Path:
+    """A small CREPE folder: a productivity CSV and a systematicity CSV, two rows each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_csv(folder / "prod_vg_hard_negs_swap_complexity_4.csv", [
+        ["image_id", "caption", "x", "y", "width", "height", "hard_negs"],
+        ["11", "a dog on a red mat", "0", "1", "50", "60", "['a mat on a red dog', 'a red dog on a mat']"],
+        ["12", "a cup left of a plate", "3", "4", "20", "20", "['a plate left of a cup']"],
+    ])
+    _write_csv(folder / "syst_vg_hard_negs_unseen_compounds_in_cc12m.csv", [
+        ["image_id", "caption", "x", "y", "width", "height", "valid_hard_negs_atom", "valid_hard_negs_comp"],
+        ["13", "a tall man", "0", "0", "9", "9", "['a short man']", "['a tall woman', 'a small man']"],
+        ["14", "a wet road", "0", "0", "9", "9", "[]", "['a dry road']"],
+    ])
+    return folder
+
+
+def _write_csv(file: Path, rows: list[list[str]]) -> None:
+    with file.open("w", newline="") as handle:
+        csv.writer(handle).writerows(rows)
+
+
 CREPE = Format(
     "crepe",
     "CREPE's retrieval CSVs, searched recursively: `prod_vg_hard_negs_{atom,swap,negate}_complexity_{n}.csv` (category `prod_swap_c04`...) and `syst_vg_hard_negs_{seen,unseen}_compounds_in_{dataset}.csv` (categories `syst_atom_unseen`...); images `{image_id}.jpg` (put Visual Genome's two folders in one), cropped to the row's box; Recall@1/3/5",
     "./foil import crepe crepe/ --images vg/all_images",
     parse_crepe, write_crepe, writes=("retrieval",),
     ties_because="a negative scoring exactly as the positive ranks above it",
+    sample=sample_crepe,
 )

@@ -74,4 +74,5 @@ HARD_POSITIVES = Format(
     "./foil import hard-positives hard_positives/",
     parse_hard_positives, write_hard_positives, writes=("triple",),
     ties_because="the hard-positives evaluation compares scores with a strict >",
+    sample_fixture="hard_positives",
 )

@@ -68,5 +68,27 @@ def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) ->
     return [path.name]
 
 
-JSONL = Format("jsonl", "generic: one object per line, see below", "./foil import jsonl mine.jsonl --images imgs/", parse_jsonl, write_jsonl, carries_results=True)
+def sample_jsonl(folder: Path) -> Path:
+    """A small JSONL file in `folder` with one item of every kind."""
+    records = [
+        {"kind": "pair", "category": "swap_att", "id": "1", "captions": ["a red cube", "a blue cube"],
+         "images": ["1.jpg"], "truth": {"negative": "false"}},
+        {"kind": "triple", "category": "rel", "id": "2", "captions": ["a on b", "b on a", "b under a"],
+         "images": ["2.jpg"], "meta": {"bbox": [1, 2, 3, 4]}},
+        {"kind": "paraphrase", "category": "swap_obj", "id": "6", "captions": ["a on b", "b on a", "b is under a"],
+         "images": ["6.jpg"]},
+        {"kind": "group", "category": "replace_obj", "id": "3", "captions": ["a cat", "a dog"],
+         "images": ["3a.jpg", "3b.jpg"]},
+        {"kind": "retrieval", "category": "prod_swap_c04", "id": "4", "captions": ["x y", "y x", "x x"],
+         "images": ["4.jpg"]},
+        {"kind": "candidates", "category": "replace_att", "id": "5", "captions": ["a green bus"],
+         "images": ["5a.png", "5b.png", "5c.png"], "truth": {"valid": [False, True, True], "best": 1}},
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder / "mine.jsonl"
+
+
+JSONL = Format("jsonl", "generic: one object per line, see below", "./foil import jsonl mine.jsonl --images imgs/",
+               parse_jsonl, write_jsonl, carries_results=True, sample=sample_jsonl)
 PARQUET = Format("parquet", "one row per item with every run's decision and scores (written only)", write=write_parquet, carries_results=True)

@@ -77,6 +77,7 @@ SUGARCREPE = Format(
     "./foil import sugarcrepe sugar-crepe/data --images coco/val2017",
     parse_sugarcrepe, write_sugarcrepe, writes=("pair",),
     ties_because="SugarCrepe's evaluation counts `pos > neg`: a tie is wrong",
+    sample_fixture="sugarcrepe/data/swap_att.json",
 )
 SUGARCREPE_CORRECT = Format(
     "sugarcrepe-correct",

@@ -75,4 +75,5 @@ SUGARCREPE_PP = Format(
     parse_sugarcrepe_pp, write_sugarcrepe_pp, writes=("paraphrase",),
     metric_names={"itt": "ITT", "image_p1_neg": "Image-P1-Neg", "image_p2_neg": "Image-P2-Neg", "tot": "TOT"},
     ties_because="SugarCrepe++'s evaluation compares with a strict >: a tie is a miss",
+    sample_fixture="sugarcrepe_pp/data/swap_att.json",
 )

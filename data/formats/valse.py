@@ -102,4 +102,5 @@ VALSE = Format(
     parse_valse, write_valse, writes=("pair",), place_images=place_images, report=valid_foils,
     metric_names={"accuracy_micro": "acc_r", "accuracy_macro": "acc_r_macro"},
     ties_because="VALSE's acc_r counts the caption scored above the foil (strict >)",
+    sample_fixture="valse/data/existence.json",
 )

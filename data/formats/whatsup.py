@@ -134,6 +134,22 @@ def write_whatsup(items: list[StoredItem], out: Path, context: ExportContext) ->
     return write_json_files(out, files)
 
 
+def sample_whatsup(folder: Path) -> Path:
+    """A small `data/` folder in `folder`, without images: two object pairs in four prepositions and
+    three COCO-QA questions."""
+    rows = []
+    for a, b in (("mug", "table"), ("dog", "chair")):
+        for preposition in ("left_of", "right_of", "on", "under"):
+            words = preposition.replace("_", " ")
+            others = [o for o in ("left of", "right of", "on", "under") if o != words]
+            rows.append({"image_path": f"data/controlled_images/{a}_{preposition}_{b}.jpeg",
+                         "caption_options": [f"A {a} {words} a {b}", *(f"A {a} {o} a {b}" for o in others)]})
+    qa = [[139, "A dog on the left", "A dog on the right"], [285, "A cat on the right", "A cat on the left"],
+          [632, "A cup on the left", "A cup on the right"]]
+    write_json_files(folder / "data", {"controlled_images_dataset": rows, "coco_qa_one_obj": qa})
+    return folder / "data"
+
+
 WHATSUP = Format(
     "whatsup",
     "What'sUp's `controlled_images_dataset.json`, `controlled_clevr_dataset.json` (four captions, the first right) and `coco_qa_{one,two}_obj.json`, `vg_qa_{one,two}_obj.json` (`[image_id, right, wrong]`); category = subset; individual, pair and set accuracy",
@@ -142,4 +158,5 @@ WHATSUP = Format(
     metric_names={"recall_at_1": "individual_accuracy", "recall_at_3": None, "recall_at_5": None},
     ties="right", ties_because="What'sUp takes numpy's argmax over the captions, the right one first: a tie picks it",
     groups=("pair", "set"),
+    sample=sample_whatsup,
 )

@@ -57,6 +57,18 @@ def _stem(path: str) -> str:
     return path[:-4] if path.endswith(".png") else path
 
 
+def sample_winoground(folder: Path, n: int = 6) -> Path:
+    """A small `examples.jsonl` (`n` examples over the three collapsed tags, no images) in `folder`."""
+    tags = ("Object", "Relation", "Both")
+    lines = [json.dumps({"id": i, "image_0": f"ex_{i}_img_0", "image_1": f"ex_{i}_img_1",
+                         "caption_0": f"a dog bites a man {i}", "caption_1": f"a man bites a dog {i}", "tag": "Noun",
+                         "secondary_tag": "Symbolic" if i == 0 else "", "num_main_preds": 1 + i % 2,
+                         "collapsed_tag": tags[i % 3]}) for i in range(n)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "examples.jsonl").write_text("\n".join(lines) + "\n")
+    return folder / "examples.jsonl"
+
+
 WINOGROUND = Format(
     "winoground",
     "`examples.jsonl` (`id, image_0, image_1, caption_0, caption_1, tag, secondary_tag, num_main_preds, collapsed_tag`), images `{image}.png`; category = collapsed tag; text, image and group scores",
@@ -64,4 +76,5 @@ WINOGROUND = Format(
     parse_winoground, write_winoground, writes=("group",),
     metric_names={"i2t": "text", "t2i": "image", "ipos2t": None, "ineg2t": None, "tpos2i": None, "tneg2i": None},
     ties_because="Winoground's scores compare with a strict >: a tie is wrong",
+    sample=sample_winoground,
 )

@@ -13,5 +13,6 @@ ITEM_KIND = ItemKind(
         Gap("Tneg2I: s(C1,I1) - s(C1,I0)", lambda s: s[:, 1, 1] - s[:, 0, 1]),
     ),
     metric_family="bivlc",
-    example={"id": 3, "kind": "group", "captions": ["C0", "C1"], "images": ["i0.png", "i1.png"], "truth": {"ambiguous": False}},
+    example={"id": 3, "kind": "group", "captions": ["C0", "C1"], "images": ["i0.png", "i1.png"],
+             "truth": {"ambiguous": False}},
 )

@@ -7,5 +7,6 @@ ITEM_KIND = ItemKind(
     caption_roles=lambda n: ["positive", "negative"], image_roles=one_image, scores_from=first_image_row,
     gaps=(Gap("s(c) - s(c_n)", lambda s: s[:, 0] - s[:, 1]),),
     metric_family="pairwise",
-    example={"id": 1, "kind": "pair", "captions": ["a red circle", "a blue circle"], "images": ["a.png"], "truth": {"negative": "false"}},
+    example={"id": 1, "kind": "pair", "captions": ["a red circle", "a blue circle"], "images": ["a.png"],
+             "truth": {"negative": "false"}},
 )

@@ -22,5 +22,6 @@ ITEM_KIND = ItemKind(
         Gap("text only: cos(p1,p2) - max cos(p,n)", lambda s: s[:, 3] - np.maximum(s[:, 4], s[:, 5])),
     ),
     metric_family="paraphrase",
-    example={"id": 6, "kind": "paraphrase", "captions": ["p1", "n", "p2"], "images": ["p.png"], "truth": {"negative": "false"}},
+    example={"id": 6, "kind": "paraphrase", "captions": ["p1", "n", "p2"], "images": ["p.png"],
+             "truth": {"negative": "false"}},
 )

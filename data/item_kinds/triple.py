@@ -7,5 +7,6 @@ ITEM_KIND = ItemKind(
     caption_roles=lambda n: ["positive", "negative", "hard positive"], image_roles=one_image, scores_from=first_image_row,
     gaps=(Gap("s(c) - s(c_n)", lambda s: s[:, 0] - s[:, 1]), Gap("s(c_p) - s(c_n)", lambda s: s[:, 2] - s[:, 1])),
     metric_family="hard_positive",
-    example={"id": 2, "kind": "triple", "captions": ["c", "c_n", "c_p"], "images": ["b.png"], "truth": {"negative": "false"}},
+    example={"id": 2, "kind": "triple", "captions": ["c", "c_n", "c_p"], "images": ["b.png"],
+             "truth": {"negative": "false"}},
 )
