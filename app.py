@@ -1,4 +1,5 @@
-"""Foil Studio: navigation by role. The token in the link decides which pages exist.
+"""Foil Studio: navigation by role. The token in the link decides which pages exist: those
+``views/registry.py`` lists for the role.
 
 The pages live in ``views/``: a folder named ``pages/`` beside this script makes Streamlit serve
 every file in it directly (its legacy multipage mode), without running this role check first.
@@ -8,6 +9,7 @@ import streamlit as st
 
 from annotate import batches, roles
 from data import paths, store
+from views.registry import pages_for
 from views.session import session_db
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
@@ -45,19 +47,7 @@ except roles.AdminTokenError as error:
 role = roles.resolve_role(db, token, admin)
 st.session_state["role"] = role
 
-if role.kind == "admin":
-    pages = [
-        st.Page("views/datasets.py", title="Datasets", icon=":material/dataset:", default=True),
-        st.Page("views/model_scores.py", title="Model scores", icon=":material/bar_chart:"),
-        st.Page("views/inspect_runs.py", title="Inspect runs", icon=":material/troubleshoot:"),
-        st.Page("views/batches.py", title="Annotation batches", icon=":material/group_work:"),
-        st.Page("views/hackability.py", title="Hackability audit", icon=":material/policy:"),
-    ]
-elif role.kind == "annotator":
-    pages = [st.Page("views/annotate.py", title="My queue", icon=":material/checklist:", default=True)]
-else:
-    pages = [st.Page("views/sign_in.py", title="Sign in", icon=":material/key:", default=True)]
-
+pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in pages_for(role.kind)]
 navigation = st.navigation(pages)
 st.sidebar.markdown("**Foil Studio**")
 st.sidebar.caption("Annotate, score and inspect vision-language compositionality benchmarks. README.md in the checkout has every command.")

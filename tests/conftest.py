@@ -15,6 +15,7 @@ import pytest
 from annotate.task_types import REGISTRY as TASK_TYPE_REGISTRY
 from data import store
 from data.demo import DEMO_DATASETS, DemoConfig, install_demo
+from views.registry import PAGES
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("FOIL_FIXTURES", REPO.parent / "shared" / "fixtures"))
@@ -121,8 +122,8 @@ def admin_page(monkeypatch):
     return open_page
 
 
-ADMIN_PAGES = (("views/model_scores.py", "scores_dataset"), ("views/inspect_runs.py", "inspect_dataset"),
-               ("views/hackability.py", "audit_dataset"), ("views/datasets.py", "dataset"))
+# The admin pages with a dataset select box (`views/registry.py`), and its key.
+ADMIN_PAGES = tuple((page.path, page.dataset_key) for page in PAGES if page.role == "admin" and page.dataset_key)
 
 
 def visit_admin_pages(open_page, db_file: Path, also=None) -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from data import store
 from data.loading import import_path
 from data.text import WORD_JOINER
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
+from views.registry import pages_for
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -25,7 +26,7 @@ CATEGORY = ":red[cat] _EVILEM_ www.evil.example"
 RUN = "**run** <a href='http://evil.example/r'>EVILLINK</a>"
 BATCH = "[batch](http://evil.example/x) *EVILSTAR*"
 ANNOTATORS = ('<a href="http://evil.example/a">ann</a>', "[ben](http://evil.example/b)", ":material/home: cleo")
-PAGES = ("datasets", "model_scores", "inspect_runs", "batches", "hackability")
+PAGES = tuple(page.url_path for page in pages_for("admin"))
 MARKERS = ("EVILBOLD", "EVILLINK", "EVILEM", "EVILSTAR", "evil.example")
 
 
