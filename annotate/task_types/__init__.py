@@ -1,8 +1,8 @@
 """The annotation task types: one module each, listed once in ``REGISTRY``.
 
-Batches, agreement, cleaned exports, human baselines, the CLI's ``--task`` choices and the
-Batches page's select box all read this registry; a new task type is a new module defining a
-``TASK_TYPE`` record (``base.TaskType``) and one line below.
+Batches, agreement, cleaned exports, human baselines, the CLI's ``--task`` choices, the
+Batches page's select box and the README's task table (``task_table``) all read this registry; a
+new task type is a new module defining a ``TASK_TYPE`` record (``base.TaskType``) and one line below.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from annotate.task_types import (
     validate_negative,
 )
 from annotate.task_types.base import Answer, Item, Option, Task, TaskError, TaskType
+from data.item_kinds import item_kind
 
 REGISTRY: dict[str, TaskType] = {
     t.name: t for t in (
@@ -36,7 +37,7 @@ TASK_TYPES = tuple(REGISTRY)
 
 __all__ = [
     "REGISTRY", "TASK_TYPES", "Option", "Task", "TaskError", "TaskType", "task_type", "build_task", "check_answer",
-    "expected_answer", "is_correct", "parts_for", "answer_questions",
+    "expected_answer", "is_correct", "parts_for", "answer_questions", "task_table",
 ]
 
 
@@ -91,3 +92,23 @@ def is_correct(name: str, item: Item, part: int, answer: Answer) -> bool | None:
     when the caption and its hard positive share the best rank and the negative ranks lower.
     """
     return task_type(name).is_correct(item, part, answer)
+
+
+def task_table() -> str:
+    """The README's table of task types, one row per registered type, its answers as `build` lays
+    them out on its example item.
+
+    >>> task_table().splitlines()[0]
+    '| task | items | asks | answers (keys) |'
+    """
+    rows = ["| task | items | asks | answers (keys) |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{t.name}` | {', '.join(t.item_kinds)} | {t.summary} | {_answers_in_words(t)} |"
+             for t in REGISTRY.values()]
+    return "\n".join(rows)
+
+
+def _answers_in_words(kind: TaskType) -> str:
+    """"Left `1`, Right `2`, Both `3`" (label and key); a task of several questions names them."""
+    task = kind.build(item_kind(kind.example_kind).example, 0, random.Random(0))
+    answers = ", ".join(f"{o.label} `{o.shortcut}`" if o.shortcut else o.label for o in task.options)
+    return answers if task.questions == ("answer",) else f"{answers}, for each of: {' / '.join(task.question_labels)}"

@@ -1,0 +1,14 @@
+"""README's tables and choice lists are the registries' (`docs/readme_tables.py`, run by `make docs`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def test_readme_tables_and_choice_lists_are_generated_from_the_registries():
+    done = subprocess.run([sys.executable, str(REPO / "docs" / "readme_tables.py"), "--check"], capture_output=True,
+                          text=True, cwd=REPO, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
