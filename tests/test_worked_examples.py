@@ -1,0 +1,181 @@
+"""ARCHITECTURE.md's "Where new things go", done as written: in a copy of the checkout, a toy
+benchmark format, a toy task type and a toy page are each one new file and one registry line,
+then `docs/readme_tables.py` (what `make docs` runs) updates README. The existing generic tests
+must pick all three up, and no other file may change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, REPO
+
+TOY_FORMAT = '''"""toy-pairs: an EqBen-like layout, one JSON list of `{image, caption, foil}` per category."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from data.formats.base import write_json_files
+from data.reading import read_json
+
+
+def parse_toy(path: Path) -> Parsed:
+    parsed = Parsed("toy-pairs", "toy-pairs")
+    for file in json_files(path):
+        for row, record in enumerate(read_json(file)):
+            require_keys(record, ("image", "caption", "foil"), file, row)
+            item = make_item(file, row, kind="pair", category=file.stem, source_id=f"{file.stem}/{row}",
+                             captions=(record["caption"], record["foil"]), images=(record["image"],))
+            parsed.add(item, file, row)
+    return parsed
+
+
+def write_toy(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
+    files: dict[str, list[dict[str, str]]] = {}
+    for item in items:
+        record = {"image": item["images"][0], "caption": item["captions"][0], "foil": item["captions"][1]}
+        files.setdefault(item["category"], []).append(record)
+    return write_json_files(out, files)
+
+
+def sample_toy(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    records = [{"image": f"{n}.jpg", "caption": f"a cup left of plate {n}", "foil": f"a plate left of cup {n}"}
+               for n in range(3)]
+    (folder / "spatial.json").write_text(json.dumps(records))
+    return folder / "spatial.json"
+
+
+TOY = Format("toy-pairs", "one JSON list of `{image, caption, foil}` per category",
+             "./foil import toy-pairs toy/spatial.json --images toy/images", parse_toy, write_toy, writes=("pair",),
+             sample=sample_toy)
+'''
+
+TOY_TASK = '''"""grammar_check: is the altered caption grammatical? Yes, no or unsure, on caption pairs."""
+
+from __future__ import annotations
+
+import random
+
+from annotate.task_types.base import Item, Option, Task, TaskType
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    options = (Option("yes", "Grammatical", "1"), Option("no", "Ungrammatical", "2"), Option("unsure", "Unsure", "3"))
+    return Task("grammar_check", item["id"], part, "Is the altered caption grammatical?",
+                (("altered caption", item["captions"][1]),), (), options, (1,))
+
+
+TASK_TYPE = TaskType("grammar_check", ("pair",), "Say whether the caption is grammatical English.", build,
+                     summary="is the altered caption grammatical?", shuffles=False)
+'''
+
+TOY_PAGE = '''"""Toy page: how many datasets the store holds."""
+
+import streamlit as st
+
+from data import store
+from views.session import session_db
+
+st.title("Toy page")
+st.write(f"{len(store.dataset_names(session_db()))} datasets")
+'''
+
+# file -> (text after which the registry line goes, the registry line, the import it needs)
+REGISTRY_LINES = {
+    "data/formats/__init__.py": ("        jsonl.PARQUET,\n", "        toy_pairs.TOY,\n",
+                                 "from data.formats import toy_pairs\n"),
+    "annotate/task_types/__init__.py": ("        compare_negatives.TASK_TYPE,\n", "        grammar_check.TASK_TYPE,\n",
+                                        "from annotate.task_types import grammar_check\n"),
+    "views/registry.py": ('"anonymous", default=True),\n',
+                          '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin"),\n', ""),
+}
+NEW_FILES = {"data/formats/toy_pairs.py": TOY_FORMAT, "annotate/task_types/grammar_check.py": TOY_TASK,
+             "views/toy_page.py": TOY_PAGE}
+# What the generic tests must run for the toys (and nothing they run may fail).
+GENERIC_TESTS = [
+    "tests/test_formats.py", "tests/test_cli.py::test_every_import_kind_has_a_readme_example",
+    "tests/test_task_display.py", "tests/test_annotation.py", "tests/test_integrity.py", "tests/test_app.py", "tests/test_docs.py",
+]
+EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]")
+
+
+def checkout_copy(target: Path) -> Path:
+    """The checkout's tracked files, as they are now, under `target`."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).write_bytes(source.read_bytes())
+    return target
+
+
+def digests(root: Path) -> dict[str, str]:
+    """Path -> content hash of every file under `root` but caches."""
+    skip = ("__pycache__", ".pytest_cache", ".hypothesis")
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*")
+            if p.is_file() and not any(part in skip for part in p.parts)}
+
+
+def add_registry_line(root: Path, name: str) -> None:
+    """One line in the file's registry (and the import of its module), as ARCHITECTURE.md says."""
+    after, line, module_import = REGISTRY_LINES[name]
+    text = (root / name).read_text()
+    assert text.count(after) == 1, f"{name}: the registry no longer ends with {after!r}; update this test"
+    text = text.replace(after, after + line)
+    if module_import:
+        lines = text.splitlines(keepends=True)
+        at = last_import_end(lines)
+        text = "".join(lines[:at]) + module_import + "".join(lines[at:])
+    (root / name).write_text(text)
+
+
+def last_import_end(lines: list[str]) -> int:
+    """The index of the line after the module's last top-level import (a parenthesized one included)."""
+    end, inside = 0, False
+    for n, line in enumerate(lines):
+        if line.startswith(("from ", "import ")):
+            inside, end = line.rstrip().endswith("("), n + 1
+        elif inside:
+            inside, end = not line.startswith(")"), n + 1
+        elif line.strip() and not line.startswith(("#", '"""')) and end:
+            break
+    return end
+
+
+def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_each(tmp_path):
+    if not FIXTURES.is_dir():
+        pytest.skip(f"benchmark fixtures not found at {FIXTURES}")
+    root = checkout_copy(tmp_path / "checkout")
+    before = digests(root)
+    for name, text in NEW_FILES.items():
+        (root / name).write_text(text)
+    for name in REGISTRY_LINES:
+        add_registry_line(root, name)
+    env = {**os.environ, "FOIL_FIXTURES": str(FIXTURES)}
+    docs = subprocess.run([sys.executable, "docs/readme_tables.py"], cwd=root, env=env, capture_output=True, text=True,
+                          check=False)
+    assert docs.returncode == 0, docs.stderr
+    readme = (root / "README.md").read_text()
+    assert "| `toy-pairs` |" in readme and "| `grammar_check` |" in readme and "toy-pairs\\|" in readme
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:randomly", "-p", "no:cacheprovider", "-x",
+         "-k", "(toy or grammar_check or readme) and not postgresql", *GENERIC_TESTS],
+        cwd=root, env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    passed = [line for line in done.stdout.splitlines() if line.startswith("PASSED")]
+    for toy in EXPECTED_IDS:
+        assert any(toy in line for line in passed), f"no generic test ran {toy}:\n" + "\n".join(passed)
+    after = digests(root)
+    touched = {name for name in after if before.get(name) != after[name]}
+    assert touched == {*NEW_FILES, *REGISTRY_LINES, "README.md"}
