@@ -104,7 +104,8 @@ NEW_FILES = {"data/formats/toy_pairs.py": TOY_FORMAT, "annotate/task_types/gramm
 # What the generic tests must run for the toys (and nothing they run may fail).
 GENERIC_TESTS = [
     "tests/test_formats.py", "tests/test_cli.py::test_every_import_kind_has_a_readme_example",
-    "tests/test_task_display.py", "tests/test_annotation.py", "tests/test_integrity.py", "tests/test_app.py", "tests/test_docs.py",
+    "tests/test_task_display.py", "tests/test_annotation.py", "tests/test_integrity.py", "tests/test_app.py",
+    "tests/test_docs.py",
 ]
 EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]")
 
