@@ -29,7 +29,7 @@ from analysis.results import BOOTSTRAP
 from annotate import links
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
-from data import formats, paths, store, text
+from data import formats, paths, plain_text, store
 from data.formats import BadInputError
 from data.reading import read_text
 from data.images import UnsafeImagePathError
@@ -565,21 +565,22 @@ def as_text(value: Any, indent: str = "") -> str:
     mappings of records (`by_category`) as aligned tables, floats with two decimals."""
     if isinstance(value, list):
         if value and all(_is_record(v) for v in value):
-            return _indented(text.table(value), indent)
+            return _indented(plain_text.table(value), indent)
         return "\n\n".join(as_text(v, indent) for v in value) or f"{indent}(none)"
     if not isinstance(value, dict):
-        return f"{indent}{text.cell(value)}"
+        return f"{indent}{plain_text.cell(value)}"
     lines = []
     for key, item in value.items():
         if isinstance(item, list) and item and all(_is_record(v) for v in item):
-            lines += [f"{indent}{key}:", _indented(text.table(item), indent + "  ")]
+            lines += [f"{indent}{key}:", _indented(plain_text.table(item), indent + "  ")]
         elif isinstance(item, dict) and item and all(isinstance(v, dict) and _is_record(v) for v in item.values()):
             label = key.removeprefix("by_") if key.startswith("by_") else "key"
-            lines += [f"{indent}{key}:", _indented(text.table([{label: k, **_flat(v)} for k, v in item.items()]), indent + "  ")]
+            rows = [{label: k, **_flat(v)} for k, v in item.items()]
+            lines += [f"{indent}{key}:", _indented(plain_text.table(rows), indent + "  ")]
         elif isinstance(item, dict) and item and not _is_record(item):
             lines += [f"{indent}{key}:", as_text(item, indent + "  ")]
         else:
-            lines.append(f"{indent}{key}: {text.cell(item) if item not in ({}, []) else '(none)'}")
+            lines.append(f"{indent}{key}: {plain_text.cell(item) if item not in ({}, []) else '(none)'}")
     return "\n".join(lines)
 
 
@@ -621,26 +622,26 @@ def metrics_text(result: dict[str, Any]) -> str:
     for level, values, intervals in [*levels, ("category", "by_category", "category_intervals")]:
         for category, figures in result[values].items():
             rows += _metric_rows(category, figures, result.get(intervals, {}).get(category, {}), level if levels else None)
-    return "\n".join([as_text(head), text.table(rows), *([as_text(rest)] if rest else [])])
+    return "\n".join([as_text(head), plain_text.table(rows), *([as_text(rest)] if rest else [])])
 
 
 def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None) -> list[dict[str, Any]]:
     """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
     counts = {k: figures[k] for k in ("n", "ties") if k in figures}
     per = {} if level is None else {"per": level}
-    return [{"category": category, **per, "metric": metric, "value": value, "95% interval": text.interval_text(intervals.get(metric)), **counts}
+    return [{"category": category, **per, "metric": metric, "value": value, "95% interval": plain_text.interval_text(intervals.get(metric)), **counts}
             for metric, value in figures.items() if metric not in ("n", "ties")]
 
 
 def parity_text(result: dict[str, Any]) -> str:
     """`parity`: the runs and why each ran in its precision, the headline change with its
     interval, then the items whose decision flips."""
-    change = f"{result['metric']}: {text.cell(result['value_a'])} under A, {text.cell(result['value_b'])} under B, change {text.cell(result['change'])} (95% interval {text.interval_text(result['change_interval'])})"
+    change = f"{result['metric']}: {plain_text.cell(result['value_a'])} under A, {plain_text.cell(result['value_b'])} under B, change {plain_text.cell(result['change'])} (95% interval {plain_text.interval_text(result['change_interval'])})"
     why = [f"{run} ({result[key]})" for run, key in ((result["run_a"], "precision_a"), (result["run_b"], "precision_b")) if key in result]
     lines = [f"A: {result['run_a']}, B: {result['run_b']} on {result['dataset']}, {result['n_items']} items both scored", *(["precisions: " + "; ".join(why)] if why else []), change]
     lines.append(f"{result['n_flips']} items decide differently" + (":" if result["flips"] else " (none)"))
     margins = [{k: f"{v:+.5f}" if isinstance(v, float) else v for k, v in row.items()} for row in result["flips"]]  # bf16 flips sit within 0.01 of a tie
-    return "\n".join([*lines, *([text.table(margins)] if margins else [])])
+    return "\n".join([*lines, *([plain_text.table(margins)] if margins else [])])
 
 
 def agreement_text(report: dict[str, Any]) -> str:
@@ -648,11 +649,11 @@ def agreement_text(report: dict[str, Any]) -> str:
     from annotate.agreement import coefficient_rows, question_rows
 
     head = {k: report[k] for k in ("batch", "n_items", "n_labels", "level") if k in report}
-    parts = [as_text(head), text.table(coefficient_rows(report))]
+    parts = [as_text(head), plain_text.table(coefficient_rows(report))]
     if report["cohen_pairs"]:
-        parts += ["Cohen's kappa per pair:", text.table(report["cohen_pairs"])]
+        parts += ["Cohen's kappa per pair:", plain_text.table(report["cohen_pairs"])]
     if "by_question" in report:
-        parts += ["per question:", text.table(question_rows(report))]
+        parts += ["per question:", plain_text.table(question_rows(report))]
     return "\n".join([*parts, report["note"]])
 
 

@@ -25,7 +25,7 @@ from annotate.consensus import decisions, excluded_annotators
 from annotate.gold import GOLD_PASS, rule_text
 from annotate.task_types import REGISTRY
 from data import formats, store
-from data.text import count_range, figure
+from data.plain_text import count_range, figure
 
 # The construction task types: those whose record names the layout of their cleaned benchmark.
 CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.clean_format)

@@ -14,8 +14,8 @@ import pytest
 from annotate import batches
 from data import store
 from data.loading import import_path
-from data.text import WORD_JOINER
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
+from views.text import WORD_JOINER
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect

@@ -14,7 +14,8 @@ import streamlit as st
 
 from annotate import batches
 from annotate.task_types import Task, TaskError, is_correct
-from data import store, text
+from data import store
+from views import text
 from views.session import session_db
 from views.stimulus import show_stimulus, shown_key
 

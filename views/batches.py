@@ -6,7 +6,8 @@ import streamlit as st
 
 from annotate import agreement, batches, browse, consensus, export, gold, links
 from annotate.task_types import TASK_TYPES, task_type
-from data import paths, store, text
+from data import paths, store
+from views import text
 from views.item_card import draw_item_card
 from views.session import session_db
 
