@@ -374,7 +374,7 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
 )
 def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Who joined a crowd study through its link, when, and what they hold and answered."""
-    from annotate.batches import study_joins
+    from annotate.crowd_studies import study_joins
 
     return study_joins(db, args.batch)
 
@@ -385,7 +385,7 @@ def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list
 )
 def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Close a crowd study to new participants (--reopen opens it again); those in may finish."""
-    from annotate.batches import close_study
+    from annotate.crowd_studies import close_study
 
     close_study(db, args.batch, closed=not args.reopen)
     return {"batch": args.batch, "closed": not args.reopen}
@@ -400,7 +400,7 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 )
 def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
-    from annotate.batches import create_ambiguity_batch
+    from annotate.construction import create_ambiguity_batch
 
     holders = args.annotators or sorted({a["annotator"] for a in store.batch_assignments(db, store.get_batch(db, args.batch)["id"])})
     return create_ambiguity_batch(db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name)
@@ -425,7 +425,7 @@ def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list
 )
 def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | None:
     """Export a batch's labels as JSONL or CSV (stdout, or --out FILE)."""
-    from annotate.batches import export_labels
+    from annotate.batch_reports import export_labels
 
     text = export_labels(db, args.batch, args.format)
     if args.out:
@@ -442,7 +442,7 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
 def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1
     (95% intervals from the resamples the page and the protocol paragraph use)."""
-    from annotate.batches import batch_agreement
+    from annotate.batch_reports import batch_agreement
 
     return batch_agreement(db, args.batch)
 
@@ -455,7 +455,7 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
 )
 def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Answer a batch from ground truth with per-annotator noise (same write path as the app)."""
-    from annotate.batches import simulate
+    from annotate.simulation import simulate
 
     return simulate(db, args.batch, accuracies=args.accuracy, n_annotators=args.annotators, seed=args.seed)
 

@@ -20,8 +20,10 @@ from typing import Any
 import sqlite_utils
 
 from annotate.agreement import COEFFICIENT_NAMES, coefficient_rows
-from annotate.batches import SIMULATED, BatchError, batch_agreement, batch_progress, pick_image_survivors
+from annotate.batch_reports import batch_agreement, batch_progress
+from annotate.batches import SIMULATED, BatchError
 from annotate.consensus import decisions, excluded_annotators
+from annotate.construction import pick_image_survivors
 from annotate.gold import GOLD_PASS, rule_text
 from annotate.task_types import REGISTRY
 from data import formats, store

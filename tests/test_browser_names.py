@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from annotate import batches
+from annotate import batches, simulation
 from data import store
 from data.loading import import_path
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
@@ -49,7 +49,7 @@ def site(tmp_path_factory):
         run_id = store.ensure_run(db, dataset["id"], RUN, kind="scores", model="hand-made")
         store.put_scores(db, run_id, [(item["id"], [rng.random(), rng.random()]) for item in store.list_items(db, dataset["id"], limit=100)])
     created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", ANNOTATORS, 2, 30, name=BATCH, min_seconds=0))
-    batches.simulate(db, created["batch"], accuracies=0.7, seed=1)
+    simulation.simulate(db, created["batch"], accuracies=0.7, seed=1)
     db.conn.close()
     with streamlit_server(db_file, folder / "streamlit.log") as base:
         with playwright_api.sync_playwright() as p:

@@ -11,7 +11,7 @@ from analysis import inspection
 from analysis.models import ModelSpec, demo_model_spec, load_model
 from analysis.results import UnsupportedRunError
 from analysis.scoring import score_dataset
-from annotate import baselines, batches, browse
+from annotate import baselines, batches, browse, simulation
 from data import plain_text, store
 from data.loading import import_path
 
@@ -63,7 +63,7 @@ def test_failure_patterns_and_margins(scored):
 
 def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, admin_page):
     created = batches.create_batch(scored, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada", "bob"), 2, 60, seed=3))
-    batches.simulate(scored, created["batch"], accuracies=1.0)
+    simulation.simulate(scored, created["batch"], accuracies=1.0)
     humans = baselines.item_outcomes(scored, "demo-sugarcrepe")
     assert len(humans) == 60 and all(humans.values())  # perfect annotators: every answered item right
     table = inspection.item_table(scored, "demo-sugarcrepe", "random")

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from annotate import batches, browse, export
+from annotate import batch_reports, batches, browse, export, simulation
 from data import plain_text, store
 from tests.conftest import REPO
 
@@ -20,7 +20,7 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)")  # figures with decimals: the coefficient
 def simulated_batch(db, task: str, dataset: str, *, gold: float = 0.0, accuracy: float = 0.8) -> str:
     spec = batches.BatchSpec(dataset, task, ("ada", "ben", "cleo"), 2, 24, gold_share=gold, seed=3, min_seconds=0)
     name = batches.create_batch(db, spec)["batch"]
-    batches.simulate(db, name, accuracies=accuracy, seed=3)
+    simulation.simulate(db, name, accuracies=accuracy, seed=3)
     return name
 
 
@@ -39,7 +39,7 @@ def test_every_figure_of_the_protocol_paragraph_is_in_the_batch_pages_table(demo
     for coefficient, interval in zip(table["coefficient"], table["95% interval"]):
         if interval:
             assert f"{coefficient} " in paragraph and f"(95% CI {interval})" in paragraph
-    report = batches.batch_agreement(demo_db, name)
+    report = batch_reports.batch_agreement(demo_db, name)
     assert f"{report['bootstrap']['resamples']:,} bootstrap resamples" in paragraph
     assert "-0.00" not in paragraph and not re.search(r"\b(\d+)-\1\b", paragraph)  # no "10-10 items", no negative zero
 
@@ -67,7 +67,7 @@ def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
     assert f"each annotator labelled {plain_text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items" in paragraph
     assert f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph  # and so no person's time is claimed
     assert "Median time per item" not in paragraph
-    assert all(row["median_seconds"] is None for row in batches.batch_progress(demo_db, name))  # nor on the progress table
+    assert all(row["median_seconds"] is None for row in batch_reports.batch_progress(demo_db, name))  # nor on the progress table
 
 
 def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
