@@ -262,5 +262,6 @@ if st.button("Issue new links for every annotator of this batch", key="issue_lin
 
 st.subheader("Export")
 left, right = st.columns(2)
-left.download_button("Labels (CSV)", batch_reports.export_labels(db, name, "csv"), f"{name}.csv", "text/csv", key="export_csv")
-right.download_button("Labels (JSONL)", batch_reports.export_labels(db, name, "jsonl"), f"{name}.jsonl", "application/json", key="export_jsonl")
+csv_text, jsonl_text = (batch_reports.export_labels(db, name, fmt) for fmt in ("csv", "jsonl"))
+left.download_button("Labels (CSV)", csv_text, f"{name}.csv", "text/csv", key="export_csv")
+right.download_button("Labels (JSONL)", jsonl_text, f"{name}.jsonl", "application/json", key="export_jsonl")
