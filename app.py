@@ -7,7 +7,7 @@ every file in it directly (its legacy multipage mode), without running this role
 
 import streamlit as st
 
-from annotate import batches, roles
+from annotate import batches, crowd_studies, roles
 from data import paths, store
 from views.registry import pages_for
 from views.session import session_db
@@ -26,7 +26,7 @@ except (store.StoreError, paths.FilesFolderUnset) as error:
 study, worker = st.query_params.get("study"), st.query_params.get("PROLIFIC_PID")
 if study and worker and "token" not in st.session_state:
     try:
-        st.session_state["token"] = batches.join_crowd(db, study, worker)["token"]
+        st.session_state["token"] = crowd_studies.join_crowd(db, study, worker)["token"]
         st.session_state["crowd"] = {k: st.query_params.get(k) for k in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")}
     except batches.BatchError as error:
         st.error(str(error))

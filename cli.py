@@ -29,7 +29,7 @@ from analysis.results import BOOTSTRAP
 from annotate import links
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
-from data import formats, paths, store, text
+from data import formats, paths, plain_text, store
 from data.formats import BadInputError
 from data.reading import read_text
 from data.images import UnsafeImagePathError
@@ -374,7 +374,7 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
 )
 def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Who joined a crowd study through its link, when, and what they hold and answered."""
-    from annotate.batches import study_joins
+    from annotate.crowd_studies import study_joins
 
     return study_joins(db, args.batch)
 
@@ -385,7 +385,7 @@ def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list
 )
 def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Close a crowd study to new participants (--reopen opens it again); those in may finish."""
-    from annotate.batches import close_study
+    from annotate.crowd_studies import close_study
 
     close_study(db, args.batch, closed=not args.reopen)
     return {"batch": args.batch, "closed": not args.reopen}
@@ -400,7 +400,7 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 )
 def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
-    from annotate.batches import create_ambiguity_batch
+    from annotate.construction import create_ambiguity_batch
 
     holders = args.annotators or sorted({a["annotator"] for a in store.batch_assignments(db, store.get_batch(db, args.batch)["id"])})
     return create_ambiguity_batch(db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name)
@@ -425,7 +425,7 @@ def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list
 )
 def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | None:
     """Export a batch's labels as JSONL or CSV (stdout, or --out FILE)."""
-    from annotate.batches import export_labels
+    from annotate.batch_reports import export_labels
 
     text = export_labels(db, args.batch, args.format)
     if args.out:
@@ -442,7 +442,7 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
 def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Inter-annotator agreement of a batch: percent, Cohen per pair, Fleiss, Krippendorff, AC1
     (95% intervals from the resamples the page and the protocol paragraph use)."""
-    from annotate.batches import batch_agreement
+    from annotate.batch_reports import batch_agreement
 
     return batch_agreement(db, args.batch)
 
@@ -455,7 +455,7 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
 )
 def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Answer a batch from ground truth with per-annotator noise (same write path as the app)."""
-    from annotate.batches import simulate
+    from annotate.simulation import simulate
 
     return simulate(db, args.batch, accuracies=args.accuracy, n_annotators=args.annotators, seed=args.seed)
 
@@ -565,21 +565,22 @@ def as_text(value: Any, indent: str = "") -> str:
     mappings of records (`by_category`) as aligned tables, floats with two decimals."""
     if isinstance(value, list):
         if value and all(_is_record(v) for v in value):
-            return _indented(text.table(value), indent)
+            return _indented(plain_text.table(value), indent)
         return "\n\n".join(as_text(v, indent) for v in value) or f"{indent}(none)"
     if not isinstance(value, dict):
-        return f"{indent}{text.cell(value)}"
+        return f"{indent}{plain_text.cell(value)}"
     lines = []
     for key, item in value.items():
         if isinstance(item, list) and item and all(_is_record(v) for v in item):
-            lines += [f"{indent}{key}:", _indented(text.table(item), indent + "  ")]
+            lines += [f"{indent}{key}:", _indented(plain_text.table(item), indent + "  ")]
         elif isinstance(item, dict) and item and all(isinstance(v, dict) and _is_record(v) for v in item.values()):
             label = key.removeprefix("by_") if key.startswith("by_") else "key"
-            lines += [f"{indent}{key}:", _indented(text.table([{label: k, **_flat(v)} for k, v in item.items()]), indent + "  ")]
+            rows = [{label: k, **_flat(v)} for k, v in item.items()]
+            lines += [f"{indent}{key}:", _indented(plain_text.table(rows), indent + "  ")]
         elif isinstance(item, dict) and item and not _is_record(item):
             lines += [f"{indent}{key}:", as_text(item, indent + "  ")]
         else:
-            lines.append(f"{indent}{key}: {text.cell(item) if item not in ({}, []) else '(none)'}")
+            lines.append(f"{indent}{key}: {plain_text.cell(item) if item not in ({}, []) else '(none)'}")
     return "\n".join(lines)
 
 
@@ -621,26 +622,26 @@ def metrics_text(result: dict[str, Any]) -> str:
     for level, values, intervals in [*levels, ("category", "by_category", "category_intervals")]:
         for category, figures in result[values].items():
             rows += _metric_rows(category, figures, result.get(intervals, {}).get(category, {}), level if levels else None)
-    return "\n".join([as_text(head), text.table(rows), *([as_text(rest)] if rest else [])])
+    return "\n".join([as_text(head), plain_text.table(rows), *([as_text(rest)] if rest else [])])
 
 
 def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None) -> list[dict[str, Any]]:
     """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
     counts = {k: figures[k] for k in ("n", "ties") if k in figures}
     per = {} if level is None else {"per": level}
-    return [{"category": category, **per, "metric": metric, "value": value, "95% interval": text.interval_text(intervals.get(metric)), **counts}
+    return [{"category": category, **per, "metric": metric, "value": value, "95% interval": plain_text.interval_text(intervals.get(metric)), **counts}
             for metric, value in figures.items() if metric not in ("n", "ties")]
 
 
 def parity_text(result: dict[str, Any]) -> str:
     """`parity`: the runs and why each ran in its precision, the headline change with its
     interval, then the items whose decision flips."""
-    change = f"{result['metric']}: {text.cell(result['value_a'])} under A, {text.cell(result['value_b'])} under B, change {text.cell(result['change'])} (95% interval {text.interval_text(result['change_interval'])})"
+    change = f"{result['metric']}: {plain_text.cell(result['value_a'])} under A, {plain_text.cell(result['value_b'])} under B, change {plain_text.cell(result['change'])} (95% interval {plain_text.interval_text(result['change_interval'])})"
     why = [f"{run} ({result[key]})" for run, key in ((result["run_a"], "precision_a"), (result["run_b"], "precision_b")) if key in result]
     lines = [f"A: {result['run_a']}, B: {result['run_b']} on {result['dataset']}, {result['n_items']} items both scored", *(["precisions: " + "; ".join(why)] if why else []), change]
     lines.append(f"{result['n_flips']} items decide differently" + (":" if result["flips"] else " (none)"))
     margins = [{k: f"{v:+.5f}" if isinstance(v, float) else v for k, v in row.items()} for row in result["flips"]]  # bf16 flips sit within 0.01 of a tie
-    return "\n".join([*lines, *([text.table(margins)] if margins else [])])
+    return "\n".join([*lines, *([plain_text.table(margins)] if margins else [])])
 
 
 def agreement_text(report: dict[str, Any]) -> str:
@@ -648,11 +649,11 @@ def agreement_text(report: dict[str, Any]) -> str:
     from annotate.agreement import coefficient_rows, question_rows
 
     head = {k: report[k] for k in ("batch", "n_items", "n_labels", "level") if k in report}
-    parts = [as_text(head), text.table(coefficient_rows(report))]
+    parts = [as_text(head), plain_text.table(coefficient_rows(report))]
     if report["cohen_pairs"]:
-        parts += ["Cohen's kappa per pair:", text.table(report["cohen_pairs"])]
+        parts += ["Cohen's kappa per pair:", plain_text.table(report["cohen_pairs"])]
     if "by_question" in report:
-        parts += ["per question:", text.table(question_rows(report))]
+        parts += ["per question:", plain_text.table(question_rows(report))]
     return "\n".join([*parts, report["note"]])
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 import sqlite_utils
 
 from analysis.results import Run, choice_correct, item_kind, load_run, metric_family, source_format
-from data import item_kinds, text
+from data import item_kinds, plain_text
 from data.links import linked_items
 
 
@@ -88,8 +88,9 @@ def compare_correctness(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: s
 
 def comparison_for_people(table: pd.DataFrame) -> pd.DataFrame:
     """A `compare_correctness` table as the page and the CLI show it: McNemar's p written by
-    `text.p_value_text` (one rule everywhere), agreement with one decimal."""
-    return table.assign(**{"McNemar p": table["McNemar p"].map(text.p_value_text), "agreement %": table["agreement %"].round(1)})
+    `plain_text.p_value_text` (one rule everywhere), agreement with one decimal."""
+    return table.assign(**{"McNemar p": table["McNemar p"].map(plain_text.p_value_text),
+                           "agreement %": table["agreement %"].round(1)})
 
 
 PATTERNS = (

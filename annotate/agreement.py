@@ -29,7 +29,7 @@ import pandas as pd
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotate.task_types import answer_questions, task_type
-from data.text import interval_text
+from data.plain_text import interval_text
 
 KAPPA_PARADOX = (
     "Kappa corrects for the agreement expected by chance; when one answer dominates (most negatives "

@@ -22,7 +22,7 @@ import pandas as pd
 import sqlite_utils
 from crowdkit.aggregation import DawidSkene
 
-from annotate.batches import batch_progress
+from annotate.batch_reports import batch_progress
 from annotate.gold import GOLD_PASS, gold_upper_bound
 from data import store
 

@@ -20,12 +20,14 @@ from typing import Any
 import sqlite_utils
 
 from annotate.agreement import COEFFICIENT_NAMES, coefficient_rows
-from annotate.batches import SIMULATED, BatchError, batch_agreement, batch_progress, pick_image_survivors
+from annotate.batch_reports import batch_agreement, batch_progress
+from annotate.batches import SIMULATED, BatchError
 from annotate.consensus import decisions, excluded_annotators
+from annotate.construction import pick_image_survivors
 from annotate.gold import GOLD_PASS, rule_text
 from annotate.task_types import REGISTRY
 from data import formats, store
-from data.text import count_range, figure
+from data.plain_text import count_range, figure
 
 # The construction task types: those whose record names the layout of their cleaned benchmark.
 CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.clean_format)

@@ -44,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests.browser_support
 
-from annotate import batches  # noqa: E402
+from annotate import batches, queues  # noqa: E402
 from data import store  # noqa: E402
 from data.demo import DemoConfig, install_demo  # noqa: E402
 
@@ -83,13 +83,13 @@ class Latencies:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def get_next(db, annotator_id: int, batch_name: str) -> batches.QueueState:
+def get_next(db, annotator_id: int, batch_name: str) -> queues.QueueState:
     """The annotator page's work for the next item."""
-    batches.reassign_stale(db, batch_name)
+    queues.reassign_stale(db, batch_name)
     store.annotator_batches(db, annotator_id)
-    state = batches.draw(db, annotator_id, batch_name)
+    state = queues.draw(db, annotator_id, batch_name)
     if state.task is not None:
-        batches.task_images(db, state.batch, state.task)
+        queues.task_images(db, state.batch, state.task)
     return state
 
 
@@ -106,9 +106,9 @@ def worker(path: Path | str, annotator_id: int, batch_name: str, start: threadin
                 break
             time.sleep(reading)
             began = time.perf_counter()
-            stored = batches.submit_answer(db, annotator_id, batch_name, state.task, ANSWER)
+            stored = queues.submit_answer(db, annotator_id, batch_name, state.task, ANSWER)
             submitted = time.perf_counter() - began
-            batches.upcoming_images(db, annotator_id, batch_name)
+            queues.upcoming_images(db, annotator_id, batch_name)
             with out.lock:
                 out.get_next.append(fetched)
                 out.submit.append(submitted)

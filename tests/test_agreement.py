@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import agreement, batches
+from annotate import agreement, batch_reports, batches, simulation
 from data import store
 from tests.conftest import REPO
 
@@ -95,8 +95,8 @@ def db(demo_db):
 
 def simulated_batch(db, accuracy: float, seed: int) -> dict:
     created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 120, seed=seed))
-    batches.simulate(db, created["batch"], accuracies=accuracy, seed=seed)
-    return batches.batch_agreement(db, created["batch"])
+    simulation.simulate(db, created["batch"], accuracies=accuracy, seed=seed)
+    return batch_reports.batch_agreement(db, created["batch"])
 
 
 def test_kappa_drops_as_simulated_accuracy_drops(db):
@@ -110,11 +110,11 @@ def test_kappa_drops_as_simulated_accuracy_drops(db):
 
 def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
     created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 90, seed=4))
-    batches.simulate(db, created["batch"], accuracies={"ada": 0.95, "ben": 0.8, "cleo": 0.7}, seed=4)
-    exported = [json.loads(line) for line in batches.export_labels(db, created["batch"], "jsonl").splitlines()]
+    simulation.simulate(db, created["batch"], accuracies={"ada": 0.95, "ben": 0.8, "cleo": 0.7}, seed=4)
+    exported = [json.loads(line) for line in batch_reports.export_labels(db, created["batch"], "jsonl").splitlines()]
     frame = pd.DataFrame([{"item": r["item"], "annotator": r["annotator"], "label": "none" if r["answer"]["answer"] == "none" else "image"} for r in exported])
     wide = frame.pivot(index="item", columns="annotator", values="label")
-    report = batches.batch_agreement(db, created["batch"])
+    report = batch_reports.batch_agreement(db, created["batch"])
     for pair in report["cohen_pairs"]:
         shared = wide[[pair["a"], pair["b"]]].dropna()
         assert pair["n"] == len(shared)
@@ -146,7 +146,7 @@ def bivlc_baseline(db, accuracy: float) -> dict:
     names = []
     for task in ("baseline_i2t", "baseline_t2i"):
         created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
-        batches.simulate(db, created["batch"], accuracies=accuracy, seed=3)
+        simulation.simulate(db, created["batch"], accuracies=accuracy, seed=3)
         names.append(created["batch"])
     return human_baseline(db, names, n_boot=50)
 
@@ -169,7 +169,7 @@ def test_validation_baseline_per_category(db):
     from annotate.baselines import human_baseline
 
     created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 70, seed=8))
-    batches.simulate(db, created["batch"], accuracies=1.0, seed=8)
+    simulation.simulate(db, created["batch"], accuracies=1.0, seed=8)
     result = human_baseline(db, [created["batch"]], n_boot=20)
     assert result["metrics"]["accuracy_micro"] == 100.0 and result["n"] == 70
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from annotate import batches, consensus
+from annotate import batch_reports, batches, consensus, construction, crowd_studies, queues, simulation
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
 from data import store
@@ -150,12 +150,12 @@ def make_batch(db, task="pick_image", dataset="demo-bivlc-candidates", n=12, ove
     return batches.create_batch(db, batches.BatchSpec(dataset, task, annotators, overlap, n, gold_share=gold, seed=5, min_seconds=0))
 
 
-def answer_next(db, name: str, batch: str, pick=0) -> batches.QueueState:
+def answer_next(db, name: str, batch: str, pick=0) -> queues.QueueState:
     annotator = store.ensure_annotator(db, name)
-    state = batches.draw(db, annotator["id"], batch)
+    state = queues.draw(db, annotator["id"], batch)
     option = state.task.options[pick]
     answer = {q: option.value for q in state.task.questions}
-    batches.submit_answer(db, annotator["id"], batch, state.task, answer)
+    queues.submit_answer(db, annotator["id"], batch, state.task, answer)
     return state
 
 
@@ -176,11 +176,11 @@ def test_gold_items_go_to_everyone_and_score_annotators(db):
     assert all(sum(r["item_id"] == g for r in rows) == 3 for g in gold)
     items = store.items_by_id(db, gold)
     ada = store.ensure_annotator(db, "ada")
-    while (state := batches.draw(db, ada["id"], created["batch"])).task is not None:
+    while (state := queues.draw(db, ada["id"], created["batch"])).task is not None:
         item = items.get(state.task.item_id)
         answer = expected_answer("pick_image", item) if item else {"answer": "none"}
-        batches.submit_answer(db, ada["id"], created["batch"], state.task, answer)
-    progress = {row["annotator"]: row for row in batches.batch_progress(db, created["batch"])}
+        queues.submit_answer(db, ada["id"], created["batch"], state.task, answer)
+    progress = {row["annotator"]: row for row in batch_reports.batch_progress(db, created["batch"])}
     assert progress["ada"]["gold_n"] == 5 and progress["ada"]["gold_accuracy"] == 100.0
     assert progress["ada"]["remaining"] == 0 and progress["ben"]["gold_n"] == 0
 
@@ -188,9 +188,9 @@ def test_gold_items_go_to_everyone_and_score_annotators(db):
 def test_resubmission_never_creates_a_second_label(db):
     created = make_batch(db)
     ada = store.ensure_annotator(db, "ada")
-    state = batches.draw(db, ada["id"], created["batch"])
-    first = batches.submit_answer(db, ada["id"], created["batch"], state.task, {"answer": "none"})
-    second = batches.submit_answer(db, ada["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
+    state = queues.draw(db, ada["id"], created["batch"])
+    first = queues.submit_answer(db, ada["id"], created["batch"], state.task, {"answer": "none"})
+    second = queues.submit_answer(db, ada["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
     assert (first, second) == (True, False)
     labels = store.batch_labels(db, store.get_batch(db, created["batch"])["id"])
     assert len(labels) == 1 and labels[0]["answer"] == {"answer": "none"}
@@ -199,21 +199,21 @@ def test_resubmission_never_creates_a_second_label(db):
 def test_an_annotator_cannot_answer_someone_elses_item(db):
     created = make_batch(db, overlap=1)
     ada, ben = (store.ensure_annotator(db, n) for n in ("ada", "ben"))
-    ben_task = batches.draw(db, ben["id"], created["batch"]).task
+    ben_task = queues.draw(db, ben["id"], created["batch"]).task
     mine = {r["item_id"] for r in store.batch_assignments(db, store.get_batch(db, created["batch"])["id"]) if r["annotator_id"] == ada["id"]}
     assert ben_task.item_id not in mine
     with pytest.raises(store.StoreError, match="not in your queue"):
-        batches.submit_answer(db, ada["id"], created["batch"], ben_task, {"answer": "none"})
+        queues.submit_answer(db, ada["id"], created["batch"], ben_task, {"answer": "none"})
 
 
 def test_labels_record_order_time_and_export(db):
     created = make_batch(db)
     answer_next(db, "ada", created["batch"], pick=1)
     answer_next(db, "ada", created["batch"], pick=4)
-    rows = list(csv.DictReader(io.StringIO(batches.export_labels(db, created["batch"], "csv"))))
+    rows = list(csv.DictReader(io.StringIO(batch_reports.export_labels(db, created["batch"], "csv"))))
     assert len(rows) == 2 and all(r["annotator"] == "ada" for r in rows)
     assert all(len(json.loads(r["displayed_order"])) == 4 and r["submitted_at"] and r["seconds"] != "" for r in rows)
-    jsonl = [json.loads(line) for line in batches.export_labels(db, created["batch"], "jsonl").splitlines()]
+    jsonl = [json.loads(line) for line in batch_reports.export_labels(db, created["batch"], "jsonl").splitlines()]
     assert jsonl[1]["answer"] == {"answer": "none"}
 
 
@@ -231,9 +231,9 @@ def test_walked_away_items_are_reassigned_keeping_exact_overlap(db):
     created = make_batch(db, n=6, overlap=2)
     batch = store.get_batch(db, created["batch"])
     ada = store.ensure_annotator(db, "ada")
-    held = batches.draw(db, ada["id"], created["batch"])  # ada opens an item and leaves
+    held = queues.draw(db, ada["id"], created["batch"])  # ada opens an item and leaves
     later = datetime.now(timezone.utc) + timedelta(hours=2)
-    assert batches.reassign_stale(db, created["batch"], now=later) == 1
+    assert queues.reassign_stale(db, created["batch"], now=later) == 1
     rows = store.batch_assignments(db, batch["id"])
     holders = [r["annotator"] for r in rows if (r["item_id"], r["part"]) == (held.task.item_id, held.task.part)]
     assert len(holders) == len(set(holders)) == 2 and "ada" not in holders
@@ -321,13 +321,13 @@ def test_pick_image_survivors_become_an_ambiguity_batch(db):
     items = store.items_by_id(db, {r["item_id"] for r in store.batch_assignments(db, batch["id"])})
     for name in ("ada", "ben"):
         annotator = store.ensure_annotator(db, name)
-        while (state := batches.draw(db, annotator["id"], created["batch"])).task is not None:
+        while (state := queues.draw(db, annotator["id"], created["batch"])).task is not None:
             answer = expected_answer("pick_image", items[state.task.item_id])
-            batches.submit_answer(db, annotator["id"], created["batch"], state.task, answer)
+            queues.submit_answer(db, annotator["id"], created["batch"], state.task, answer)
     kept = [i for i in items.values() if i["truth"]["best"] is not None]
-    survivors = batches.pick_image_survivors(db, created["batch"])
+    survivors = construction.pick_image_survivors(db, created["batch"])
     assert [(item["id"], choice) for item, choice in survivors] == sorted((i["id"], i["truth"]["best"]) for i in kept)
-    follow = batches.create_ambiguity_batch(db, created["batch"], annotators=("ada", "ben"), overlap=2)
+    follow = construction.create_ambiguity_batch(db, created["batch"], annotators=("ada", "ben"), overlap=2)
     assert follow["task"] == "ambiguity" and follow["n_items"] == len(kept)
     groups = store.list_items(db, store.get_dataset(db, "demo-bivlc-candidates-constructed")["id"], limit=100)
     by_source = {g["meta"]["candidate_item"]: g for g in groups}
@@ -355,26 +355,26 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
     created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
     token = created["crowd_url"].split("study=")[1].split("&")[0]
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in created["crowd_url"]
-    workers = [batches.join_crowd(db, token, pid(i)) for i in range(4)]
-    assert batches.join_crowd(db, token, pid(0))["id"] == workers[0]["id"]  # a second visit adds nothing
+    workers = [crowd_studies.join_crowd(db, token, pid(i)) for i in range(4)]
+    assert crowd_studies.join_crowd(db, token, pid(0))["id"] == workers[0]["id"]  # a second visit adds nothing
     rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
     assert Counter(r["annotator"] for r in rows) == {f"crowd-{pid(i)}": 2 for i in range(4)}  # the window, not the whole share
     while True:  # they take turns; more units are dealt as they answer
         moved = False
         for worker in workers:
-            state = batches.draw(db, worker["id"], created["batch"])
+            state = queues.draw(db, worker["id"], created["batch"])
             if state.task is not None:
-                batches.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
+                queues.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
                 moved = True
         if not moved:
             break
     rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
     assert Counter(r["annotator"] for r in rows) == {f"crowd-{pid(i)}": 3 for i in range(4)}
     assert set(Counter(r["item_id"] for r in rows).values()) == {2} and all(r["done"] for r in rows)
-    assert all(batches.finish_crowd(db, created["batch"], w["id"]).code for w in workers)
+    assert all(crowd_studies.finish_crowd(db, created["batch"], w["id"]).code for w in workers)
     assert store.list_annotators(db)[-1]["external_id"] == pid(3)
     with pytest.raises(batches.BatchError, match="not valid"):
-        batches.join_crowd(db, "forged", pid(9))
+        crowd_studies.join_crowd(db, "forged", pid(9))
 
 
 def open_study(created: dict, participant: str, checks=None) -> AppTest:
@@ -433,20 +433,20 @@ def test_a_participant_returns_the_study_from_the_page(app_db):
 def test_failing_gold_checks_get_the_screen_out_code(db):
     created = make_crowd_batch(db, n=10, overlap=1, per_worker=2, gold=0.5)
     token = created["crowd_url"].split("study=")[1].split("&")[0]
-    worker = batches.join_crowd(db, token, pid(0xCA7E1E55))
+    worker = crowd_studies.join_crowd(db, token, pid(0xCA7E1E55))
     batch = store.get_batch(db, created["batch"])
     items = store.items_by_id(db, {i for i, _, _ in batch["config"]["units"]})
-    while (state := batches.draw(db, worker["id"], created["batch"])).task is not None:
+    while (state := queues.draw(db, worker["id"], created["batch"])).task is not None:
         right = expected_answer("pick_image", items[state.task.item_id])["answer"]
         wrong = next(o.value for o in state.task.options if not is_correct("pick_image", items[state.task.item_id], 0, {"answer": o.value}))
-        batches.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": wrong if right else right})
-    finish = batches.finish_crowd(db, created["batch"], worker["id"])
+        queues.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": wrong if right else right})
+    finish = crowd_studies.finish_crowd(db, created["batch"], worker["id"])
     assert not finish.passed and finish.code == batch["config"]["screen_out_code"]
 
 
 def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
     created = make_batch(app_db, task="validate_negative", dataset="demo-sugarcrepe", n=60, overlap=2)
-    batches.simulate(app_db, created["batch"], accuracies=0.7, seed=3)
+    simulation.simulate(app_db, created["batch"], accuracies=0.7, seed=3)
     at = open_app(ADMIN)
     at.switch_page("views/batches.py").run()
     at.selectbox(key="batch").set_value(created["batch"]).run()
@@ -485,11 +485,11 @@ def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
     store_parsed(db, parsed, kind="jsonl", path="x", images=images)
     created = batches.create_batch(db, batches.BatchSpec("large-images", "validate_negative", ("ada",), 1, seed=1))
     ada = store.ensure_annotator(db, "ada")["id"]
-    current = batches.draw(db, ada, created["batch"]).task
-    assert len(batches.upcoming_images(db, ada, created["batch"])) == 2
+    current = queues.draw(db, ada, created["batch"]).task
+    assert len(queues.upcoming_images(db, ada, created["batch"])) == 2
     made = {p.name for p in thumbnail_dir(tmp_path / "foil.db").glob("*.jpg")}
     assert len(made) == 2  # the two following items, not the current one (it was shown already)
-    shown = batches.task_images(db, store.get_batch(db, created["batch"]), current)
+    shown = queues.task_images(db, store.get_batch(db, created["batch"]), current)
     assert shown[0][1].name not in made
 
 

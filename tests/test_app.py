@@ -301,12 +301,12 @@ def test_retrieval_scores_draw_the_chance_of_their_own_number_of_captions(app, d
 def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     from analysis.models import ModelSpec, load_model
     from analysis.scoring import score_dataset
-    from annotate import batches
+    from annotate import batches, simulation
 
     score_dataset(demo_db, "demo-bivlc", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="model")
     for task in ("baseline_i2t", "baseline_t2i"):
         created = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", task, ("ada",), 1, 20, seed=1))
-        batches.simulate(demo_db, created["batch"], accuracies=1.0)
+        simulation.simulate(demo_db, created["batch"], accuracies=1.0)
     at = app(ADMIN)
     at.switch_page("views/model_scores.py").run()
     at.selectbox(key="scores_dataset").set_value("demo-bivlc").run()

@@ -351,12 +351,12 @@ def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_link
 
 @pytest.mark.parametrize(("fmt", "source"), [("sugarcrepe-pp", "sugarcrepe_pp/data/swap_obj.json"), ("valse", "valse/data/existence.json")])
 def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, source, fresh_db, fixtures, tmp_path):
-    from annotate import batches
+    from annotate import batches, simulation
     from annotate.export import export_clean
 
     import_path(fresh_db, fmt, fixtures / source)
     created = batches.create_batch(fresh_db, batches.BatchSpec(fmt, "validate_negative", ("ada", "ben"), 2, 12, seed=3))
-    batches.simulate(fresh_db, created["batch"], accuracies=1.0, seed=3)
+    simulation.simulate(fresh_db, created["batch"], accuracies=1.0, seed=3)
     summary = export_clean(fresh_db, created["batch"], None, tmp_path / "clean")
     assert summary["format"] == fmt and summary["n_kept"] + summary["n_removed"] >= 12
     again = store.open_db(tmp_path / "again.db")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import batches
+from annotate import batch_reports, batches
 from data import store
 from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server, wait_idle
 from views.registry import pages_for
@@ -61,7 +61,7 @@ def test_three_annotators_label_by_keyboard_in_three_browser_sessions(server):
     assert {name: len(rows) for name, rows in by_annotator.items()} == {"ada": 5, "ben": 3, "cleo": 3}
     assert [label["answer"]["answer"] == "none" for label in by_annotator["ada"]] == [False, True, False, True, False]
     assert all(label["seconds"] is not None and len(label["displayed_order"]) == 4 for label in labels)
-    progress = {row["annotator"]: row for row in batches.batch_progress(db, server["batch"])}
+    progress = {row["annotator"]: row for row in batch_reports.batch_progress(db, server["batch"])}
     assert progress["ada"]["done"] == 5 and progress["ada"]["remaining"] == server["assigned"]["ada"] - 5
 
 

@@ -11,12 +11,12 @@ import random
 
 import pytest
 
-from annotate import batches
+from annotate import batches, simulation
 from data import store
 from data.loading import import_path
-from data.text import WORD_JOINER
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
 from views.registry import pages_for
+from views.text import WORD_JOINER
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -50,7 +50,7 @@ def site(tmp_path_factory):
         run_id = store.ensure_run(db, dataset["id"], RUN, kind="scores", model="hand-made")
         store.put_scores(db, run_id, [(item["id"], [rng.random(), rng.random()]) for item in store.list_items(db, dataset["id"], limit=100)])
     created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", ANNOTATORS, 2, 30, name=BATCH, min_seconds=0))
-    batches.simulate(db, created["batch"], accuracies=0.7, seed=1)
+    simulation.simulate(db, created["batch"], accuracies=0.7, seed=1)
     db.conn.close()
     with streamlit_server(db_file, folder / "streamlit.log") as base:
         with playwright_api.sync_playwright() as p:

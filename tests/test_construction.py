@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from annotate import batches, consensus
+from annotate import batch_reports, batches, consensus, construction, simulation
 from annotate.baselines import human_baseline
 from annotate.export import export_clean
 from data import store
@@ -19,9 +19,9 @@ from tests.conftest import REPO
 def test_bivlc_construction_ends_in_a_cleaned_set_whose_provenance_matches_the_labels(demo_db, tmp_path):
     db = demo_db
     pick = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 40, seed=1))
-    batches.simulate(db, pick["batch"], accuracies=0.9, seed=1)
-    ambiguity = batches.create_ambiguity_batch(db, pick["batch"], annotators=("ada", "ben", "cleo"), overlap=2)
-    batches.simulate(db, ambiguity["batch"], accuracies=0.9, seed=2)
+    simulation.simulate(db, pick["batch"], accuracies=0.9, seed=1)
+    ambiguity = construction.create_ambiguity_batch(db, pick["batch"], annotators=("ada", "ben", "cleo"), overlap=2)
+    simulation.simulate(db, ambiguity["batch"], accuracies=0.9, seed=2)
     summary = export_clean(db, ambiguity["batch"], "bivlc", tmp_path / "clean")
 
     provenance = json.loads((tmp_path / "clean" / "provenance.json").read_text())
@@ -43,7 +43,7 @@ def test_bivlc_construction_ends_in_a_cleaned_set_whose_provenance_matches_the_l
     names = []
     for task in ("baseline_i2t", "baseline_t2i"):
         created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates-constructed", task, ("ada", "ben"), 1, seed=3))
-        batches.simulate(db, created["batch"], accuracies=0.95, seed=3)
+        simulation.simulate(db, created["batch"], accuracies=0.95, seed=3)
         names.append(created["batch"])
     result = human_baseline(db, names, n_boot=20)
     assert set(result["metrics"]) == {"i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i"}
@@ -51,7 +51,7 @@ def test_bivlc_construction_ends_in_a_cleaned_set_whose_provenance_matches_the_l
 
 def test_validation_export_drops_false_negatives_in_sugarcrepe_layout(demo_db, tmp_path):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 140, seed=5))
-    batches.simulate(demo_db, created["batch"], accuracies=1.0, seed=5)
+    simulation.simulate(demo_db, created["batch"], accuracies=1.0, seed=5)
     export_clean(demo_db, created["batch"], "sugarcrepe", tmp_path / "sc")
     items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, created["batch"])["id"])})
     exported = {}
@@ -67,7 +67,7 @@ def test_validation_export_drops_false_negatives_in_sugarcrepe_layout(demo_db, t
 
 def test_a_cleaned_export_is_written_in_its_task_types_layout_and_refuses_another(demo_db, tmp_path):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, seed=6))
-    batches.simulate(demo_db, created["batch"], accuracies=1.0, seed=6)
+    simulation.simulate(demo_db, created["batch"], accuracies=1.0, seed=6)
     with pytest.raises(batches.BatchError, match="leaves a sugarcrepe benchmark, not bivlc"):
         export_clean(demo_db, created["batch"], "bivlc", tmp_path / "wrong")
     assert not (tmp_path / "wrong").exists()
@@ -77,7 +77,7 @@ def test_a_cleaned_export_is_written_in_its_task_types_layout_and_refuses_anothe
 
 def test_adjudication_wins_and_dawid_skene_recovers_annotator_accuracy(demo_db):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 200, seed=7))
-    batches.simulate(demo_db, created["batch"], accuracies={"ada": 0.95, "ben": 0.85, "cleo": 0.6}, seed=7)
+    simulation.simulate(demo_db, created["batch"], accuracies={"ada": 0.95, "ben": 0.85, "cleo": 0.6}, seed=7)
     estimated = consensus.dawid_skene(demo_db, created["batch"])["accuracy"]
     assert estimated["ada"] == pytest.approx(0.95, abs=0.08)
     assert estimated["cleo"] == pytest.approx(0.6, abs=0.12)
@@ -111,7 +111,7 @@ def test_construction_from_the_cli(demo_db, tmp_path):
 
 def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo", "dan"), 2, 60, seed=11))
-    batches.simulate(demo_db, created["batch"], accuracies=0.7, seed=11)
+    simulation.simulate(demo_db, created["batch"], accuracies=0.7, seed=11)
     disputed = {(d.item, d.part) for d in consensus.decisions(demo_db, created["batch"]) if len(d.votes) > 1}
     added = batches.extend_disagreements(demo_db, created["batch"])
     rows = store.batch_assignments(demo_db, store.get_batch(demo_db, created["batch"])["id"])
@@ -121,7 +121,7 @@ def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
     assert added == len(disputed) > 0
     assert all(len(holders[u]) == 3 and len(set(holders[u])) == 3 for u in disputed)
     assert all(len(h) == 2 for u, h in holders.items() if u not in disputed)
-    per_category = batches.agreement_by_category(demo_db, created["batch"])
+    per_category = batch_reports.agreement_by_category(demo_db, created["batch"])
     assert {row["category"] for row in per_category} <= {"replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att"}
     assert sum(row["n_items"] for row in per_category) == 60
 
@@ -173,7 +173,7 @@ def test_creating_a_batch_selects_it_shows_its_links_once_and_forgets_the_names_
 
 def test_adjudication_options_read_as_the_answers_people_gave(demo_db, admin_page):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-crepe", "compare_negatives", ("ada", "ben"), 2, 10, seed=1))
-    batches.simulate(demo_db, created["batch"], accuracies=0.5, seed=2)
+    simulation.simulate(demo_db, created["batch"], accuracies=0.5, seed=2)
     queue = consensus.adjudication_queue(demo_db, created["batch"])
     assert queue
     at = admin_page(store.location(demo_db), "views/batches.py")

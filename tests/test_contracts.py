@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotate import agreement, batches
+from annotate import agreement, batch_reports, batches, simulation
 from data import store
 from tests.conftest import REPO
 
@@ -42,7 +42,7 @@ def test_cli_assignments_give_every_item_to_exactly_overlap_annotators(demo_db):
 def test_cli_labels_out_writes_every_stored_label(demo_db, tmp_path):
     path = store.location(demo_db)
     batch = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 10, seed=2))["batch"]
-    batches.simulate(demo_db, batch, accuracies=0.8, seed=2)
+    simulation.simulate(demo_db, batch, accuracies=0.8, seed=2)
     cli(path, "labels", batch, "--format", "csv", "--out", str(tmp_path / "labels.csv"))
     with open(tmp_path / "labels.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -58,7 +58,7 @@ def test_cli_baseline_of_perfect_humans_is_100_and_of_wrong_humans_0(demo_db):
         i2t = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_i2t", ("ada",), 1, 10, seed=1))["batch"]
         t2i = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_t2i", ("ada",), 1, 10, seed=1))["batch"]
         for batch in (i2t, t2i):
-            batches.simulate(demo_db, batch, accuracies=accuracy, seed=1)
+            simulation.simulate(demo_db, batch, accuracies=accuracy, seed=1)
         report = json.loads(cli(path, "baseline", i2t, t2i, "--bootstrap", "50", "--json").stdout)
         assert {k: report["metrics"][k] for k in ("i2t", "t2i", "group")} == {"i2t": expected, "t2i": expected, "group": expected}
 
@@ -124,12 +124,12 @@ def typed_array(value) -> np.ndarray:
 
 def test_batches_page_heatmap_holds_each_pairs_kappa(demo_db, admin_page):
     batch = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 60, seed=5))["batch"]
-    batches.simulate(demo_db, batch, accuracies=0.75, seed=5)
+    simulation.simulate(demo_db, batch, accuracies=0.75, seed=5)
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     heat = json.loads(next(c for c in at.get("plotly_chart") if "kappa" in c.proto.spec).proto.spec)["data"][0]
     names, z = list(heat["x"]), typed_array(heat["z"])
-    expected = {(p["a"], p["b"]): p["kappa"] for p in batches.batch_agreement(demo_db, batch)["cohen_pairs"]}
+    expected = {(p["a"], p["b"]): p["kappa"] for p in batch_reports.batch_agreement(demo_db, batch)["cohen_pairs"]}
     for (a, b), kappa in expected.items():
         assert z[names.index(a), names.index(b)] == pytest.approx(kappa) == z[names.index(b), names.index(a)]
 

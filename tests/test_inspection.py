@@ -11,8 +11,8 @@ from analysis import inspection
 from analysis.models import ModelSpec, demo_model_spec, load_model
 from analysis.results import UnsupportedRunError
 from analysis.scoring import score_dataset
-from annotate import baselines, batches, browse
-from data import store, text
+from annotate import baselines, batches, browse, simulation
+from data import plain_text, store
 from data.loading import import_path
 
 
@@ -63,7 +63,7 @@ def test_failure_patterns_and_margins(scored):
 
 def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, admin_page):
     created = batches.create_batch(scored, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada", "bob"), 2, 60, seed=3))
-    batches.simulate(scored, created["batch"], accuracies=1.0)
+    simulation.simulate(scored, created["batch"], accuracies=1.0)
     humans = baselines.item_outcomes(scored, "demo-sugarcrepe")
     assert len(humans) == 60 and all(humans.values())  # perfect annotators: every answered item right
     table = inspection.item_table(scored, "demo-sugarcrepe", "random")
@@ -157,8 +157,8 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     assert (only_vit, only_coco) == (160, 509)  # read from the two CSVs, not from the app
     assert comparison.loc["(all)", "n"] == 2933
     assert (comparison.loc["(all)", "only ViT-B-32"], comparison.loc["(all)", "only CLIP_COCO"]) == (only_vit, only_coco)
-    # the page writes p as the CLI does (text.p_value_text): the oracle's p, written the same way
-    assert comparison.loc["(all)", "McNemar p"] == text.p_value_text(binomtest(only_vit, only_vit + only_coco, 0.5).pvalue)
+    # the page writes p as the CLI does (plain_text.p_value_text): the oracle's p, written the same way
+    assert comparison.loc["(all)", "McNemar p"] == plain_text.p_value_text(binomtest(only_vit, only_vit + only_coco, 0.5).pvalue)
     at.selectbox(key="pattern").set_value("wrong for A, right for B").run()
     assert not at.exception
     for name in ("ada", "ben", "cleo"):

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import batches, consensus
+from annotate import batch_reports, batches, consensus, crowd_studies, queues, simulation
 from annotate.task_types import TASK_TYPES, expected_answer, is_correct, task_type
 from data import store
 from tests.conftest import DATASET_FOR_TASK
@@ -51,43 +51,43 @@ def labels_of(db, batch: str) -> list[dict]:
 def test_reading_the_queue_starts_no_lease_and_no_timer(demo_db):
     batch = make(demo_db)
     ada = annotator_id(demo_db, "ada")
-    state = batches.queue_state(demo_db, ada, batch)
+    state = queues.queue_state(demo_db, ada, batch)
     assert state.started_at is None
     held = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["opened_at"]]
     assert held == []  # instructions, consent and practice screens hold nothing either
-    drawn = batches.draw(demo_db, ada, batch)
+    drawn = queues.draw(demo_db, ada, batch)
     assert drawn.task == state.task and drawn.started_at is not None
-    assert batches.draw(demo_db, ada, batch).started_at == drawn.started_at  # a reload keeps the first draw
+    assert queues.draw(demo_db, ada, batch).started_at == drawn.started_at  # a reload keeps the first draw
 
 
 def test_an_item_never_drawn_cannot_be_answered(demo_db):
     batch = make(demo_db)
     ada = annotator_id(demo_db, "ada")
-    task = batches.queue_state(demo_db, ada, batch).task
+    task = queues.queue_state(demo_db, ada, batch).task
     with pytest.raises(store.LabelRefused) as refused:
-        batches.submit_answer(demo_db, ada, batch, task, first_option(task))
+        queues.submit_answer(demo_db, ada, batch, task, first_option(task))
     assert refused.value.reason == "not_opened" and labels_of(demo_db, batch) == []
 
 
 def test_an_answer_too_soon_after_the_draw_is_refused_and_the_item_stays_open(demo_db):
     batch = make(demo_db, min_seconds=0.4)
     ada = annotator_id(demo_db, "ada")
-    task = batches.draw(demo_db, ada, batch).task
+    task = queues.draw(demo_db, ada, batch).task
     with pytest.raises(store.LabelRefused, match="on screen for only") as refused:
-        batches.submit_answer(demo_db, ada, batch, task, first_option(task), min_seconds=0.4)
+        queues.submit_answer(demo_db, ada, batch, task, first_option(task))  # the batch's min_seconds=0.4 applies
     assert refused.value.reason == "too_fast" and labels_of(demo_db, batch) == []
     time.sleep(0.45)
-    assert batches.submit_answer(demo_db, ada, batch, task, first_option(task), min_seconds=0.4) is True
+    assert queues.submit_answer(demo_db, ada, batch, task, first_option(task)) is True
     assert [(lab["item"], lab["part"]) for lab in labels_of(demo_db, batch)] == [(task.item_id, task.part)]
 
 
 def test_two_tabs_on_one_link_store_one_answer_on_the_item_both_showed(demo_db):
     batch = make(demo_db)
     ada = annotator_id(demo_db, "ada")
-    tab1, tab2 = batches.draw(demo_db, ada, batch), batches.draw(demo_db, ada, batch)
+    tab1, tab2 = queues.draw(demo_db, ada, batch), queues.draw(demo_db, ada, batch)
     assert tab1.task == tab2.task
-    assert batches.submit_answer(demo_db, ada, batch, tab2.task, {"answer": "negative_true"}) is True
-    assert batches.submit_answer(demo_db, ada, batch, tab1.task, {"answer": "negative_false"}) is False
+    assert queues.submit_answer(demo_db, ada, batch, tab2.task, {"answer": "negative_true"}) is True
+    assert queues.submit_answer(demo_db, ada, batch, tab1.task, {"answer": "negative_false"}) is False
     stored = labels_of(demo_db, batch)
     assert [(lab["item"], lab["answer"]["answer"]) for lab in stored] == [(tab1.task.item_id, "negative_true")]
 
@@ -95,23 +95,23 @@ def test_two_tabs_on_one_link_store_one_answer_on_the_item_both_showed(demo_db):
 def test_an_answer_after_the_item_was_reassigned_is_refused_and_stored_nowhere(demo_db):
     batch = make(demo_db, n=6)
     ada = annotator_id(demo_db, "ada")
-    held = batches.draw(demo_db, ada, batch)
-    assert batches.reassign_stale(demo_db, batch, now=datetime.now(timezone.utc) + timedelta(hours=1)) == 1
+    held = queues.draw(demo_db, ada, batch)
+    assert queues.reassign_stale(demo_db, batch, now=datetime.now(timezone.utc) + timedelta(hours=1)) == 1
     with pytest.raises(store.LabelRefused, match="not in your queue") as refused:
-        batches.submit_answer(demo_db, ada, batch, held.task, first_option(held.task))
+        queues.submit_answer(demo_db, ada, batch, held.task, first_option(held.task))
     assert refused.value.reason == "not_in_queue"
     assert labels_of(demo_db, batch) == []
-    following = batches.draw(demo_db, ada, batch)
+    following = queues.draw(demo_db, ada, batch)
     assert (following.task.item_id, following.task.part) != (held.task.item_id, held.task.part)
 
 
 def test_an_answered_item_is_never_moved_and_keeps_its_label(demo_db):
     batch = make(demo_db, n=6)
     ada = annotator_id(demo_db, "ada")
-    state = batches.draw(demo_db, ada, batch)
-    batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task))
+    state = queues.draw(demo_db, ada, batch)
+    queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task))
     later = datetime.now(timezone.utc) + timedelta(hours=1)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 0
+    assert queues.reassign_stale(demo_db, batch, now=later) == 0
     assert len(labels_of(demo_db, batch)) == 1 and labels_of(demo_db, batch)[0]["annotator"] == "ada"
 
 
@@ -119,18 +119,18 @@ def test_freed_work_goes_only_to_annotators_whose_queues_are_still_open(demo_db)
     batch = make(demo_db, n=6, overlap=1)
     ids = {name: annotator_id(demo_db, name) for name in ("ada", "ben", "cleo")}
     for name in ("ben",):  # ben finishes his queue
-        while (state := batches.draw(demo_db, ids[name], batch)).task is not None:
-            batches.submit_answer(demo_db, ids[name], batch, state.task, first_option(state.task))
-    held = batches.draw(demo_db, ids["ada"], batch)
+        while (state := queues.draw(demo_db, ids[name], batch)).task is not None:
+            queues.submit_answer(demo_db, ids[name], batch, state.task, first_option(state.task))
+    held = queues.draw(demo_db, ids["ada"], batch)
     later = datetime.now(timezone.utc) + timedelta(hours=1)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 1
+    assert queues.reassign_stale(demo_db, batch, now=later) == 1
     holder = {(a["item_id"], a["part"]): a["annotator"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])}
     assert holder[(held.task.item_id, held.task.part)] == "cleo"  # not ben, whose queue was finished
-    while (state := batches.draw(demo_db, ids["cleo"], batch)).task is not None:
-        batches.submit_answer(demo_db, ids["cleo"], batch, state.task, first_option(state.task))
-    stale = batches.draw(demo_db, ids["ada"], batch)
-    assert batches.reassign_stale(demo_db, batch, now=later + timedelta(hours=1)) == 0  # nobody else works: ada keeps it
-    assert batches.submit_answer(demo_db, ids["ada"], batch, stale.task, first_option(stale.task)) is True
+    while (state := queues.draw(demo_db, ids["cleo"], batch)).task is not None:
+        queues.submit_answer(demo_db, ids["cleo"], batch, state.task, first_option(state.task))
+    stale = queues.draw(demo_db, ids["ada"], batch)
+    assert queues.reassign_stale(demo_db, batch, now=later + timedelta(hours=1)) == 0  # nobody else works: ada keeps it
+    assert queues.submit_answer(demo_db, ids["ada"], batch, stale.task, first_option(stale.task)) is True
 
 
 def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
@@ -149,14 +149,14 @@ def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
             own = store.open_db(path)
             me, rng, deadline = annotator_id(own, name), random.Random(name), time.monotonic() + 120
             while time.monotonic() < deadline:
-                batches.reassign_stale(own, batch)
-                state = batches.draw(own, me, batch)
+                queues.reassign_stale(own, batch)
+                state = queues.draw(own, me, batch)
                 if state.task is None:
                     return
                 time.sleep(rng.uniform(0, 0.6))
                 answer = {"answer": rng.choice([o.value for o in state.task.options])}
                 try:
-                    if batches.submit_answer(own, me, batch, state.task, answer):
+                    if queues.submit_answer(own, me, batch, state.task, answer):
                         with lock:
                             acknowledged.append((name, state.task.item_id, state.task.part, answer))
                 except store.LabelRefused as error:
@@ -175,9 +175,9 @@ def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
     assert refused["not_in_queue"] > 0  # the race really happened
     stored = {(lab["annotator"], lab["item"], lab["part"]): lab["answer"] for lab in labels_of(db, batch)}
     assert {(n, i, p): a for n, i, p, a in acknowledged} == stored  # every acknowledged label, nothing else
-    exported = [json.loads(line) for line in batches.export_labels(db, batch, "jsonl").splitlines()]
+    exported = [json.loads(line) for line in batch_reports.export_labels(db, batch, "jsonl").splitlines()]
     assert len(exported) == len(acknowledged)
-    assert batches.batch_agreement(db, batch)["n_labels"] == len(acknowledged)
+    assert batch_reports.batch_agreement(db, batch)["n_labels"] == len(acknowledged)
     per_unit = Counter((i, p) for _, i, p, _ in acknowledged)
     assert set(per_unit.values()) == {2} and len(per_unit) == 60  # exact overlap, no item left out
     assert all(a["done"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]))
@@ -200,35 +200,35 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
     batch, token = crowd(demo_db, n=6, overlap=2, per_worker=3, idle_minutes=10)  # 12 units: 4 participants
     for fake in ["bot", "12345", "x" * 24, "<script>", pid(1)[:-1], pid(1) + "0", pid(1).upper()[:23] + "G"]:
         with pytest.raises(batches.BatchError, match="valid participant id"):
-            batches.join_crowd(demo_db, token, fake)
+            crowd_studies.join_crowd(demo_db, token, fake)
     joined, refused = [], []
     for n in range(50):  # 50 plausible made-up ids arrive at once
         try:
-            joined.append(batches.join_crowd(demo_db, token, pid(1000 + n)))
+            joined.append(crowd_studies.join_crowd(demo_db, token, pid(1000 + n)))
         except batches.BatchError as error:
             refused.append(str(error))
     assert len(joined) == 4 and len(refused) == 46 and all("full" in r for r in refused)
     with pytest.raises(batches.BatchError, match="full"):
-        batches.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
+        crowd_studies.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 8  # ...the bots hold 2 each (the window) and never opened one
-    real = batches.join_crowd(demo_db, token, pid(7))
+    assert queues.reassign_stale(demo_db, batch, now=later) == 8  # ...the bots hold 2 each (the window) and never opened one
+    real = crowd_studies.join_crowd(demo_db, token, pid(7))
     mine = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == real["id"]]
     assert len(mine) == 2
-    assert [j["external_id"] for j in batches.study_joins(demo_db, batch)][-1] == pid(7)
+    assert [j["external_id"] for j in crowd_studies.study_joins(demo_db, batch)][-1] == pid(7)
 
 
 def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_lease(demo_db):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=3, idle_minutes=10)
-    busy, idle = batches.join_crowd(demo_db, token, pid(1)), batches.join_crowd(demo_db, token, pid(2))
-    state = batches.draw(demo_db, busy["id"], batch)
-    batches.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
-    batches.draw(demo_db, busy["id"], batch)
+    busy, idle = crowd_studies.join_crowd(demo_db, token, pid(1)), crowd_studies.join_crowd(demo_db, token, pid(2))
+    state = queues.draw(demo_db, busy["id"], batch)
+    queues.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
+    queues.draw(demo_db, busy["id"], batch)
     soon = datetime.now(timezone.utc) + timedelta(minutes=5)
-    assert batches.reassign_stale(demo_db, batch, now=soon) == 0
+    assert queues.reassign_stale(demo_db, batch, now=soon) == 0
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
     rows_before = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
-    freed = batches.reassign_stale(demo_db, batch, now=later)
+    freed = queues.reassign_stale(demo_db, batch, now=later)
     rows_after = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
     lost = Counter(a["annotator"] for a in rows_before) - Counter(a["annotator"] for a in rows_after)
     # idle gives back both of its window; busy gives back the unopened one dealt after its answer and keeps
@@ -241,19 +241,19 @@ def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_ne
     """Answer 1 of 4, walk away past the no-show time: the page must not say "All done" with the
     code. The participant is told, dealt new units, and gets the code only when all are answered."""
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10)
-    worker = batches.join_crowd(demo_db, token, pid(1))
-    state = batches.draw(demo_db, worker["id"], batch)
-    batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+    worker = crowd_studies.join_crowd(demo_db, token, pid(1))
+    state = queues.draw(demo_db, worker["id"], batch)
+    queues.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 1  # the other unit of the window, never opened
-    assert batches.queue_state(demo_db, worker["id"], batch).task is None  # an empty queue, but not finished work
-    finish = batches.finish_crowd(demo_db, batch, worker["id"])
+    assert queues.reassign_stale(demo_db, batch, now=later) == 1  # the other unit of the window, never opened
+    assert queues.queue_state(demo_db, worker["id"], batch).task is None  # an empty queue, but not finished work
+    finish = crowd_studies.finish_crowd(demo_db, batch, worker["id"])
     config = store.get_batch(demo_db, batch)["config"]
     assert finish.code is None and (finish.answered, finish.quota, finish.dealt) == (1, 4, 2)
     assert config["completion_code"] not in finish.sentence() and "1 of your 4 items" in finish.sentence()
-    while (state := batches.draw(demo_db, worker["id"], batch)).task is not None:
-        batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
-    done = batches.finish_crowd(demo_db, batch, worker["id"])
+    while (state := queues.draw(demo_db, worker["id"], batch)).task is not None:
+        queues.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+    done = crowd_studies.finish_crowd(demo_db, batch, worker["id"])
     assert done.code == config["completion_code"] and (done.answered, done.quota) == (4, 4)
     assert done.completion_url == f"https://app.prolific.com/submissions/complete?cc={done.code}"
     assert len(labels_of(demo_db, batch)) == 4
@@ -261,29 +261,29 @@ def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_ne
 
 def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10, max_participants=10)
-    first = batches.join_crowd(demo_db, token, pid(1))
-    state = batches.draw(demo_db, first["id"], batch)
-    batches.submit_answer(demo_db, first["id"], batch, state.task, first_option(state.task))
+    first = crowd_studies.join_crowd(demo_db, token, pid(1))
+    state = queues.draw(demo_db, first["id"], batch)
+    queues.submit_answer(demo_db, first["id"], batch, state.task, first_option(state.task))
     later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    batches.reassign_stale(demo_db, batch, now=later)  # idle: the unopened unit goes back
+    queues.reassign_stale(demo_db, batch, now=later)  # idle: the unopened unit goes back
     for n in (3, 4, 5):  # others take the 5 units left, 2 + 2 + 1
-        batches.join_crowd(demo_db, token, pid(n), now=later)
-    finish = batches.finish_crowd(demo_db, batch, first["id"])
+        crowd_studies.join_crowd(demo_db, token, pid(n), now=later)
+    finish = crowd_studies.finish_crowd(demo_db, batch, first["id"])
     assert finish.code is None and finish.dealt == 0 and "no completion code yet" in finish.sentence()
 
 
 def test_a_returned_study_frees_its_units_at_once_and_takes_no_more(demo_db):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4)
-    worker = batches.join_crowd(demo_db, token, pid(1))
-    state = batches.draw(demo_db, worker["id"], batch)
-    batches.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
-    batches.draw(demo_db, worker["id"], batch)  # the next item on screen, one more dealt behind it
-    assert batches.return_study(demo_db, batch, worker["id"]) == 2
+    worker = crowd_studies.join_crowd(demo_db, token, pid(1))
+    state = queues.draw(demo_db, worker["id"], batch)
+    queues.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+    queues.draw(demo_db, worker["id"], batch)  # the next item on screen, one more dealt behind it
+    assert crowd_studies.return_study(demo_db, batch, worker["id"]) == 2
     held = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == worker["id"]]
     assert [a["done"] for a in held] == [1]  # the answer stays; nothing else is held
-    assert batches.draw(demo_db, worker["id"], batch).task is None  # no more units are dealt
+    assert queues.draw(demo_db, worker["id"], batch).task is None  # no more units are dealt
     with pytest.raises(batches.BatchError, match="returned"):
-        batches.join_crowd(demo_db, token, pid(1))
+        crowd_studies.join_crowd(demo_db, token, pid(1))
     assert len(labels_of(demo_db, batch)) == 1
 
 
@@ -298,20 +298,20 @@ def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
     joined = 0
     for n in range(200):
         try:
-            batches.join_crowd(demo_db, token, pid(5000 + n), now=now + timedelta(seconds=n * 0.25))
+            crowd_studies.join_crowd(demo_db, token, pid(5000 + n), now=now + timedelta(seconds=n * 0.25))
             joined += 1
         except batches.BatchError as error:
             assert "full" in str(error)
     rows = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
     assert joined == 5 and len(rows) == 10  # the cap (just enough for 100 items at 20 each), 2 units each
     with pytest.raises(batches.BatchError, match="full"):
-        batches.join_crowd(demo_db, token, pid(7), now=now + timedelta(minutes=2))
+        crowd_studies.join_crowd(demo_db, token, pid(7), now=now + timedelta(minutes=2))
     after_no_show = now + timedelta(minutes=6)
-    assert batches.reassign_stale(demo_db, batch, now=after_no_show) == 10
-    real = batches.join_crowd(demo_db, token, pid(7), now=after_no_show)
-    while (state := batches.draw(demo_db, real["id"], batch)).task is not None:
-        batches.submit_answer(demo_db, real["id"], batch, state.task, first_option(state.task))
-    finish = batches.finish_crowd(demo_db, batch, real["id"])
+    assert queues.reassign_stale(demo_db, batch, now=after_no_show) == 10
+    real = crowd_studies.join_crowd(demo_db, token, pid(7), now=after_no_show)
+    while (state := queues.draw(demo_db, real["id"], batch)).task is not None:
+        queues.submit_answer(demo_db, real["id"], batch, state.task, first_option(state.task))
+    finish = crowd_studies.finish_crowd(demo_db, batch, real["id"])
     assert finish.code == store.get_batch(demo_db, batch)["config"]["completion_code"] and finish.answered == 20
 
 
@@ -319,15 +319,15 @@ def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
     batch, token = crowd(demo_db, n=20, overlap=2, per_worker=2, joins_per_minute=5, max_participants=100)
     now = datetime.now(timezone.utc)
     for n in range(5):
-        batches.join_crowd(demo_db, token, pid(n), now=now)
+        crowd_studies.join_crowd(demo_db, token, pid(n), now=now)
     with pytest.raises(batches.BatchError, match="Too many people"):
-        batches.join_crowd(demo_db, token, pid(5), now=now)
-    batches.join_crowd(demo_db, token, pid(5), now=now + timedelta(minutes=2))
-    batches.close_study(demo_db, batch)
+        crowd_studies.join_crowd(demo_db, token, pid(5), now=now)
+    crowd_studies.join_crowd(demo_db, token, pid(5), now=now + timedelta(minutes=2))
+    crowd_studies.close_study(demo_db, batch)
     with pytest.raises(batches.BatchError, match="closed"):
-        batches.join_crowd(demo_db, token, pid(6), now=now + timedelta(minutes=4))
-    assert batches.join_crowd(demo_db, token, pid(0))["external_id"] == pid(0)  # those in may come back
-    assert len(batches.study_joins(demo_db, batch)) == 6
+        crowd_studies.join_crowd(demo_db, token, pid(6), now=now + timedelta(minutes=4))
+    assert crowd_studies.join_crowd(demo_db, token, pid(0))["external_id"] == pid(0)  # those in may come back
+    assert len(crowd_studies.study_joins(demo_db, batch)) == 6
 
 
 # --- agreement and adjudication -----------------------------------------------------------------
@@ -369,9 +369,9 @@ def oracle_alpha(units: dict[tuple, dict[str, str]], ordinal: bool) -> float:
 @pytest.mark.parametrize("task", TASK_TYPES)
 def test_agreement_on_every_task_type_matches_sklearn_and_krippendorff(demo_db, task):
     batch = make(demo_db, task=task, n=24, overlap=2)
-    batches.simulate(demo_db, batch, accuracies=0.75, seed=2)
-    report = batches.batch_agreement(demo_db, batch)
-    exported = [json.loads(line) for line in batches.export_labels(demo_db, batch, "jsonl").splitlines()]
+    simulation.simulate(demo_db, batch, accuracies=0.75, seed=2)
+    report = batch_reports.batch_agreement(demo_db, batch)
+    exported = [json.loads(line) for line in batch_reports.export_labels(demo_db, batch, "jsonl").splitlines()]
     questions = task_type(task).questions
     ordinal = task_type(task).agreement_level == "ordinal"
     reports = {None: (report, questions)} | {q: (report["by_question"][q], (q,)) for q in questions if len(questions) > 1}
@@ -391,10 +391,10 @@ def careful_ada_and_careless_ben(db) -> str:
     items = store.items_by_id(db, {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"])})
     for name, careful in (("ada", True), ("ben", False)):
         me = annotator_id(db, name)
-        while (state := batches.draw(db, me, batch)).task is not None:
+        while (state := queues.draw(db, me, batch)).task is not None:
             item = items[state.task.item_id]
             wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
-            batches.submit_answer(db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong})
+            queues.submit_answer(db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong})
     return batch
 
 
@@ -423,19 +423,19 @@ def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, ad
 
 def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
     batch = make(demo_db, task="rank_captions", n=20, overlap=2)
-    batches.simulate(demo_db, batch, accuracies=0.8, seed=1)
+    simulation.simulate(demo_db, batch, accuracies=0.8, seed=1)
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception
     per_question = next(d.value for d in at.dataframe if "question" in d.value.columns)
-    report = batches.batch_agreement(demo_db, batch)
+    report = batch_reports.batch_agreement(demo_db, batch)
     assert list(per_question["question"]) == ["rank_0", "rank_1", "rank_2"]
     assert list(per_question["krippendorff_alpha"]) == pytest.approx([report["by_question"][q]["krippendorff_alpha"] for q in ("rank_0", "rank_1", "rank_2")])
 
 
 def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=2)
-    batches.join_crowd(demo_db, token, pid(42))
+    crowd_studies.join_crowd(demo_db, token, pid(42))
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     joins = next(d.value for d in at.dataframe if "external_id" in d.value.columns)
@@ -443,7 +443,7 @@ def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page
     at.button(key="close_study").click().run()
     assert not at.exception
     with pytest.raises(batches.BatchError, match="closed"):
-        batches.join_crowd(demo_db, token, pid(43))
+        crowd_studies.join_crowd(demo_db, token, pid(43))
 
 
 def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
@@ -453,12 +453,12 @@ def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
     from tests.conftest import REPO
 
     batch = make(demo_db, task="rank_captions", n=15, overlap=2)
-    batches.simulate(demo_db, batch, accuracies=0.8, seed=5)
+    simulation.simulate(demo_db, batch, accuracies=0.8, seed=5)
     done = subprocess.run([sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.location(demo_db)), "--json"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    expected = batches.batch_agreement(demo_db, batch)
+    expected = batch_reports.batch_agreement(demo_db, batch)
     assert sorted(report["by_question"]) == ["rank_0", "rank_1", "rank_2"]
     assert report["krippendorff_alpha"] == pytest.approx(expected["krippendorff_alpha"]) and report["level"] == "ordinal"
     assert report["n_items"] == 45 and all(part["n_items"] == 15 for part in report["by_question"].values())
@@ -469,16 +469,18 @@ def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
 
 @pytest.mark.both_engines
 def test_an_answer_before_the_item_is_reported_shown_or_too_soon_after_is_refused(demo_db):
-    batch = make(demo_db, task="validate_negative", n=4, overlap=1, annotators=("ada",))
+    # the reading time is the batch's own (BatchSpec.min_seconds), no longer passed to submit_answer
+    batch = make(demo_db, task="validate_negative", n=4, overlap=1, annotators=("ada",), min_seconds=0.5)
     ada = store.annotator_by_name(demo_db, "ada")["id"]
-    state = batches.draw(demo_db, ada, batch)
+    state = queues.draw(demo_db, ada, batch)
     with pytest.raises(store.LabelRefused, match="had not finished appearing"):
-        batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), min_seconds=0.5, require_shown=True)
-    assert batches.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
-    assert not batches.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)  # once: a rerun does not restart the clock
+        queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), require_shown=True)
+    assert queues.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
+    assert not queues.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)  # once: a rerun does not restart the clock
     with pytest.raises(store.LabelRefused, match="too briefly"):
-        batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), min_seconds=30, require_shown=True)
-    assert batches.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), min_seconds=0.0, require_shown=True)
+        queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), require_shown=True)
+    time.sleep(0.55)  # the batch's 0.5 s have passed since the item was reported on screen
+    assert queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), require_shown=True)
     assert labels_of(demo_db, batch)[0]["started_at"] >= demo_db.execute("SELECT opened_at FROM assignments WHERE item_id = ? AND annotator_id = ?",
                                                                           [state.task.item_id, ada]).fetchone()[0]
 
@@ -487,10 +489,10 @@ def test_an_answer_before_the_item_is_reported_shown_or_too_soon_after_is_refuse
 def test_a_reassigned_item_starts_its_lease_and_clocks_anew(demo_db):
     batch = make(demo_db, task="validate_negative", n=4, overlap=1, annotators=("ada", "ben"))
     ada, ben = (store.annotator_by_name(demo_db, n)["id"] for n in ("ada", "ben"))
-    state = batches.draw(demo_db, ada, batch)
-    batches.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
+    state = queues.draw(demo_db, ada, batch)
+    queues.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
     later = datetime.now(timezone.utc) + timedelta(hours=1)
-    assert batches.reassign_stale(demo_db, batch, now=later) == 1
+    assert queues.reassign_stale(demo_db, batch, now=later) == 1
     row = demo_db.execute("SELECT annotator_id, opened_at, shown_at FROM assignments WHERE item_id = ? AND batch_id = ?",
                           [state.task.item_id, store.get_batch(demo_db, batch)["id"]]).fetchone()
     assert tuple(row) == (ben, None, None)  # ben's lease and reading clock start when he sees it, not at ada's times

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from annotate import batches
+from annotate import batches, simulation
 from data import store
 from tests.conftest import REPO
 
@@ -19,7 +19,7 @@ def foil(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 def test_a_store_with_labels_goes_to_postgresql_and_back_unchanged(demo_db, postgres, tmp_path):
     created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, seed=4))
-    batches.simulate(demo_db, created["batch"], accuracies=0.8, seed=4)
+    simulation.simulate(demo_db, created["batch"], accuracies=0.8, seed=4)
     label = store.batch_labels(demo_db, store.get_batch(demo_db, created["batch"])["id"])[0]
     store.revise_label(demo_db, label["id"], {"answer": "unsure"}, by="admin", reason="typo")
     before = store.row_counts(demo_db), store.labels_checksum(demo_db)

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from annotate import batches, consensus, export
+from annotate import batch_reports, batches, consensus, export, queues, simulation
 from data import store
 
 
@@ -20,8 +20,8 @@ def validate_batch(db, n: int, annotators=("ada", "ben"), seed: int = 3) -> str:
 
 def answer_all(db, batch: str, name: str, choose) -> None:
     me = store.ensure_annotator(db, name)["id"]
-    while (state := batches.draw(db, me, batch)).task is not None:
-        batches.submit_answer(db, me, batch, state.task, {"answer": choose(state.task.item_id)})
+    while (state := queues.draw(db, me, batch)).task is not None:
+        queues.submit_answer(db, me, batch, state.task, {"answer": choose(state.task.item_id)})
 
 
 def test_a_tie_is_unresolved_never_broken_and_the_export_drops_it_as_such(demo_db, tmp_path):
@@ -49,8 +49,8 @@ def test_agreement_intervals_hold_the_value_and_narrow_with_more_items(demo_db, 
     widths = []
     for n in (20, 200):
         batch = validate_batch(demo_db, n=n, annotators=("ada", "ben", "cleo"), seed=n)
-        batches.simulate(demo_db, batch, accuracies=0.8, seed=n)
-        report = batches.batch_agreement(demo_db, batch)
+        simulation.simulate(demo_db, batch, accuracies=0.8, seed=n)
+        report = batch_reports.batch_agreement(demo_db, batch)
         low, high = report["intervals"][key]
         assert low <= report[key] <= high and high > low, (key, n, low, report[key], high)
         widths.append(high - low)
@@ -84,13 +84,13 @@ def _answer_gold(db, batch: str, shares: dict[str, float]) -> None:
     for name, right_share in shares.items():
         me = store.ensure_annotator(db, name)["id"]
         gold_seen = 0
-        while (state := batches.draw(db, me, batch)).task is not None:
+        while (state := queues.draw(db, me, batch)).task is not None:
             item = items[state.task.item_id]
             right = expected_answer("validate_negative", item)
             wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
             is_gold = state.task.item_id in {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]) if a["is_gold"]}
             gold_seen += is_gold
-            batches.submit_answer(db, me, batch, state.task, right if not is_gold or gold_seen <= right_share * 10 else {"answer": wrong})
+            queues.submit_answer(db, me, batch, state.task, right if not is_gold or gold_seen <= right_share * 10 else {"answer": wrong})
 
 
 @pytest.mark.parametrize("ben_right", [0.0, 0.4, 0.7])
@@ -102,7 +102,7 @@ def test_gold_exclusion_follows_the_wilson_bound_against_the_pass_mark(demo_db, 
     spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.5, seed=8, min_seconds=0, gold_pass=50)
     batch = batches.create_batch(demo_db, spec)["batch"]
     _answer_gold(demo_db, batch, {"ada": 1.0, "ben": ben_right})
-    progress = {r["annotator"]: r for r in batches.batch_progress(demo_db, batch)}
+    progress = {r["annotator"]: r for r in batch_reports.batch_progress(demo_db, batch)}
     oracle = []
     for name, row in progress.items():
         right = round(row["gold_accuracy"] * row["gold_n"] / 100)
@@ -120,7 +120,7 @@ def test_a_single_gold_miss_excludes_nobody(demo_db):
     spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.05, seed=8, min_seconds=0)
     batch = batches.create_batch(demo_db, spec)["batch"]
     _answer_gold(demo_db, batch, {"ada": 1.0, "ben": 0.0})
-    progress = {r["annotator"]: r for r in batches.batch_progress(demo_db, batch)}
+    progress = {r["annotator"]: r for r in batch_reports.batch_progress(demo_db, batch)}
     assert progress["ben"]["gold_n"] == 1 and progress["ben"]["gold_accuracy"] == 0.0
     assert consensus.excluded_annotators(demo_db, batch) == [] and not progress["ben"]["screened_out"]
 

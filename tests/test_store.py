@@ -138,14 +138,14 @@ UNDO_MIGRATION_10 = {
 
 @pytest.mark.both_engines
 def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_store, new_store, engine):
-    from annotate import batches
+    from annotate import batches, queues
 
     old = store.open_db(new_store)
     store.copy_store(store.open_db(demo_store), old)
     created = batches.create_batch(old, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 6, seed=1, min_seconds=0))
     ada = store.annotator_by_name(old, "ada")["id"]
     for _ in range(4):
-        batches.submit_answer(old, ada, created["batch"], batches.draw(old, ada, created["batch"]).task, {"answer": "unsure"})
+        queues.submit_answer(old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"})
     # back to version 9 (13, 12 and 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
         for statement in ("ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
@@ -158,7 +158,7 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
     old.conn.close()
     db = store.open_db(new_store)
     assert [(b["assigned"], b["done"]) for b in store.annotator_batches(db, ada)] == [(6, 4)]
-    assert batches.queue_state(db, ada, created["batch"]).done == 4  # the queue resumes at the fifth item
+    assert queues.queue_state(db, ada, created["batch"]).done == 4  # the queue resumes at the fifth item
     batch_id = store.get_batch(db, created["batch"])["id"]
     first = store.batch_labels(db, batch_id)[0]
     db.execute("DELETE FROM labels WHERE id = ?", [first["id"]])  # a label removed: its item is open again
@@ -167,11 +167,11 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
 
 @pytest.mark.both_engines
 def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
-    from annotate import batches
+    from annotate import batches, simulation
 
     dataset = "demo-sugarcrepe"
     created = batches.create_batch(demo_db, batches.BatchSpec(dataset, "validate_negative", ("ada",), 1, 4, seed=1))
-    batches.simulate(demo_db, created["batch"], accuracies=1.0)
+    simulation.simulate(demo_db, created["batch"], accuracies=1.0)
     batch_id = store.get_batch(demo_db, created["batch"])["id"]
     label = store.batch_labels(demo_db, batch_id)[0]
     keys = [store.dataset_fingerprint(demo_db, dataset)]

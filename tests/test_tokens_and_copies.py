@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotate import agreement, batches, roles
+from annotate import agreement, batches, roles, simulation
 from data import store
 
 ADMIN = "an-admin-token-of-enough-length"
@@ -52,7 +52,7 @@ def test_migrate_store_keeps_ids_with_gaps_row_by_row(demo_db, tmp_path):
     """Delete rows so ids have gaps, copy to the other engine and back: every table equal by
     primary key (a copy that renumbered rows would pass a count and a labels checksum)."""
     for seed in (1, 2, 3):
-        batches.simulate(demo_db, batches.create_batch(demo_db, batches.BatchSpec(
+        simulation.simulate(demo_db, batches.create_batch(demo_db, batches.BatchSpec(
             "demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 6, seed=seed, min_seconds=0, name=f"gap-{seed}"))["batch"])
     middle = store.get_batch(demo_db, "gap-2")["id"]
     with store.transaction(demo_db):

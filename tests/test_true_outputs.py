@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from annotate import batches, browse, export
-from data import store, text
+from annotate import batch_reports, batches, browse, export, simulation
+from data import plain_text, store
 from tests.conftest import REPO
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)")  # figures with decimals: the coefficients and their intervals
@@ -20,7 +20,7 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)")  # figures with decimals: the coefficient
 def simulated_batch(db, task: str, dataset: str, *, gold: float = 0.0, accuracy: float = 0.8) -> str:
     spec = batches.BatchSpec(dataset, task, ("ada", "ben", "cleo"), 2, 24, gold_share=gold, seed=3, min_seconds=0)
     name = batches.create_batch(db, spec)["batch"]
-    batches.simulate(db, name, accuracies=accuracy, seed=3)
+    simulation.simulate(db, name, accuracies=accuracy, seed=3)
     return name
 
 
@@ -31,7 +31,7 @@ def test_every_figure_of_the_protocol_paragraph_is_in_the_batch_pages_table(demo
     at.selectbox(key="batch").set_value(name).run()
     assert not at.exception
     table = next(frame.value for frame in at.dataframe if "coefficient" in frame.value.columns)
-    shown = {text.figure(v) for v in table["value"] if v == v and v is not None}
+    shown = {plain_text.figure(v) for v in table["value"] if v == v and v is not None}
     shown |= {end for interval in table["95% interval"] if interval for end in interval.split(" to ")}
     agreement = paragraph[paragraph.index("Agreement on"):paragraph.index("intervals from")]
     figures = NUMBER.findall(agreement)
@@ -39,7 +39,7 @@ def test_every_figure_of_the_protocol_paragraph_is_in_the_batch_pages_table(demo
     for coefficient, interval in zip(table["coefficient"], table["95% interval"]):
         if interval:
             assert f"{coefficient} " in paragraph and f"(95% CI {interval})" in paragraph
-    report = batches.batch_agreement(demo_db, name)
+    report = batch_reports.batch_agreement(demo_db, name)
     assert f"{report['bootstrap']['resamples']:,} bootstrap resamples" in paragraph
     assert "-0.00" not in paragraph and not re.search(r"\b(\d+)-\1\b", paragraph)  # no "10-10 items", no negative zero
 
@@ -64,10 +64,10 @@ def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
     per_annotator = Counter(label["annotator"] for label in labels)
     paragraph = export.protocol_paragraph(demo_db, name)
     assert paragraph.startswith(f"{len(per_annotator)} annotators labelled ")
-    assert f"each annotator labelled {text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items" in paragraph
+    assert f"each annotator labelled {plain_text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items" in paragraph
     assert f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph  # and so no person's time is claimed
     assert "Median time per item" not in paragraph
-    assert all(row["median_seconds"] is None for row in batches.batch_progress(demo_db, name))  # nor on the progress table
+    assert all(row["median_seconds"] is None for row in batch_reports.batch_progress(demo_db, name))  # nor on the progress table
 
 
 def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
@@ -81,13 +81,13 @@ def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
     p = float(table.loc[table["category"] == "(all)", "McNemar p"].iloc[0])
     assert p < 1e-10  # 50 discordant pairs, all one way
     written = comparison_for_people(table).loc[table["category"] == "(all)", "McNemar p"].iloc[0]
-    assert written == text.p_value_text(p) and written != "0.00" and "e-" in written
+    assert written == plain_text.p_value_text(p) and written != "0.00" and "e-" in written
 
 
 def test_p_values_and_intervals_are_written_one_way():
-    assert text.p_value_text(0.5) == "0.500" and text.p_value_text(2e-14) == "2.0e-14"
-    assert text.interval_text((-32.857, -24.29)) == "-32.86 to -24.29"
-    assert text.cell(-0.0001) == "0.00" and text.figure(-0.004) == "0.00"
+    assert plain_text.p_value_text(0.5) == "0.500" and plain_text.p_value_text(2e-14) == "2.0e-14"
+    assert plain_text.interval_text((-32.857, -24.29)) == "-32.86 to -24.29"
+    assert plain_text.cell(-0.0001) == "0.00" and plain_text.figure(-0.004) == "0.00"
 
 
 def test_valse_truth_is_said_with_its_crowd_votes(fresh_db, fixtures):

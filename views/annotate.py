@@ -12,9 +12,10 @@ from typing import Any
 
 import streamlit as st
 
-from annotate import batches
+from annotate import batches, crowd_studies, queues
 from annotate.task_types import Task, TaskError, is_correct
-from data import store, text
+from data import store
+from views import text
 from views.session import session_db
 from views.stimulus import show_stimulus, shown_key
 
@@ -92,8 +93,8 @@ if len(mine) > 1:
     batch_name = st.selectbox("Batch", list(progress_of), key="batch", format_func=batch_label)
 else:
     batch_name = mine[0]["name"]
-batches.reassign_stale(db, batch_name)  # frees items others walked away from (its own short write)
-state = batches.queue_state(db, role.annotator_id, batch_name)  # reads only: no lease starts here
+queues.reassign_stale(db, batch_name)  # frees items others walked away from (its own short write)
+state = queues.queue_state(db, role.annotator_id, batch_name)  # reads only: no lease starts here
 crowd = "crowd_token" in state.batch["config"]
 
 
@@ -107,7 +108,7 @@ def show_notice() -> None:
 
 
 def return_study() -> None:
-    freed = batches.return_study(db, batch_name, role.annotator_id)
+    freed = crowd_studies.return_study(db, batch_name, role.annotator_id)
     st.session_state["notice"] = ("info", f"You returned the study; {freed} item{'s' if freed != 1 else ''} went back to the pool.")
 
 
@@ -139,13 +140,13 @@ if not st.session_state.get(f"read:{batch_name}") and state.done == 0 and state.
         st.rerun()
     st.stop()
 
-practice = batches.practice_tasks(db, state.batch, role.annotator_id) if crowd and state.done == 0 else []
+practice = crowd_studies.practice_tasks(db, state.batch, role.annotator_id) if crowd and state.done == 0 else []
 step = st.session_state.get(f"practice:{batch_name}", 0)
 item: dict[str, Any] | None = None
 if step < len(practice):
     task, item = practice[step]
 else:
-    state = batches.draw(db, role.annotator_id, batch_name)  # the item goes on screen: lease and timer start now
+    state = queues.draw(db, role.annotator_id, batch_name)  # the item goes on screen: lease and timer start now
     task = state.task
 
 show_notice()
@@ -157,7 +158,7 @@ else:
     st.progress(min(1.0, state.done / max(total, 1)), text=f"{state.done} of {total} done")
 if task is None:
     if crowd:  # a completion code is what a crowd platform asks for, and only for complete work (a returned study stopped above)
-        finish = batches.finish_crowd(db, batch_name, role.annotator_id)
+        finish = crowd_studies.finish_crowd(db, batch_name, role.annotator_id)
         if finish.dealt:
             st.session_state["notice"] = ("info", finish.sentence())
             st.rerun()
@@ -197,11 +198,9 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
         return
     key = widget_key(task)
     flags, comment = st.session_state.get(f"flags:{key}") or [], st.session_state.get(f"comment:{key}", "")
-    min_seconds = float(state.batch["config"].get("min_seconds", batches.MIN_SECONDS))
     try:
-        fresh = batches.submit_answer(
-            db, role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment,
-            min_seconds=min_seconds, require_shown=min_seconds > 0,  # a batch with a reading time counts it from the whole item on screen
+        fresh = queues.submit_answer(  # the batch's reading time applies, counted from the whole item on screen
+            db, role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment, require_shown=True,
         )
     except (TaskError, store.StoreError) as error:
         st.session_state["notice"] = ("error", f"Not stored. {error}")
@@ -224,13 +223,13 @@ def shown() -> None:
     key = shown_key()
     if key:
         item_id, part = map(int, key.split(":"))
-        batches.mark_shown(db, role.annotator_id, batch_name, item_id, part)  # a practice item matches no assignment
+        queues.mark_shown(db, role.annotator_id, batch_name, item_id, part)  # a practice item matches no assignment
 
 
 def draw_stimulus(task: Task) -> None:
     """Captions and images as one block that appears whole (the next items' images decoded ahead)."""
-    ahead = batches.upcoming_images(db, role.annotator_id, batch_name) if item is None else []
-    show_stimulus(task, batches.task_images(db, state.batch, task), ahead, on_shown=shown)
+    ahead = queues.upcoming_images(db, role.annotator_id, batch_name) if item is None else []
+    show_stimulus(task, queues.task_images(db, state.batch, task), ahead, on_shown=shown)
 
 
 def draw_answers(task: Task) -> None:

@@ -4,9 +4,23 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from annotate import agreement, batches, browse, consensus, export, gold, links
+from annotate import (
+    agreement,
+    batch_reports,
+    batches,
+    browse,
+    consensus,
+    construction,
+    crowd_studies,
+    export,
+    gold,
+    links,
+    queues,
+    simulation,
+)
 from annotate.task_types import TASK_TYPES, task_type
-from data import paths, store, text
+from data import paths, store
+from views import text
 from views.item_card import draw_item_card
 from views.session import session_db
 
@@ -99,7 +113,7 @@ st.subheader("Progress")
 @st.fragment(run_every="10s")
 def live_progress(batch_name: str) -> None:
     """Per-annotator progress, redrawn every 10 seconds as labels arrive."""
-    progress = pd.DataFrame(batches.batch_progress(session_db(), batch_name))
+    progress = pd.DataFrame(batch_reports.batch_progress(session_db(), batch_name))
     numbers = {c: pd.to_numeric(progress[c]) for c in ("median_seconds", "gold_accuracy") if c in progress}  # None -> empty cell, not "None"
     st.dataframe(progress.assign(**numbers), hide_index=True, width="stretch", column_config={  # headers in words
         "median_seconds": st.column_config.NumberColumn("median seconds per item (people's answers)", format="%.1f"),
@@ -111,13 +125,13 @@ def live_progress(batch_name: str) -> None:
 
 live_progress(name)
 if st.button("Reassign items held past their lease", key="reassign"):
-    st.info(f"Reassigned {batches.reassign_stale(db, name)} items.")
+    st.info(f"Reassigned {queues.reassign_stale(db, name)} items.")
 if st.button("Refresh", key="refresh"):
     st.rerun()
 
 def simulate_now(batch_name: str) -> None:
     """Button callback: simulate before the page is drawn, so what follows shows the new labels."""
-    written = batches.simulate(db, batch_name, accuracies=0.9)["labels_written"]
+    written = simulation.simulate(db, batch_name, accuracies=0.9)["labels_written"]
     st.session_state["batch_notice"] = f"Simulated {sum(written.values())} labels (flagged as simulated; left out of the protocol's time)."
 
 
@@ -129,7 +143,7 @@ if "batch_notice" in st.session_state:
     st.info(st.session_state.pop("batch_notice"))
 
 st.subheader("Agreement")
-report = batches.batch_agreement(db, name)
+report = batch_reports.batch_agreement(db, name)
 if not report["n_labels"]:
     st.info("No labels yet: agreement, answers and disagreements appear here as annotators answer (or press "
             "\"Simulate annotators\" below for the demo).")
@@ -155,7 +169,7 @@ if report["cohen_pairs"]:
     reliability = consensus.dawid_skene(db, name)["accuracy"]
     st.caption("Dawid-Skene estimated accuracy per annotator: " + ", ".join(f"{text.md(k)} {v:.2f}" for k, v in reliability.items()))
 
-by_category = pd.DataFrame(batches.agreement_by_category(db, name))
+by_category = pd.DataFrame(batch_reports.agreement_by_category(db, name))
 if report["n_labels"] and not by_category.empty:
     st.dataframe(by_category, hide_index=True, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f") for c in by_category.select_dtypes("float")})
 
@@ -201,12 +215,12 @@ if layout:
         st.code(export.protocol_paragraph(db, name), language=None, wrap_lines=True)
 if batch_row["task"] == "pick_image":
     st.subheader("Next construction step")
-    survivors = batches.pick_image_survivors(db, name)
+    survivors = construction.pick_image_survivors(db, name)
     st.write(f"{len(survivors)} items have a chosen image so far (majority vote; a tie with None drops the item).")
     if survivors and st.button("Create an ambiguity batch from the chosen images", key="to_ambiguity"):
         holders = tuple(sorted({a["annotator"] for a in store.batch_assignments(db, batch_row["id"])}))
         try:
-            follow = batches.create_ambiguity_batch(db, name, annotators=holders, overlap=min(2, len(holders)))
+            follow = construction.create_ambiguity_batch(db, name, annotators=holders, overlap=min(2, len(holders)))
         except store.StoreError as error:
             st.error(text.md(error))
         else:
@@ -218,7 +232,7 @@ st.caption(f"Links start with {text.md(base or '(no address: set $FOIL_BASE_URL)
 if "crowd_token" in batch_row["config"]:
     st.text("Crowd study link (paste into Prolific):")
     st.code(links.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
-    joins = batches.study_joins(db, name)
+    joins = crowd_studies.study_joins(db, name)
     config = batch_row["config"]
     st.text(
         f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
@@ -229,7 +243,7 @@ if "crowd_token" in batch_row["config"]:
         st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")
     closed = bool(batch_row.get("closed_at"))
     if st.button("Reopen the study" if closed else "Close the study to new participants", key="close_study"):
-        batches.close_study(db, name, closed=not closed)
+        crowd_studies.close_study(db, name, closed=not closed)
         st.rerun()
 st.caption("Links are stored only as hashes, so they are shown once, when issued. Each annotator got one when the batch was "
            "created; a lost link is issued again here (the earlier ones kept, or revoked if a link leaked).")
@@ -248,5 +262,6 @@ if st.button("Issue new links for every annotator of this batch", key="issue_lin
 
 st.subheader("Export")
 left, right = st.columns(2)
-left.download_button("Labels (CSV)", batches.export_labels(db, name, "csv"), f"{name}.csv", "text/csv", key="export_csv")
-right.download_button("Labels (JSONL)", batches.export_labels(db, name, "jsonl"), f"{name}.jsonl", "application/json", key="export_jsonl")
+csv_text, jsonl_text = (batch_reports.export_labels(db, name, fmt) for fmt in ("csv", "jsonl"))
+left.download_button("Labels (CSV)", csv_text, f"{name}.csv", "text/csv", key="export_csv")
+right.download_button("Labels (JSONL)", jsonl_text, f"{name}.jsonl", "application/json", key="export_jsonl")

@@ -8,10 +8,11 @@ import streamlit as st
 
 from analysis import exports
 from annotate import browse
-from data import formats, paths, store, text
+from data import formats, paths, store
 from data.formats import BadInputError
 from data.images import UnsafeImagePathError
 from data.loading import attach_images, import_path
+from views import text
 from views.choices import subset_choice
 from views.item_card import draw_item_card
 from views.session import session_db

@@ -8,7 +8,8 @@ import streamlit as st
 
 from analysis import audit as audits
 from analysis import blind, results
-from data import item_kinds, paths, store, text
+from data import item_kinds, paths, store
+from views import text
 from views.session import session_db
 
 SCATTER_POINTS = 5_000

@@ -11,7 +11,8 @@ from PIL import Image
 from analysis import inspection, parity
 from analysis.results import UnsupportedRunError
 from annotate import baselines, batches, browse
-from data import paths, store, text
+from data import paths, plain_text, store
+from views import text
 from views.choices import subset_choice
 from views.item_card import draw_item_card
 from views.session import session_db
@@ -67,7 +68,7 @@ def draw_parity(report: parity.Parity) -> None:
     """The items whose decision flips from run A to run B, with both margins, and the metric change."""
     st.markdown(f"**Decisions that flip from A to B: {len(report.flips)} of {report.n_items} items.** "
                 f"{text.md(report.metric)}: {report.value_a:.2f} under A, {report.value_b:.2f} under B, change {report.change:+.2f} points "
-                f"(95% paired interval {text.interval_text(report.change_interval)}).")
+                f"(95% paired interval {plain_text.interval_text(report.change_interval)}).")
     st.caption("A decision is right or wrong under the benchmark's tie rule and, where both runs have scores, which side wins each score "
                "gap. Before trusting a faster precision, score in both (`./foil parity DATASET --model ...`) and read these items.")
     if len(report.flips):
@@ -196,7 +197,8 @@ for row in chosen.to_dict("records"):
     card = cards[row["item"]]
     texts = [caption for _, caption in card.captions]
     marked = list(inspection.marked_difference(texts[0], texts[1])) + texts[2:] if len(texts) >= 2 else texts  # differing words in [brackets]
-    heading = f"#{card.id}  {card.category}  {card.source_id}  " + ", ".join(f"{c} {text.figure(row[c], 3)}" for c in gaps)
+    gap_figures = ", ".join(f"{c} {plain_text.figure(row[c], 3)}" for c in gaps)
+    heading = f"#{card.id}  {card.category}  {card.source_id}  " + gap_figures
     # the known truth on the card: a demo's deliberately false negative is not the model's failure
     draw_item_card(card, heading, thumbs, captions=marked, lines=human_lines[card.id], enlarge=enlarge, width=140, show_truth=True)
 

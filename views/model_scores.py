@@ -10,7 +10,8 @@ import streamlit as st
 
 from analysis import metrics, model_spec, results
 from annotate import baselines
-from data import paths, store, subsets, text
+from data import paths, plain_text, store, subsets
+from views import text
 from views.choices import subset_choice
 from views.session import session_db
 
@@ -142,7 +143,7 @@ if with_humans:
     st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the {first['n_items']} items "
                "(the humans n column); the models' figures are over every item, so the two differ in sample as well as in who answers.")
 chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
-shown = table.assign(**{f"{name} 95% CI": table[f"{name} 95% CI"].map(text.interval_text) for name in [*chosen, *(["humans"] if with_humans else [])]})
+shown = table.assign(**{f"{name} 95% CI": table[f"{name} 95% CI"].map(plain_text.interval_text) for name in [*chosen, *(["humans"] if with_humans else [])]})
 st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
 for sentence in results.tie_rules_said(summaries, chosen):
     st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")

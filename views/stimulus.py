@@ -5,7 +5,7 @@ page shows the next item's caption beside the last item's image for a moment. Th
 (Streamlit's components v2: plain JavaScript in the page, no iframe) clears the old item at once,
 decodes every image of the new one (already decoded ahead for the next items, `ahead`), puts
 captions and images on screen in one DOM change, and after that frame is painted reports the
-item as shown: the server's reading clock starts there (`batches.mark_shown`). Captions are set
+item as shown: the server's reading clock starts there (`queues.mark_shown`). Captions are set
 as text (`textContent`), never as markup.
 """
 

@@ -1,12 +1,12 @@
 """The Foil Studio store: the only package that speaks SQL, and the ground floor of the code.
 
 One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils, or a PostgreSQL database
-(``--db postgresql://...``, psycopg 3, `postgres.py`) with the same schema, migrations and
-transactions; the few fragments that differ are in `dialect.py`. Nothing here imports from
-the layers above (analysis, annotate, the pages); callers use ``from data import store`` and
-``store.<function>``, whichever module below defines it. The schema only
-changes through the named, forward-only migrations in ``MIGRATIONS``; the table
-``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
+(``--db postgresql://...``, psycopg 3, `postgres.py`), both opened and checked in `connection.py`,
+with the same schema, migrations (`schema.py`) and transactions; the few fragments that differ
+are in `dialect.py`. Nothing here imports from the layers above (analysis, annotate, the pages);
+callers use ``from data import store`` and ``store.<function>``, whichever module below defines
+it. The schema only changes through the named, forward-only migrations in ``MIGRATIONS``; the
+table ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
 Schema (version 10)
 ------------------
@@ -68,7 +68,6 @@ from data.store.annotation import (
     get_batch,
     issue_token,
     item_labels,
-    items_by_id,
     joins_since,
     list_annotators,
     list_batches,
@@ -114,6 +113,7 @@ from data.store.datasets import (
     image_status_counts,
     item_ids_by_category,
     item_kind_counts,
+    items_by_id,
     known_image_paths,
     last_import,
     list_datasets,
@@ -157,16 +157,13 @@ from data.store.runs import (
     run_outcomes,
     update_run_meta,
 )
-from data.store.schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
+from data.store.connection import (
     StoreBehindError,
     check_store_file,
     db_file,
     location,
-    migrate,
     open_db,
     open_existing_db,
     redacted,
-    schema_version,
 )
+from data.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate, schema_version

@@ -14,7 +14,7 @@ import sqlite_utils
 
 from data.store import dialect
 from data.store.base import LabelRefused, NotFoundError, StoreError, _decode, _now, _token_hash, check_name, transaction
-from data.store.rows import AnnotatorRow, BatchRow, BatchSummary, ItemLabel, ItemRow, LabelRow
+from data.store.rows import AnnotatorRow, BatchRow, BatchSummary, ItemLabel, LabelRow
 
 # --- annotators ------------------------------------------------------------------------------
 
@@ -273,19 +273,6 @@ def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[Item
             f" JOIN annotators ON annotators.id = l.annotator_id WHERE l.item_id IN ({','.join('?' * len(chunk))})"
             " ORDER BY l.item_id, l.id", chunk)
         found.extend(_decode(row, "answer", "flags") for row in rows)
-    return found
-
-
-def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, ItemRow]:
-    """Decoded item rows by id."""
-    wanted = sorted(set(item_ids))
-    found: dict[int, ItemRow] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        rows = db.query(
-            f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN ({','.join('?' * len(chunk))})",
-            chunk)
-        found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
     return found
 
 

@@ -105,7 +105,7 @@ def _transaction_on(db: sqlite_utils.Database, conn: Any, row_locks: bool) -> It
             raise
         conn.execute(f"RELEASE {name}")
         return
-    with getattr(conn, "write_lock", None) or nullcontext():  # this process's writers in turn (`schema._write_locks`)
+    with getattr(conn, "write_lock", None) or nullcontext():  # this process's writers in turn (connection.py)
         try:
             for statement in begin_write(db, row_locks=row_locks):
                 conn.execute(statement)

@@ -203,6 +203,19 @@ def list_items(
     return [_decode(row, "captions", "images", "truth", "meta") for row in rows]
 
 
+def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, ItemRow]:
+    """Decoded item rows by id."""
+    wanted = sorted(set(item_ids))
+    found: dict[int, ItemRow] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        rows = db.query(
+            f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk)
+        found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
+    return found
+
+
 def truth_flag_condition(db: sqlite_utils.Database, flag: str, table: str) -> str:
     """SQL condition: the item row of `table` has `truth[flag]` true (flag checked as a plain name)."""
     return dialect.json_is_true(db, f"{table}.truth", _plain_flag(flag))
