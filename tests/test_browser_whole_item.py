@@ -4,6 +4,9 @@ browser reports the whole item on screen, and a slow network changes none of tha
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 
 from annotate import batches
@@ -79,3 +82,41 @@ def test_a_throttled_network_still_never_shows_a_mixed_item(site):
     frames = run["frames"]
     assert frames["mixed"] == 0 and frames["partial"] == 0, frames
     assert len(stored(site, run["batch"])[0]) == 3
+
+
+def test_a_lost_shown_report_is_sent_again_and_the_answer_then_stored(site):
+    """The server never heard that the item was shown (its report lost on a loaded machine): the
+    person's answer is refused and said, the browser reports the painted item again, and the
+    next answer after the reading time is stored with its clock from that report."""
+    created = batches.create_batch(store.open_db(site["db"]), batches.BatchSpec("photos", "validate_negative", ("wyn",), 1, 3, seed=5, name="lost-report"))
+    page = site["browser"].new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(f"{site['base']}/?token={created['annotators'][0]['token']}")
+    expect(page.get_by_text("Welcome, wyn")).to_be_visible(timeout=60_000)
+    start_queue(page, expect)
+    expect(page.locator(".stimulus img")).to_be_visible(timeout=60_000)
+    db = store.open_db(site["db"])
+    batch_id = store.get_batch(db, "lost-report")["id"]
+    item = db.execute("SELECT item_id FROM assignments WHERE batch_id = ? AND opened_at IS NOT NULL", [batch_id]).fetchone()[0]
+    wait_for_shown_at = lambda: db.execute("SELECT shown_at FROM assignments WHERE batch_id = ? AND item_id = ?", [batch_id, item]).fetchone()[0]  # noqa: E731
+    deadline = time.monotonic() + 60
+    while wait_for_shown_at() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with store.transaction(db):
+        db.execute("UPDATE assignments SET shown_at = NULL WHERE batch_id = ? AND item_id = ?", [batch_id, item])  # the report, lost
+    page.wait_for_timeout(READING_MS)
+    wait_idle(page, expect)
+    focus_page(page)
+    page.keyboard.press("1")
+    expect(page.get_by_text(re.compile(r"^Not stored\. This item had not finished appearing"))).to_be_visible(timeout=60_000)
+    deadline = time.monotonic() + 60
+    while wait_for_shown_at() is None and time.monotonic() < deadline:  # reported again, unasked by the person
+        time.sleep(0.1)
+    assert wait_for_shown_at() is not None
+    page.wait_for_timeout(READING_MS)
+    wait_idle(page, expect)
+    focus_page(page)
+    page.keyboard.press("1")
+    expect(page.get_by_text("1 of 3 done")).to_be_visible(timeout=60_000)
+    labels, _ = stored(site, "lost-report")
+    assert [(label["item"], label["started_at"]) for label in labels] == [(item, wait_for_shown_at())]
+    page.context.close()

@@ -204,6 +204,8 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
         )
     except (TaskError, store.StoreError) as error:
         st.session_state["notice"] = ("error", f"Not stored. {error}")
+        if getattr(error, "reason", None) == "not_shown":  # the browser's report never arrived: ask it again
+            st.session_state["report_again"] = st.session_state.get("report_again", 0) + 1
         return
     st.session_state["notice"] = (
         ("success", "Saved.") if fresh
@@ -229,7 +231,8 @@ def shown() -> None:
 def draw_stimulus(task: Task) -> None:
     """Captions and images as one block that appears whole (the next items' images decoded ahead)."""
     ahead = queues.upcoming_images(db, role.annotator_id, batch_name) if item is None else []
-    show_stimulus(task, queues.task_images(db, state.batch, task), ahead, on_shown=shown)
+    show_stimulus(task, queues.task_images(db, state.batch, task), ahead, on_shown=shown,
+                  again=st.session_state.get("report_again", 0))
 
 
 def draw_answers(task: Task) -> None:

@@ -81,15 +81,27 @@ function build(data) {
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const host = parentElement.querySelector(".stimulus-host");
-  if (!data || host.dataset.item === data.key) return;  // the same item drawn again (a rerun): nothing changes
+  if (!data) return;
+  if (host.dataset.item === data.key) {  // the same item drawn again (a rerun): nothing changes on screen
+    // ...but when the server refused an answer because it never heard the item was shown (the
+    // report was lost on its way), the page asks again (`again` grows) and a painted item is reported again
+    if (host.dataset.painted === data.key && data.again > Number(host.dataset.again || 0)) {
+      host.dataset.again = String(data.again);
+      setTriggerValue("shown", data.key);
+    }
+    return;
+  }
   host.dataset.item = data.key;
+  host.dataset.again = String(data.again || 0);
   host.replaceChildren();  // nothing of the last item stays while this one loads
   for (const src of data.ahead) decode(src);  // the next items' images, ready before they are needed
   Promise.all(data.images.map((p) => (p.src ? decode(p.src) : Promise.resolve(true)))).then(() => {
     if (host.dataset.item !== data.key) return;  // a newer item arrived meanwhile
     host.replaceChildren(build(data));  // captions and images in one change
     requestAnimationFrame(() => requestAnimationFrame(() => {
-      if (host.dataset.item === data.key) setTriggerValue("shown", data.key);  // painted: the clock starts
+      if (host.dataset.item !== data.key) return;
+      host.dataset.painted = data.key;
+      setTriggerValue("shown", data.key);  // painted: the clock starts
     }));
   });
 }
@@ -100,12 +112,16 @@ export default function (component) {
 _STIMULUS = st.components.v2.component("foil_stimulus", html='<div class="stimulus-host"></div>', css=CSS, js=JS, isolate_styles=False)
 
 
-def show_stimulus(task: Task, images: list[tuple[str, Path | None]], ahead: list[Path], on_shown: Callable[[], None]) -> str:
+def show_stimulus(task: Task, images: list[tuple[str, Path | None]], ahead: list[Path], on_shown: Callable[[], None],
+                  again: int = 0) -> str:
     """Mount the item's stimuli; `on_shown` runs when the browser reports them whole on screen.
+    Raising `again` asks the browser to report an item it has already painted once more (the
+    server refused an answer because the first report never reached it).
     Returns the key the browser reports (batch part and item, as `shown_key` reads it)."""
     key = f"{task.item_id}:{task.part}"
     data = {
         "key": key,
+        "again": again,
         "captions": [list(caption) for caption in task.captions],
         "images": [{"label": label, "src": data_uri(path) if path else None} for label, path in images],
         "ahead": [data_uri(path) for path in ahead],

@@ -57,7 +57,8 @@ class LabelRefused(StoreError):
     """An answer the store will not keep: the message says why, for the annotator to read.
 
     `reason` is one of "not_in_queue" (never theirs, or reassigned after the lease ran out),
-    "not_opened" (the item was never drawn for them) and "too_fast" (drawn too briefly to be seen).
+    "not_opened" (the item was never drawn for them), "not_shown" (their browser never reported the
+    whole item on screen) and "too_fast" (on screen too briefly to be read).
     """
 
     def __init__(self, reason: str, message: str) -> None:
