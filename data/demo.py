@@ -29,10 +29,11 @@ import sqlite_utils
 from data import demo_world as w
 from data import store
 from data.formats import Parsed
+from data.formats.made_here import DEMO
 from data.items import Item
 from data.loading import ImportReport, store_parsed
 
-DEMO_SOURCE = "demo"
+DEMO_SOURCE = DEMO.name  # the demo's source record (`data.formats.MADE_HERE`)
 DEMO_ANNOTATORS = ("ada", "ben", "cleo")
 
 

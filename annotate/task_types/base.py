@@ -71,6 +71,23 @@ def as_given(value: str) -> str:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """How a task type's majority answers become a human baseline (`annotate.baselines`).
+
+    ``metric`` is the key of each question's outcome and ``macro``, where set, the key of its mean
+    over categories; ``direction`` and ``part_outcomes``, for the two questions of a BiVLC group,
+    name the direction the task asks and BiVLC's outcome of part 0 and of part 1;
+    ``beside_models``: its figures are the models' own metrics, drawn beside their runs.
+    """
+
+    metric: str = "accuracy_micro"
+    macro: str | None = "accuracy_macro"
+    direction: str = ""
+    part_outcomes: tuple[str, ...] = ()
+    beside_models: bool = False
+
+
+@dataclass(frozen=True)
 class TaskType:
     """One annotation task type: everything the batches, agreement, exports and pages need.
 
@@ -83,8 +100,10 @@ class TaskType:
       kept in the cleaned export, why the others are removed, and the benchmark format written;
     * ``chooses``: "captions" or "images" when the answer names one of the item's captions or
       images by index (human baselines), "candidate" for pick_image;
-    * ``human_baseline``/``model_like``: its majority answers give a human baseline, and answer
-      the model's own question.
+    * ``baseline``/``model_like``: how its majority answers give a human baseline (None: they
+      give none), and whether they answer the model's own question;
+    * ``next_step``: the task type a batch's answers are built into next (pick_image's chosen
+      images become groups for ambiguity, BiVLC's step 2).
     """
 
     name: str
@@ -101,10 +120,16 @@ class TaskType:
     drop_reasons: Mapping[str, str] = field(default_factory=dict)
     clean_format: str | None = None
     chooses: str | None = None
-    human_baseline: bool = False
+    baseline: Baseline | None = None
     model_like: bool = False
+    next_step: str | None = None
     describe: Callable[[Item, str], str] | None = None  # one answer value in words for someone who did not see the layout
     question_words: Callable[[Item, str], str] | None = None  # a question in the item's terms, where its label names a display position
+
+    @property
+    def human_baseline(self) -> bool:
+        """Its majority answers give a human baseline."""
+        return self.baseline is not None
 
     def answer_words(self, item: Item, part: int, answer: Answer) -> str:
         """An answer as an adjudicator reads it: each question's value by its option's label (or

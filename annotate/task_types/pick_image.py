@@ -43,5 +43,5 @@ TASK_TYPE = TaskType(
     "Read the description, then pick the image that shows all the information in it. "
     "Aesthetic defects (deformed hands or faces, odd textures) are accepted. If no image shows "
     "everything the description says, choose None.",
-    build, expected, correct, agreement_code=image_or_none, chooses="candidate",
+    build, expected, correct, agreement_code=image_or_none, chooses="candidate", next_step="ambiguity",
 )

@@ -97,7 +97,9 @@ class Format:
     the benchmark: `metric_names` renames our metric keys to the benchmark's own (None drops one
     that means nothing there), `ties` is how its code counts a tie (`analysis.metrics.TIE_RULES`)
     and `ties_because` says why, and `groups` names item groups (`meta["groups"]`) scored all
-    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`).
+    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`). `category_types`, for a
+    benchmark whose categories are subtypes, gives each one's type (BiVLC: `replace_obj` ->
+    `replace`): the summaries then add `by_type` beside `by_category`.
     """
 
     name: str
@@ -111,6 +113,7 @@ class Format:
     ties: str = "wrong"
     ties_because: str = "a strict >, as the benchmark's code compares scores"
     groups: tuple[str, ...] = ()
+    category_types: Callable[[str], str] | None = None
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
 
