@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from data.item_kinds import item_kind
+
 Item = Mapping[str, Any]  # a stored item (`store.list_items` row)
 Answer = Mapping[str, Any]
 
@@ -98,8 +100,9 @@ class TaskType:
       ``agreement_level`` scale, after ``agreement_code`` maps each value (pick_image: image/none);
     * ``keep``/``drop_reasons``/``clean_format``: for construction tasks, the consensus answers
       kept in the cleaned export, why the others are removed, and the benchmark format written;
-    * ``chooses``: "captions" or "images" when the answer names one of the item's captions or
-      images by index (human baselines), "candidate" for pick_image;
+    * ``describe(item, value)`` says one answer value in the item's terms ("chose the negative")
+      where the option's label names a display position ("Caption (1)"), and ``question_words``
+      a question whose label does; ``answer_words`` is the one way an answer is put in words;
     * ``baseline``/``model_like``: how its majority answers give a human baseline (None: they
       give none), and whether they answer the model's own question;
     * ``next_step``: the task type a batch's answers are built into next (pick_image's chosen
@@ -119,12 +122,11 @@ class TaskType:
     keep: frozenset[str] = frozenset()
     drop_reasons: Mapping[str, str] = field(default_factory=dict)
     clean_format: str | None = None
-    chooses: str | None = None
     baseline: Baseline | None = None
     model_like: bool = False
     next_step: str | None = None
-    describe: Callable[[Item, str], str] | None = None  # one answer value in words for someone who did not see the layout
-    question_words: Callable[[Item, str], str] | None = None  # a question in the item's terms, where its label names a display position
+    describe: Callable[[Item, str], str] | None = None
+    question_words: Callable[[Item, str], str] | None = None
 
     @property
     def human_baseline(self) -> bool:
@@ -132,8 +134,9 @@ class TaskType:
         return self.baseline is not None
 
     def answer_words(self, item: Item, part: int, answer: Answer) -> str:
-        """An answer as an adjudicator reads it: each question's value by its option's label (or
-        `describe`), "question: value" per question when there are several."""
+        """An answer in words, as the answer charts, the adjudication table and the item cards
+        say it: each question's value by `describe` (or its option's label), "question: value"
+        per question when there are several."""
         labels = {o.value: o.label for o in self.build(item, part, random.Random(0)).options}
         word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))  # noqa: E731
         if self.questions == ("answer",):
@@ -147,6 +150,22 @@ class TaskType:
             return self.correct(item, part, answer)
         expected = self.expected(item, part)
         return None if expected is None else all(answer.get(k) == v for k, v in expected.items())
+
+
+def chosen_caption(item: Item, value: str) -> str:
+    """An answer naming one of the item's captions by index, said by the caption's role.
+
+    >>> chosen_caption({"kind": "pair", "captions": ["a dog on a cat", "a cat on a dog"]}, "1")
+    'chose the negative'
+    """
+    roles = item_kind(item["kind"]).caption_roles(len(item["captions"]))
+    return f"chose the {roles[int(value)]}" if value.isdigit() and int(value) < len(roles) else value
+
+
+def chosen_image(item: Item, value: str) -> str:
+    """An answer naming one of the item's images by index, said by the image's role."""
+    roles = item_kind(item["kind"]).image_roles(len(item["images"]))
+    return f"chose the {roles[int(value)]}" if value.isdigit() and int(value) < len(roles) else value
 
 
 def shuffled(rng: random.Random, n: int) -> list[int]:

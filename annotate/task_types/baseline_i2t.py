@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, shuffled
+from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, chosen_caption, shuffled
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -30,6 +30,6 @@ def one_question_per_image(kind: str) -> tuple[int, ...]:
 TASK_TYPE = TaskType(
     "baseline_i2t", ("pair", "group"),
     "Pick the caption that BEST matches the image. Word order matters: 'a dog on a cat' is not 'a cat on a dog'.",
-    build, expected, parts=one_question_per_image, chooses="captions", model_like=True,
+    build, expected, parts=one_question_per_image, describe=chosen_caption, model_like=True,
     baseline=Baseline(direction="i2t", part_outcomes=("ipos2t", "ineg2t"), beside_models=True),
 )

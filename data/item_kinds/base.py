@@ -8,8 +8,9 @@ which metric family (``analysis.results.METRIC_FAMILIES``) turns a run of such i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,24 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Shown:
+    """What a truth sentence may refer to: the captions' roles as the item's card lists them, and
+    the crowd votes shipped with the item (VALSE's)."""
+
+    caption_roles: tuple[str, ...] = ()
+    votes: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class TruthKey:
+    """One key of an item's ``truth``: ``said(value, shown)`` is its sentence for a newcomer (None:
+    said elsewhere, as candidates' validity on their images)."""
+
+    name: str
+    said: Callable[[Any, Shown], str | None]
+
+
+@dataclass(frozen=True)
 class ItemKind:
     """One kind of benchmark item.
 
@@ -32,7 +51,8 @@ class ItemKind:
     ``metric_family`` names the family of ``analysis.results.METRIC_FAMILIES`` (None: no
     benchmark metric, and ``no_metric_because`` says what to do instead). ``text_scores_from``,
     where set, reads text-only scores off the captions' cosine matrix; they follow the image
-    scores (SugarCrepe++'s TOT).
+    scores (SugarCrepe++'s TOT). ``truth_keys`` are the keys of ``truth`` its items carry, each
+    with what it means in words (``data.item_kinds.truth``).
     """
 
     name: str
@@ -49,6 +69,11 @@ class ItemKind:
     min_captions: int = 1
     min_images: int = 0
     text_scores_from: Callable[[np.ndarray], list[float]] | None = None
+    truth_keys: tuple[TruthKey, ...] = ()
+
+    def truth_key(self, name: str) -> TruthKey | None:
+        """The record of one truth key of this kind's items (None: a key it does not know)."""
+        return next((key for key in self.truth_keys if key.name == name), None)
 
 
 def one_image(n: int) -> list[str]:

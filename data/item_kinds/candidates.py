@@ -1,5 +1,6 @@
 """candidates: one caption and several generated images, of which some may show it (BiVLC step 1)."""
 
+from data.item_kinds import truth
 from data.item_kinds.base import ItemKind
 
 ITEM_KIND = ItemKind(
@@ -7,4 +8,5 @@ ITEM_KIND = ItemKind(
     caption_roles=lambda n: ["caption"], image_roles=lambda n: [f"candidate {chr(ord('A') + i)}" for i in range(n)],
     scores_from=lambda similarity: similarity[:, 0].tolist(),  # s(caption, img_k)
     no_metric_because="candidate-image scores are inspected by people: annotate them with pick_image",
+    truth_keys=(truth.BEST, truth.VALID, truth.AMBIGUOUS_CANDIDATES),
 )
