@@ -365,7 +365,8 @@ class MetricFamily:
 METRIC_FAMILIES = {
     family.name: family for family in (
         MetricFamily("pairwise", pair_outcomes, "accuracy_micro", macro=True),
-        MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means, columns={"brittle": "brittleness"}),
+        MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means,
+                     columns={"brittle": "brittleness"}),
         MetricFamily("paraphrase", paraphrase_outcomes, "itt", columns={"text only right": "tot"}),
         MetricFamily("bivlc", group_outcomes, "group", extend=add_group_types),
         MetricFamily("retrieval", retrieval_outcomes, "recall_at_1", extend=add_retrieval_chance),

@@ -22,7 +22,10 @@ BASELINE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline 
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).
 MODEL_LIKE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.model_like)
 # Tasks whose baseline is measured by the models' own metrics, drawn beside their runs.
-BESIDE_MODELS_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline is not None and kind.baseline.beside_models)
+BESIDE_MODELS_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline and kind.baseline.beside_models)
+
+
+Outcomes = dict[tuple[int, int], bool]  # (item, part) -> the majority answer is right
 
 
 class BaselineError(store.StoreError):
@@ -75,15 +78,16 @@ def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dic
 
 
 def _group_baseline(
-    by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], source: formats.Format, n_boot: int, seed: int,
+    by_task: dict[str, Outcomes], items: dict[int, store.ItemRow], source: formats.Format, n_boot: int, seed: int,
 ) -> dict[str, Any]:
     """BiVLC: the four queries of each instance combine into I2T, T2I and Group as for models
     (one direction: its two queries and both right); types where the source declares them."""
     asked = _directions(by_task)
-    complete = sorted(i for i in items if all((i, part) in outcomes for b, outcomes in asked for part in range(len(b.part_outcomes))))
+    keyed = [(part, key, outcomes) for b, outcomes in asked for part, key in enumerate(b.part_outcomes)]
+    complete = sorted(i for i in items if all((i, part) in outcomes for part, _, outcomes in keyed))
     if not complete:
         raise BaselineError("no instance has all its questions answered yet")
-    parts = {key: np.array([outcomes[(i, part)] for i in complete]) for b, outcomes in asked for part, key in enumerate(b.part_outcomes)}
+    parts = {key: np.array([outcomes[(i, part)] for i in complete]) for part, key, outcomes in keyed}
     if len(asked) == 1:
         first, second = parts.values()
         ordered = {asked[0][0].direction: first & second, **parts}
@@ -99,7 +103,7 @@ def _group_baseline(
     return summary
 
 
-def _directions(by_task: dict[str, dict[tuple[int, int], bool]]) -> list[tuple[Baseline, dict[tuple[int, int], bool]]]:
+def _directions(by_task: dict[str, Outcomes]) -> list[tuple[Baseline, Outcomes]]:
     """The answered BiVLC directions among the tasks (`Baseline.part_outcomes`), each with its
     questions' outcomes."""
     asked = [(REGISTRY[task].baseline, outcomes) for task, outcomes in by_task.items() if outcomes]

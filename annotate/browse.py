@@ -118,8 +118,8 @@ def answers_in_words(db: sqlite_utils.Database, batch_name: str) -> list[dict[st
     labels = store.batch_labels(db, batch["id"])
     items = store.items_by_id(db, {label["item"] for label in labels})
     kind = task_type(batch["task"])
-    return [{"annotator": label["annotator"], "answer": kind.answer_words(items[label["item"]], label["part"], label["answer"])}
-            for label in labels]
+    words = [kind.answer_words(items[label["item"]], label["part"], label["answer"]) for label in labels]
+    return [{"annotator": label["annotator"], "answer": answer} for label, answer in zip(labels, words)]
 
 
 def truth_in_words(card: ItemCard) -> list[str]:

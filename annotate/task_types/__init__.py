@@ -35,8 +35,8 @@ REGISTRY: dict[str, TaskType] = {
 TASK_TYPES = tuple(REGISTRY)
 
 __all__ = [
-    "REGISTRY", "TASK_TYPES", "Baseline", "Option", "Task", "TaskError", "TaskType", "task_type", "build_task", "check_answer",
-    "expected_answer", "is_correct", "parts_for", "answer_questions",
+    "REGISTRY", "TASK_TYPES", "Baseline", "Option", "Task", "TaskError", "TaskType", "task_type", "build_task",
+    "check_answer", "expected_answer", "is_correct", "parts_for", "answer_questions",
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, chosen_caption, shuffled
+from data.item_kinds import item_kind
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -23,8 +24,9 @@ def expected(item: Item, part: int) -> dict[str, str]:
 
 
 def one_question_per_image(kind: str) -> tuple[int, ...]:
-    """BiVLC asks about each of a group's two images on its own."""
-    return (0, 1) if kind == "group" else (0,)
+    """One question per image of the item kind: BiVLC asks about each of a group's two images
+    on its own, a pair asks once."""
+    return tuple(range(item_kind(kind).n_images or 1))
 
 
 TASK_TYPE = TaskType(

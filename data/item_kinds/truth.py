@@ -16,8 +16,9 @@ def is_true(value: Any) -> bool:
 
 
 def _negative(value: Any, shown: Shown) -> str:
-    verdict = "also true of the image: not a valid negative." if is_true(value) else "false for the image: a valid negative."
-    return "The altered caption is " + verdict
+    if is_true(value):
+        return "The altered caption is also true of the image: not a valid negative."
+    return "The altered caption is false for the image: a valid negative."
 
 
 def _positive_variant(value: Any, shown: Shown) -> str:
@@ -25,7 +26,9 @@ def _positive_variant(value: Any, shown: Shown) -> str:
 
 
 def _ambiguous(value: Any, shown: Shown) -> str:
-    return "The generated image " + ("also fits the positive caption: ambiguous." if value else "fits only its own caption.")
+    if value:
+        return "The generated image also fits the positive caption: ambiguous."
+    return "The generated image fits only its own caption."
 
 
 def _correct(value: Any, shown: Shown) -> str:
@@ -41,21 +44,24 @@ def _best(value: Any, shown: Shown) -> str:
 
 def on_the_images(value: Any, shown: Shown) -> None:
     """Said on the candidate images instead (`annotate.browse.candidate_marks`)."""
-    return None
+
+
+KEPT_WHEN = "(the authors keep it when 2 or more choose the caption)"  # VALSE's rule (`formats.valse.VALID_FOIL_VOTES`)
 
 
 def crowd_votes_sentence(valid: bool, votes: Mapping[str, int] | None) -> str:
     """VALSE's crowd validation of a foil in words, with its three votes.
 
     >>> crowd_votes_sentence(True, {"caption": 3, "foil": 0, "other": 0})
-    'Crowd validation: 3 of 3 workers chose the caption, 0 the foil, 0 neither: a valid foil (the authors keep it when 2 or more choose the caption).'
+    'Crowd validation: 3 of 3 workers chose the caption, 0 the foil, 0 neither: a valid foil
+    (the authors keep it when 2 or more choose the caption).'
     """
     verdict = "a valid foil" if valid else "not a valid foil"
     if not votes:
         return f"Crowd validation: {verdict}."
     total = sum(votes.values())
-    return (f"Crowd validation: {votes.get('caption', 0)} of {total} workers chose the caption, {votes.get('foil', 0)} the foil, "
-            f"{votes.get('other', 0)} neither: {verdict} (the authors keep it when 2 or more choose the caption).")
+    counts = f"{votes.get('caption', 0)} of {total} workers chose the caption, {votes.get('foil', 0)} the foil"
+    return f"Crowd validation: {counts}, {votes.get('other', 0)} neither: {verdict} {KEPT_WHEN}."
 
 
 NEGATIVE = TruthKey("negative", _negative)  # the altered caption's verdict in the image (demo)
