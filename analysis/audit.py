@@ -39,7 +39,7 @@ def audit(
     pairs = [(i["captions"][0], i["captions"][1]) for i in items]
     results = blind.blind_gaps(pairs, scorers, k=folds, seed=seed, embed=embed)
     result = {"dataset": dataset, **summarize_blind(items, pairs, results)}
-    paraphrases = [i for i in items if i["kind"] == "paraphrase"]
+    paraphrases = [i for i in items if item_kinds.item_kind(i["kind"]).text_scores_from is not None]  # kinds with a TOT
     encoders: TextEncoders = {}
     if paraphrases:
         encoders = text_encoders if text_encoders is not None else {"minilm": embed or blind.minilm_embedder()}

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
-from analysis.results import Run, choice_correct, item_kind, load_run, metric_family, source_format
+from analysis.results import Run, item_kind, load_run, run_family, source_format
 from data import item_kinds, plain_text
 from data.links import linked_items
 
@@ -32,14 +32,10 @@ def run_table(columns: Run, ties: str = "wrong") -> pd.DataFrame:
     frame = pd.DataFrame({"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)})
     if not len(columns):
         return frame
-    if columns.run_kind == "choices":  # GPT-4V: right under every caption order, and per order
-        frame["correct"], per_ordering = choice_correct(columns)
-        return frame.assign(**{f"right when {ordering}": values for ordering, values in per_ordering.items()})
-    kind = item_kind(columns)
-    per_item = metric_family(kind).per_item(columns, ties)
+    per_item = run_family(columns).per_item(columns, ties)
     frame["correct"] = per_item.pop("correct")
     if columns.scores is not None:
-        for gap in item_kinds.item_kind(kind).gaps:
+        for gap in item_kinds.item_kind(item_kind(columns)).gaps:
             frame[gap.name] = gap.of(columns.scores)
     return frame.assign(**per_item)
 

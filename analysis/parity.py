@@ -19,7 +19,7 @@ import sqlite_utils
 
 from analysis import metrics as m
 from analysis.inspection import gap_columns, run_table
-from analysis.results import BOOTSTRAP, Run, item_kind, load_run, metric_family, source_format
+from analysis.results import BOOTSTRAP, Run, load_run, run_family, source_format
 
 
 @dataclass(frozen=True)
@@ -84,20 +84,14 @@ def decision_flips(table_a: pd.DataFrame, table_b: pd.DataFrame) -> pd.DataFrame
 def headline_credits(run: Run, ties: str, items: np.ndarray) -> np.ndarray:
     """Each of `items`' credit on the run's headline metric under the tie rule (1 right, 0 wrong,
     0.5 for a half-counted tie), in the order of `items`."""
-    if run.run_kind == "choices":
-        credits = run_table(run, ties)["correct"].to_numpy(dtype=float)
-    else:
-        family = metric_family(item_kind(run))
-        credits = np.asarray(family.outcomes(run, ties)[0][family.headline], dtype=float)
+    credits = run_family(run).credits(run, ties)
     position = {item: i for i, item in enumerate(run.item_ids)}
     return credits[[position[item] for item in items]]
 
 
 def headline_name(db: sqlite_utils.Database, dataset: str, run: Run) -> str:
-    """The benchmark's own name of the headline metric of a run's item kind."""
-    if run.run_kind == "choices":
-        return "correct under every caption order"
-    headline = metric_family(item_kind(run)).headline
+    """The benchmark's own name of the headline metric of a run's family."""
+    headline = run_family(run).headline
     return source_format(db, dataset).metric_names.get(headline) or headline
 
 

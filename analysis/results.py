@@ -33,10 +33,9 @@ def load_run(db: sqlite_utils.Database, dataset: str, run: str, subset: str | No
 
 
 def source_format(db: sqlite_utils.Database, dataset: str) -> formats.Format:
-    """The format a dataset was imported from (its metric names, tie rule and groups); the
-    generic defaults for datasets made otherwise (the demo)."""
-    source_kind = store.get_dataset(db, dataset)["source_kind"]
-    return formats.REGISTRY.get(source_kind) or formats.Format(source_kind, "")
+    """The format a dataset was imported from (its metric names, tie rule, groups and category
+    types), or the record of its maker (`formats.MADE_HERE`: the demo, BiVLC's construction)."""
+    return formats.source_format(store.get_dataset(db, dataset)["source_kind"])
 
 
 def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
@@ -49,9 +48,10 @@ def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
 
 
 # Bumped whenever the summary's keys change (3: BiVLC's types moved to `by_type`, retrieval's
-# `chance`; 4: the tie rule's reason in words): summaries stored by an older version are then
-# computed anew, never served stale.
-SUMMARY_SHAPE = 4
+# `chance`; 4: the tie rule's reason in words; 5: `by_type` only where the format declares
+# types, not for any group benchmark with `_` in its categories): summaries stored by an older
+# version are then computed anew, never served stale.
+SUMMARY_SHAPE = 5
 
 
 def run_metrics(
@@ -95,11 +95,13 @@ class Settings:
 
 
 def summarize_run(run: Run, settings: Settings) -> dict[str, Any]:
-    """The metrics of a run's items: its family's outcomes summarized overall and per category,
-    the source's groups scored, and every key under the benchmark's own name."""
-    if run.run_kind == "choices":
-        return choice_summary(run, n_boot=settings.n_boot, seed=settings.seed)
-    family = metric_family(item_kind(run))
+    """The metrics of a run: its family's summary (`MetricFamily.summarize`)."""
+    return run_family(run).summarize(run, settings)
+
+
+def item_summary(family: MetricFamily, run: Run, settings: Settings) -> dict[str, Any]:
+    """A family's outcomes per item summarized overall and per category, the source's groups
+    scored, and every key under the benchmark's own name."""
     outcomes, tied = family.outcomes(run, settings.ties)
     macro = ("accuracy_micro", "accuracy_macro") if family.macro else None
     summary = m.summarize(outcomes, run.categories, macro=macro, n_boot=settings.n_boot, seed=settings.seed, ties=tied)
@@ -185,9 +187,9 @@ def group_outcomes(run: Run, ties: str) -> Outcomes:
 
 
 def add_group_types(summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings) -> None:
-    """BiVLC: `by_type` and `type_intervals` hold the types (`replace`) beside the subtypes
-    (`replace_obj`) of `by_category`."""
-    types = bivlc_types(run.categories)
+    """Where the source's categories are subtypes (BiVLC): `by_type` and `type_intervals` hold
+    the types (`replace`) beside the subtypes (`replace_obj`) of `by_category`."""
+    types = category_types(run.categories, settings.source)
     if types is None:
         return
     by_type = m.summarize(outcomes, types, n_boot=settings.n_boot, seed=settings.seed)
@@ -199,10 +201,13 @@ def add_group_types(summary: dict[str, Any], run: Run, outcomes: dict[str, np.nd
     summary["by_type"], summary["type_intervals"] = by_type["by_category"], by_type["category_intervals"]
 
 
-def bivlc_types(categories: np.ndarray) -> np.ndarray | None:
-    """BiVLC's type of each subtype (`replace_obj` -> `replace`), or None for categories that
-    are not subtypes (Winoground's tags)."""
-    types = np.array([str(c).split("_")[0] for c in categories])
+def category_types(categories: np.ndarray, source: formats.Format) -> np.ndarray | None:
+    """The type of each category where the source declares its categories subtypes
+    (`Format.category_types`: BiVLC's `replace_obj` -> `replace`); None where it does not
+    (Winoground's tags, any other benchmark's categories, `_` or not) or they are no subtypes."""
+    if source.category_types is None:
+        return None
+    types = np.array([source.category_types(str(c)) for c in categories])
     return None if set(types.tolist()) <= set(np.asarray(categories).tolist()) else types
 
 
@@ -260,49 +265,23 @@ def chance_levels(summary: Mapping[str, Any], key: str, categories: Sequence[str
     return [own.get(category, {}).get(key, m.chance_level(key)) for category in categories]
 
 
-@dataclass(frozen=True)
-class MetricFamily:
-    """How a run of one item kind becomes benchmark metrics: `outcomes(run, ties)` gives each
-    item's credit per metric and its tied comparisons; `headline` is the outcome that says an
-    item is right (inspection's `correct`); `macro` adds the mean over categories; `extend` adds
-    family figures to the summary; `columns` names further per-item outcomes for inspection
-    (column name -> outcome). Item kinds name their family (`ItemKind.metric_family`)."""
-
-    name: str
-    outcomes: Callable[[Run, str], Outcomes]
-    headline: str
-    macro: bool = False
-    extend: Callable[[dict[str, Any], Run, dict[str, np.ndarray], Settings], None] | None = None
-    columns: Mapping[str, str] = field(default_factory=dict)
-
-    def per_item(self, run: Run, ties: str = "wrong") -> dict[str, np.ndarray]:
-        """Per-item columns for inspection: `correct` (fully right under the tie rule) and the
-        family's further columns, true where the outcome holds."""
-        outcomes, _ = self.outcomes(run, ties)
-        return {"correct": outcomes[self.headline] == 1.0,
-                **{column: outcomes[key] == 1.0 for column, key in self.columns.items() if key in outcomes}}
+CHOICE_HEADLINE = "correct under every caption order"  # the headline of a choices run (parity's)
 
 
-METRIC_FAMILIES = {
-    family.name: family for family in (
-        MetricFamily("pairwise", pair_outcomes, "accuracy_micro", macro=True),
-        MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means, columns={"brittle": "brittleness"}),
-        MetricFamily("paraphrase", paraphrase_outcomes, "itt", columns={"text only right": "tot"}),
-        MetricFamily("bivlc", group_outcomes, "group", extend=add_group_types),
-        MetricFamily("retrieval", retrieval_outcomes, "recall_at_1", extend=add_retrieval_chance),
-    )
-}
+def choice_outcomes(run: Run, ties: str) -> Outcomes:
+    """Imported choices (GPT-4V): an item is right when it is right under every caption order."""
+    every, _ = choice_correct(run)
+    return {CHOICE_HEADLINE: every.astype(float)}, _no_ties(run)
 
 
-def metric_family(kind: str) -> MetricFamily:
-    """The metric family of an item kind; UnsupportedRunError when the kind has none."""
-    record = item_kinds.item_kind(kind)
-    if record.metric_family is None:
-        raise UnsupportedRunError(f"{kind} items have no right answer to score or inspect: {record.no_metric_because}")
-    return METRIC_FAMILIES[record.metric_family]
+def choice_columns(run: Run, ties: str) -> dict[str, Any]:
+    """Inspection of a choices run: right under every caption order, and per order (None where
+    that order was not asked)."""
+    every, per_ordering = choice_correct(run)
+    return {"correct": every, **{f"right when {ordering}": values for ordering, values in per_ordering.items()}}
 
 
-def choice_summary(run: Run, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def choice_summary(run: Run, settings: Settings) -> dict[str, Any]:
     """Accuracy of imported choices (GPT-4V) pooled over caption orderings, and per ordering.
 
     An answer naming neither option counts as wrong; `n_unparsed` says how many there were.
@@ -314,7 +293,7 @@ def choice_summary(run: Run, *, n_boot: int = 1000, seed: int = 0) -> dict[str, 
         "accuracy": np.array([bool(a["correct"]) for _, _, a in answers]),
         "accuracy_reported": np.array([bool(a.get("reported_correct")) for _, _, a in answers]),
     }
-    summary = m.summarize(outcomes, categories, n_boot=n_boot, seed=seed)
+    summary = m.summarize(outcomes, categories, n_boot=settings.n_boot, seed=settings.seed)
     summary["n"] = len(run)
     for category, values in summary["by_category"].items():
         values["n"] = int(np.sum(run.categories == category))  # items, not answers
@@ -342,6 +321,74 @@ def _by_ordering(answers: list[tuple[str, str, Mapping[str, Any]]]) -> dict[str,
             "n_unparsed": sum(not a["parsed"] for a in chosen),
         }
     return result
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """How a run of one item kind becomes benchmark metrics: `outcomes(run, ties)` gives each
+    item's credit per metric and its tied comparisons; `headline` is the outcome that says an
+    item is right (inspection's `correct`, parity's headline); `macro` adds the mean over
+    categories; `extend` adds family figures to the summary; `columns` names further per-item
+    outcomes for inspection (column name -> outcome). Item kinds name their family
+    (`ItemKind.metric_family`); a family listing `run_kinds` scores the runs of those kinds
+    whatever their items (GPT-4V's `choices`), with its own `summary(run, settings)` and
+    inspection columns `inspect(run, ties)` where they are not the per-item ones."""
+
+    name: str
+    outcomes: Callable[[Run, str], Outcomes]
+    headline: str
+    macro: bool = False
+    extend: Callable[[dict[str, Any], Run, dict[str, np.ndarray], Settings], None] | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+    run_kinds: tuple[str, ...] = ()
+    summary: Callable[[Run, Settings], dict[str, Any]] | None = None
+    inspect: Callable[[Run, str], dict[str, Any]] | None = None
+
+    def summarize(self, run: Run, settings: Settings) -> dict[str, Any]:
+        """The run's metrics JSON body: the family's own summary, else `item_summary`."""
+        return self.summary(run, settings) if self.summary is not None else item_summary(self, run, settings)
+
+    def per_item(self, run: Run, ties: str = "wrong") -> dict[str, Any]:
+        """Per-item columns for inspection: `correct` (fully right under the tie rule) and the
+        family's further columns, true where the outcome holds."""
+        if self.inspect is not None:
+            return self.inspect(run, ties)
+        outcomes, _ = self.outcomes(run, ties)
+        return {"correct": outcomes[self.headline] == 1.0,
+                **{column: outcomes[key] == 1.0 for column, key in self.columns.items() if key in outcomes}}
+
+    def credits(self, run: Run, ties: str = "wrong") -> np.ndarray:
+        """Each item's credit on the headline outcome (1 right, 0 wrong, 0.5 a half-counted tie)."""
+        return np.asarray(self.outcomes(run, ties)[0][self.headline], dtype=float)
+
+
+METRIC_FAMILIES = {
+    family.name: family for family in (
+        MetricFamily("pairwise", pair_outcomes, "accuracy_micro", macro=True),
+        MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means,
+                     columns={"brittle": "brittleness"}),
+        MetricFamily("paraphrase", paraphrase_outcomes, "itt", columns={"text only right": "tot"}),
+        MetricFamily("bivlc", group_outcomes, "group", extend=add_group_types),
+        MetricFamily("retrieval", retrieval_outcomes, "recall_at_1", extend=add_retrieval_chance),
+        MetricFamily("choices", choice_outcomes, CHOICE_HEADLINE, run_kinds=("choices",),
+                     summary=choice_summary, inspect=choice_columns),
+    )
+}
+
+
+def metric_family(kind: str) -> MetricFamily:
+    """The metric family of an item kind; UnsupportedRunError when the kind has none."""
+    record = item_kinds.item_kind(kind)
+    if record.metric_family is None:
+        raise UnsupportedRunError(f"{kind} items have no right answer to score or inspect: {record.no_metric_because}")
+    return METRIC_FAMILIES[record.metric_family]
+
+
+def run_family(run: Run) -> MetricFamily:
+    """The metric family of a run: the one claiming its run kind (GPT-4V's `choices`), else its
+    items' kind's (UnsupportedRunError for a run mixing kinds, or of a kind with no metric)."""
+    claimed = [family for family in METRIC_FAMILIES.values() if run.run_kind in family.run_kinds]
+    return claimed[0] if claimed else metric_family(item_kind(run))
 
 
 def run_summaries(

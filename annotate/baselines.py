@@ -14,13 +14,18 @@ import numpy as np
 import sqlite_utils
 
 from analysis import metrics as m
-from analysis.results import BOOTSTRAP, bivlc_types
-from annotate.task_types import REGISTRY, is_correct
-from data import store
+from analysis.results import BOOTSTRAP, category_types, source_format
+from annotate.task_types import REGISTRY, Baseline, is_correct
+from data import formats, store
 
-BASELINE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.human_baseline)
+BASELINE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline is not None)
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).
 MODEL_LIKE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.model_like)
+# Tasks whose baseline is measured by the models' own metrics, drawn beside their runs.
+BESIDE_MODELS_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline and kind.baseline.beside_models)
+
+
+Outcomes = dict[tuple[int, int], bool]  # (item, part) -> the majority answer is right
 
 
 class BaselineError(store.StoreError):
@@ -51,46 +56,58 @@ def human_baseline(db: sqlite_utils.Database, batch_names: list[str], *, n_boot:
         raise BaselineError(f"none of {batch_names} is a baseline task {BASELINE_TASKS}")
     items = store.items_by_id(db, {item for outcomes in by_task.values() for item, _ in outcomes})
     kinds = {item["kind"] for item in items.values()}
-    summary = _group_baseline(by_task, items, n_boot, seed) if kinds == {"group"} else _single_baseline(by_task, items, n_boot, seed)
-    return {"dataset": datasets.pop(), "batches": batch_names, **summary}
+    dataset = datasets.pop()
+    if kinds == {"group"}:
+        summary = _group_baseline(by_task, items, source_format(db, dataset), n_boot, seed)
+    else:
+        summary = _single_baseline(by_task, items, n_boot, seed)
+    return {"dataset": dataset, "batches": batch_names, **summary}
 
 
 def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], n_boot: int, seed: int) -> dict[str, Any]:
-    """Pairs and triples: accuracy per category (ranking points for hard positives)."""
+    """Pairs and triples: the first task's metric per category (`Baseline.metric`: accuracy, or
+    ranking points for hard positives), with its mean over categories where it has one."""
     task, outcomes = next(iter(by_task.items()))
     units = sorted(outcomes)
     categories = np.array([items[item]["category"] for item, _ in units])
     correct = np.array([outcomes[u] for u in units])
-    if task == "rank_captions":  # a point when the majority ranking is right (both of two annotators)
-        return m.summarize({"ranking_points": correct}, categories, n_boot=n_boot, seed=seed)
-    return m.summarize({"accuracy_micro": correct}, categories, macro=("accuracy_micro", "accuracy_macro"), n_boot=n_boot, seed=seed)
+    baseline = REGISTRY[task].baseline
+    assert baseline is not None  # by_task holds baseline tasks only
+    macro = (baseline.metric, baseline.macro) if baseline.macro else None
+    return m.summarize({baseline.metric: correct}, categories, macro=macro, n_boot=n_boot, seed=seed)
 
 
-def _group_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], n_boot: int, seed: int) -> dict[str, Any]:
-    """BiVLC: the four queries of each instance combine into I2T, T2I and Group as for models."""
-    i2t, t2i = by_task.get("baseline_i2t", {}), by_task.get("baseline_t2i", {})
-    complete = sorted(i for i in items if all(u in d for d in (i2t, t2i) if d for u in ((i, 0), (i, 1))))
+def _group_baseline(
+    by_task: dict[str, Outcomes], items: dict[int, store.ItemRow], source: formats.Format, n_boot: int, seed: int,
+) -> dict[str, Any]:
+    """BiVLC: the four queries of each instance combine into I2T, T2I and Group as for models
+    (one direction: its two queries and both right); types where the source declares them."""
+    asked = _directions(by_task)
+    keyed = [(part, key, outcomes) for b, outcomes in asked for part, key in enumerate(b.part_outcomes)]
+    complete = sorted(i for i in items if all((i, part) in outcomes for part, _, outcomes in keyed))
     if not complete:
         raise BaselineError("no instance has all its questions answered yet")
-    parts: dict[str, np.ndarray] = {}
-    if i2t:
-        parts.update(ipos2t=np.array([i2t[(i, 0)] for i in complete]), ineg2t=np.array([i2t[(i, 1)] for i in complete]))
-    if t2i:
-        parts.update(tpos2i=np.array([t2i[(i, 0)] for i in complete]), tneg2i=np.array([t2i[(i, 1)] for i in complete]))
-    if len(parts) == 4:
+    parts = {key: np.array([outcomes[(i, part)] for i in complete]) for part, key, outcomes in keyed}
+    if len(asked) == 1:
+        first, second = parts.values()
+        ordered = {asked[0][0].direction: first & second, **parts}
+    else:
         outcomes = m.combine_bivlc(**parts)
         ordered = {k: outcomes[k] for k in m.BIVLC_KEYS}
-    else:
-        direction = "i2t" if i2t else "t2i"
-        first, second = parts.values()
-        ordered = {direction: first & second, **parts}
     categories = np.array([items[i]["category"] for i in complete])
     summary = m.summarize(ordered, categories, n_boot=n_boot, seed=seed)
-    types = bivlc_types(categories)
+    types = category_types(categories, source)
     if types is not None:
         by_type = m.summarize(ordered, types, n_boot=n_boot, seed=seed)
         summary["by_type"], summary["type_intervals"] = by_type["by_category"], by_type["category_intervals"]
     return summary
+
+
+def _directions(by_task: dict[str, Outcomes]) -> list[tuple[Baseline, Outcomes]]:
+    """The answered BiVLC directions among the tasks (`Baseline.part_outcomes`), each with its
+    questions' outcomes."""
+    asked = [(REGISTRY[task].baseline, outcomes) for task, outcomes in by_task.items() if outcomes]
+    return [(b, outcomes) for b, outcomes in asked if b is not None and b.part_outcomes]
 
 
 def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, bool]:
@@ -106,7 +123,7 @@ def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, bool]:
 
 def dataset_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
     """The human baseline from every baseline batch of a dataset, or None if there is none yet."""
-    names = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] in ("baseline_i2t", "baseline_t2i")]
+    names = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] in BESIDE_MODELS_TASKS]
     if not names:
         return None
     try:

@@ -13,6 +13,7 @@ from annotate.task_types import is_correct, task_type
 from data import store
 from data.images import existing_image, thumbnail
 from data.item_kinds import item_kind
+from data.item_kinds.base import Shown
 
 
 @dataclass(frozen=True)
@@ -92,14 +93,16 @@ def _card(item: store.ItemRow, root: Path | None) -> ItemCard:
 
 
 def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
-    """Per item card, one plain-text line per human label: batch, task, annotator, answer with
-    its verdict where the truth is known, flags and comment."""
+    """Per item card, one plain-text line per human label: batch, task, annotator, the answer in
+    words (`TaskType.answer_words`, as the answer charts say it) with its verdict where the truth
+    is known, flags and comment."""
     lines: dict[int, list[str]] = {card.id: [] for card in cards}
-    cards_by_id = {card.id: card for card in cards}
-    for label in store.item_labels(db, lines):
-        card = cards_by_id[label["item"]]
-        answer = answer_text(label["task"], label["answer"], card)
-        verdict = is_correct(label["task"], {"truth": card.truth}, label["part"], label["answer"])
+    labels = store.item_labels(db, lines)
+    items = store.items_by_id(db, {label["item"] for label in labels})
+    for label in labels:
+        item = items[label["item"]]
+        answer = task_type(label["task"]).answer_words(item, label["part"], label["answer"])
+        verdict = is_correct(label["task"], item, label["part"], label["answer"])
         text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
         text += "" if verdict is None else (" (right)" if verdict else " (wrong)")
         text += f" · flags: {', '.join(label['flags'])}" if label["flags"] else ""
@@ -109,68 +112,28 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
 
 
 def answers_in_words(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, str]]:
-    """Every label of a batch as (annotator, answer in the words of its options), for the answer
-    chart: "Altered is wrong", not `negative_false`."""
+    """Every label of a batch as (annotator, answer in words), for the answer chart: "Altered is
+    wrong", not `negative_false` (`TaskType.answer_words`, as the item cards say it)."""
     batch = store.get_batch(db, batch_name)
     labels = store.batch_labels(db, batch["id"])
     items = store.items_by_id(db, {label["item"] for label in labels})
     kind = task_type(batch["task"])
-    return [{"annotator": label["annotator"], "answer": kind.answer_words(items[label["item"]], label["part"], label["answer"])} for label in labels]
-
-
-def answer_text(task: str, answer: dict[str, Any], card: ItemCard) -> str:
-    """An answer in the item's terms: which caption or image was chosen, else `question=value`.
-
-    >>> card = ItemCard(1, "swap_att", "x/1", "pair", [("positive", "a"), ("negative", "b")], [("image", None)], {})
-    >>> answer_text("baseline_i2t", {"answer": "1"}, card), answer_text("validate_negative", {"answer": "unsure"}, card)
-    ('chose the negative', 'answer=unsure')
-    """
-    value = str(answer.get("answer", ""))
-    chooses = task_type(task).chooses
-    chosen = {"captions": card.captions, "images": card.images}.get(chooses or "")
-    if chosen is not None and value.isdigit() and int(value) < len(chosen):
-        return f"chose the {chosen[int(value)][0]}"
-    if chooses == "candidate" and value.isdigit():  # by candidate letter: the card lists the source image first
-        return f"chose candidate {chr(ord('A') + int(value))}"
-    return ", ".join(f"{k}={v}" for k, v in answer.items())
+    words = [kind.answer_words(items[label["item"]], label["part"], label["answer"]) for label in labels]
+    return [{"annotator": label["annotator"], "answer": answer} for label, answer in zip(labels, words)]
 
 
 def truth_in_words(card: ItemCard) -> list[str]:
-    """The item's ground truth as sentences a newcomer reads (unknown keys as `key: value`)."""
+    """The item's ground truth as sentences a newcomer reads, each key as its item kind says
+    (`ItemKind.truth_keys`); keys the kind does not know as `key: value`."""
+    kind = item_kind(card.kind)
+    shown = Shown(tuple(role for role, _ in card.captions), card.votes)
     lines = []
     for key, value in card.truth.items():
-        true = str(value).lower() == "true"  # stored as "true"/"false" or as booleans
-        if key == "negative":
-            lines.append("The altered caption is " + ("also true of the image: not a valid negative." if true else "false for the image: a valid negative."))
-        elif key == "positive_variant":
-            lines.append("The hard positive is " + ("true of the image." if true else "false for the image."))
-        elif key == "ambiguous":
-            lines.append("The generated image " + ("also fits the positive caption: ambiguous." if value else "fits only its own caption."))
-        elif key == "correct" and isinstance(value, int) and 0 <= value < len(card.captions):
-            lines.append(f"The true caption is the {card.captions[value][0]} one.")
-        elif key == "best":
-            lines.append("Best candidate: " + ("none." if value is None else f"{chr(ord('A') + int(value))}."))
-        elif key == "valid_foil":
-            lines.append(_crowd_votes_sentence(bool(value), card.votes))
-        elif key in ("valid", "ambiguous_candidates"):
-            continue  # marked on the candidate images (candidate_marks)
-        else:
-            lines.append(f"{key}: {value}")
+        record = kind.truth_key(key)
+        line = f"{key}: {value}" if record is None else record.said(value, shown)
+        if line is not None:
+            lines.append(line)
     return lines
-
-
-def _crowd_votes_sentence(valid: bool, votes: dict[str, int] | None) -> str:
-    """VALSE's crowd validation of a foil in words, with its three votes.
-
-    >>> _crowd_votes_sentence(True, {"caption": 3, "foil": 0, "other": 0})
-    'Crowd validation: 3 of 3 workers chose the caption, 0 the foil, 0 neither: a valid foil (the authors keep it when 2 or more choose the caption).'
-    """
-    verdict = "a valid foil" if valid else "not a valid foil"
-    if not votes:
-        return f"Crowd validation: {verdict}."
-    total = sum(votes.values())
-    return (f"Crowd validation: {votes.get('caption', 0)} of {total} workers chose the caption, {votes.get('foil', 0)} the foil, "
-            f"{votes.get('other', 0)} neither: {verdict} (the authors keep it when 2 or more choose the caption).")
 
 
 def candidate_marks(card: ItemCard) -> dict[str, str]:

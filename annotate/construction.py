@@ -10,7 +10,11 @@ from typing import Any
 import sqlite_utils
 
 from annotate.batches import BatchError, BatchSpec, create_batch
+from annotate.task_types import TASK_TYPES, task_type
 from data import store
+
+# The task types whose batches' chosen images are built into a next step's batch (`TaskType.next_step`).
+STEP_TASKS = tuple(name for name in TASK_TYPES if task_type(name).next_step)
 
 
 def majority_choice(answers: list[str]) -> str | None:
@@ -31,10 +35,11 @@ def majority_choice(answers: list[str]) -> str | None:
 
 
 def pick_image_survivors(db: sqlite_utils.Database, batch_name: str) -> list[tuple[dict[str, Any], int]]:
-    """(candidate item, chosen candidate index) for every item the batch keeps."""
+    """(candidate item, chosen candidate index) for every item the batch keeps: a batch of a task
+    type with a next step (`TaskType.next_step`: pick_image)."""
     batch = store.get_batch(db, batch_name)
-    if batch["task"] != "pick_image":
-        raise BatchError(f"{batch_name} is a {batch['task']} batch, not pick_image")
+    if task_type(batch["task"]).next_step is None:
+        raise BatchError(f"{batch_name} is a {batch['task']} batch, not {' or '.join(STEP_TASKS)}")
     answers: dict[int, list[str]] = {}
     for label in store.batch_labels(db, batch["id"]):
         if not label["is_gold"]:
@@ -53,6 +58,7 @@ def create_ambiguity_batch(
     caption are I0 and C0. The groups form a new dataset `<candidates dataset>-constructed`.
     """
     from data.formats import Parsed
+    from data.formats.made_here import CONSTRUCTION
     from data.items import Item
     from data.loading import store_parsed
 
@@ -61,7 +67,7 @@ def create_ambiguity_batch(
         raise BatchError(f"no item of {pick_batch} has a chosen image yet")
     source = store.get_dataset(db, store.get_batch(db, pick_batch)["dataset"])
     target = f"{source['name']}-constructed"
-    parsed = Parsed("construction", target)
+    parsed = Parsed(CONSTRUCTION.name, target)
     for item, choice in survivors:
         group = Item(
             kind="group", category=item["category"], source_id=f"{item['source_id']}#{choice}",
@@ -72,9 +78,10 @@ def create_ambiguity_batch(
         )
         parsed.add(group, f"batch:{pick_batch}", item["id"])
     root = Path(source["image_root"]) if source["image_root"] else None
-    store_parsed(db, parsed, kind="construction", path=f"batch:{pick_batch}", images=root, name=target)
+    store_parsed(db, parsed, kind=CONSTRUCTION.name, path=f"batch:{pick_batch}", images=root, name=target)
     ids = tuple(i["id"] for i in store.list_items(db, store.get_dataset(db, target)["id"], limit=1 << 62) if i["meta"].get("from_batch") == pick_batch)
-    return create_batch(db, BatchSpec(target, "ambiguity", annotators, overlap, item_ids=ids, seed=seed, name=name))
+    follow = task_type(store.get_batch(db, pick_batch)["task"]).next_step or ""  # ambiguity
+    return create_batch(db, BatchSpec(target, follow, annotators, overlap, item_ids=ids, seed=seed, name=name))
 
 
 def _constructed_truth(item: store.ItemRow, choice: int) -> dict[str, Any]:

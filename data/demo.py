@@ -29,10 +29,11 @@ import sqlite_utils
 from data import demo_world as w
 from data import store
 from data.formats import Parsed
+from data.formats.made_here import DEMO
 from data.items import Item
 from data.loading import ImportReport, store_parsed
 
-DEMO_SOURCE = "demo"
+DEMO_SOURCE = DEMO.name  # the demo's source record (`data.formats.MADE_HERE`)
 # The demo dataset holding each item kind (tests and examples find a kind's items here).
 DEMO_DATASETS = {
     "pair": "demo-sugarcrepe", "triple": "demo-hard-positives", "group": "demo-bivlc",

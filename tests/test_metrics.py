@@ -55,6 +55,35 @@ def test_bivlc_table_from_per_instance_file(fresh_db, fixtures):
     assert result["by_category"]["swap_obj"]["n"] == 81
 
 
+def test_a_group_benchmark_with_underscores_in_its_categories_is_not_taken_for_bivlc(fresh_db, tmp_path):
+    """Types come from a format's declaration (`Format.category_types`: BiVLC's), never from a `_`
+    in a category's name: a new group benchmark keeps its own categories and no BiVLC types."""
+    from analysis import results
+    from cli import metrics_text
+    from data import formats, store
+
+    path = tmp_path / "eqben.jsonl"
+    path.write_text("".join(json.dumps({
+        "kind": "group", "category": "spatial_left" if n % 2 else "count_two", "id": str(n),
+        "captions": [f"a cup {n} left of a bowl", f"a bowl {n} left of a cup"], "images": [f"{n}a.jpg", f"{n}b.jpg"],
+    }) + "\n" for n in range(20)))
+    import_path(fresh_db, "jsonl", path)
+    dataset_id = store.get_dataset(fresh_db, "eqben")["id"]
+    ids = [i["id"] for i in store.list_items(fresh_db, dataset_id, limit=100)]
+    with store.transaction(fresh_db):
+        run_id = store.ensure_run(fresh_db, dataset_id, "model", kind="scores", model="m")
+        right, wrong = [[0.3, 0.1], [0.1, 0.3]], [[0.1, 0.3], [0.3, 0.1]]
+        store.put_scores(fresh_db, run_id, [(i, right if n % 4 else wrong) for n, i in enumerate(ids)])
+    result = run_metrics(fresh_db, "eqben", "model", n_boot=20)
+    assert "by_type" not in result and "type_intervals" not in result
+    assert set(result["by_category"]) == {"spatial_left", "count_two"} and result["metrics"]["group"] == 75.0
+    assert "| per " not in metrics_text(result) and "type" not in metrics_text(result).split("\n", 3)[-1]
+    categories = np.array(["spatial_left", "count_two"])
+    assert results.category_types(categories, formats.REGISTRY["jsonl"]) is None
+    declared = results.category_types(categories, formats.REGISTRY["bivlc"])  # BiVLC declares its types
+    assert declared is not None and declared.tolist() == ["spatial", "count"]
+
+
 def test_gpt4v_per_category_from_answer_files(fresh_db, fixtures):
     import_path(fresh_db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
     result = run_metrics(fresh_db, "sugarcrepe", "gpt4v", n_boot=20)

@@ -112,6 +112,26 @@ def test_answer_charts_use_the_options_words(demo_db):
     assert all("rank_" not in row["answer"] and "rank of the negative caption" in row["answer"] for row in answers)
 
 
+@pytest.mark.parametrize(("task", "dataset", "words"), [
+    ("baseline_i2t", "demo-sugarcrepe", {"chose the positive", "chose the negative"}),
+    ("validate_negative", "demo-sugarcrepe", {"Altered is wrong", "Altered is also true", "Unsure"}),
+    ("pick_image", "demo-bivlc-candidates", {*(f"chose candidate {c}" for c in "ABCD"), "chose none"}),
+])
+def test_an_answer_is_said_in_the_same_words_on_the_item_cards_and_in_the_answer_chart(demo_db, task, dataset, words):
+    """One function puts a stored answer in words (`TaskType.answer_words`): in the item's terms
+    (which caption, which candidate), never by the position it happened to be shown in."""
+    name = simulated_batch(demo_db, task, dataset)
+    charted = [row["answer"] for row in browse.answers_in_words(demo_db, name)]
+    assert set(charted) <= words and len(set(charted)) > 1
+    labels = store.batch_labels(demo_db, store.get_batch(demo_db, name)["id"])
+    cards = browse.cards_for(demo_db, dataset, sorted({label["item"] for label in labels}))
+    lines = [line for found in browse.human_label_lines(demo_db, cards).values() for line in found]
+    mine = [line.split(f"{name} ({task})", 1)[1] for line in lines if f"{name} ({task})" in line]
+    said = [line.split(": ", 1)[1] for line in mine]  # "{answer} (right) · flags: simulated"
+    on_cards = [next(w for w in words if text == w or text.startswith((f"{w} (", f"{w} ·"))) for text in said]
+    assert Counter(on_cards) == Counter(charted)
+
+
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_the_help_make_run_points_to_works_from_a_terminal(flag):
     done = subprocess.run([sys.executable, str(REPO / "cli.py"), flag], capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -213,11 +213,12 @@ if layout:
         st.download_button(f"Download the cleaned benchmark ({layout}, zip)", paths.zip_folder(out), f"{name}-cleaned.zip", "application/zip", key="export_clean_zip")
         st.caption("Annotation protocol (for a paper's appendix):")
         st.code(export.protocol_paragraph(db, name), language=None, wrap_lines=True)
-if batch_row["task"] == "pick_image":
+next_step = task_type(batch_row["task"]).next_step
+if next_step:
     st.subheader("Next construction step")
     survivors = construction.pick_image_survivors(db, name)
     st.write(f"{len(survivors)} items have a chosen image so far (majority vote; a tie with None drops the item).")
-    if survivors and st.button("Create an ambiguity batch from the chosen images", key="to_ambiguity"):
+    if survivors and st.button(f"Create an {next_step} batch from the chosen images", key=f"to_{next_step}"):
         holders = tuple(sorted({a["annotator"] for a in store.batch_assignments(db, batch_row["id"])}))
         try:
             follow = construction.create_ambiguity_batch(db, name, annotators=holders, overlap=min(2, len(holders)))

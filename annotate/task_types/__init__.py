@@ -19,7 +19,7 @@ from annotate.task_types import (
     rank_captions,
     validate_negative,
 )
-from annotate.task_types.base import Answer, Item, Option, Task, TaskError, TaskType
+from annotate.task_types.base import Answer, Baseline, Item, Option, Task, TaskError, TaskType
 from data.item_kinds import item_kind
 
 REGISTRY: dict[str, TaskType] = {
@@ -36,8 +36,8 @@ REGISTRY: dict[str, TaskType] = {
 TASK_TYPES = tuple(REGISTRY)
 
 __all__ = [
-    "REGISTRY", "TASK_TYPES", "Option", "Task", "TaskError", "TaskType", "task_type", "build_task", "check_answer",
-    "expected_answer", "is_correct", "parts_for", "answer_questions", "task_table",
+    "REGISTRY", "TASK_TYPES", "Baseline", "Option", "Task", "TaskError", "TaskType", "task_type", "build_task",
+    "check_answer", "expected_answer", "is_correct", "parts_for", "answer_questions", "task_table",
 ]
 
 

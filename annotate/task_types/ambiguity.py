@@ -25,6 +25,15 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     )
 
 
+def chosen_side(item: Item, value: str) -> str:
+    """A pick by the image it names, not by the side it was shown on.
+
+    >>> chosen_side({}, "generated"), chosen_side({}, "both")
+    ('chose the generated image', 'chose both')
+    """
+    return f"chose the {value} image" if value in _NAMES.values() else f"chose {value}"
+
+
 def expected(item: Item, part: int) -> dict[str, str] | None:
     known = truth(item)
     return {"answer": "both" if known["ambiguous"] else "original"} if "ambiguous" in known else None
@@ -33,7 +42,7 @@ def expected(item: Item, part: int) -> dict[str, str] | None:
 TASK_TYPE = TaskType(
     "ambiguity", ("group",),
     "Read the caption and pick the image it describes best. If it describes both equally well, choose Both.",
-    build, expected,
+    build, expected, describe=chosen_side,
     keep=frozenset({"original"}),
     drop_reasons={
         "generated": "ambiguous: the positive caption fits the generated image better",

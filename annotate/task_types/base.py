@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from data.item_kinds import item_kind
+
 Item = Mapping[str, Any]  # a stored item (`store.list_items` row)
 Answer = Mapping[str, Any]
 
@@ -71,6 +73,23 @@ def as_given(value: str) -> str:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """How a task type's majority answers become a human baseline (`annotate.baselines`).
+
+    ``metric`` is the key of each question's outcome and ``macro``, where set, the key of its mean
+    over categories; ``direction`` and ``part_outcomes``, for the two questions of a BiVLC group,
+    name the direction the task asks and BiVLC's outcome of part 0 and of part 1;
+    ``beside_models``: its figures are the models' own metrics, drawn beside their runs.
+    """
+
+    metric: str = "accuracy_micro"
+    macro: str | None = "accuracy_macro"
+    direction: str = ""
+    part_outcomes: tuple[str, ...] = ()
+    beside_models: bool = False
+
+
+@dataclass(frozen=True)
 class TaskType:
     """One annotation task type: everything the batches, agreement, exports and pages need.
 
@@ -81,10 +100,13 @@ class TaskType:
       ``agreement_level`` scale, after ``agreement_code`` maps each value (pick_image: image/none);
     * ``keep``/``drop_reasons``/``clean_format``: for construction tasks, the consensus answers
       kept in the cleaned export, why the others are removed, and the benchmark format written;
-    * ``chooses``: "captions" or "images" when the answer names one of the item's captions or
-      images by index (human baselines), "candidate" for pick_image;
-    * ``human_baseline``/``model_like``: its majority answers give a human baseline, and answer
-      the model's own question;
+    * ``describe(item, value)`` says one answer value in the item's terms ("chose the negative")
+      where the option's label names a display position ("Caption (1)"), and ``question_words``
+      a question whose label does; ``answer_words`` is the one way an answer is put in words;
+    * ``baseline``/``model_like``: how its majority answers give a human baseline (None: they
+      give none), and whether they answer the model's own question;
+    * ``next_step``: the task type a batch's answers are built into next (pick_image's chosen
+      images become groups for ambiguity, BiVLC's step 2);
     * ``summary``: what it asks, in a few words (the README's task table);
     * ``example_kind``: the item kind its tests and the README lay out (default: the first of
       ``item_kinds``; the demo holds one dataset of each kind, ``data.demo.DEMO_DATASETS``);
@@ -106,11 +128,11 @@ class TaskType:
     keep: frozenset[str] = frozenset()
     drop_reasons: Mapping[str, str] = field(default_factory=dict)
     clean_format: str | None = None
-    chooses: str | None = None
-    human_baseline: bool = False
+    baseline: Baseline | None = None
     model_like: bool = False
-    describe: Callable[[Item, str], str] | None = None  # one answer value in words for someone who did not see the layout
-    question_words: Callable[[Item, str], str] | None = None  # a question in the item's terms, where its label names a display position
+    next_step: str | None = None
+    describe: Callable[[Item, str], str] | None = None
+    question_words: Callable[[Item, str], str] | None = None
     summary: str = ""
     example_kind: str = ""
     shuffles: bool = True
@@ -125,9 +147,15 @@ class TaskType:
         """The answer buttons (label, key) in the order shown: the same for every seed."""
         return tuple((o.label, o.shortcut) for o in self.build(item, 0, random.Random(0)).options)
 
+    @property
+    def human_baseline(self) -> bool:
+        """Its majority answers give a human baseline."""
+        return self.baseline is not None
+
     def answer_words(self, item: Item, part: int, answer: Answer) -> str:
-        """An answer as an adjudicator reads it: each question's value by its option's label (or
-        `describe`), "question: value" per question when there are several."""
+        """An answer in words, as the answer charts, the adjudication table and the item cards
+        say it: each question's value by `describe` (or its option's label), "question: value"
+        per question when there are several."""
         labels = {o.value: o.label for o in self.build(item, part, random.Random(0)).options}
         word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))  # noqa: E731
         if self.questions == ("answer",):
@@ -141,6 +169,22 @@ class TaskType:
             return self.correct(item, part, answer)
         expected = self.expected(item, part)
         return None if expected is None else all(answer.get(k) == v for k, v in expected.items())
+
+
+def chosen_caption(item: Item, value: str) -> str:
+    """An answer naming one of the item's captions by index, said by the caption's role.
+
+    >>> chosen_caption({"kind": "pair", "captions": ["a dog on a cat", "a cat on a dog"]}, "1")
+    'chose the negative'
+    """
+    roles = item_kind(item["kind"]).caption_roles(len(item["captions"]))
+    return f"chose the {roles[int(value)]}" if value.isdigit() and int(value) < len(roles) else value
+
+
+def chosen_image(item: Item, value: str) -> str:
+    """An answer naming one of the item's images by index, said by the image's role."""
+    roles = item_kind(item["kind"]).image_roles(len(item["images"]))
+    return f"chose the {roles[int(value)]}" if value.isdigit() and int(value) < len(roles) else value
 
 
 def shuffled(rng: random.Random, n: int) -> list[int]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from annotate.task_types.base import Item, Option, Task, TaskType, shuffled
+from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, chosen_caption, shuffled
+from data.item_kinds import item_kind
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -29,13 +30,15 @@ def expected(item: Item, part: int) -> dict[str, str]:
 
 
 def one_question_per_image(kind: str) -> tuple[int, ...]:
-    """BiVLC asks about each of a group's two images on its own."""
-    return (0, 1) if kind == "group" else (0,)
+    """One question per image of the item kind: BiVLC asks about each of a group's two images
+    on its own, a pair asks once."""
+    return tuple(range(item_kind(kind).n_images or 1))
 
 
 TASK_TYPE = TaskType(
     "baseline_i2t", ("pair", "group"),
     "Pick the caption that BEST matches the image. Word order matters: 'a dog on a cat' is not 'a cat on a dog'.",
-    build, expected, parts=one_question_per_image, chooses="captions", human_baseline=True, model_like=True,
+    build, expected, parts=one_question_per_image, describe=chosen_caption, model_like=True,
+    baseline=Baseline(direction="i2t", part_outcomes=("ipos2t", "ineg2t"), beside_models=True),
     summary="which caption best matches the image? A human baseline (BiVLC: once per image)", example_kind="group",
 )

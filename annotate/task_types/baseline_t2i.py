@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from annotate.task_types.base import Item, Option, Task, TaskType, letter, shuffled
+from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, chosen_image, letter, shuffled
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -33,6 +33,7 @@ def one_question_per_caption(kind: str) -> tuple[int, ...]:
 
 TASK_TYPE = TaskType(
     "baseline_t2i", ("group",), "Pick the image that BEST matches the caption. Word order matters.",
-    build, expected, parts=one_question_per_caption, chooses="images", human_baseline=True, model_like=True,
+    build, expected, parts=one_question_per_caption, describe=chosen_image, model_like=True,
+    baseline=Baseline(direction="t2i", part_outcomes=("tpos2i", "tneg2i"), beside_models=True),
     summary="which image best matches the caption? A human baseline (BiVLC: once per caption)",
 )

@@ -39,6 +39,15 @@ def correct(item: Item, part: int, answer: Answer) -> bool | None:
     return choice == "none" if not any(known["valid"]) else choice != "none" and known["valid"][int(choice)]
 
 
+def chosen_candidate(item: Item, value: str) -> str:
+    """A pick by the candidate's own letter (A is the item's first image), whatever the order shown.
+
+    >>> chosen_candidate({}, "2"), chosen_candidate({}, "none")
+    ('chose candidate C', 'chose none')
+    """
+    return f"chose candidate {letter(int(value))}" if value.isdigit() else f"chose {value}"
+
+
 def image_or_none(value: str) -> str:
     """BiVLC reports agreement on "some image" against "none", not on which image."""
     return "none" if value == "none" else "image"
@@ -49,6 +58,7 @@ TASK_TYPE = TaskType(
     "Read the description, then pick the image that shows all the information in it. "
     "Aesthetic defects (deformed hands or faces, odd textures) are accepted. If no image shows "
     "everything the description says, choose None.",
-    build, expected, correct, agreement_code=image_or_none, chooses="candidate",
+    build, expected, correct, agreement_code=image_or_none, describe=chosen_candidate,
+    next_step="ambiguity",
     summary="which generated image shows everything the description says, or none? (BiVLC)",
 )

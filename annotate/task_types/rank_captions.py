@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from annotate.task_types.base import Answer, Item, Option, Task, TaskType, shuffled, truth
+from annotate.task_types.base import Answer, Baseline, Item, Option, Task, TaskType, shuffled, truth
 from data.item_kinds import item_kind
 
 QUESTIONS = ("rank_0", "rank_1", "rank_2")  # the rank of caption 0, 1, 2, whatever the display order
@@ -51,7 +51,8 @@ TASK_TYPE = TaskType(
     "rank_captions", ("triple", "paraphrase"),
     "Rank the three captions by how well they describe the image: 1 is best. Captions that are "
     "equally good may share a rank.",
-    build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", human_baseline=True, model_like=True,
+    build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", model_like=True,
     question_words=question_words,
+    baseline=Baseline("ranking_points", macro=None),  # a point when the majority ranking is right
     summary="rank a caption, its hard negative and its hard positive, 1 best, ties allowed",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from annotate.task_types.base import Item, Option, Task, TaskType, truth
+from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, truth
 from data.item_kinds import CAPTION_PAIR_KINDS
 
 
@@ -49,7 +49,7 @@ TASK_TYPE = TaskType(
         "unsure": "annotators unsure whether the negative is wrong",
     },
     clean_format="sugarcrepe",
-    human_baseline=True,
+    baseline=Baseline(),
     summary="is the altered caption really wrong for the image? Flags nonsensical and ungrammatical captions",
     shuffles=False,
 )

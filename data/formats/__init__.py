@@ -8,7 +8,20 @@ registry; a new benchmark is a new module defining its ``Format`` and one line b
 
 from __future__ import annotations
 
-from data.formats import aro, bivlc, crepe, gpt4v, hard_positives, jsonl, sugarcrepe, sugarcrepe_pp, valse, whatsup, winoground
+from data.formats import (
+    aro,
+    bivlc,
+    crepe,
+    gpt4v,
+    hard_positives,
+    jsonl,
+    made_here,
+    sugarcrepe,
+    sugarcrepe_pp,
+    valse,
+    whatsup,
+    winoground,
+)
 from data.formats.base import BadInputError, ExportContext, Format, ImportWarning, Parsed, Reader, RunSpec, Writer
 
 REGISTRY: dict[str, Format] = {
@@ -30,14 +43,22 @@ REGISTRY: dict[str, Format] = {
         jsonl.PARQUET,
     )
 }
+# Datasets made here, not imported (the demo, BiVLC's construction): their source records.
+MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION)}
 # What `./foil import KIND` reads and `export --format` writes, in registry order.
 IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
 EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
 
 __all__ = [
-    "REGISTRY", "IMPORT_KINDS", "EXPORT_FORMATS", "BadInputError", "ExportContext", "Format", "ImportWarning", "Parsed",
-    "Reader", "RunSpec", "Writer", "import_table",
+    "REGISTRY", "MADE_HERE", "IMPORT_KINDS", "EXPORT_FORMATS", "BadInputError", "ExportContext", "Format",
+    "ImportWarning", "Parsed", "Reader", "RunSpec", "Writer", "import_table", "source_format",
 ]
+
+
+def source_format(source_kind: str) -> Format:
+    """The record of the format (or the maker, `MADE_HERE`) a dataset's items came from; the
+    generic defaults for any other source."""
+    return REGISTRY.get(source_kind) or MADE_HERE.get(source_kind) or Format(source_kind, "")
 
 
 def import_table() -> str:

@@ -97,7 +97,9 @@ class Format:
     the benchmark: `metric_names` renames our metric keys to the benchmark's own (None drops one
     that means nothing there), `ties` is how its code counts a tie (`analysis.metrics.TIE_RULES`)
     and `ties_because` says why, and `groups` names item groups (`meta["groups"]`) scored all
-    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`). A format that reads and
+    right or not at all (What'sUp's pairs and sets: `{group}_accuracy`). `category_types`, for a
+    benchmark whose categories are subtypes, gives each one's type (BiVLC: `replace_obj` ->
+    `replace`): the summaries then add `by_type` beside `by_category`. A format that reads and
     writes names a source for the read -> write -> read test: `sample_fixture`, a file or folder
     of the benchmark's own release under the shared fixtures folder (`$FOIL_FIXTURES`), or
     `sample(folder)`, which writes a small source there and returns the path to import.
@@ -114,6 +116,7 @@ class Format:
     ties: str = "wrong"
     ties_because: str = "a strict >, as the benchmark's code compares scores"
     groups: tuple[str, ...] = ()
+    category_types: Callable[[str], str] | None = None
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
     sample_fixture: str = ""

@@ -30,6 +30,15 @@ BIVLC_SCORE_COLUMNS = {
 }
 
 
+def bivlc_type(category: str) -> str:
+    """The type of a BiVLC category, which is `{type}_{subtype}` (`category_key`).
+
+    >>> bivlc_type("replace_obj")
+    'replace'
+    """
+    return category.split("_")[0]
+
+
 def parse_bivlc_results(path: Path) -> Parsed:
     """BiVLC's per-instance results: the four directional scores and their combinations."""
     model = model_from_stem(path, "BiVLC_")
@@ -109,17 +118,17 @@ BIVLC = Format(
     "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as paths under `--images` or embedded bytes",
     "./foil import bivlc bivlc_test.parquet",
     parse_bivlc, write_bivlc, writes=("group",),
-    ties_because="BiVLC compares each pair of scores with a strict >",
+    ties_because="BiVLC compares each pair of scores with a strict >", category_types=bivlc_type,
 )
 BIVLC_RESULTS = Format(
     "bivlc-results",
     "BiVLC's per-instance results (the 7 scores), a run; creates the 2,933 groups if absent",
     "./foil import bivlc-results results/BiVLC_ViT-B-32.csv",
-    parse_bivlc_results,
+    parse_bivlc_results, category_types=bivlc_type,
 )
 BIVLC_CANDIDATES = Format(
     "bivlc-candidates",
     "four generated images per negative caption",
     "./foil import bivlc-candidates BiVLC_negative_imgs.csv --images generated/",
-    parse_bivlc_candidates,
+    parse_bivlc_candidates, category_types=bivlc_type,
 )

@@ -24,6 +24,24 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Shown:
+    """What a truth sentence may refer to: the captions' roles as the item's card lists them, and
+    the crowd votes shipped with the item (VALSE's)."""
+
+    caption_roles: tuple[str, ...] = ()
+    votes: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class TruthKey:
+    """One key of an item's ``truth``: ``said(value, shown)`` is its sentence for a newcomer (None:
+    said elsewhere, as candidates' validity on their images)."""
+
+    name: str
+    said: Callable[[Any, Shown], str | None]
+
+
+@dataclass(frozen=True)
 class ItemKind:
     """One kind of benchmark item.
 
@@ -35,7 +53,8 @@ class ItemKind:
     where set, reads text-only scores off the captions' cosine matrix; they follow the image
     scores (SugarCrepe++'s TOT). ``example`` is a small item of the kind as the store returns it
     (``store.list_items`` row: id, kind, captions, images, truth): the item task-type tests and
-    the README's task table lay out.
+    the README's task table lay out. ``truth_keys`` are the keys of ``truth`` its items carry, each
+    with what it means in words (``data.item_kinds.truth``).
     """
 
     name: str
@@ -53,6 +72,11 @@ class ItemKind:
     min_images: int = 0
     text_scores_from: Callable[[np.ndarray], list[float]] | None = None
     example: Mapping[str, Any] = field(default_factory=dict)
+    truth_keys: tuple[TruthKey, ...] = ()
+
+    def truth_key(self, name: str) -> TruthKey | None:
+        """The record of one truth key of this kind's items (None: a key it does not know)."""
+        return next((key for key in self.truth_keys if key.name == name), None)
 
 
 def one_image(n: int) -> list[str]:

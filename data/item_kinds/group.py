@@ -1,5 +1,6 @@
 """group: two images and two captions, each caption belonging to one image (BiVLC)."""
 
+from data.item_kinds import truth
 from data.item_kinds.base import Gap, ItemKind
 
 ITEM_KIND = ItemKind(
@@ -12,7 +13,7 @@ ITEM_KIND = ItemKind(
         Gap("Tpos2I: s(C0,I0) - s(C0,I1)", lambda s: s[:, 0, 0] - s[:, 1, 0]),
         Gap("Tneg2I: s(C1,I1) - s(C1,I0)", lambda s: s[:, 1, 1] - s[:, 0, 1]),
     ),
-    metric_family="bivlc",
+    metric_family="bivlc", truth_keys=(truth.NEGATIVE, truth.AMBIGUOUS),
     example={"id": 3, "kind": "group", "captions": ["C0", "C1"], "images": ["i0.png", "i1.png"],
              "truth": {"ambiguous": False}},
 )

@@ -4,6 +4,7 @@ are a positive and its negative as in every other kind."""
 
 import numpy as np
 
+from data.item_kinds import truth
 from data.item_kinds.base import Gap, ItemKind, first_image_row, one_image
 
 
@@ -21,7 +22,7 @@ ITEM_KIND = ItemKind(
         Gap("s(p2) - s(n)", lambda s: s[:, 2] - s[:, 1]),
         Gap("text only: cos(p1,p2) - max cos(p,n)", lambda s: s[:, 3] - np.maximum(s[:, 4], s[:, 5])),
     ),
-    metric_family="paraphrase",
+    metric_family="paraphrase", truth_keys=(truth.NEGATIVE,),
     example={"id": 6, "kind": "paraphrase", "captions": ["p1", "n", "p2"], "images": ["p.png"],
              "truth": {"negative": "false"}},
 )

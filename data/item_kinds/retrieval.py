@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from data.item_kinds import truth
 from data.item_kinds.base import Gap, ItemKind, first_image_row, one_image
 
 ITEM_KIND = ItemKind(
@@ -10,6 +11,6 @@ ITEM_KIND = ItemKind(
     scores_from=first_image_row,
     # the margin to the hardest negative: above zero is a hit at rank 1
     gaps=(Gap("s(c) - max s(c_n)", lambda s: s[:, 0] - np.nanmax(s[:, 1:], axis=1)),),
-    metric_family="retrieval",
+    metric_family="retrieval", truth_keys=(truth.CORRECT,),
     example={"id": 5, "kind": "retrieval", "captions": ["pos", "n1", "n2"], "images": ["r.png"], "truth": {}},
 )
