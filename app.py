@@ -50,5 +50,7 @@ st.session_state["role"] = role
 pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in pages_for(role.kind)]
 navigation = st.navigation(pages)
 st.sidebar.markdown("**Foil Studio**")
-st.sidebar.caption("Annotate, score and inspect vision-language compositionality benchmarks. README.md in the checkout has every command.")
+st.sidebar.caption(
+    "Annotate, score and inspect vision-language compositionality benchmarks. README.md in the checkout has every command."
+)
 navigation.run()

@@ -31,12 +31,15 @@ from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
 from data import formats, paths, plain_text, store
 from data.formats import BadInputError
-from data.reading import read_text
 from data.images import UnsafeImagePathError
+from data.reading import read_text
 from data.subsets import SUBSETS
 
 # The layouts construction batches write: the dataset's own where it has one, else the task's.
-CLEAN_FORMATS = sorted({t.clean_format for t in TASK_REGISTRY.values() if t.clean_format} | {f for f, fmt in formats.REGISTRY.items() if fmt.writes})
+CLEAN_FORMATS = sorted(
+    {t.clean_format for t in TASK_REGISTRY.values() if t.clean_format}
+    | {f for f, fmt in formats.REGISTRY.items() if fmt.writes}
+)
 
 log = logging.getLogger("foil")
 
@@ -59,7 +62,11 @@ class Command:
 
 
 COMMANDS: list[Command] = []
-GROUP_HELP = {"batch": "annotation batches", "annotator": "manage annotators", "runs": "model runs: list (the default) or delete"}
+GROUP_HELP = {
+    "batch": "annotation batches",
+    "annotator": "manage annotators",
+    "runs": "model runs: list (the default) or delete",
+}
 GROUP_DEFAULT = {"runs": "list"}  # `./foil runs [DATASET]` is `./foil runs list [DATASET]`
 
 
@@ -68,8 +75,12 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     return flags, options
 
 
-def command(name: str, *arguments: tuple[tuple[str, ...], dict[str, Any]], text: Callable[[Any], str] | None = None,
-            opens_store: bool = True) -> Callable[[Handler], Handler]:
+def command(
+    name: str,
+    *arguments: tuple[tuple[str, ...], dict[str, Any]],
+    text: Callable[[Any], str] | None = None,
+    opens_store: bool = True,
+) -> Callable[[Handler], Handler]:
     """Register the decorated handler as command `name` ("batch create" for a group's command);
     `text` renders its result for people (default: `as_text`); ``opens_store=False`` hands it
     no store (it opens those its arguments name)."""
@@ -120,13 +131,13 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
     print("scoring the demo datasets with the demo model...", file=sys.stderr)
     score_demo(db, [r.dataset for r in reports], progress=TerminalProgress())
     datasets = [
-        {"name": r.dataset, "kind": "demo", "n_items": r.n_items, "by_category": r.by_category}
-        for r in reports
+        {"name": r.dataset, "kind": "demo", "n_items": r.n_items, "by_category": r.by_category} for r in reports
     ]
     return {"datasets": datasets, "runs": store.list_runs(db), "seconds": time.perf_counter() - started}
 
 
-@command("import",
+@command(
+    "import",
     arg("kind", choices=formats.IMPORT_KINDS),
     arg("path"),
     arg("--images", help="image root the file's image paths are relative to"),
@@ -138,8 +149,14 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     from data.loading import import_path
 
     report = import_path(
-        db, args.kind, Path(args.path), images=Path(args.images) if args.images else None, name=args.name, run=args.run,
-        embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind), progress=TerminalProgress().stage("checking images"),
+        db,
+        args.kind,
+        Path(args.path),
+        images=Path(args.images) if args.images else None,
+        name=args.name,
+        run=args.run,
+        embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind),
+        progress=TerminalProgress().stage("checking images"),
     )
     return report.to_dict()
 
@@ -153,11 +170,17 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
     ]
 
 
-@command("export",
+@command(
+    "export",
     arg("dataset"),
     arg("--format", choices=formats.EXPORT_FORMATS, required=True),
     arg("--out", required=True),
-    arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
+    arg(
+        "--subset",
+        choices=["all", *SUBSETS],
+        default="all",
+        help="only the items of a subset the source defines (VALSE: valid)",
+    ),
 )
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
@@ -166,7 +189,8 @@ def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     return export_dataset(db, args.dataset, args.format, Path(args.out), subset=args.subset)
 
 
-@command("runs list",
+@command(
+    "runs list",
     arg("dataset", nargs="?"),
 )
 def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -174,22 +198,34 @@ def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[s
     return store.list_runs(db, args.dataset)
 
 
-@command("runs delete",
+@command(
+    "runs delete",
     arg("dataset"),
     arg("run"),
 )
 def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Delete a run with its scores and stored summaries (cached embeddings stay)."""
     deleted = store.delete_run(db, args.dataset, args.run)
-    return {"dataset": args.dataset, "deleted_run": args.run, "deleted_scores": deleted["scores"], "deleted_summaries": deleted["run_summaries"]}
+    return {
+        "dataset": args.dataset,
+        "deleted_run": args.run,
+        "deleted_scores": deleted["scores"],
+        "deleted_summaries": deleted["run_summaries"],
+    }
 
 
-@command("score",
+@command(
+    "score",
     arg("dataset"),
     arg("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
     arg("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
     arg("--checkpoint", help="local weights file"),
-    arg("--precision", choices=PRECISIONS, default="auto", help="auto (default): bf16 where the device computes it natively, else fp32; the run records which and why"),
+    arg(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="auto (default): bf16 where the device computes it natively, else fp32; the run records which and why",
+    ),
     arg("--batch-size", type=int, default=64),
     arg("--limit", type=int, help="score only the first N items"),
     arg("--run", help="run name (default: model-tag, with -bf16 when run in bf16)"),
@@ -201,7 +237,8 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     return _score_in(db, args, args.precision, run=args.run, limit=args.limit)
 
 
-@command("parity",
+@command(
+    "parity",
     arg("dataset"),
     arg("--model", help="open_clip architecture: score the dataset in both precisions (embeddings cached)"),
     arg("--pretrained", help="pretrained tag, or 'none' for random weights"),
@@ -212,7 +249,12 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     arg("--batch-size", type=int, default=64),
     arg("--device", default="auto"),
     arg("--cache-dir", help="where open_clip looks for downloaded weights"),
-    arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
+    arg(
+        "--subset",
+        choices=["all", *SUBSETS],
+        default="all",
+        help="only the items of a subset the source defines (VALSE: valid)",
+    ),
     text=lambda result: parity_text(result),
 )
 def cmd_parity(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -227,14 +269,23 @@ def cmd_parity(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
         scored_a, scored_b = (_score_in(db, args, precision) for precision in (args.against, args.precision))
         run_a, run_b = scored_a["run"], scored_b["run"]
         if run_a == run_b:
-            raise UsageError(f"both runs are {run_a} ({scored_b['precision_reason']}); choose another --precision or --against")
+            raise UsageError(
+                f"both runs are {run_a} ({scored_b['precision_reason']}); choose another --precision or --against"
+            )
         said = {"precision_a": scored_a["precision_reason"], "precision_b": scored_b["precision_reason"]}
     else:
         raise UsageError("give --model (to score in two precisions) or --runs A B")
     return {**parity(db, args.dataset, run_a, run_b, subset=args.subset).to_dict(), **said}
 
 
-def _score_in(db: sqlite_utils.Database, args: argparse.Namespace, precision: str, *, run: str | None = None, limit: int | None = None) -> dict[str, Any]:
+def _score_in(
+    db: sqlite_utils.Database,
+    args: argparse.Namespace,
+    precision: str,
+    *,
+    run: str | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
     """Score the dataset with the model of `args` in `precision` (`auto` resolved): the report,
     with the precision it ran in and why (`score` and `parity` alike)."""
     from analysis.models import ModelSpec, load_model
@@ -242,28 +293,47 @@ def _score_in(db: sqlite_utils.Database, args: argparse.Namespace, precision: st
 
     if skipped := require_scorable(db, args.dataset, limit=limit).skipped_sentence():  # before the model loads
         print(skipped, file=sys.stderr)
-    loaded = load_model(ModelSpec(args.model, args.pretrained, args.checkpoint, precision), device=args.device, cache_dir=args.cache_dir)
-    report = score_dataset(db, args.dataset, loaded, run=run, batch_size=args.batch_size, limit=limit, progress=TerminalProgress())
+    loaded = load_model(
+        ModelSpec(args.model, args.pretrained, args.checkpoint, precision), device=args.device, cache_dir=args.cache_dir
+    )
+    report = score_dataset(
+        db, args.dataset, loaded, run=run, batch_size=args.batch_size, limit=limit, progress=TerminalProgress()
+    )
     return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
 
 
-@command("metrics",
+@command(
+    "metrics",
     arg("dataset"),
     arg("--run", required=True),
     arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
     arg("--seed", type=int, default=0),
-    arg("--subset", choices=["all", *SUBSETS], default="all", help="only the items of a subset the source defines (VALSE: valid)"),
-    arg("--ties", choices=list(TIE_RULES), help="how a tied comparison counts (default: the benchmark's own rule, said in `tie_rule`)"),
+    arg(
+        "--subset",
+        choices=["all", *SUBSETS],
+        default="all",
+        help="only the items of a subset the source defines (VALSE: valid)",
+    ),
+    arg(
+        "--ties",
+        choices=list(TIE_RULES),
+        help="how a tied comparison counts (default: the benchmark's own rule, said in `tie_rule`)",
+    ),
     text=lambda result: metrics_text(result),
 )
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark metrics of one run, per category, with bootstrap intervals and tie counts."""
     from analysis.results import run_metrics
 
-    return run_metrics(db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed, subset=args.subset, ties=args.ties)
+    return run_metrics(
+        db, args.dataset, args.run, n_boot=args.bootstrap, seed=args.seed, subset=args.subset, ties=args.ties
+    )
 
 
-BASE_URL = arg("--base-url", help=f"the app's address links start with (default: ${links.BASE_URL_VARIABLE}; without either, links are paths)")
+BASE_URL = arg(
+    "--base-url",
+    help=f"the app's address links start with (default: ${links.BASE_URL_VARIABLE}; without either, links are paths)",
+)
 
 
 def _base_url(args: argparse.Namespace) -> str | None:
@@ -274,7 +344,8 @@ def _base_url(args: argparse.Namespace) -> str | None:
     return base
 
 
-@command("annotator add",
+@command(
+    "annotator add",
     arg("name"),
     BASE_URL,
 )
@@ -285,9 +356,14 @@ def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     return {"name": annotator["name"], "token": token, "url": links.annotator_link(_base_url(args), token)}
 
 
-@command("annotator link",
+@command(
+    "annotator link",
     arg("name"),
-    arg("--revoke-old", action="store_true", help="their earlier links stop working (a link that leaked); default: they stay valid"),
+    arg(
+        "--revoke-old",
+        action="store_true",
+        help="their earlier links stop working (a link that leaked); default: they stay valid",
+    ),
     BASE_URL,
 )
 def cmd_annotator_link(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -295,7 +371,12 @@ def cmd_annotator_link(db: sqlite_utils.Database, args: argparse.Namespace) -> d
     from annotate.batches import reissue_link
 
     token = reissue_link(db, args.name, revoke_old=args.revoke_old)
-    return {"name": args.name, "token": token, "url": links.annotator_link(_base_url(args), token), "earlier_links_revoked": args.revoke_old}
+    return {
+        "name": args.name,
+        "token": token,
+        "url": links.annotator_link(_base_url(args), token),
+        "earlier_links_revoked": args.revoke_old,
+    }
 
 
 def migrate_store_text(result: dict[str, Any]) -> str:
@@ -306,14 +387,19 @@ def migrate_store_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@command("migrate-store",
-         arg("source", help="the store to copy: a file or a postgresql:// URL"),
-         arg("destination", help="an empty store: a new file, or an empty PostgreSQL database's URL"),
-         text=migrate_store_text, opens_store=False)
+@command(
+    "migrate-store",
+    arg("source", help="the store to copy: a file or a postgresql:// URL"),
+    arg("destination", help="an empty store: a new file, or an empty PostgreSQL database's URL"),
+    text=migrate_store_text,
+    opens_store=False,
+)
 def cmd_migrate_store(db: None, args: argparse.Namespace) -> dict[str, Any]:
     """Copy a whole store to another engine (SQLite to PostgreSQL or back), checked by row counts
     and a checksum of the labels. Files (images, exports) stay where they are."""
-    source = store.open_existing_db(args.source)  # before the destination is created: a wrong source path leaves no file behind
+    source = store.open_existing_db(
+        args.source
+    )  # before the destination is created: a wrong source path leaves no file behind
     destination = store.open_db(args.destination)
     result = store.copy_store(source, destination)
     return {"source": store.redacted(args.source), "destination": store.redacted(args.destination), **result}
@@ -327,7 +413,8 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     return admin_token(args.db)
 
 
-@command("batch create",
+@command(
+    "batch create",
     arg("dataset"),
     arg("--task", required=True, choices=TASK_TYPES),
     arg("--category", action="append", help="only items of this category (repeatable)"),
@@ -341,10 +428,26 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     arg("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else"),
     arg("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link"),
     arg("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)"),
-    arg("--window", type=int, default=2, help="crowd study: unanswered units a participant holds at most; more are dealt as they answer"),
-    arg("--no-show-minutes", type=float, default=5, help="crowd study: a participant idle this long gives their unopened units back"),
-    arg("--consent-file", help="crowd study: a text file with the consent a participant agrees to (default: a short generic one)"),
-    arg("--completion-url", help="crowd study: where a finished participant goes, {code} for the code (default: Prolific's)"),
+    arg(
+        "--window",
+        type=int,
+        default=2,
+        help="crowd study: unanswered units a participant holds at most; more are dealt as they answer",
+    ),
+    arg(
+        "--no-show-minutes",
+        type=float,
+        default=5,
+        help="crowd study: a participant idle this long gives their unopened units back",
+    ),
+    arg(
+        "--consent-file",
+        help="crowd study: a text file with the consent a participant agrees to (default: a short generic one)",
+    ),
+    arg(
+        "--completion-url",
+        help="crowd study: where a finished participant goes, {code} for the code (default: Prolific's)",
+    ),
 )
 def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Create an annotation batch: items, overlap, gold share, annotators."""
@@ -353,10 +456,20 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
     crowd = args.crowd_items is not None
     spec = BatchSpec(
-        dataset=args.dataset, task=args.task, annotators=() if crowd else annotators, overlap=args.overlap, n=args.n,
-        categories=tuple(args.category or ()), gold_share=args.gold_share, seed=args.seed, name=args.name,
-        lease_minutes=args.lease_minutes, crowd_items=args.crowd_items, max_participants=args.max_participants,
-        window=args.window, idle_minutes=args.no_show_minutes,
+        dataset=args.dataset,
+        task=args.task,
+        annotators=() if crowd else annotators,
+        overlap=args.overlap,
+        n=args.n,
+        categories=tuple(args.category or ()),
+        gold_share=args.gold_share,
+        seed=args.seed,
+        name=args.name,
+        lease_minutes=args.lease_minutes,
+        crowd_items=args.crowd_items,
+        max_participants=args.max_participants,
+        window=args.window,
+        idle_minutes=args.no_show_minutes,
         **({"consent": read_text(Path(args.consent_file))} if args.consent_file else {}),
         **({"completion_url": args.completion_url} if args.completion_url else {}),
     )
@@ -369,7 +482,8 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     return result
 
 
-@command("batch joins",
+@command(
+    "batch joins",
     arg("batch"),
 )
 def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -379,7 +493,8 @@ def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list
     return study_joins(db, args.batch)
 
 
-@command("batch close",
+@command(
+    "batch close",
     arg("batch"),
     arg("--reopen", action="store_true"),
 )
@@ -391,7 +506,8 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     return {"batch": args.batch, "closed": not args.reopen}
 
 
-@command("batch from-picks",
+@command(
+    "batch from-picks",
     arg("batch", help="a pick_image batch"),
     arg("--annotators", nargs="+"),
     arg("--overlap", type=int, default=2),
@@ -402,23 +518,36 @@ def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) ->
     """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
     from annotate.construction import create_ambiguity_batch
 
-    holders = args.annotators or sorted({a["annotator"] for a in store.batch_assignments(db, store.get_batch(db, args.batch)["id"])})
-    return create_ambiguity_batch(db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name)
+    holders = args.annotators or sorted(
+        {a["annotator"] for a in store.batch_assignments(db, store.get_batch(db, args.batch)["id"])}
+    )
+    return create_ambiguity_batch(
+        db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name
+    )
 
 
-@command("assignments",
+@command(
+    "assignments",
     arg("batch"),
 )
 def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """List a batch's assignments: item, annotator, position in their queue."""
     batch = store.get_batch(db, args.batch)
     return [
-        {"item": a["item_id"], "part": a["part"], "annotator": a["annotator"], "position": a["position"], "gold": bool(a["is_gold"]), "done": bool(a["done"])}
+        {
+            "item": a["item_id"],
+            "part": a["part"],
+            "annotator": a["annotator"],
+            "position": a["position"],
+            "gold": bool(a["is_gold"]),
+            "done": bool(a["done"]),
+        }
         for a in store.batch_assignments(db, batch["id"])
     ]
 
 
-@command("labels",
+@command(
+    "labels",
     arg("batch"),
     arg("--format", choices=["jsonl", "csv"], default="jsonl"),
     arg("--out"),
@@ -435,7 +564,8 @@ def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | Non
     return None
 
 
-@command("agreement",
+@command(
+    "agreement",
     arg("batch"),
     text=lambda report: agreement_text(report),
 )
@@ -447,7 +577,8 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
     return batch_agreement(db, args.batch)
 
 
-@command("simulate",
+@command(
+    "simulate",
     arg("batch"),
     arg("--annotators", type=int, help="answer as the first N annotators of the batch (default: all)"),
     arg("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth"),
@@ -460,7 +591,8 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     return simulate(db, args.batch, accuracies=args.accuracy, n_annotators=args.annotators, seed=args.seed)
 
 
-@command("baseline",
+@command(
+    "baseline",
     arg("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together"),
     arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
     arg("--seed", type=int, default=0),
@@ -472,9 +604,14 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     return human_baseline(db, args.batches, n_boot=args.bootstrap, seed=args.seed)
 
 
-@command("export-clean",
+@command(
+    "export-clean",
     arg("batch"),
-    arg("--format", choices=CLEAN_FORMATS, help="the layout (default: the dataset's own, as VALSE or SugarCrepe++, else the task type's: sugarcrepe for validate_negative, bivlc for ambiguity)"),
+    arg(
+        "--format",
+        choices=CLEAN_FORMATS,
+        help="the layout (default: the dataset's own, as VALSE or SugarCrepe++, else the task type's: sugarcrepe for validate_negative, bivlc for ambiguity)",
+    ),
     arg("--out", required=True),
 )
 def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -502,11 +639,15 @@ def compare_text(result: dict[str, Any]) -> str:
     return as_text({**result, "by_category": table})
 
 
-@command("compare",
+@command(
+    "compare",
     arg("dataset"),
     arg("--run", required=True),
     arg("--with", dest="other_run", required=True, help="the run to compare with"),
-    arg("--other-dataset", help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, caption and negative)"),
+    arg(
+        "--other-dataset",
+        help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, caption and negative)",
+    ),
     text=compare_text,
 )
 def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -515,12 +656,18 @@ def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
 
     if args.other_dataset and args.other_dataset != args.dataset:
         table, linked = compare_linked(db, args.dataset, args.run, args.other_dataset, args.other_run)
-        return {"dataset": args.dataset, "other_dataset": args.other_dataset, "linked_items": linked, "by_category": table.to_dict("records")}
+        return {
+            "dataset": args.dataset,
+            "other_dataset": args.other_dataset,
+            "linked_items": linked,
+            "by_category": table.to_dict("records"),
+        }
     table = compare_runs(db, args.dataset, args.run, args.other_run)
     return {"dataset": args.dataset, "by_category": table.to_dict("records")}
 
 
-@command("audit",
+@command(
+    "audit",
     arg("dataset"),
     arg("--folds", type=int, default=5),
     arg("--seed", type=int, default=0),
@@ -540,7 +687,8 @@ def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     return result
 
 
-@command("refine",
+@command(
+    "refine",
     arg("dataset"),
     arg("--scorers", nargs=2, required=True, choices=["stats", "ngram", "minilm"]),
     arg("--grid", type=int, default=8),
@@ -586,11 +734,15 @@ def as_text(value: Any, indent: str = "") -> str:
 
 def _is_record(value: Any) -> bool:
     """A dict whose values fit in table cells: scalars, flat mappings, short lists of scalars."""
-    return isinstance(value, dict) and all(_fits_a_cell(v) or (isinstance(v, dict) and all(_fits_a_cell(x) for x in v.values())) for v in value.values())
+    return isinstance(value, dict) and all(
+        _fits_a_cell(v) or (isinstance(v, dict) and all(_fits_a_cell(x) for x in v.values())) for v in value.values()
+    )
 
 
 def _fits_a_cell(value: Any) -> bool:
-    return not isinstance(value, (dict, list, tuple)) or (isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list, tuple)) for v in value))
+    return not isinstance(value, (dict, list, tuple)) or (
+        isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list, tuple)) for v in value)
+    )
 
 
 def _flat(record: dict[str, Any]) -> dict[str, Any]:
@@ -621,26 +773,50 @@ def metrics_text(result: dict[str, Any]) -> str:
     rows = _metric_rows("(all)", overall, result["intervals"], "" if levels else None)
     for level, values, intervals in [*levels, ("category", "by_category", "category_intervals")]:
         for category, figures in result[values].items():
-            rows += _metric_rows(category, figures, result.get(intervals, {}).get(category, {}), level if levels else None)
+            rows += _metric_rows(
+                category, figures, result.get(intervals, {}).get(category, {}), level if levels else None
+            )
     return "\n".join([as_text(head), plain_text.table(rows), *([as_text(rest)] if rest else [])])
 
 
-def _metric_rows(category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None) -> list[dict[str, Any]]:
+def _metric_rows(
+    category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None
+) -> list[dict[str, Any]]:
     """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
     counts = {k: figures[k] for k in ("n", "ties") if k in figures}
     per = {} if level is None else {"per": level}
-    return [{"category": category, **per, "metric": metric, "value": value, "95% interval": plain_text.interval_text(intervals.get(metric)), **counts}
-            for metric, value in figures.items() if metric not in ("n", "ties")]
+    return [
+        {
+            "category": category,
+            **per,
+            "metric": metric,
+            "value": value,
+            "95% interval": plain_text.interval_text(intervals.get(metric)),
+            **counts,
+        }
+        for metric, value in figures.items()
+        if metric not in ("n", "ties")
+    ]
 
 
 def parity_text(result: dict[str, Any]) -> str:
     """`parity`: the runs and why each ran in its precision, the headline change with its
     interval, then the items whose decision flips."""
     change = f"{result['metric']}: {plain_text.cell(result['value_a'])} under A, {plain_text.cell(result['value_b'])} under B, change {plain_text.cell(result['change'])} (95% interval {plain_text.interval_text(result['change_interval'])})"
-    why = [f"{run} ({result[key]})" for run, key in ((result["run_a"], "precision_a"), (result["run_b"], "precision_b")) if key in result]
-    lines = [f"A: {result['run_a']}, B: {result['run_b']} on {result['dataset']}, {result['n_items']} items both scored", *(["precisions: " + "; ".join(why)] if why else []), change]
+    why = [
+        f"{run} ({result[key]})"
+        for run, key in ((result["run_a"], "precision_a"), (result["run_b"], "precision_b"))
+        if key in result
+    ]
+    lines = [
+        f"A: {result['run_a']}, B: {result['run_b']} on {result['dataset']}, {result['n_items']} items both scored",
+        *(["precisions: " + "; ".join(why)] if why else []),
+        change,
+    ]
     lines.append(f"{result['n_flips']} items decide differently" + (":" if result["flips"] else " (none)"))
-    margins = [{k: f"{v:+.5f}" if isinstance(v, float) else v for k, v in row.items()} for row in result["flips"]]  # bf16 flips sit within 0.01 of a tie
+    margins = [
+        {k: f"{v:+.5f}" if isinstance(v, float) else v for k, v in row.items()} for row in result["flips"]
+    ]  # bf16 flips sit within 0.01 of a tie
     return "\n".join([*lines, *([plain_text.table(margins)] if margins else [])])
 
 
@@ -674,7 +850,10 @@ def jsonable(value: Any) -> Any:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every registered command (``@command`` beside each handler)."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help=f"store file or postgresql:// URL (default: $FOIL_DB, else ./foil.db if present, else the demo store {paths.DEMO_STORE.relative_to(paths.REPO)} if built)")
+    common.add_argument(
+        "--db",
+        help=f"store file or postgresql:// URL (default: $FOIL_DB, else ./foil.db if present, else the demo store {paths.DEMO_STORE.relative_to(paths.REPO)} if built)",
+    )
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     parser = argparse.ArgumentParser(prog="foil", description=__doc__.splitlines()[0])
@@ -687,11 +866,17 @@ def build_parser() -> argparse.ArgumentParser:
                 holder = commands.add_parser(registered.group, help=GROUP_HELP[registered.group])
                 groups[registered.group] = holder.add_subparsers(dest="action", required=True)
             parent = groups[registered.group]
-        sub = parent.add_parser(registered.name, parents=[common], help=_argparse_text(registered.handler.__doc__),
-                                description=_argparse_text(registered.handler.__doc__))
+        sub = parent.add_parser(
+            registered.name,
+            parents=[common],
+            help=_argparse_text(registered.handler.__doc__),
+            description=_argparse_text(registered.handler.__doc__),
+        )
         for flags, options in registered.arguments:
             sub.add_argument(*flags, **options)
-        sub.set_defaults(handler=registered.handler, render=registered.text or as_text, opens_store=registered.opens_store)
+        sub.set_defaults(
+            handler=registered.handler, render=registered.text or as_text, opens_store=registered.opens_store
+        )
     return parser
 
 
@@ -722,7 +907,15 @@ class UsageError(Exception):
     """Arguments that parse but do not go together; said in one line, like argparse's own."""
 
 
-EXPECTED_ERRORS = (UsageError, BadInputError, UnsafeImagePathError, store.StoreError, TaskError, OSError, ModelUnavailableError)
+EXPECTED_ERRORS = (
+    UsageError,
+    BadInputError,
+    UnsafeImagePathError,
+    store.StoreError,
+    TaskError,
+    OSError,
+    ModelUnavailableError,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -744,7 +937,9 @@ def main(argv: list[str] | None = None) -> int:
     except sqlite3.DatabaseError as error:  # a store damaged after it was opened
         if args.debug:
             raise
-        print(f"error: the store {args.db} is damaged or unreadable ({error}); restore it from a backup", file=sys.stderr)
+        print(
+            f"error: the store {args.db} is damaged or unreadable ({error}); restore it from a backup", file=sys.stderr
+        )
         return 1
     except psycopg.Error as error:  # the PostgreSQL server went away, or refused a statement
         if args.debug:

@@ -24,8 +24,14 @@ def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[dict[str, Any
 
 
 def audit(
-    db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0,
-    embed: blind.Embedder | None = None, text_encoders: TextEncoders | None = None,
+    db: sqlite_utils.Database,
+    dataset: str,
+    *,
+    scorers: Sequence[str] = blind.SCORERS,
+    folds: int = 5,
+    seed: int = 0,
+    embed: blind.Embedder | None = None,
+    text_encoders: TextEncoders | None = None,
 ) -> dict[str, Any]:
     """The `cli.py audit` JSON: blind accuracy (percent) per scorer, overall and per category;
     for datasets with two positives per item (SugarCrepe++), also the text-only TOT of each
@@ -76,7 +82,11 @@ def tot_table(tot: Mapping[str, Any], summaries: Mapping[str, Mapping[str, Any]]
     for category, values in [*tot["by_category"].items(), ("(all)", tot["overall"])]:
         row: dict[str, Any] = {"category": category, **values}
         for label, summary in runs.items():
-            row[label] = summary["metrics"]["TOT"] if category == "(all)" else summary["by_category"].get(category, {}).get("TOT")
+            row[label] = (
+                summary["metrics"]["TOT"]
+                if category == "(all)"
+                else summary["by_category"].get(category, {}).get("TOT")
+            )
         rows.append(row)
     return rows
 
@@ -105,13 +115,20 @@ def _lazy(make: Callable[[], blind.Embedder]) -> blind.Embedder:
 
 
 def stored_audit(
-    db: sqlite_utils.Database, dataset: str, *, scorers: Sequence[str] = blind.SCORERS, folds: int = 5, seed: int = 0,
+    db: sqlite_utils.Database,
+    dataset: str,
+    *,
+    scorers: Sequence[str] = blind.SCORERS,
+    folds: int = 5,
+    seed: int = 0,
     text_encoders: Sequence[str] = ("minilm",),
 ) -> dict[str, Any] | None:
     """The last `audit` of a dataset with these settings, if its items have not changed since
     (`text_encoders` names the TOT encoders of datasets with two positives)."""
     # a dataset without two positives per item was audited with no TOT encoder
-    return store.get_audit(db, dataset, _settings(scorers, folds, seed, text_encoders)) or store.get_audit(db, dataset, _settings(scorers, folds, seed, ()))
+    return store.get_audit(db, dataset, _settings(scorers, folds, seed, text_encoders)) or store.get_audit(
+        db, dataset, _settings(scorers, folds, seed, ())
+    )
 
 
 def _settings(scorers: Sequence[str], folds: int, seed: int, text_encoders: Sequence[str] | Mapping[str, Any]) -> str:
@@ -120,7 +137,9 @@ def _settings(scorers: Sequence[str], folds: int, seed: int, text_encoders: Sequ
     return f"scorers={','.join(sorted(scorers))};folds={folds};seed={seed}{encoders};ties=half"
 
 
-def summarize_blind(items: list[store.ItemRow], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]) -> dict[str, Any]:
+def summarize_blind(
+    items: list[store.ItemRow], pairs: list[tuple[str, str]], results: dict[str, blind.BlindResult]
+) -> dict[str, Any]:
     """Blind accuracies (a tie half right) with each scorer's tie count, and same-word counts,
     overall and per category."""
     categories = np.array([i["category"] for i in items])
@@ -129,14 +148,20 @@ def summarize_blind(items: list[store.ItemRow], pairs: list[tuple[str, str]], re
     for category in sorted(set(categories.tolist())):
         mask = categories == category
         by_category[category] = {
-            "n": int(mask.sum()), "same_words": int(flags[mask].sum()),
+            "n": int(mask.sum()),
+            "same_words": int(flags[mask].sum()),
             "blind": {name: percent(r.correct[mask]) for name, r in results.items()},
             "ties": {name: int(np.count_nonzero(r.gaps[mask] == 0)) for name, r in results.items()},
         }
-    return {"n": len(items), "by_category": by_category, "blind": {name: percent(r.correct) for name, r in results.items()},
-            "ties": {name: r.ties for name, r in results.items()},
-            "same_words": int(flags.sum()), "gaps": {name: r.gaps.tolist() for name, r in results.items()},
-            "categories": categories.tolist()}
+    return {
+        "n": len(items),
+        "by_category": by_category,
+        "blind": {name: percent(r.correct) for name, r in results.items()},
+        "ties": {name: r.ties for name, r in results.items()},
+        "same_words": int(flags.sum()),
+        "gaps": {name: r.gaps.tolist() for name, r in results.items()},
+        "categories": categories.tolist(),
+    }
 
 
 def blind_row(summary: Mapping[str, Any], dataset: str, scorers: Sequence[str]) -> dict[str, Any]:
@@ -150,8 +175,15 @@ def blind_row(summary: Mapping[str, Any], dataset: str, scorers: Sequence[str]) 
 
 
 def refine_dataset(
-    db: sqlite_utils.Database, dataset: str, scorers: tuple[str, str], *, grid: int = 8, seed: int = 0, folds: int = 5,
-    out: Path | None = None, embed: blind.Embedder | None = None,
+    db: sqlite_utils.Database,
+    dataset: str,
+    scorers: tuple[str, str],
+    *,
+    grid: int = 8,
+    seed: int = 0,
+    folds: int = 5,
+    out: Path | None = None,
+    embed: blind.Embedder | None = None,
 ) -> dict[str, Any]:
     """Adversarial refinement against two blind scorers; writes the kept items in SugarCrepe's layout."""
     items = dataset_pairs(db, dataset)
@@ -159,14 +191,21 @@ def refine_dataset(
     if stored is not None:  # the page's audit already fitted these scorers on these items
         results = {name: blind.BlindResult(name, np.array(stored["gaps"][name])) for name in scorers}
     else:
-        results = blind.blind_gaps([(i["captions"][0], i["captions"][1]) for i in items], scorers, k=folds, seed=seed, embed=embed)
+        results = blind.blind_gaps(
+            [(i["captions"][0], i["captions"][1]) for i in items], scorers, k=folds, seed=seed, embed=embed
+        )
     keep = blind.refine(results[scorers[0]].gaps, results[scorers[1]].gaps, grid=grid, seed=seed)
     if out is not None:
-        formats.REGISTRY["sugarcrepe"].write([item for item, kept in zip(items, keep) if kept], out, formats.ExportContext(dataset))
+        formats.REGISTRY["sugarcrepe"].write(
+            [item for item, kept in zip(items, keep) if kept], out, formats.ExportContext(dataset)
+        )
     return {
-        "dataset": dataset, "n_before": len(items), "n_after": int(keep.sum()),
+        "dataset": dataset,
+        "n_before": len(items),
+        "n_after": int(keep.sum()),
         "blind_before": {name: percent(r.correct) for name, r in results.items()},
         "blind_after": {name: percent(r.correct[keep]) for name, r in results.items()},
         "ties_after": {name: int(np.count_nonzero(r.gaps[keep] == 0)) for name, r in results.items()},
-        "kept": keep.tolist(), "gaps": {name: r.gaps.tolist() for name, r in results.items()},
+        "kept": keep.tolist(),
+        "gaps": {name: r.gaps.tolist() for name, r in results.items()},
     }

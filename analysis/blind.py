@@ -92,7 +92,12 @@ def caption_stats(caption: str) -> list[float]:
     [5, 18, 1, 1]
     """
     tokens = words(caption)
-    return [len(tokens), len(" ".join(caption.split())), sum(t in NEGATIONS or t.endswith("n't") for t in tokens), caption.count(",")]
+    return [
+        len(tokens),
+        len(" ".join(caption.split())),
+        sum(t in NEGATIONS or t.endswith("n't") for t in tokens),
+        caption.count(","),
+    ]
 
 
 def stats_gaps(pairs: Pairs, *, k: int = 5, seed: int = 0) -> BlindResult:
@@ -152,7 +157,10 @@ class BigramModel:
     def score(self, caption: list[str]) -> float:
         """Mean log-probability per transition of a tokenised caption, so longer ones are not penalised."""
         tokens = ["<s>", *caption, "</s>"]
-        logs = [math.log((self.bigrams[(a, b)] + 1) / (self.unigrams[a] + self.vocabulary)) for a, b in zip(tokens, tokens[1:])]
+        logs = [
+            math.log((self.bigrams[(a, b)] + 1) / (self.unigrams[a] + self.vocabulary))
+            for a, b in zip(tokens, tokens[1:])
+        ]
         return sum(logs) / len(logs)
 
 
@@ -164,7 +172,9 @@ def minilm_embedder() -> Embedder:
     return lambda texts: model.encode(texts, batch_size=256, convert_to_numpy=True, normalize_embeddings=True)
 
 
-def blind_gaps(pairs: Pairs, scorers: Sequence[str] = SCORERS, *, k: int = 5, seed: int = 0, embed: Embedder | None = None) -> dict[str, BlindResult]:
+def blind_gaps(
+    pairs: Pairs, scorers: Sequence[str] = SCORERS, *, k: int = 5, seed: int = 0, embed: Embedder | None = None
+) -> dict[str, BlindResult]:
     """Run the named scorers on the pairs."""
     runners: dict[str, Callable[[], BlindResult]] = {
         "stats": lambda: stats_gaps(pairs, k=k, seed=seed),
@@ -186,7 +196,9 @@ def scaled(gaps: NDArray[np.float64]) -> NDArray[np.float64]:
     return gaps / largest if largest > 0 else np.zeros_like(gaps)
 
 
-def refine(gaps_a: NDArray[np.float64], gaps_b: NDArray[np.float64], *, grid: int = 8, seed: int = 0) -> NDArray[np.bool_]:
+def refine(
+    gaps_a: NDArray[np.float64], gaps_b: NDArray[np.float64], *, grid: int = 8, seed: int = 0
+) -> NDArray[np.bool_]:
     """SugarCrepe's adversarial refinement: which items to keep.
 
     Items fall in a `grid` x `grid` grid by their two scaled gaps; for every pair of cells

@@ -23,7 +23,9 @@ class ExportError(store.StoreError):
     """A dataset cannot be written in the asked layout."""
 
 
-def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path, *, subset: str | None = None) -> dict[str, Any]:
+def export_dataset(
+    db: sqlite_utils.Database, dataset: str, fmt: str, out: Path, *, subset: str | None = None
+) -> dict[str, Any]:
     """Write a dataset in `fmt`; jsonl and parquet carry every run's per-instance results too.
 
     jsonl is the generic import format (``cli.py import jsonl`` reads it back) with a ``results``
@@ -37,13 +39,25 @@ def export_dataset(db: sqlite_utils.Database, dataset: str, fmt: str, out: Path,
     items = store.list_items(db, row["id"], limit=1 << 62, truth_flag=flag)
     wrong = sorted({i["kind"] for i in items} - set(layout.writes or {i["kind"] for i in items}))
     if wrong:
-        raise ExportError(f"the {fmt} layout holds {' and '.join(layout.writes)} items; {dataset} has {', '.join(wrong)} items")
+        raise ExportError(
+            f"the {fmt} layout holds {' and '.join(layout.writes)} items; {dataset} has {', '.join(wrong)} items"
+        )
     out.mkdir(parents=True, exist_ok=True)
-    context = formats.ExportContext(dataset, Path(row["image_root"]) if row["image_root"] else None,
-                                    per_instance_results(db, dataset) if layout.carries_results else {})
+    context = formats.ExportContext(
+        dataset,
+        Path(row["image_root"]) if row["image_root"] else None,
+        per_instance_results(db, dataset) if layout.carries_results else {},
+    )
     files = layout.write(items, out, context)
     named = {"subset": subset} if flag else {}
-    return {"dataset": dataset, "format": fmt, **named, "n_items": len(items), "runs": sorted(per_instance_runs(db, dataset)), "files": files}
+    return {
+        "dataset": dataset,
+        "format": fmt,
+        **named,
+        "n_items": len(items),
+        "runs": sorted(per_instance_runs(db, dataset)),
+        "files": files,
+    }
 
 
 def per_instance_runs(db: sqlite_utils.Database, dataset: str) -> list[str]:
@@ -73,7 +87,13 @@ def _without_padding(scores: list[Any]) -> list[Any]:
 
 
 def export_archive(
-    db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path, *, subset: str | None = None, with_images: bool = False,
+    db: sqlite_utils.Database,
+    dataset: str,
+    fmt: str,
+    folder: Path,
+    *,
+    subset: str | None = None,
+    with_images: bool = False,
 ) -> tuple[dict[str, Any], bytes]:
     """`export_dataset` into a fresh `folder` (an earlier export there is removed), zipped; with
     `with_images`, the items' image files too, under `images/` at their paths relative to the

@@ -29,7 +29,9 @@ def item_table(db: sqlite_utils.Database, dataset: str, run: str, subset: str | 
 
 def run_table(columns: Run, ties: str = "wrong") -> pd.DataFrame:
     """`item_table` of a run already read as columns (`correct`: fully right under the tie rule)."""
-    frame = pd.DataFrame({"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)})
+    frame = pd.DataFrame(
+        {"item": columns.item_ids, "category": columns.categories, "correct": np.zeros(len(columns), dtype=bool)}
+    )
     if not len(columns):
         return frame
     per_item = run_family(columns).per_item(columns, ties)
@@ -45,12 +47,18 @@ def share_below_zero(gaps: pd.Series) -> float:
     return float(100.0 * (gaps <= 0).mean()) if len(gaps) else float("nan")
 
 
-def compare_runs(db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str, subset: str | None = None) -> pd.DataFrame:
+def compare_runs(
+    db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str, subset: str | None = None
+) -> pd.DataFrame:
     """Per category: how often two runs agree on correctness, and McNemar's exact test."""
-    return compare_correctness(item_table(db, dataset, run_a, subset), item_table(db, dataset, run_b, subset), run_a, run_b)
+    return compare_correctness(
+        item_table(db, dataset, run_a, subset), item_table(db, dataset, run_b, subset), run_a, run_b
+    )
 
 
-def compare_linked(db: sqlite_utils.Database, dataset: str, run: str, other: str, other_run: str) -> tuple[pd.DataFrame, int]:
+def compare_linked(
+    db: sqlite_utils.Database, dataset: str, run: str, other: str, other_run: str
+) -> tuple[pd.DataFrame, int]:
     """A run on one dataset against a run on another on the items they share (`data.links`:
     SugarCrepe++ and SugarCrepe), per category of the first; and how many items are linked."""
     links = linked_items(db, dataset, other)
@@ -61,7 +69,9 @@ def compare_linked(db: sqlite_utils.Database, dataset: str, run: str, other: str
 
 def human_table(humans: Mapping[int, bool]) -> pd.DataFrame:
     """Human correctness per item (`baselines.item_outcomes`) as a table `compare_correctness` reads."""
-    return pd.DataFrame({"item": list(humans), "correct": list(humans.values())}, columns=["item", "correct"]).astype({"correct": bool})
+    return pd.DataFrame({"item": list(humans), "correct": list(humans.values())}, columns=["item", "correct"]).astype(
+        {"correct": bool}
+    )
 
 
 def compare_correctness(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: str) -> pd.DataFrame:
@@ -77,21 +87,37 @@ def compare_correctness(a: pd.DataFrame, b: pd.DataFrame, name_a: str, name_b: s
         only_b = int((~part.correct_a & part.correct_b).sum())
         neither = int((~part.correct_a & ~part.correct_b).sum())
         test = mcnemar([[both, only_a], [only_b, neither]], exact=True)
-        rows.append({"category": category, "n": len(part), "both right": both, f"only {name_a}": only_a, f"only {name_b}": only_b,
-                     "both wrong": neither, "agreement %": 100.0 * (both + neither) / max(len(part), 1), "McNemar p": float(test.pvalue)})
+        rows.append(
+            {
+                "category": category,
+                "n": len(part),
+                "both right": both,
+                f"only {name_a}": only_a,
+                f"only {name_b}": only_b,
+                "both wrong": neither,
+                "agreement %": 100.0 * (both + neither) / max(len(part), 1),
+                "McNemar p": float(test.pvalue),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def comparison_for_people(table: pd.DataFrame) -> pd.DataFrame:
     """A `compare_correctness` table as the page and the CLI show it: McNemar's p written by
     `plain_text.p_value_text` (one rule everywhere), agreement with one decimal."""
-    return table.assign(**{"McNemar p": table["McNemar p"].map(plain_text.p_value_text),
-                           "agreement %": table["agreement %"].round(1)})
+    return table.assign(
+        **{"McNemar p": table["McNemar p"].map(plain_text.p_value_text), "agreement %": table["agreement %"].round(1)}
+    )
 
 
 PATTERNS = (
-    "wrong for A", "wrong for A, right for B", "right for A, wrong for B", "wrong for both",
-    "wrong for A, right for humans", "brittle for A", "any outcome",
+    "wrong for A",
+    "wrong for A, right for B",
+    "right for A, wrong for B",
+    "wrong for both",
+    "wrong for A, right for humans",
+    "brittle for A",
+    "any outcome",
 )
 
 
@@ -100,7 +126,9 @@ def gap_columns(table: pd.DataFrame) -> list[str]:
     return [c for c in table.columns if c.startswith("s(") or ": s(" in c]
 
 
-def patterns_for(table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, humans: Mapping[int, bool] | None = None) -> tuple[str, ...]:
+def patterns_for(
+    table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, humans: Mapping[int, bool] | None = None
+) -> tuple[str, ...]:
     """The correctness patterns these tables can answer (a second run, human labels, brittleness)."""
     usable = [PATTERNS[0]]
     if table_b is not None:
@@ -113,8 +141,15 @@ def patterns_for(table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, hum
 
 
 def failures(
-    table_a: pd.DataFrame, table_b: pd.DataFrame | None = None, *, humans: Mapping[int, bool] | None = None,
-    pattern: str = "wrong for A", category: str | None = None, items: Collection[int] | None = None, page: int = 0, page_size: int = 20,
+    table_a: pd.DataFrame,
+    table_b: pd.DataFrame | None = None,
+    *,
+    humans: Mapping[int, bool] | None = None,
+    pattern: str = "wrong for A",
+    category: str | None = None,
+    items: Collection[int] | None = None,
+    page: int = 0,
+    page_size: int = 20,
 ) -> tuple[pd.DataFrame, int]:
     """Items (rows of `item_table`) matching a correctness pattern, worst margin first where the
     run has margins: one page and the total.
@@ -141,12 +176,15 @@ def failures(
     gaps = gap_columns(chosen)
     if gaps:
         chosen = chosen.sort_values(gaps[0], kind="stable")
-    return chosen.iloc[page * page_size:(page + 1) * page_size], len(chosen)
+    return chosen.iloc[page * page_size : (page + 1) * page_size], len(chosen)
 
 
 _NEEDS = {
-    "wrong for A, right for B": "a second run", "right for A, wrong for B": "a second run", "wrong for both": "a second run",
-    "wrong for A, right for humans": "human baseline or ranking labels on this dataset", "brittle for A": "hard-positive scores",
+    "wrong for A, right for B": "a second run",
+    "right for A, wrong for B": "a second run",
+    "wrong for both": "a second run",
+    "wrong for A, right for humans": "human baseline or ranking labels on this dataset",
+    "brittle for A": "hard-positive scores",
 }
 
 
@@ -161,7 +199,11 @@ def _pattern_mask(table: pd.DataFrame, pattern: str) -> pd.Series:
     if pattern == "brittle for A":
         return table["brittle"]
     right_b = table["correct_b"]
-    return {"wrong for A, right for B": wrong_a & right_b, "right for A, wrong for B": ~wrong_a & ~right_b, "wrong for both": wrong_a & ~right_b}[pattern]
+    return {
+        "wrong for A, right for B": wrong_a & right_b,
+        "right for A, wrong for B": ~wrong_a & ~right_b,
+        "wrong for both": wrong_a & ~right_b,
+    }[pattern]
 
 
 def gap_histogram(tables: Mapping[str, pd.DataFrame], gap: str, *, bins: int = 40) -> pd.DataFrame:
@@ -175,7 +217,11 @@ def gap_histogram(tables: Mapping[str, pd.DataFrame], gap: str, *, bins: int = 4
     for run, table in tables.items():
         for category, part in table.groupby("category"):
             counts, _ = np.histogram(part[gap].to_numpy(dtype=float), bins=edges)
-            rows.append(pd.DataFrame({"run": run, "category": category, "left": edges[:-1], "right": edges[1:], "count": counts}))
+            rows.append(
+                pd.DataFrame(
+                    {"run": run, "category": category, "left": edges[:-1], "right": edges[1:], "count": counts}
+                )
+            )
     frame = pd.concat(rows, ignore_index=True)
     return frame.assign(middle=(frame["left"] + frame["right"]) / 2)
 
@@ -184,7 +230,8 @@ def shares_below_zero(tables: Mapping[str, pd.DataFrame], gap: str) -> pd.DataFr
     """Per run and category, the percent of items whose `gap` is at or below zero."""
     rows = [
         {"run": run, "category": category, "% at or below zero": share_below_zero(part[gap])}
-        for run, table in tables.items() for category, part in table.groupby("category")
+        for run, table in tables.items()
+        for category, part in table.groupby("category")
     ]
     return pd.DataFrame(rows)
 
@@ -240,7 +287,11 @@ def marked_difference(positive: str, negative: str) -> tuple[str, str]:
     if len(a) == len(b):
         blocks = [(i, i + 1, i, i + 1) for i in range(len(a)) if plain_a[i] != plain_b[i]]
     else:
-        blocks = [(a0, a1, b0, b1) for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, plain_a, plain_b, autojunk=False).get_opcodes() if op != "equal"]
+        blocks = [
+            (a0, a1, b0, b1)
+            for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, plain_a, plain_b, autojunk=False).get_opcodes()
+            if op != "equal"
+        ]
     return _bracketed(a, [(a0, a1) for a0, a1, _, _ in blocks]), _bracketed(b, [(b0, b1) for _, _, b0, b1 in blocks])
 
 

@@ -92,8 +92,12 @@ def _macro_from_codes(values: NDArray[np.float64], codes: NDArray[np.int_]) -> f
 
 def _bivlc_comparisons(scores: ArrayLike) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
     s = np.asarray(scores, dtype=float)
-    return {"ipos2t": (s[:, 0, 0], s[:, 0, 1]), "ineg2t": (s[:, 1, 1], s[:, 1, 0]),
-            "tpos2i": (s[:, 0, 0], s[:, 1, 0]), "tneg2i": (s[:, 1, 1], s[:, 0, 1])}
+    return {
+        "ipos2t": (s[:, 0, 0], s[:, 0, 1]),
+        "ineg2t": (s[:, 1, 1], s[:, 1, 0]),
+        "tpos2i": (s[:, 0, 0], s[:, 1, 0]),
+        "tneg2i": (s[:, 1, 1], s[:, 0, 1]),
+    }
 
 
 def bivlc_outcomes(scores: ArrayLike, ties: str = "wrong") -> dict[str, Credits]:
@@ -120,8 +124,10 @@ def bivlc_ties(scores: ArrayLike) -> int:
 def combine_bivlc(*, ipos2t: ArrayLike, ineg2t: ArrayLike, tpos2i: ArrayLike, tneg2i: ArrayLike) -> dict[str, Credits]:
     """I2T, T2I and Group from the four directional outcomes (models and humans alike): a
     product of credits, which is the logical and of true/false outcomes."""
-    parts = {k: np.asarray(v, dtype=float) for k, v in
-             {"ipos2t": ipos2t, "ineg2t": ineg2t, "tpos2i": tpos2i, "tneg2i": tneg2i}.items()}
+    parts = {
+        k: np.asarray(v, dtype=float)
+        for k, v in {"ipos2t": ipos2t, "ineg2t": ineg2t, "tpos2i": tpos2i, "tneg2i": tneg2i}.items()
+    }
     i2t = parts["ipos2t"] * parts["ineg2t"]
     t2i = parts["tpos2i"] * parts["tneg2i"]
     return {"i2t": i2t, "t2i": t2i, "group": i2t * t2i, **parts}
@@ -208,7 +214,9 @@ def _percentile_interval(values: NDArray[np.float64], level: float) -> tuple[flo
     return (float(np.nanpercentile(values, tail)), float(np.nanpercentile(values, 100 - tail)))
 
 
-def share_interval(outcomes: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def share_interval(
+    outcomes: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Bootstrap percentile interval of `percent(outcomes)`, in O(n_boot) time.
 
     Resampling n items with replacement draws a Binomial(n, share) number of true outcomes, so
@@ -233,7 +241,9 @@ def _binary(values: NDArray[np.float64]) -> bool:
     return bool(np.all((values == 0) | (values == 1)))
 
 
-def macro_interval(outcomes: ArrayLike, categories: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def macro_interval(
+    outcomes: ArrayLike, categories: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Bootstrap percentile interval of `macro_accuracy`, in O(n_boot x categories) time.
 
     A resample holds Multinomial(n, category shares) items per category and, given that count,
@@ -300,17 +310,40 @@ def summarize(
         category_intervals[str(category)] = {
             k: share_interval(v[mask], n_boot=n_boot, seed=seed + 1 + number) for k, v in arrays.items()
         }
-    summary = {"n": int(len(labels)), "metrics": metrics, "by_category": by_category, "intervals": intervals,
-               "category_intervals": category_intervals}
+    summary = {
+        "n": int(len(labels)),
+        "metrics": metrics,
+        "by_category": by_category,
+        "intervals": intervals,
+        "category_intervals": category_intervals,
+    }
     return summary if tie_counts is None else {**summary, "ties": int(tie_counts.sum())}
 
 
 CHANCE = {
-    "accuracy_micro": 50.0, "accuracy_macro": 50.0, "macro_accuracy": 50.0, "accuracy": 50.0,
-    "accuracy_reported": 50.0, "i2t": 25.0, "t2i": 25.0, "group": 100 / 6, "ipos2t": 50.0,
-    "ineg2t": 50.0, "tpos2i": 50.0, "tneg2i": 50.0, "orig_acc": 50.0, "aug_acc": 100 / 3,
-    "brittleness": 100 / 3, "ITT": 100 / 3, "Image-P1-Neg": 50.0, "Image-P2-Neg": 50.0, "TOT": 100 / 3,
-    "text": 25.0, "image": 25.0, "acc_r": 50.0, "acc_r_macro": 50.0,
+    "accuracy_micro": 50.0,
+    "accuracy_macro": 50.0,
+    "macro_accuracy": 50.0,
+    "accuracy": 50.0,
+    "accuracy_reported": 50.0,
+    "i2t": 25.0,
+    "t2i": 25.0,
+    "group": 100 / 6,
+    "ipos2t": 50.0,
+    "ineg2t": 50.0,
+    "tpos2i": 50.0,
+    "tneg2i": 50.0,
+    "orig_acc": 50.0,
+    "aug_acc": 100 / 3,
+    "brittleness": 100 / 3,
+    "ITT": 100 / 3,
+    "Image-P1-Neg": 50.0,
+    "Image-P2-Neg": 50.0,
+    "TOT": 100 / 3,
+    "text": 25.0,
+    "image": 25.0,
+    "acc_r": 50.0,
+    "acc_r_macro": 50.0,
 }
 
 

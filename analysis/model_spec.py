@@ -33,7 +33,11 @@ class ModelSpec:
     @property
     def random_weights(self) -> bool:
         """True when the spec asks for untrained weights (timing only)."""
-        return self.checkpoint is None and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS and not self.arch.startswith("hf-hub:")
+        return (
+            self.checkpoint is None
+            and (self.pretrained or RANDOM_WEIGHTS).lower() == RANDOM_WEIGHTS
+            and not self.arch.startswith("hf-hub:")
+        )
 
     @property
     def run_name(self) -> str:

@@ -75,10 +75,15 @@ class LoadedModel:
     def stamp(self) -> dict[str, Any]:
         """What every run records about the model that produced it."""
         return {
-            **asdict(self.spec), "activation": "quick_gelu" if self.quick_gelu else "gelu",
-            "random_weights": self.spec.random_weights, "weights_digest": self.weights_digest,
-            "open_clip": open_clip.__version__, "torch": torch.__version__, "device": str(self.device),
-            "exact_text_trimming": self.exact_trimming, "model_identity": self.identity,
+            **asdict(self.spec),
+            "activation": "quick_gelu" if self.quick_gelu else "gelu",
+            "random_weights": self.spec.random_weights,
+            "weights_digest": self.weights_digest,
+            "open_clip": open_clip.__version__,
+            "torch": torch.__version__,
+            "device": str(self.device),
+            "exact_text_trimming": self.exact_trimming,
+            "model_identity": self.identity,
             "precision_reason": self.precision_reason,
         }
 
@@ -116,13 +121,19 @@ def native_bf16(device: torch.device) -> tuple[bool, str]:
     features = cpu_bf16_features()
     if features:
         return True, f"this CPU ({platform.machine()}) has native bf16 ({', '.join(features)})"
-    return False, f"this CPU ({platform.machine()}) has no native bf16 (no AVX512-BF16, AMX or Arm BF16), where bf16 is emulated and slower than fp32"
+    return (
+        False,
+        f"this CPU ({platform.machine()}) has no native bf16 (no AVX512-BF16, AMX or Arm BF16), where bf16 is emulated and slower than fp32",
+    )
 
 
 def cpu_bf16_features() -> list[str]:
     """The CPU's native bf16 instruction sets, as torch or the kernel reports them."""
-    found = [name for name, probe in (("AVX512-BF16", "_is_avx512_bf16_supported"), ("AMX", "_is_amx_tile_supported"))
-             if getattr(torch.cpu, probe, lambda: False)()]
+    found = [
+        name
+        for name, probe in (("AVX512-BF16", "_is_avx512_bf16_supported"), ("AMX", "_is_amx_tile_supported"))
+        if getattr(torch.cpu, probe, lambda: False)()
+    ]
     if not found and platform.machine() in ("aarch64", "arm64"):
         try:
             flags = Path("/proc/cpuinfo").read_text().split()
@@ -160,15 +171,21 @@ def load_model(spec: ModelSpec, device: str = "auto", cache_dir: str | None = No
         torch.manual_seed(0)  # the same random model every time, so timing runs are comparable
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
-            spec.arch, pretrained=weights, precision=spec.precision, device=target,
-            force_quick_gelu=quick_gelu, cache_dir=cache_dir,
+            spec.arch,
+            pretrained=weights,
+            precision=spec.precision,
+            device=target,
+            force_quick_gelu=quick_gelu,
+            cache_dir=cache_dir,
         )
     except (RuntimeError, OSError, ValueError) as error:
         raise ModelUnavailableError(_unavailable_message(spec, error)) from error
     model.eval()
     tokenizer = open_clip.get_tokenizer(spec.arch)
     digest = _file_digest(Path(spec.checkpoint)) if spec.checkpoint else (spec.pretrained or RANDOM_WEIGHTS)
-    return LoadedModel(spec, model, preprocess, tokenizer, target, quick_gelu or _config_quick_gelu(spec.arch), digest, reason)
+    return LoadedModel(
+        spec, model, preprocess, tokenizer, target, quick_gelu or _config_quick_gelu(spec.arch), digest, reason
+    )
 
 
 def _weights_argument(spec: ModelSpec) -> str | None:
@@ -214,7 +231,9 @@ def create_for_training(arch: str, seed: int) -> tuple[Any, Any, Any]:
 def image_normalization(loaded_or_model: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The (mean, std) the model's preprocessing normalises images with."""
     visual = getattr(loaded_or_model, "visual", loaded_or_model)
-    return tuple(visual.image_mean or open_clip.OPENAI_DATASET_MEAN), tuple(visual.image_std or open_clip.OPENAI_DATASET_STD)
+    return tuple(visual.image_mean or open_clip.OPENAI_DATASET_MEAN), tuple(
+        visual.image_std or open_clip.OPENAI_DATASET_STD
+    )
 
 
 # --- encoding --------------------------------------------------------------------------------
@@ -223,7 +242,9 @@ def image_normalization(loaded_or_model: Any) -> tuple[tuple[float, ...], tuple[
 @torch.inference_mode()
 def encode_images(loaded: LoadedModel, images: list[Image.Image]) -> np.ndarray:
     """L2-normalised image embeddings (float32), one row per image."""
-    batch = torch.stack([loaded.preprocess(image) for image in images]).to(loaded.device, INPUT_DTYPES[loaded.spec.precision])
+    batch = torch.stack([loaded.preprocess(image) for image in images]).to(
+        loaded.device, INPUT_DTYPES[loaded.spec.precision]
+    )
     features = loaded.model.encode_image(batch, normalize=True)
     return features.float().cpu().numpy()
 
@@ -247,7 +268,7 @@ def text_embedder(loaded: LoadedModel, batch_size: int = 256) -> Callable[[list[
         order = np.argsort(token_lengths(loaded, texts), kind="stable") if texts else np.array([], dtype=int)
         out = np.zeros((len(texts), 0), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
-            chosen = order[start:start + batch_size]
+            chosen = order[start : start + batch_size]
             vectors = encode_texts(loaded, [texts[i] for i in chosen])
             if out.shape[1] == 0:
                 out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)

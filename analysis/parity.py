@@ -44,15 +44,29 @@ class Parity:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for `cli.py parity --json`."""
         return {
-            "dataset": self.dataset, "run_a": self.run_a, "run_b": self.run_b, "n_items": self.n_items,
-            "metric": self.metric, "value_a": self.value_a, "value_b": self.value_b, "change": self.change,
-            "change_interval": list(self.change_interval), "n_flips": len(self.flips),
+            "dataset": self.dataset,
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "n_items": self.n_items,
+            "metric": self.metric,
+            "value_a": self.value_a,
+            "value_b": self.value_b,
+            "change": self.change,
+            "change_interval": list(self.change_interval),
+            "n_flips": len(self.flips),
             "flips": self.flips.to_dict("records"),
         }
 
 
 def parity(
-    db: sqlite_utils.Database, dataset: str, run_a: str, run_b: str, *, subset: str | None = None, n_boot: int = BOOTSTRAP, seed: int = 0,
+    db: sqlite_utils.Database,
+    dataset: str,
+    run_a: str,
+    run_b: str,
+    *,
+    subset: str | None = None,
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
 ) -> Parity:
     """The parity report of `run_b` against `run_a` on `dataset` (on a named subset of its items)."""
     ties = source_format(db, dataset).ties
@@ -62,8 +76,15 @@ def parity(
     metric = headline_name(db, dataset, columns_a)
     flips = decision_flips(run_table(columns_a, ties), run_table(columns_b, ties))
     return Parity(
-        dataset, run_a, run_b, len(shared), metric, m.percent(credits_a), m.percent(credits_b),
-        difference_interval(credits_a, credits_b, n_boot=n_boot, seed=seed), flips,
+        dataset,
+        run_a,
+        run_b,
+        len(shared),
+        metric,
+        m.percent(credits_a),
+        m.percent(credits_b),
+        difference_interval(credits_a, credits_b, n_boot=n_boot, seed=seed),
+        flips,
     )
 
 
@@ -71,14 +92,18 @@ def decision_flips(table_a: pd.DataFrame, table_b: pd.DataFrame) -> pd.DataFrame
     """The items of two `run_table`s whose decision differs (right or wrong, or the sign of any
     gap both have), smallest margin under A first."""
     gaps = [g for g in gap_columns(table_a) if g in table_b]
-    joined = table_a[["item", "category", "correct", *gaps]].merge(table_b[["item", "correct", *gaps]], on="item", suffixes=(" A", " B"))
+    joined = table_a[["item", "category", "correct", *gaps]].merge(
+        table_b[["item", "correct", *gaps]], on="item", suffixes=(" A", " B")
+    )
     differs = joined["correct A"] != joined["correct B"]
     for gap in gaps:
         differs |= np.sign(joined[f"{gap} A"]) != np.sign(joined[f"{gap} B"])
     flipped = joined[differs]
     if gaps:
         flipped = flipped.iloc[np.argsort(np.abs(flipped[f"{gaps[0]} A"].to_numpy()), kind="stable")]
-    return flipped[["item", "category", "correct A", "correct B", *[f"{g} {r}" for g in gaps for r in "AB"]]].reset_index(drop=True)
+    return flipped[
+        ["item", "category", "correct A", "correct B", *[f"{g} {r}" for g in gaps for r in "AB"]]
+    ].reset_index(drop=True)
 
 
 def headline_credits(run: Run, ties: str, items: np.ndarray) -> np.ndarray:
@@ -95,7 +120,9 @@ def headline_name(db: sqlite_utils.Database, dataset: str, run: Run) -> str:
     return source_format(db, dataset).metric_names.get(headline) or headline
 
 
-def difference_interval(credits_a: np.ndarray, credits_b: np.ndarray, *, n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+def difference_interval(
+    credits_a: np.ndarray, credits_b: np.ndarray, *, n_boot: int = BOOTSTRAP, seed: int = 0
+) -> tuple[float, float]:
     """95% bootstrap interval of percent(b) - percent(a), resampling items jointly (paired): the
     percent of the per-item differences, whose few distinct values `metrics.share_interval`
     draws as Multinomial counts.
@@ -103,4 +130,6 @@ def difference_interval(credits_a: np.ndarray, credits_b: np.ndarray, *, n_boot:
     >>> difference_interval(np.ones(50), np.ones(50))
     (0.0, 0.0)
     """
-    return m.share_interval(np.asarray(credits_b, dtype=float) - np.asarray(credits_a, dtype=float), n_boot=n_boot, seed=seed)
+    return m.share_interval(
+        np.asarray(credits_b, dtype=float) - np.asarray(credits_a, dtype=float), n_boot=n_boot, seed=seed
+    )

@@ -23,6 +23,7 @@ Run = store.RunColumns
 # Resamples behind every 95% interval of a run, in the app and the CLI alike (seed 0).
 BOOTSTRAP = 1000
 
+
 class UnsupportedRunError(store.StoreError):
     """A run holds nothing the metrics can use (say, candidate-image scores)."""
 
@@ -55,7 +56,13 @@ SUMMARY_SHAPE = 5
 
 
 def run_metrics(
-    db: sqlite_utils.Database, dataset: str, run: str, *, n_boot: int = 1000, seed: int = 0, subset: str | None = None,
+    db: sqlite_utils.Database,
+    dataset: str,
+    run: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    subset: str | None = None,
     ties: str | None = None,
 ) -> dict[str, Any]:
     """The metrics JSON of cli.md for one run of one dataset (on a named subset of its items:
@@ -68,17 +75,23 @@ def run_metrics(
     flag = subsets.truth_flag(subset)
     source = source_format(db, dataset)
     rule = tie_rule(source, ties)
-    settings = f"shape={SUMMARY_SHAPE};n_boot={n_boot};seed={seed};ties={rule['rule']}" + (f";subset={subset}" if flag else "")
+    settings = f"shape={SUMMARY_SHAPE};n_boot={n_boot};seed={seed};ties={rule['rule']}" + (
+        f";subset={subset}" if flag else ""
+    )
     stored = store.get_run_summary(db, run_id, settings)
     if stored is not None:
         return stored
     columns = store.run_columns(db, run_id, truth_flag=flag)
     if not len(columns):
-        raise UnsupportedRunError(f"run {run!r} on {dataset!r} has no scored items" + (f" in subset {subset!r}" if flag else ""))
+        raise UnsupportedRunError(
+            f"run {run!r} on {dataset!r} has no scored items" + (f" in subset {subset!r}" if flag else "")
+        )
     summary = summarize_run(columns, Settings(source, rule["rule"], n_boot, seed))
     named = {"subset": subset} if flag else {}
     decided = {} if columns.scores is None else {"tie_rule": rule}  # imported decisions hold no ties
-    result = json.loads(json.dumps({"dataset": dataset, "run": run, **named, **decided, **summary}))  # the stored form, whichever call reads it
+    result = json.loads(
+        json.dumps({"dataset": dataset, "run": run, **named, **decided, **summary})
+    )  # the stored form, whichever call reads it
     store.put_run_summary(db, run_id, settings, result)
     return result
 
@@ -247,15 +260,21 @@ def retrieval_outcomes(run: Run, ties: str) -> Outcomes:
     return {f"recall_at_{k}": m.recall_at_k(run.scores, k, ties) for k in (1, 3, 5)}, m.retrieval_tied(run.scores)
 
 
-def add_retrieval_chance(summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings) -> None:
+def add_retrieval_chance(
+    summary: dict[str, Any], run: Run, outcomes: dict[str, np.ndarray], settings: Settings
+) -> None:
     """`chance`: recall at k of a random ranking, overall and per category; it depends on each
     item's number of captions (CREPE's vary, What'sUp's are 4 or 2)."""
     if run.scores is None:
         return
     options = np.sum(~np.isnan(np.asarray(run.scores, dtype=float)), axis=1)
     by_item = {key: np.minimum(1.0, int(key.rsplit("_", 1)[1]) / options) for key in outcomes}
-    groups = {"(all)": np.ones(len(options), dtype=bool)} | {str(c): run.categories == c for c in summary["by_category"]}
-    summary["chance"] = {group: {key: m.percent(values[mask]) for key, values in by_item.items()} for group, mask in groups.items()}
+    groups = {"(all)": np.ones(len(options), dtype=bool)} | {
+        str(c): run.categories == c for c in summary["by_category"]
+    }
+    summary["chance"] = {
+        group: {key: m.percent(values[mask]) for key, values in by_item.items()} for group, mask in groups.items()
+    }
 
 
 def chance_levels(summary: Mapping[str, Any], key: str, categories: Sequence[str]) -> list[float | None]:
@@ -287,7 +306,11 @@ def choice_summary(run: Run, settings: Settings) -> dict[str, Any]:
     An answer naming neither option counts as wrong; `n_unparsed` says how many there were.
     `accuracy_reported` uses the source's own per-answer judgement instead of our reading.
     """
-    answers = [(category, ordering, answer) for category, outcome in zip(run.categories, run.outcomes) for ordering, answer in sorted(outcome.items())]
+    answers = [
+        (category, ordering, answer)
+        for category, outcome in zip(run.categories, run.outcomes)
+        for ordering, answer in sorted(outcome.items())
+    ]
     categories = np.array([category for category, _, _ in answers])
     outcomes = {
         "accuracy": np.array([bool(a["correct"]) for _, _, a in answers]),
@@ -306,8 +329,12 @@ def choice_correct(run: Run) -> tuple[np.ndarray, dict[str, list[bool | None]]]:
     """Per item of a choices run: right under every ordering it was asked in, and per ordering
     whether it was right (None where that ordering was not asked)."""
     orderings = sorted({ordering for outcome in run.outcomes for ordering in outcome})
-    per = {o: [None if o not in outcome else bool(outcome[o]["correct"]) for outcome in run.outcomes] for o in orderings}
-    every = np.array([all(bool(answer["correct"]) for answer in outcome.values()) for outcome in run.outcomes], dtype=bool)
+    per = {
+        o: [None if o not in outcome else bool(outcome[o]["correct"]) for outcome in run.outcomes] for o in orderings
+    }
+    every = np.array(
+        [all(bool(answer["correct"]) for answer in outcome.values()) for outcome in run.outcomes], dtype=bool
+    )
     return every, per
 
 
@@ -354,8 +381,10 @@ class MetricFamily:
         if self.inspect is not None:
             return self.inspect(run, ties)
         outcomes, _ = self.outcomes(run, ties)
-        return {"correct": outcomes[self.headline] == 1.0,
-                **{column: outcomes[key] == 1.0 for column, key in self.columns.items() if key in outcomes}}
+        return {
+            "correct": outcomes[self.headline] == 1.0,
+            **{column: outcomes[key] == 1.0 for column, key in self.columns.items() if key in outcomes},
+        }
 
     def credits(self, run: Run, ties: str = "wrong") -> np.ndarray:
         """Each item's credit on the headline outcome (1 right, 0 wrong, 0.5 a half-counted tie)."""
@@ -363,15 +392,23 @@ class MetricFamily:
 
 
 METRIC_FAMILIES = {
-    family.name: family for family in (
+    family.name: family
+    for family in (
         MetricFamily("pairwise", pair_outcomes, "accuracy_micro", macro=True),
-        MetricFamily("hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means,
-                     columns={"brittle": "brittleness"}),
+        MetricFamily(
+            "hard_positive", triple_outcomes, "aug_acc", extend=add_caption_means, columns={"brittle": "brittleness"}
+        ),
         MetricFamily("paraphrase", paraphrase_outcomes, "itt", columns={"text only right": "tot"}),
         MetricFamily("bivlc", group_outcomes, "group", extend=add_group_types),
         MetricFamily("retrieval", retrieval_outcomes, "recall_at_1", extend=add_retrieval_chance),
-        MetricFamily("choices", choice_outcomes, CHOICE_HEADLINE, run_kinds=("choices",),
-                     summary=choice_summary, inspect=choice_columns),
+        MetricFamily(
+            "choices",
+            choice_outcomes,
+            CHOICE_HEADLINE,
+            run_kinds=("choices",),
+            summary=choice_summary,
+            inspect=choice_columns,
+        ),
     )
 }
 
@@ -392,7 +429,12 @@ def run_family(run: Run) -> MetricFamily:
 
 
 def run_summaries(
-    db: sqlite_utils.Database, dataset: str, *, n_boot: int = BOOTSTRAP, subset: str | None = None, ties: str | None = None,
+    db: sqlite_utils.Database,
+    dataset: str,
+    *,
+    n_boot: int = BOOTSTRAP,
+    subset: str | None = None,
+    ties: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset, with
     the same bootstrap (size and seed) as ``cli.py metrics``: the app and the CLI show one number."""
@@ -410,7 +452,16 @@ def runs_overview(runs: list[dict[str, Any]], summaries: Mapping[str, dict[str, 
     return [{**run, **summaries[run["run"]].get("metrics", summaries[run["run"]])} for run in runs]
 
 
-RUN_COLUMNS = ("run", "dataset", "model", "pretrained", "kind", "precision", "n_items", "note")  # `runs_overview`'s columns that are not metrics
+RUN_COLUMNS = (
+    "run",
+    "dataset",
+    "model",
+    "pretrained",
+    "kind",
+    "precision",
+    "n_items",
+    "note",
+)  # `runs_overview`'s columns that are not metrics
 
 
 def overview_metrics(row: Mapping[str, Any]) -> list[str]:
@@ -418,7 +469,9 @@ def overview_metrics(row: Mapping[str, Any]) -> list[str]:
     return [k for k in row if k not in RUN_COLUMNS and not k.startswith(("mean_", "n_"))]
 
 
-def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key: str, level: str = "category") -> list[dict[str, Any]]:
+def category_table(
+    summaries: Mapping[str, dict[str, Any]], runs: list[str], key: str, level: str = "category"
+) -> list[dict[str, Any]]:
     """Per category (or per `level` = "type", BiVLC's types) and overall, the metric `key` of
     each run with its 95% interval and, for runs of scores, the number of tied comparisons."""
     table: dict[str, dict[str, Any]] = {}
@@ -440,7 +493,11 @@ def category_table(summaries: Mapping[str, dict[str, Any]], runs: list[str], key
 
 def tie_rules_said(summaries: Mapping[str, dict[str, Any]], runs: list[str]) -> list[str]:
     """One sentence per distinct tie rule among the runs' summaries (for the page's caption)."""
-    said = {f"A tie counts as {s['tie_rule']['rule']}: {s['tie_rule']['why']}." for s in (summaries[r] for r in runs) if "tie_rule" in s}
+    said = {
+        f"A tie counts as {s['tie_rule']['rule']}: {s['tie_rule']['why']}."
+        for s in (summaries[r] for r in runs)
+        if "tie_rule" in s
+    }
     return sorted(said)
 
 

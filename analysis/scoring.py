@@ -86,12 +86,16 @@ class Scorable:
         """What is left out, said before scoring ("" when nothing is)."""
         if not self.n_skipped:
             return ""
-        return (f"{self.n_skipped:,} of the {self.n_items:,} items of {self.dataset} lack an image file and will be skipped; "
-                f"{self.n_scorable:,} will be scored.")
+        return (
+            f"{self.n_skipped:,} of the {self.n_items:,} items of {self.dataset} lack an image file and will be skipped; "
+            f"{self.n_scorable:,} will be scored."
+        )
 
 
-ATTACH_HINT = ("attach its image folder (Datasets page: \"Attach an image folder\"; or import the benchmark again with "
-               "--images DIR), then score again")
+ATTACH_HINT = (
+    'attach its image folder (Datasets page: "Attach an image folder"; or import the benchmark again with '
+    "--images DIR), then score again"
+)
 
 
 def scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = None) -> Scorable:
@@ -109,7 +113,9 @@ def require_scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | No
     if found.n_items == 0:
         raise NothingToScoreError(f"{dataset} has no items to score")
     if found.n_scorable == 0:
-        raise NothingToScoreError(f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: {ATTACH_HINT}")
+        raise NothingToScoreError(
+            f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: {ATTACH_HINT}"
+        )
     return found
 
 
@@ -133,20 +139,42 @@ def score_dataset(
     hashes = store.image_hashes(db, row["id"])
     plans, image_sources, text_sources = plan_items(items, hashes)
     model_id = loaded.identity
-    image_vectors, image_hits, n_images = _embed(db, model_id, "image", image_sources, lambda batch: encode_images(loaded, [load_image(root, *src) for src in batch]), batch_size, progress)
+    image_vectors, image_hits, n_images = _embed(
+        db,
+        model_id,
+        "image",
+        image_sources,
+        lambda batch: encode_images(loaded, [load_image(root, *src) for src in batch]),
+        batch_size,
+        progress,
+    )
     text_vectors, text_hits, n_texts = _embed(
-        db, model_id, "text", text_sources, lambda batch: encode_texts(loaded, list(batch)), batch_size, progress,
+        db,
+        model_id,
+        "text",
+        text_sources,
+        lambda batch: encode_texts(loaded, list(batch)),
+        batch_size,
+        progress,
         order=lambda keys: _by_token_length(loaded, keys, text_sources),
     )
     scores = [(plan.item_id, item_scores(plan, image_vectors, text_vectors)) for plan in plans]
     name = run or loaded.spec.run_name
     with store.transaction(db):
-        run_id = store.ensure_run(db, row["id"], name, kind="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained)
+        run_id = store.ensure_run(
+            db, row["id"], name, kind="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained
+        )
         store.put_scores(db, run_id, scores)
         store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
     return ScoreReport(
-        run=name, dataset=dataset, n_items=len(scores), n_images_encoded=n_images, n_texts_encoded=n_texts,
-        cache_hits=image_hits + text_hits, seconds=time.perf_counter() - started, n_skipped=len(items) - len(plans),
+        run=name,
+        dataset=dataset,
+        n_items=len(scores),
+        n_images_encoded=n_images,
+        n_texts_encoded=n_texts,
+        cache_hits=image_hits + text_hits,
+        seconds=time.perf_counter() - started,
+        n_skipped=len(items) - len(plans),
     )
 
 
@@ -216,7 +244,7 @@ def _embed(
     if order is not None:
         missing = order(missing)  # only what is encoded: a warm run tokenizes nothing
     for start in range(0, len(missing), batch_size):
-        keys = missing[start:start + batch_size]
+        keys = missing[start : start + batch_size]
         encoded = encode([sources[k] for k in keys]).astype(np.float32)
         store.put_embeddings(db, model_id, modality, [(k, v.tobytes()) for k, v in zip(keys, encoded)])
         vectors.update(zip(keys, encoded))

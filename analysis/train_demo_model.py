@@ -72,7 +72,9 @@ def true_caption(scene: w.Scene, rng: random.Random) -> str:
     return w.render(w.Claim(descs), rng.randrange(3), rng.random() < 0.2)
 
 
-def train(config: TrainConfig = TrainConfig(), out: Path = CHECKPOINT, max_steps: int | None = None) -> dict[str, float]:
+def train(
+    config: TrainConfig = TrainConfig(), out: Path = CHECKPOINT, max_steps: int | None = None
+) -> dict[str, float]:
     """Train, save the weights in fp16 with a checksum, return the final loss and timings."""
     torch.manual_seed(config.seed)
     started = time.perf_counter()
@@ -83,14 +85,16 @@ def train(config: TrainConfig = TrainConfig(), out: Path = CHECKPOINT, max_steps
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     steps_per_epoch = len(scenes) // config.batch_size
     total = min(max_steps or 1 << 62, steps_per_epoch * config.epochs)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / config.warmup_steps) * 0.5 * (1 + np.cos(np.pi * s / total)))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / config.warmup_steps) * 0.5 * (1 + np.cos(np.pi * s / total))
+    )
     rng = random.Random(config.seed)
     model.train()
     loss = torch.tensor(0.0)
     for step in range(total):
         if step % steps_per_epoch == 0:
             order = torch.randperm(len(scenes)).tolist()
-        index = order[(step % steps_per_epoch) * config.batch_size:][: config.batch_size]
+        index = order[(step % steps_per_epoch) * config.batch_size :][: config.batch_size]
         batch = (images[index].float() / 255 - mean) / std
         texts = tokenizer([true_caption(scenes[i], rng) for i in index])
         image_features, text_features, logit_scale = model(batch, texts)
@@ -102,7 +106,10 @@ def train(config: TrainConfig = TrainConfig(), out: Path = CHECKPOINT, max_steps
         with torch.no_grad():
             model.logit_scale.clamp_(0, np.log(100))
         if step % 50 == 0 or step == total - 1:
-            print(f"step {step + 1}/{total} loss {loss.item():.3f} ({time.perf_counter() - started:.0f}s)", file=sys.stderr)
+            print(
+                f"step {step + 1}/{total} loss {loss.item():.3f} ({time.perf_counter() - started:.0f}s)",
+                file=sys.stderr,
+            )
     save_checkpoint(model, out)
     return {"loss": float(loss.item()), "steps": total, "seconds": time.perf_counter() - started}
 

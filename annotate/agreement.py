@@ -56,9 +56,14 @@ def ratings_table(labels: list[Mapping[str, Any]], task: str, questions: tuple[s
     """
     questions = questions or answer_questions(task)
     rows = [
-        {"unit": (label["item"], label["part"], *((q,) if len(questions) > 1 else ())), "annotator": label["annotator"],
-         "label": coded_label(task, label["answer"], q)}
-        for label in labels for q in questions if q in label["answer"]
+        {
+            "unit": (label["item"], label["part"], *((q,) if len(questions) > 1 else ())),
+            "annotator": label["annotator"],
+            "label": coded_label(task, label["answer"], q),
+        }
+        for label in labels
+        for q in questions
+        if q in label["answer"]
     ]
     if not rows:
         return pd.DataFrame()
@@ -77,7 +82,8 @@ def task_agreement(labels: list[Mapping[str, Any]], task: str, *, n_boot: int = 
     report = agreement_report(ratings_table(labels, task), level=level, n_boot=n_boot, seed=seed)
     if len(questions) > 1:
         report["by_question"] = {
-            q: agreement_report(ratings_table(labels, task, (q,)), level=level, n_boot=n_boot, seed=seed) for q in questions
+            q: agreement_report(ratings_table(labels, task, (q,)), level=level, n_boot=n_boot, seed=seed)
+            for q in questions
         }
     return {**report, "level": level}
 
@@ -93,7 +99,11 @@ def percent_agreement(table: pd.DataFrame) -> tuple[float | None, int]:
 
 def _percent_from_codes(codes: np.ndarray) -> tuple[float | None, int]:
     n_classes = int(np.nanmax(codes)) + 1 if np.isfinite(codes).any() else 0
-    counts = np.stack([(codes == c).sum(axis=1) for c in range(n_classes)], axis=1) if n_classes else np.zeros((len(codes), 1))
+    counts = (
+        np.stack([(codes == c).sum(axis=1) for c in range(n_classes)], axis=1)
+        if n_classes
+        else np.zeros((len(codes), 1))
+    )
     raters = counts.sum(axis=1)
     rated = raters >= 2
     if not rated.any():
@@ -109,7 +119,10 @@ def cohen_pairs(table: pd.DataFrame) -> list[dict[str, Any]]:
     the tests check) because the bootstrap calls it thousands of times.
     """
     codes = _codes(table).to_numpy(dtype=float)
-    return [_pair_entry(str(a), str(b), codes[:, i], codes[:, j]) for (i, a), (j, b) in combinations(enumerate(table.columns), 2)]
+    return [
+        _pair_entry(str(a), str(b), codes[:, i], codes[:, j])
+        for (i, a), (j, b) in combinations(enumerate(table.columns), 2)
+    ]
 
 
 def _pair_entry(a: str, b: str, x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
@@ -169,7 +182,11 @@ def fleiss_from_counts(counts: np.ndarray) -> tuple[float | None, int, str | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         value = float(fleiss_kappa(used))
-    return (None, len(counts), "chance agreement is 1: kappa is undefined") if math.isnan(value) else (value, len(counts), None)
+    return (
+        (None, len(counts), "chance agreement is 1: kappa is undefined")
+        if math.isnan(value)
+        else (value, len(counts), None)
+    )
 
 
 def krippendorff_alpha(table: pd.DataFrame, level: str = "nominal") -> tuple[float | None, int, str | None]:
@@ -178,7 +195,11 @@ def krippendorff_alpha(table: pd.DataFrame, level: str = "nominal") -> tuple[flo
     if usable.empty:
         return None, 0, "no item has two or more labels"
     value = _alpha_from_codes(_codes(usable, ordinal=level == "ordinal").to_numpy(dtype=float), level)
-    return (value, len(usable), None) if value is not None else (None, len(usable), "every label is the same class: alpha is undefined")
+    return (
+        (value, len(usable), None)
+        if value is not None
+        else (None, len(usable), "every label is the same class: alpha is undefined")
+    )
 
 
 def _alpha_from_codes(codes: np.ndarray, level: str) -> float | None:
@@ -200,7 +221,11 @@ def gwet_ac1(table: pd.DataFrame) -> tuple[float | None, int, str | None]:
     n = int(((~np.isnan(codes)).sum(axis=1) >= 2).sum())
     value = _ac1_from_codes(codes)
     if value is None:
-        return None, n, "no item has two or more labels" if n == 0 else "every label is the same class: AC1 says nothing"
+        return (
+            None,
+            n,
+            "no item has two or more labels" if n == 0 else "every label is the same class: AC1 says nothing",
+        )
     return value, n, None
 
 
@@ -228,7 +253,9 @@ def _codes(table: pd.DataFrame, ordinal: bool = False) -> pd.DataFrame:
     return table.apply(lambda column: column.map(index))
 
 
-def bootstrap(statistic: Callable[[np.ndarray], float | None], codes: np.ndarray, *, n_boot: int = 500, seed: int = 0) -> tuple[float, float] | None:
+def bootstrap(
+    statistic: Callable[[np.ndarray], float | None], codes: np.ndarray, *, n_boot: int = 500, seed: int = 0
+) -> tuple[float, float] | None:
     """Percentile 95% interval of a coefficient of the code matrix over resampled units."""
     if len(codes) == 0 or n_boot == 0:
         return None
@@ -244,7 +271,9 @@ def bootstrap(statistic: Callable[[np.ndarray], float | None], codes: np.ndarray
     return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
 
 
-def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
+def agreement_report(
+    table: pd.DataFrame, *, level: str = "nominal", n_boot: int = 500, seed: int = 0
+) -> dict[str, Any]:
     """Every coefficient with its item count, 95% intervals and reasons for undefined ones."""
     undefined: dict[str, str] = {}
     percent, n_percent = percent_agreement(table)
@@ -253,33 +282,47 @@ def agreement_report(table: pd.DataFrame, *, level: str = "nominal", n_boot: int
     cohen_mean = float(np.mean(defined)) if defined else None
     if cohen_mean is None:
         undefined["cohen_mean"] = "no annotator pair has a defined kappa"
-    coefficients = {"fleiss": fleiss(table), "krippendorff_alpha": krippendorff_alpha(table, level), "gwet_ac1": gwet_ac1(table)}
+    coefficients = {
+        "fleiss": fleiss(table),
+        "krippendorff_alpha": krippendorff_alpha(table, level),
+        "gwet_ac1": gwet_ac1(table),
+    }
     for key, (value, _, reason) in coefficients.items():
         if value is None and reason:
             undefined[key] = reason
     codes = _codes(table, ordinal=level == "ordinal").to_numpy(dtype=float) if not table.empty else np.zeros((0, 0))
     statistics: dict[str, Callable[[np.ndarray], float | None]] = {
         "percent_agreement": lambda c: _percent_from_codes(c)[0],
-        "cohen_mean": lambda c: _mean_or_none([k for i, j in combinations(range(c.shape[1]), 2) if (k := cohen_kappa(c[:, i], c[:, j])[0]) is not None]),
+        "cohen_mean": lambda c: _mean_or_none(
+            [k for i, j in combinations(range(c.shape[1]), 2) if (k := cohen_kappa(c[:, i], c[:, j])[0]) is not None]
+        ),
         "krippendorff_alpha": lambda c: _alpha_from_codes(c, level),
         "gwet_ac1": _ac1_from_codes,
     }
     intervals = {key: bootstrap(fn, codes, n_boot=n_boot, seed=seed) for key, fn in statistics.items()}
     return {
-        "n_items": int(len(table)), "n_labels": int(table.notna().sum().sum()) if not table.empty else 0,
-        "percent_agreement": percent, "n_items_agreement": n_percent,
-        "cohen_pairs": pairs, "cohen_mean": cohen_mean,
+        "n_items": int(len(table)),
+        "n_labels": int(table.notna().sum().sum()) if not table.empty else 0,
+        "percent_agreement": percent,
+        "n_items_agreement": n_percent,
+        "cohen_pairs": pairs,
+        "cohen_mean": cohen_mean,
         **{key: value for key, (value, _, _) in coefficients.items()},
         "n_items_by_coefficient": {key: n for key, (_, n, _) in coefficients.items()},
-        "intervals": intervals, "undefined": undefined, "note": KAPPA_PARADOX,
+        "intervals": intervals,
+        "undefined": undefined,
+        "note": KAPPA_PARADOX,
     }
 
 
 COEFFICIENTS = ("percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1")
 # How each coefficient is named where people read (tables, the protocol paragraph).
 COEFFICIENT_NAMES = {
-    "percent_agreement": "Percent agreement", "cohen_mean": "Cohen's kappa, mean over annotator pairs",
-    "fleiss": "Fleiss' kappa", "krippendorff_alpha": "Krippendorff's alpha", "gwet_ac1": "Gwet's AC1",
+    "percent_agreement": "Percent agreement",
+    "cohen_mean": "Cohen's kappa, mean over annotator pairs",
+    "fleiss": "Fleiss' kappa",
+    "krippendorff_alpha": "Krippendorff's alpha",
+    "gwet_ac1": "Gwet's AC1",
 }
 
 
@@ -288,17 +331,23 @@ def coefficient_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     why undefined. The page, the CLI and the protocol paragraph all read these rows."""
     rows = []
     for key in COEFFICIENTS:
-        rows.append({
-            "coefficient": COEFFICIENT_NAMES[key], "value": report[key], "95% interval": interval_text(report["intervals"].get(key)),
-            "undefined because": report["undefined"].get(key, ""),
-        })
+        rows.append(
+            {
+                "coefficient": COEFFICIENT_NAMES[key],
+                "value": report[key],
+                "95% interval": interval_text(report["intervals"].get(key)),
+                "undefined because": report["undefined"].get(key, ""),
+            }
+        )
     return rows
 
 
 def question_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per question of a multi-question task (compare_negatives), its items and coefficients."""
-    return [{"question": question, "items": part["n_items"], **{key: part[key] for key in COEFFICIENTS}}
-            for question, part in report.get("by_question", {}).items()]
+    return [
+        {"question": question, "items": part["n_items"], **{key: part[key] for key in COEFFICIENTS}}
+        for question, part in report.get("by_question", {}).items()
+    ]
 
 
 def _mean_or_none(values: list[float]) -> float | None:

@@ -45,7 +45,9 @@ def question_outcomes(db: sqlite_utils.Database, batch_name: str) -> dict[tuple[
     return {unit: counts[True] > counts[False] for unit, counts in votes.items()}
 
 
-def human_baseline(db: sqlite_utils.Database, batch_names: list[str], *, n_boot: int = BOOTSTRAP, seed: int = 0) -> dict[str, Any]:
+def human_baseline(
+    db: sqlite_utils.Database, batch_names: list[str], *, n_boot: int = BOOTSTRAP, seed: int = 0
+) -> dict[str, Any]:
     """Metrics of the humans in the given batches, with the keys `cli.py metrics` uses."""
     batches = [store.get_batch(db, name) for name in batch_names]
     datasets = {b["dataset"] for b in batches}
@@ -64,7 +66,9 @@ def human_baseline(db: sqlite_utils.Database, batch_names: list[str], *, n_boot:
     return {"dataset": dataset, "batches": batch_names, **summary}
 
 
-def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], n_boot: int, seed: int) -> dict[str, Any]:
+def _single_baseline(
+    by_task: dict[str, dict[tuple[int, int], bool]], items: dict[int, store.ItemRow], n_boot: int, seed: int
+) -> dict[str, Any]:
     """Pairs and triples: the first task's metric per category (`Baseline.metric`: accuracy, or
     ranking points for hard positives), with its mean over categories where it has one."""
     task, outcomes = next(iter(by_task.items()))
@@ -78,7 +82,11 @@ def _single_baseline(by_task: dict[str, dict[tuple[int, int], bool]], items: dic
 
 
 def _group_baseline(
-    by_task: dict[str, Outcomes], items: dict[int, store.ItemRow], source: formats.Format, n_boot: int, seed: int,
+    by_task: dict[str, Outcomes],
+    items: dict[int, store.ItemRow],
+    source: formats.Format,
+    n_boot: int,
+    seed: int,
 ) -> dict[str, Any]:
     """BiVLC: the four queries of each instance combine into I2T, T2I and Group as for models
     (one direction: its two queries and both right); types where the source declares them."""

@@ -31,15 +31,26 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
     for name in sorted({a["annotator"] for a in assignments}):
         mine = [a for a in assignments if a["annotator"] == name]
         answered = [lab for lab in labels if lab["annotator"] == name]
-        seconds = [lab["seconds"] for lab in answered if lab["seconds"] is not None and SIMULATED not in (lab["flags"] or [])]  # a person's time only
-        gold = [is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"]) for lab in answered if lab["is_gold"]]
+        seconds = [
+            lab["seconds"] for lab in answered if lab["seconds"] is not None and SIMULATED not in (lab["flags"] or [])
+        ]  # a person's time only
+        gold = [
+            is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"])
+            for lab in answered
+            if lab["is_gold"]
+        ]
         gold = [g for g in gold if g is not None]
-        rows.append({
-            "annotator": name, "done": len(answered), "remaining": len(mine) - len(answered),
-            "median_seconds": statistics.median(seconds) if seconds else None,
-            "gold_n": len(gold), "gold_accuracy": 100.0 * sum(gold) / len(gold) if gold else None,
-            "screened_out": fails_gold(sum(gold), len(gold), float(batch["config"].get("gold_pass", GOLD_PASS))),
-        })
+        rows.append(
+            {
+                "annotator": name,
+                "done": len(answered),
+                "remaining": len(mine) - len(answered),
+                "median_seconds": statistics.median(seconds) if seconds else None,
+                "gold_n": len(gold),
+                "gold_accuracy": 100.0 * sum(gold) / len(gold) if gold else None,
+                "screened_out": fails_gold(sum(gold), len(gold), float(batch["config"].get("gold_pass", GOLD_PASS))),
+            }
+        )
     return rows
 
 
@@ -67,8 +78,16 @@ def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[di
     rows = []
     for category in sorted({label["category"] for label in labels}):
         report = task_agreement([x for x in labels if x["category"] == category], batch["task"], n_boot=0)
-        rows.append({"category": category, "n_items": report["n_items"], "percent_agreement": report["percent_agreement"],
-                     "cohen_mean": report["cohen_mean"], "krippendorff_alpha": report["krippendorff_alpha"], "gwet_ac1": report["gwet_ac1"]})
+        rows.append(
+            {
+                "category": category,
+                "n_items": report["n_items"],
+                "percent_agreement": report["percent_agreement"],
+                "cohen_mean": report["cohen_mean"],
+                "krippendorff_alpha": report["krippendorff_alpha"],
+                "gwet_ac1": report["gwet_ac1"],
+            }
+        )
     return rows
 
 
@@ -80,8 +99,22 @@ def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
     if fmt != "csv":
         raise BatchError(f"unknown label format {fmt!r}; expected jsonl or csv")
     buffer = io.StringIO()
-    columns = ["annotator", "item", "source_id", "category", "part", "task", "answer", "displayed_order",
-               "flags", "comment", "started_at", "submitted_at", "seconds", "is_gold"]
+    columns = [
+        "annotator",
+        "item",
+        "source_id",
+        "category",
+        "part",
+        "task",
+        "answer",
+        "displayed_order",
+        "flags",
+        "comment",
+        "started_at",
+        "submitted_at",
+        "seconds",
+        "is_gold",
+    ]
     writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
     writer.writeheader()
     for row in rows:

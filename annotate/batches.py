@@ -34,8 +34,10 @@ from data import store
 
 Unit = tuple[int, int]  # (item id, part)
 PROLIFIC_ID_PATTERN = r"[0-9a-f]{24}"  # Prolific participant ids are 24 lower-case hex characters
-DEFAULT_CONSENT = ("This study asks you to judge images and captions. Your answers are stored with your participant id and "
-                   "used for research on vision-language benchmarks. You may stop at any time.")
+DEFAULT_CONSENT = (
+    "This study asks you to judge images and captions. Your answers are stored with your participant id and "
+    "used for research on vision-language benchmarks. You may stop at any time."
+)
 PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"  # Prolific's completion link
 MIN_SECONDS = 0.5  # an answer sooner than this after the whole item was on screen is refused (a held or doubled key)
 SIMULATED = "simulated"  # the flag on every label `simulate` writes: no person's answer, no person's time
@@ -57,12 +59,14 @@ def plan_assignments(n_units: int, annotators: list[int], overlap: int, seed: in
         chosen: list[int] = []
         for _ in range(overlap):
             candidates = [a for a in annotators if a not in chosen]
-            best = min(candidates, key=lambda a: (load[a], sum(shared[tuple(sorted((a, c)))] for c in chosen), rng.random()))
+            best = min(
+                candidates, key=lambda a: (load[a], sum(shared[tuple(sorted((a, c)))] for c in chosen), rng.random())
+            )
             chosen.append(best)
         for a in chosen:
             load[a] += 1
         for i, a in enumerate(chosen):
-            for b in chosen[i + 1:]:
+            for b in chosen[i + 1 :]:
                 shared[tuple(sorted((a, b)))] += 1
         plan.append(chosen)
     return plan
@@ -87,7 +91,9 @@ class BatchSpec:
     min_seconds: float = MIN_SECONDS
     crowd_items: int | None = None  # crowd mode: items per worker who joins through the study link
     practice: int = 2  # crowd mode: practice items with feedback before the real ones
-    gold_pass: float = GOLD_PASS  # gold accuracy (%) which an annotator must not fall below with 95% confidence (annotate.gold)
+    gold_pass: float = (
+        GOLD_PASS  # gold accuracy (%) which an annotator must not fall below with 95% confidence (annotate.gold)
+    )
     max_participants: int | None = None  # crowd mode: cap on participants holding work (default: just enough)
     joins_per_minute: int = 20  # crowd mode: new participants accepted per minute
     idle_minutes: float = 5  # crowd mode: the no-show time: a participant idle this long returns their unopened units
@@ -103,8 +109,12 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
     if not spec.annotators and spec.crowd_items is None:
         raise BatchError("a batch needs at least one annotator (or crowd mode)")
-    if spec.crowd_items is not None and ("{code}" not in spec.completion_url or spec.window < 1 or not spec.consent.strip()):
-        raise BatchError("a crowd study needs a completion URL with {code} in it, a window of 1 or more units, and a consent text")
+    if spec.crowd_items is not None and (
+        "{code}" not in spec.completion_url or spec.window < 1 or not spec.consent.strip()
+    ):
+        raise BatchError(
+            "a crowd study needs a completion URL with {code} in it, a window of 1 or more units, and a consent text"
+        )
     name = store.check_name("batch", spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}")
     for annotator in spec.annotators:
         store.check_name("annotator", annotator)
@@ -119,7 +129,8 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     config = {
         **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids")},
         "instructions": spec.instructions or task_type(spec.task).instructions,
-        "completion_code": secrets.token_hex(4).upper(), "n_items": len(chosen),
+        "completion_code": secrets.token_hex(4).upper(),
+        "n_items": len(chosen),
     }
     rows = _assignment_rows([a["id"] for a in annotators], chosen, gold_items, spec) if annotators else []
     if spec.crowd_items is not None:
@@ -131,9 +142,19 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         tokens = {a["id"]: a["token"] or store.issue_token(db, a["id"]) for a in annotators}
     counts = Counter(annotator for _, _, annotator, _, _ in rows)
     result = {
-        "batch": name, "task": spec.task, "n_items": len(chosen), "overlap": spec.overlap,
-        "annotators": [{"name": a["name"], "token": tokens[a["id"]], "url": annotator_link(None, tokens[a["id"]]), "n_assigned": counts[a["id"]]}
-                       for a in annotators],
+        "batch": name,
+        "task": spec.task,
+        "n_items": len(chosen),
+        "overlap": spec.overlap,
+        "annotators": [
+            {
+                "name": a["name"],
+                "token": tokens[a["id"]],
+                "url": annotator_link(None, tokens[a["id"]]),
+                "n_assigned": counts[a["id"]],
+            }
+            for a in annotators
+        ],
     }
     if spec.crowd_items is not None:
         result["crowd_url"] = crowd_link(None, config["crowd_token"])
@@ -146,11 +167,15 @@ def _crowd_config(
     """The unit pool crowd workers draw from, practice items outside the batch, the codes and the cap."""
     units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i["kind"])]
     in_batch = {i["id"] for i in chosen}
-    practice_pool = [i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task, i) is not None]
+    practice_pool = [
+        i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task, i) is not None
+    ]
     n_regular = sum(not is_gold for _, _, is_gold in units)
     needed = max(1, math.ceil(n_regular * spec.overlap / max(1, spec.crowd_items or 1)))
     return {
-        "units": units, "crowd_token": secrets.token_urlsafe(12), "screen_out_code": secrets.token_hex(4).upper(),
+        "units": units,
+        "crowd_token": secrets.token_urlsafe(12),
+        "screen_out_code": secrets.token_hex(4).upper(),
         "practice_items": rng.sample(practice_pool, min(spec.practice, len(practice_pool))),
         "max_participants": spec.max_participants or needed,
     }  # window, idle_minutes (the no-show time), consent and completion_url come with the spec
@@ -189,7 +214,9 @@ def _assignment_rows(
     rows = []
     for annotator, queue in queues.items():
         random.Random(f"queue:{spec.seed}:{annotator}").shuffle(queue)
-        rows.extend((item, part, annotator, position, is_gold) for position, ((item, part), is_gold) in enumerate(queue))
+        rows.extend(
+            (item, part, annotator, position, is_gold) for position, ((item, part), is_gold) in enumerate(queue)
+        )
     return rows
 
 
@@ -210,13 +237,19 @@ def extend_disagreements(db: sqlite_utils.Database, batch_name: str) -> int:
     everyone = sorted({a["annotator_id"] for a in current})
     rows = []
     for unit in disputed:
-        holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == unit} | {r[2] for r in rows if (r[0], r[1]) == unit}
+        holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == unit} | {
+            r[2] for r in rows if (r[0], r[1]) == unit
+        }
         free = [a for a in everyone if a not in holders]
         if not free:
             continue
         extra = min(free, key=lambda a: (load[a], a))
         load[extra] += 1
-        position = max((a["position"] for a in current if a["annotator_id"] == extra), default=-1) + 1 + sum(r[2] == extra for r in rows)
+        position = (
+            max((a["position"] for a in current if a["annotator_id"] == extra), default=-1)
+            + 1
+            + sum(r[2] == extra for r in rows)
+        )
         rows.append((unit[0], unit[1], extra, position, False))
     with store.transaction(db):
         store.add_assignments(db, batch["id"], rows)

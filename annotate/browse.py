@@ -34,24 +34,36 @@ def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:
     """One row per dataset: name, importer, item kinds, item count, images found and missing."""
     rows = [
         {
-            "dataset": d["name"], "source": d["kind"], "items": d["n_items"],
+            "dataset": d["name"],
+            "source": d["kind"],
+            "items": d["n_items"],
             "item kinds": ", ".join(f"{k} {n}" for k, n in d["item_kinds"].items()),
             "categories": len(d["by_category"]),
             **_image_columns(d["images"]),
         }
         for d in store.list_datasets(db)
     ]
-    return pd.DataFrame(rows, columns=["dataset", "source", "items", "item kinds", "categories", "images found", "images missing", "images"])
+    return pd.DataFrame(
+        rows,
+        columns=["dataset", "source", "items", "item kinds", "categories", "images found", "images missing", "images"],
+    )
 
 
 def _image_columns(counts: dict[str, int]) -> dict[str, Any]:
     """Images found and missing, and a word on them; empty cells, not 0, where no image file was
     ever recorded (a results file)."""
     if not counts:
-        return {"images found": None, "images missing": None, "images": "none recorded (a results file: attach a folder or import the benchmark)"}
+        return {
+            "images found": None,
+            "images missing": None,
+            "images": "none recorded (a results file: attach a folder or import the benchmark)",
+        }
     missing = counts.get("missing", 0) + counts.get("unreadable", 0)
-    return {"images found": counts.get("ok", 0), "images missing": missing,
-            "images": "all found" if not missing else f"{missing} missing: attach the image folder"}
+    return {
+        "images found": counts.get("ok", 0),
+        "images missing": missing,
+        "images": "all found" if not missing else f"{missing} missing: attach the image folder",
+    }
 
 
 def category_table(db: sqlite_utils.Database, dataset: str) -> pd.DataFrame:
@@ -88,8 +100,16 @@ def _card(item: store.ItemRow, root: Path | None) -> ItemCard:
         images.insert(0, ("source image", existing_image(root, source)))
         captions.insert(0, ("positive", str(item["meta"].get("positive_caption", ""))))
     votes = item["meta"].get("votes")
-    return ItemCard(item["id"], item["category"], item["source_id"], item["kind"], captions, images, item["truth"],
-                    votes if isinstance(votes, dict) else None)
+    return ItemCard(
+        item["id"],
+        item["category"],
+        item["source_id"],
+        item["kind"],
+        captions,
+        images,
+        item["truth"],
+        votes if isinstance(votes, dict) else None,
+    )
 
 
 def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
@@ -143,7 +163,9 @@ def candidate_marks(card: ItemCard) -> dict[str, str]:
         return {}
     marks = {}
     for index, ok in enumerate(valid):
-        marks[f"candidate {chr(ord('A') + index)}"] = ("valid" if ok else "not valid") + (", best" if best == index else "")
+        marks[f"candidate {chr(ord('A') + index)}"] = ("valid" if ok else "not valid") + (
+            ", best" if best == index else ""
+        )
     return marks
 
 

@@ -69,15 +69,21 @@ class Exclusion:
     def reason(self) -> str:
         """Why, in words a methods section can quote."""
         right = round(self.gold_accuracy * self.gold_n / 100)
-        return (f"{right} of {self.gold_n} gold items right ({self.gold_accuracy:.0f}%; at most "
-                f"{gold_upper_bound(right, self.gold_n):.0f}% with 95% confidence, below the pass mark of {self.gold_pass:.0f}%)")
+        return (
+            f"{right} of {self.gold_n} gold items right ({self.gold_accuracy:.0f}%; at most "
+            f"{gold_upper_bound(right, self.gold_n):.0f}% with 95% confidence, below the pass mark of {self.gold_pass:.0f}%)"
+        )
 
 
 def excluded_annotators(db: sqlite_utils.Database, batch_name: str) -> list[Exclusion]:
     """Annotators whose gold answers screen them out (`annotate.gold`: accuracy below the batch's
     pass mark with 95% confidence); those with too few gold answers to tell, or none, stay in."""
     mark = float(store.get_batch(db, batch_name)["config"].get("gold_pass", GOLD_PASS))
-    return [Exclusion(row["annotator"], row["gold_accuracy"], row["gold_n"], mark) for row in batch_progress(db, batch_name) if row["screened_out"]]
+    return [
+        Exclusion(row["annotator"], row["gold_accuracy"], row["gold_n"], mark)
+        for row in batch_progress(db, batch_name)
+        if row["screened_out"]
+    ]
 
 
 def decisions(db: sqlite_utils.Database, batch_name: str, *, include_excluded: bool = False) -> list[Decision]:
@@ -100,14 +106,20 @@ def decisions(db: sqlite_utils.Database, batch_name: str, *, include_excluded: b
             continue
         ranked = counts.most_common()
         tied = len(ranked) > 1 and ranked[0][1] == ranked[1][1]
-        result.append(Decision(*unit, None if tied else ranked[0][0], "unresolved" if tied else "majority", dict(counts)))
+        result.append(
+            Decision(*unit, None if tied else ranked[0][0], "unresolved" if tied else "majority", dict(counts))
+        )
     return result
 
 
 def adjudication_queue(db: sqlite_utils.Database, batch_name: str, *, include_excluded: bool = False) -> list[Decision]:
     """Questions whose annotators disagree and that no admin has decided yet (annotators below the
     gold pass mark are left out unless `include_excluded`: `excluded_annotators` says who and why)."""
-    return [d for d in decisions(db, batch_name, include_excluded=include_excluded) if d.rule != "admin" and len(d.votes) > 1]
+    return [
+        d
+        for d in decisions(db, batch_name, include_excluded=include_excluded)
+        if d.rule != "admin" and len(d.votes) > 1
+    ]
 
 
 def dawid_skene(db: sqlite_utils.Database, batch_name: str, *, n_iter: int = 100) -> dict[str, Any]:
@@ -115,7 +127,8 @@ def dawid_skene(db: sqlite_utils.Database, batch_name: str, *, n_iter: int = 100
     batch = store.get_batch(db, batch_name)
     rows = [
         {"task": f"{label['item']}:{label['part']}", "worker": label["annotator"], "label": answer_key(label["answer"])}
-        for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]
+        for label in store.batch_labels(db, batch["id"])
+        if not label["is_gold"]
     ]
     if not rows:
         return {"labels": {}, "accuracy": {}}

@@ -50,7 +50,13 @@ def pick_image_survivors(db: sqlite_utils.Database, batch_name: str) -> list[tup
 
 
 def create_ambiguity_batch(
-    db: sqlite_utils.Database, pick_batch: str, *, annotators: tuple[str, ...], overlap: int = 2, seed: int = 0, name: str | None = None
+    db: sqlite_utils.Database,
+    pick_batch: str,
+    *,
+    annotators: tuple[str, ...],
+    overlap: int = 2,
+    seed: int = 0,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """Turn the survivors of a pick_image batch into BiVLC groups and an ambiguity batch over them.
 
@@ -70,7 +76,9 @@ def create_ambiguity_batch(
     parsed = Parsed(CONSTRUCTION.name, target)
     for item, choice in survivors:
         group = Item(
-            kind="group", category=item["category"], source_id=f"{item['source_id']}#{choice}",
+            kind="group",
+            category=item["category"],
+            source_id=f"{item['source_id']}#{choice}",
             captions=(item["meta"]["positive_caption"], item["captions"][0]),
             images=(item["meta"]["source_image"], item["images"][choice]),
             truth=_constructed_truth(item, choice),
@@ -79,7 +87,11 @@ def create_ambiguity_batch(
         parsed.add(group, f"batch:{pick_batch}", item["id"])
     root = Path(source["image_root"]) if source["image_root"] else None
     store_parsed(db, parsed, kind=CONSTRUCTION.name, path=f"batch:{pick_batch}", images=root, name=target)
-    ids = tuple(i["id"] for i in store.list_items(db, store.get_dataset(db, target)["id"], limit=1 << 62) if i["meta"].get("from_batch") == pick_batch)
+    ids = tuple(
+        i["id"]
+        for i in store.list_items(db, store.get_dataset(db, target)["id"], limit=1 << 62)
+        if i["meta"].get("from_batch") == pick_batch
+    )
     follow = task_type(store.get_batch(db, pick_batch)["task"]).next_step or ""  # ambiguity
     return create_batch(db, BatchSpec(target, follow, annotators, overlap, item_ids=ids, seed=seed, name=name))
 

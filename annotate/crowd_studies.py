@@ -8,7 +8,7 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlite_utils
@@ -44,7 +44,7 @@ def join_crowd(
         if known is not None and store.has_returned(db, batch["id"], known["id"]):
             raise BatchError("You returned this study, so it cannot be taken up again.")
         if known is None or not _holds_or_finished(db, batch, known["id"]):
-            _check_study_open(db, batch, now or datetime.now(timezone.utc))
+            _check_study_open(db, batch, now or datetime.now(UTC))
             worker = store.ensure_annotator(db, name, external_id=worker_id)
             if not _deal(db, batch, worker["id"], worker_id):
                 raise BatchError("Every item of this study is taken right now. Please try again later.")
@@ -72,13 +72,18 @@ class CrowdFinish:
     def sentence(self) -> str:
         """The participant's message, in words."""
         if self.code is not None:
-            return (f"All done, thank you. Your completion code: {self.code}" if self.passed
-                    else f"Thank you. Some attention checks were missed; your code: {self.code}")
+            return (
+                f"All done, thank you. Your completion code: {self.code}"
+                if self.passed
+                else f"Thank you. Some attention checks were missed; your code: {self.code}"
+            )
         so_far = f"You answered {self.answered} of your {self.quota} items."
         if self.dealt:
             return f"{so_far} Here {'is 1 more item' if self.dealt == 1 else f'are {self.dealt} more items'}."
-        return (f"{so_far} No item is free for you right now (others hold them), so there is no completion code yet: "
-                "please come back in a few minutes, or return the study.")
+        return (
+            f"{so_far} No item is free for you right now (others hold them), so there is no completion code yet: "
+            "please come back in a few minutes, or return the study."
+        )
 
 
 def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int) -> CrowdFinish:
@@ -90,7 +95,11 @@ def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int) 
         answered, quota = _answered_and_quota(db, batch, annotator_id)
         if answered >= quota or _nothing_left_for(batch, annotator_id, store.batch_assignments(db, batch["id"])):
             code, passed = final_code(db, batch, annotator_id)
-            url = batch["config"].get("completion_url", PROLIFIC_COMPLETION_URL).replace("{code}", code) if passed else None
+            url = (
+                batch["config"].get("completion_url", PROLIFIC_COMPLETION_URL).replace("{code}", code)
+                if passed
+                else None
+            )
             return CrowdFinish(code, passed, answered, quota, completion_url=url)
         dealt = 0 if store.has_returned(db, batch["id"], annotator_id) else _deal(db, batch, annotator_id, None)
     return CrowdFinish(None, True, answered, quota, dealt)
@@ -137,7 +146,9 @@ def _nothing_left_for(batch: store.BatchRow, annotator_id: int, current: list[di
     config = batch["config"]
     answered = Counter((a["item_id"], a["part"]) for a in current if a["done"])
     theirs = {(a["item_id"], a["part"]) for a in current if a["annotator_id"] == annotator_id and a["done"]}
-    return all((i, p) in theirs or (not gold and answered[(i, p)] >= config["overlap"]) for i, p, gold in config["units"])
+    return all(
+        (i, p) in theirs or (not gold and answered[(i, p)] >= config["overlap"]) for i, p, gold in config["units"]
+    )
 
 
 def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int, external_id: str | None) -> int:
@@ -176,7 +187,9 @@ def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, An
     return store.crowd_joins(db, store.get_batch(db, batch_name)["id"])
 
 
-def _crowd_share(batch: store.BatchRow, worker_id: int, current: list[dict[str, Any]]) -> list[tuple[int, int, int, int, bool]]:
+def _crowd_share(
+    batch: store.BatchRow, worker_id: int, current: list[dict[str, Any]]
+) -> list[tuple[int, int, int, int, bool]]:
     """The next units of a participant, up to the window of unanswered ones: regular units short
     of their overlap that they never held, fewest holders first, while they are short of the
     items per participant, and gold units they never held, mixed in at seeded random places
@@ -186,8 +199,14 @@ def _crowd_share(batch: store.BatchRow, worker_id: int, current: list[dict[str, 
     mine = [a for a in current if a["annotator_id"] == worker_id]
     theirs = {(a["item_id"], a["part"]) for a in mine}
     room = config.get("window", 2) - sum(not a["done"] for a in mine)
-    regular = sorted(((i, p) for i, p, gold in config["units"] if not gold and holders[(i, p)] < config["overlap"] and (i, p) not in theirs),
-                     key=lambda unit: holders[unit])
+    regular = sorted(
+        (
+            (i, p)
+            for i, p, gold in config["units"]
+            if not gold and holders[(i, p)] < config["overlap"] and (i, p) not in theirs
+        ),
+        key=lambda unit: holders[unit],
+    )
     regular = regular[: max(0, config["crowd_items"] - sum(not a["is_gold"] for a in mine))]
     gold = [(i, p) for i, p, is_gold in config["units"] if is_gold and (i, p) not in theirs]
     rng = random.Random(f"queue:{config['seed']}:{worker_id}:{len(mine)}")
@@ -201,10 +220,15 @@ def _crowd_share(batch: store.BatchRow, worker_id: int, current: list[dict[str, 
     return [(item, part, worker_id, start + n, is_gold) for n, ((item, part), is_gold) in enumerate(share)]
 
 
-def practice_tasks(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> list[tuple[Task, store.ItemRow]]:
+def practice_tasks(
+    db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int
+) -> list[tuple[Task, store.ItemRow]]:
     """The crowd batch's practice questions (items outside the batch with known answers)."""
     items = store.items_by_id(db, batch["config"].get("practice_items", []))
-    return [(build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i]) for i in batch["config"].get("practice_items", [])]
+    return [
+        (build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i])
+        for i in batch["config"].get("practice_items", [])
+    ]
 
 
 def final_code(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[str, bool]:

@@ -43,7 +43,12 @@ def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
         return None
     row = store.get_dataset(db, batch["dataset"])
     source = formats.REGISTRY.get(row["source_kind"])
-    own = source is not None and source.write is not None and source.writes and set(store.item_kind_counts(db, row["id"])) <= set(source.writes)
+    own = (
+        source is not None
+        and source.write is not None
+        and source.writes
+        and set(store.item_kind_counts(db, row["id"])) <= set(source.writes)
+    )
     return row["source_kind"] if own else task.clean_format
 
 
@@ -62,20 +67,37 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
     items = store.items_by_id(db, outcome)
     kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]
     removed = [
-        {"item": i, "source_id": items[i]["source_id"], "batch": batch_name, "decision": d.answer, "votes": d.votes,
-         "rule": task.drop_reasons.get(d.answer or "", "unresolved: no majority and no admin decision")}
-        for i, d in sorted(outcome.items()) if d.answer not in task.keep
+        {
+            "item": i,
+            "source_id": items[i]["source_id"],
+            "batch": batch_name,
+            "decision": d.answer,
+            "votes": d.votes,
+            "rule": task.drop_reasons.get(d.answer or "", "unresolved: no majority and no admin decision"),
+        }
+        for i, d in sorted(outcome.items())
+        if d.answer not in task.keep
     ]
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
     root = store.get_dataset(db, batch["dataset"])["image_root"]
-    written = formats.REGISTRY[str(fmt)].write(kept, out, formats.ExportContext(batch["dataset"], Path(root) if root else None))
+    written = formats.REGISTRY[str(fmt)].write(
+        kept, out, formats.ExportContext(batch["dataset"], Path(root) if root else None)
+    )
     provenance = {
-        "batch": batch_name, "task": batch["task"], "dataset": batch["dataset"], "n_decided": len(outcome),
-        "n_kept": len(kept), "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],
-        "removed": removed, "gold": _gold_items(db, batch),
-        "left_out_of_vote": [{"annotator": e.annotator, "reason": e.reason} for e in excluded_annotators(db, batch_name)],
-        "agreement": _agreement_figures(db, batch_name), "protocol": protocol_paragraph(db, batch_name),
+        "batch": batch_name,
+        "task": batch["task"],
+        "dataset": batch["dataset"],
+        "n_decided": len(outcome),
+        "n_kept": len(kept),
+        "kept": [{"item": i["id"], "source_id": i["source_id"]} for i in kept],
+        "removed": removed,
+        "gold": _gold_items(db, batch),
+        "left_out_of_vote": [
+            {"annotator": e.annotator, "reason": e.reason} for e in excluded_annotators(db, batch_name)
+        ],
+        "agreement": _agreement_figures(db, batch_name),
+        "protocol": protocol_paragraph(db, batch_name),
     }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=2, ensure_ascii=False))
     return {"batch": batch_name, "format": fmt, "n_kept": len(kept), "n_removed": len(removed), "files": written}
@@ -89,7 +111,9 @@ def _gold_items(db: sqlite_utils.Database, batch: store.BatchRow) -> list[dict[s
     return [{"item": i, "source_id": items[i]["source_id"]} for i in gold]
 
 
-def _dropped_upstream(db: sqlite_utils.Database, batch: store.BatchRow, kept: list[store.ItemRow]) -> list[dict[str, Any]]:
+def _dropped_upstream(
+    db: sqlite_utils.Database, batch: store.BatchRow, kept: list[store.ItemRow]
+) -> list[dict[str, Any]]:
     """Candidate sets the pick_image batch before an ambiguity batch dropped (None chosen)."""
     sources = {i["meta"].get("from_batch") for i in kept} - {None}
     dropped = []
@@ -97,13 +121,27 @@ def _dropped_upstream(db: sqlite_utils.Database, batch: store.BatchRow, kept: li
         picked = store.get_batch(db, pick)
         survivors = {item["id"] for item, _ in pick_image_survivors(db, pick)}
         answered = {label["item"] for label in store.batch_labels(db, picked["id"]) if not label["is_gold"]}
-        dropped += [{"item": i, "batch": pick, "decision": "none", "rule": "no generated image shows the negative caption"} for i in sorted(answered - survivors)]
+        dropped += [
+            {"item": i, "batch": pick, "decision": "none", "rule": "no generated image shows the negative caption"}
+            for i in sorted(answered - survivors)
+        ]
     return dropped
 
 
 def _agreement_figures(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
     report = batch_agreement(db, batch_name)
-    keys = ("n_items", "n_labels", "percent_agreement", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined", "bootstrap")
+    keys = (
+        "n_items",
+        "n_labels",
+        "percent_agreement",
+        "cohen_mean",
+        "fleiss",
+        "krippendorff_alpha",
+        "gwet_ac1",
+        "intervals",
+        "undefined",
+        "bootstrap",
+    )
     return {k: report[k] for k in keys}
 
 
@@ -138,10 +176,16 @@ def _who_labelled(batch: store.BatchRow, labels: list[store.LabelRow], regular: 
     if not labels:
         return f"No labels have been stored for this {task} batch on {batch['dataset']} yet."
     per_item = count_range(min(per_unit.values()), max(per_unit.values())) if per_unit else "0"
-    return (f"{len(annotators)} annotator{'s' if len(annotators) != 1 else ''} labelled {scope} of {batch['dataset']} ({task}); "
-            f"each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, and each annotator labelled "
-            f"{count_range(min(annotators.values()), max(annotators.values()))} items"
-            + (f", including {n_gold:,} gold item{'s' if n_gold != 1 else ''} with known answers shown to every annotator." if n_gold else "."))
+    return (
+        f"{len(annotators)} annotator{'s' if len(annotators) != 1 else ''} labelled {scope} of {batch['dataset']} ({task}); "
+        f"each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, and each annotator labelled "
+        f"{count_range(min(annotators.values()), max(annotators.values()))} items"
+        + (
+            f", including {n_gold:,} gold item{'s' if n_gold != 1 else ''} with known answers shown to every annotator."
+            if n_gold
+            else "."
+        )
+    )
 
 
 def _stimulus_order(labels: list[store.LabelRow]) -> str:
@@ -150,12 +194,16 @@ def _stimulus_order(labels: list[store.LabelRow]) -> str:
     if not orders:
         return ""
     if len(orders) == 1:
-        return ("Each item's captions and images were shown in the same order on every item (recorded with each label); "
-                "the answer options kept fixed positions and keys.")
+        return (
+            "Each item's captions and images were shown in the same order on every item (recorded with each label); "
+            "the answer options kept fixed positions and keys."
+        )
     common, count = orders.most_common(1)[0]
-    return (f"The order of each item's captions or images was shuffled per item and annotator with a recorded seed and stored "
-            f"with each label ({len(orders)} different orders among {len(labels):,} labels; the most frequent on "
-            f"{figure(100 * count / len(labels), 0)}% of them); the answer options kept fixed positions and keys.")
+    return (
+        f"The order of each item's captions or images was shuffled per item and annotator with a recorded seed and stored "
+        f"with each label ({len(orders)} different orders among {len(labels):,} labels; the most frequent on "
+        f"{figure(100 * count / len(labels), 0)}% of them); the answer options kept fixed positions and keys."
+    )
 
 
 def _agreement_sentence(report: dict[str, Any]) -> str:
@@ -168,20 +216,34 @@ def _agreement_sentence(report: dict[str, Any]) -> str:
             parts.append(f"{row['coefficient']} undefined ({row['undefined because']})")
             continue
         unit = "%" if row["coefficient"] == COEFFICIENT_NAMES["percent_agreement"] else ""
-        parts.append(f"{row['coefficient']} {figure(row['value'])}{unit}" + (f" (95% CI {row['95% interval']})" if row["95% interval"] else ""))
+        parts.append(
+            f"{row['coefficient']} {figure(row['value'])}{unit}"
+            + (f" (95% CI {row['95% interval']})" if row["95% interval"] else "")
+        )
     boot = report["bootstrap"]
-    return (f"Agreement on {report['n_items']:,} items ({report['level']} scale): " + "; ".join(parts)
-            + f"; intervals from {boot['resamples']:,} bootstrap resamples of items (seed {boot['seed']}).")
+    return (
+        f"Agreement on {report['n_items']:,} items ({report['level']} scale): "
+        + "; ".join(parts)
+        + f"; intervals from {boot['resamples']:,} bootstrap resamples of items (seed {boot['seed']})."
+    )
 
 
 def _time_sentence(labels: list[store.LabelRow]) -> str:
     """Median seconds per item of people's answers; simulated answers said and left out."""
     simulated = sum(SIMULATED in (label["flags"] or []) for label in labels)
-    seconds = [label["seconds"] for label in labels if label["seconds"] is not None and SIMULATED not in (label["flags"] or [])]
-    timing = f"Median time per item {figure(statistics.median(seconds), 1)} s." if seconds else "No time per item was recorded from a person."
+    seconds = [
+        label["seconds"] for label in labels if label["seconds"] is not None and SIMULATED not in (label["flags"] or [])
+    ]
+    timing = (
+        f"Median time per item {figure(statistics.median(seconds), 1)} s."
+        if seconds
+        else "No time per item was recorded from a person."
+    )
     if simulated:
-        timing += (f" {simulated:,} of the {len(labels):,} labels were simulated (demo answers from the ground truth, not people's) "
-                   "and are left out of the time.")
+        timing += (
+            f" {simulated:,} of the {len(labels):,} labels were simulated (demo answers from the ground truth, not people's) "
+            "and are left out of the time."
+        )
     return timing
 
 
@@ -189,7 +251,9 @@ def _gold_sentence(db: sqlite_utils.Database, batch: store.BatchRow, labels: lis
     """Gold screening: how many passed, and who was left out of the vote and why."""
     progress = [row for row in batch_progress(db, batch["name"]) if row["gold_n"]]
     if not progress:
-        return "No gold items were answered." if any(label["is_gold"] for label in labels) else "No gold items were used."
+        return (
+            "No gold items were answered." if any(label["is_gold"] for label in labels) else "No gold items were used."
+        )
     out = excluded_annotators(db, batch["name"])
     rule = rule_text(float(batch["config"].get("gold_pass", GOLD_PASS)))
     sentence = f"{len(progress) - len(out)} of the {len(progress)} annotators who answered gold items passed the gold screening ({rule})"

@@ -20,8 +20,10 @@ def rule_text(gold_pass: float = GOLD_PASS) -> str:
     >>> rule_text(60.0)
     'an annotator is left out of the vote only when the upper end of the Wilson 95% interval of their gold accuracy is below the 60% pass mark'
     """
-    return (f"an annotator is left out of the vote only when the upper end of the Wilson 95% interval of their gold accuracy "
-            f"is below the {gold_pass:.0f}% pass mark")
+    return (
+        f"an annotator is left out of the vote only when the upper end of the Wilson 95% interval of their gold accuracy "
+        f"is below the {gold_pass:.0f}% pass mark"
+    )
 
 
 def gold_upper_bound(n_right: int, n_gold: int) -> float:

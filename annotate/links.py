@@ -46,5 +46,7 @@ def crowd_link(base: str | None, crowd_token: str) -> str:
     return f"{base or ''}/?study={crowd_token}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
 
 
-UNKNOWN_ADDRESS = (f"the links are paths: put the app's address in front of them (give --base-url, or set ${BASE_URL_VARIABLE} "
-                   "to the address annotators reach the app at)")
+UNKNOWN_ADDRESS = (
+    f"the links are paths: put the app's address in front of them (give --base-url, or set ${BASE_URL_VARIABLE} "
+    "to the address annotators reach the app at)"
+)

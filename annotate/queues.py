@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +86,15 @@ def task_images(db: sqlite_utils.Database, batch: store.BatchRow, task: Task) ->
 
 
 def submit_answer(
-    db: sqlite_utils.Database, annotator_id: int, batch_name: str, task: Task, answer: dict[str, Any],
-    *, flags: list[str] | None = None, comment: str = "", require_shown: bool = False,
+    db: sqlite_utils.Database,
+    annotator_id: int,
+    batch_name: str,
+    task: Task,
+    answer: dict[str, Any],
+    *,
+    flags: list[str] | None = None,
+    comment: str = "",
+    require_shown: bool = False,
 ) -> bool:
     """Store one answer to the item `task` was built for; True if stored now, False if that item
     already had this annotator's answer (nothing is stored twice).
@@ -102,8 +109,15 @@ def submit_answer(
     batch = store.get_batch(db, batch_name)
     clean = check_answer(task, answer)
     label = store.LabelWrite(
-        batch["id"], task.item_id, task.part, annotator_id, task.type, clean, list(task.displayed_order),
-        sorted(flags or []), comment.strip(),
+        batch["id"],
+        task.item_id,
+        task.part,
+        annotator_id,
+        task.type,
+        clean,
+        list(task.displayed_order),
+        sorted(flags or []),
+        comment.strip(),
     )
     min_seconds = reading_seconds(batch, label.flags)
     return store.save_label(db, label, min_seconds=min_seconds, require_shown=require_shown and min_seconds > 0)[1]
@@ -128,7 +142,10 @@ def upcoming_images(db: sqlite_utils.Database, annotator_id: int, batch_name: st
     batch = store.get_batch(db, batch_name)
     following = store.unanswered_assignments(db, annotator_id, batch["id"], limit=ahead + 1)[1:]
     items = store.items_by_id(db, [a["item_id"] for a in following])
-    tasks = [build_task(batch["task"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id)) for a in following]
+    tasks = [
+        build_task(batch["task"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id))
+        for a in following
+    ]
     return [path for task in tasks for _, path in task_images(db, batch, task) if path is not None]
 
 
@@ -142,7 +159,7 @@ def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime 
     so an answer stored a moment ago is never moved.
     """
     batch = store.get_batch(db, batch_name)
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     config, crowd = batch["config"], "crowd_token" in batch["config"]
     opened_before = store.timestamp(moment - timedelta(minutes=config.get("lease_minutes", 30)))
     idle_before = store.timestamp(moment - timedelta(minutes=config.get("idle_minutes", 15))) if crowd else None

@@ -44,11 +44,14 @@ def admin_token(db_file: str | Path) -> str:
         if len(from_env.strip()) < MIN_ADMIN_TOKEN_CHARS:
             raise AdminTokenError(
                 f"{ADMIN_TOKEN_ENV} has {len(from_env.strip())} characters; it needs at least {MIN_ADMIN_TOKEN_CHARS} "
-                "(unset it and one is generated for you)")
+                "(unset it and one is generated for you)"
+            )
         return from_env.strip()
     if is_store_url(db_file):
-        raise AdminTokenError(f"a PostgreSQL store takes its admin token from ${ADMIN_TOKEN_ENV} (at least "
-                              f"{MIN_ADMIN_TOKEN_CHARS} characters, the same on every server): set it (docs/deploy.md)")
+        raise AdminTokenError(
+            f"a PostgreSQL store takes its admin token from ${ADMIN_TOKEN_ENV} (at least "
+            f"{MIN_ADMIN_TOKEN_CHARS} characters, the same on every server): set it (docs/deploy.md)"
+        )
     token_file = files_dir(db_file) / "admin_token"
     if not token_file.exists():
         token_file.parent.mkdir(parents=True, exist_ok=True)

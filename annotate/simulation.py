@@ -16,7 +16,12 @@ from data import store
 
 
 def simulate(
-    db: sqlite_utils.Database, batch_name: str, *, accuracies: dict[str, float] | float = 0.9, n_annotators: int | None = None, seed: int = 0
+    db: sqlite_utils.Database,
+    batch_name: str,
+    *,
+    accuracies: dict[str, float] | float = 0.9,
+    n_annotators: int | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Answer a batch from ground truth with per-annotator noise, through the UI's write path.
 
@@ -41,6 +46,8 @@ def _simulated_answer(task: Task, item: store.ItemRow, accuracy: float, rng: ran
     values = [o.value for o in task.options]
     right = expected_answer(task.type, item, task.part)
     if right is None or rng.random() >= accuracy:
-        wrong = {q: rng.choice([v for v in values if right is None or v != right.get(q)] or values) for q in task.questions}
+        wrong = {
+            q: rng.choice([v for v in values if right is None or v != right.get(q)] or values) for q in task.questions
+        }
         return wrong
     return right

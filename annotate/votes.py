@@ -18,7 +18,9 @@ from data import store
 
 def vote_agreement(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
     """Per category and overall: items with votes, valid items, and Fleiss' kappa of the votes."""
-    items = [i for i in store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62) if "votes" in i["meta"]]
+    items = [
+        i for i in store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62) if "votes" in i["meta"]
+    ]
     if not items:
         raise store.StoreError(f"{dataset} has no crowd votes (import VALSE with its mturk votes)")
     answers = sorted({answer for item in items for answer in item["meta"]["votes"]})
@@ -33,5 +35,11 @@ def _figures(items: list[store.ItemRow], answers: list[str]) -> dict[str, Any]:
     counts = np.array([[item["meta"]["votes"].get(a, 0) for a in answers] for item in items])
     kappa, n, undefined = fleiss_from_counts(counts)
     valid = sum(bool(item["truth"].get("valid_foil")) for item in items)
-    return {"n": len(items), "n_valid": valid, "percent_valid": 100.0 * valid / len(items), "fleiss": kappa, "fleiss_n": n,
-            **({"undefined": undefined} if undefined else {})}
+    return {
+        "n": len(items),
+        "n_valid": valid,
+        "percent_valid": 100.0 * valid / len(items),
+        "fleiss": kappa,
+        "fleiss_n": n,
+        **({"undefined": undefined} if undefined else {}),
+    }

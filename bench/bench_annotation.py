@@ -44,9 +44,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests.browser_support
 
-from annotate import batches, queues  # noqa: E402
-from data import store  # noqa: E402
-from data.demo import DemoConfig, install_demo  # noqa: E402
+from annotate import batches, queues
+from data import store
+from data.demo import DemoConfig, install_demo
 
 DATASET = "demo-sugarcrepe"
 ANSWER = {"answer": "negative_false"}
@@ -69,7 +69,13 @@ def build_store(folder: Path, n_items: int) -> Path:
     """A store holding the demo world with at least `n_items` SugarCrepe-style items."""
     path = folder / "bench.db"
     db = store.open_db(path)
-    install_demo(db, folder / "images", DemoConfig(seed=3, pairs_per_category=-(-n_items // 7), n_triples=1, n_groups=7, n_candidate_sets=7, n_retrieval=1))
+    install_demo(
+        db,
+        folder / "images",
+        DemoConfig(
+            seed=3, pairs_per_category=-(-n_items // 7), n_triples=1, n_groups=7, n_candidate_sets=7, n_retrieval=1
+        ),
+    )
     return path
 
 
@@ -93,7 +99,9 @@ def get_next(db, annotator_id: int, batch_name: str) -> queues.QueueState:
     return state
 
 
-def worker(path: Path | str, annotator_id: int, batch_name: str, start: threading.Barrier, out: Latencies, reading: float) -> None:
+def worker(
+    path: Path | str, annotator_id: int, batch_name: str, start: threading.Barrier, out: Latencies, reading: float
+) -> None:
     """One annotator answering their whole queue, looking at each item for `reading` seconds."""
     db = store.open_db(path, migrate_now=False, shared=True)
     start.wait()
@@ -114,18 +122,31 @@ def worker(path: Path | str, annotator_id: int, batch_name: str, start: threadin
                 out.submit.append(submitted)
                 if not stored:
                     out.errors.append(f"annotator {annotator_id}: item {state.task.item_id} answered twice")
-    except Exception as error:  # noqa: BLE001  (every failure is counted and shown, none stops the others)
+    except Exception as error:
         with out.lock:
             out.errors.append(f"annotator {annotator_id}: {type(error).__name__}: {error}")
 
 
-def bench_batch(path: Path | str, n_workers: int, answers: int, reading: float, tag: str, overlap: int = 2) -> tuple[str, list[int], int]:
+def bench_batch(
+    path: Path | str, n_workers: int, answers: int, reading: float, tag: str, overlap: int = 2
+) -> tuple[str, list[int], int]:
     """A validate_negative batch for `n_workers` new annotators: its name, their ids, the labels it expects."""
     db = store.open_db(path)
     names = tuple(f"{tag}{n_workers}-{i:03d}" for i in range(n_workers))
     n_units = n_workers * answers // overlap
-    created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", names, overlap, n_units, seed=n_workers,
-                                                          name=f"bench-{tag}{n_workers}-{reading:g}", min_seconds=min(batches.MIN_SECONDS, reading)))
+    created = batches.create_batch(
+        db,
+        batches.BatchSpec(
+            DATASET,
+            "validate_negative",
+            names,
+            overlap,
+            n_units,
+            seed=n_workers,
+            name=f"bench-{tag}{n_workers}-{reading:g}",
+            min_seconds=min(batches.MIN_SECONDS, reading),
+        ),
+    )
     return created["batch"], [store.annotator_by_name(db, name)["id"] for name in names], n_units * overlap
 
 
@@ -134,7 +155,10 @@ def serve(path: Path | str, batch_name: str, ids: list[int], reading: float) -> 
     starting together."""
     out = Latencies()
     start = threading.Barrier(len(ids))
-    threads = [threading.Thread(target=worker, args=(path, annotator_id, batch_name, start, out, reading)) for annotator_id in ids]
+    threads = [
+        threading.Thread(target=worker, args=(path, annotator_id, batch_name, start, out, reading))
+        for annotator_id in ids
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -154,14 +178,31 @@ def concurrent(path: Path, n_workers: int, answers: int, reading: float) -> tupl
     return out, expected, stored_labels(path, batch_name)
 
 
-def replicas(location: Path | str, n_servers: int, n_workers: int, answers: int, reading: float, tag: str) -> tuple[Latencies, int, int, float]:
+def replicas(
+    location: Path | str, n_servers: int, n_workers: int, answers: int, reading: float, tag: str
+) -> tuple[Latencies, int, int, float]:
     """`n_workers` annotators split over `n_servers` server processes on one store (each process
     runs `serve` on its share, all starting at one moment): latencies, labels expected and stored,
     seconds from the start to the last answer."""
     batch_name, ids, expected = bench_batch(location, n_workers, answers, reading, tag)
     start_at = time.time() + 5 + n_workers / 50  # every process has opened its connections by then
-    processes = [subprocess.Popen([sys.executable, __file__, "--serve", str(location), batch_name, json.dumps(ids[n::n_servers]),
-                                   str(reading), str(start_at)], stdout=subprocess.PIPE, text=True) for n in range(n_servers)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--serve",
+                str(location),
+                batch_name,
+                json.dumps(ids[n::n_servers]),
+                str(reading),
+                str(start_at),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(n_servers)
+    ]
     out = Latencies()
     for process in processes:
         part = json.loads(process.communicate()[0])
@@ -179,8 +220,10 @@ def serve_from_command_line(location: str, batch_name: str, ids: str, reading: s
 
 
 def report(label: str, out: Latencies, expected: int, stored: int, seconds: float) -> None:
-    say(f"{label} ({seconds:.1f} s, {stored / seconds:.0f} answers/s): get-next {percentiles(out.get_next)}; "
-        f"submit {percentiles(out.submit)}; labels stored {stored} of {expected}; errors {len(out.errors)}")
+    say(
+        f"{label} ({seconds:.1f} s, {stored / seconds:.0f} answers/s): get-next {percentiles(out.get_next)}; "
+        f"submit {percentiles(out.submit)}; labels stored {stored} of {expected}; errors {len(out.errors)}"
+    )
     for error in out.errors[:5]:
         say(f"  error: {error}")
 
@@ -196,8 +239,16 @@ def compare_engines(path: Path, folder: Path, workers: list[int], answers: int, 
         os.environ["FOIL_FILES"] = str(folder / "postgres_files")  # the replicas' shared folder (thumbnails)
         for n_workers in workers:
             for label, location, n_servers in (("one server, SQLite", path, 1), ("two replicas, PostgreSQL", url, 2)):
-                out, expected, stored, seconds = replicas(location, n_servers, n_workers, answers, reading, "s" if n_servers == 1 else "p")
-                report(f"{n_workers} annotators, {label}, {answers} answers each, {reading:g} s reading", out, expected, stored, seconds)
+                out, expected, stored, seconds = replicas(
+                    location, n_servers, n_workers, answers, reading, "s" if n_servers == 1 else "p"
+                )
+                report(
+                    f"{n_workers} annotators, {label}, {answers} answers each, {reading:g} s reading",
+                    out,
+                    expected,
+                    stored,
+                    seconds,
+                )
     finally:
         os.environ.pop("FOIL_FILES", None)
         server.stop()
@@ -214,7 +265,12 @@ def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) ->
 
     db = store.open_db(path)
     photo_dataset(db, folder / "photos", n_items + 1)
-    created = batches.create_batch(db, batches.BatchSpec("photos", "validate_negative", ("browser",), 1, n_items + 1, seed=1, name="browser-round-trip"))
+    created = batches.create_batch(
+        db,
+        batches.BatchSpec(
+            "photos", "validate_negative", ("browser",), 1, n_items + 1, seed=1, name="browser-round-trip"
+        ),
+    )
     token = created["annotators"][0]["token"]
     with streamlit_server(path, folder / "streamlit.log") as base, sync_playwright() as playwright:
         browser = launch(playwright)
@@ -239,10 +295,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[50, 100])
     parser.add_argument("--answers", type=int, default=20, help="items each concurrent worker answers")
-    parser.add_argument("--reading", type=float, nargs="+", default=[0.6, 0.0], help="seconds each worker looks at an item (0: back to back)")
+    parser.add_argument(
+        "--reading",
+        type=float,
+        nargs="+",
+        default=[0.6, 0.0],
+        help="seconds each worker looks at an item (0: back to back)",
+    )
     parser.add_argument("--browser-items", type=int, default=30)
     parser.add_argument("--no-browser", action="store_true")
-    parser.add_argument("--engine-workers", type=int, nargs="*", default=[100, 200], help="annotators of the engine comparison (none: skip it)")
+    parser.add_argument(
+        "--engine-workers",
+        type=int,
+        nargs="*",
+        default=[100, 200],
+        help="annotators of the engine comparison (none: skip it)",
+    )
     parser.add_argument("--engines-only", action="store_true", help="only the engine comparison")
     parser.add_argument("--serve", nargs=5, help=argparse.SUPPRESS)  # a replica process of the engine comparison
     args = parser.parse_args()
@@ -255,15 +323,24 @@ def main() -> int:
         for n_workers in args.workers:
             started = time.perf_counter()
             out, expected, stored = concurrent(path, n_workers, args.answers, reading)
-            report(f"{n_workers} concurrent annotators, {args.answers} answers each, {reading:g} s reading each item", out, expected, stored,
-                   time.perf_counter() - started)
+            report(
+                f"{n_workers} concurrent annotators, {args.answers} answers each, {reading:g} s reading each item",
+                out,
+                expected,
+                stored,
+                time.perf_counter() - started,
+            )
     if args.engine_workers:
         compare_engines(path, folder, args.engine_workers, args.answers, args.reading[0])
     if not args.no_browser and not args.engines_only:
         seconds, frames = round_trip(path, folder, args.browser_items)
-        say(f"browser: key press -> whole next item on screen (640x480 JPEGs, images decoded), {len(seconds)} items: {percentiles(seconds)}")
-        say(f"browser: {frames['frames']} frames watched; with two items' stimuli at once: {frames['mixed']}; "
-            f"with an image not yet decoded: {frames['partial']}")
+        say(
+            f"browser: key press -> whole next item on screen (640x480 JPEGs, images decoded), {len(seconds)} items: {percentiles(seconds)}"
+        )
+        say(
+            f"browser: {frames['frames']} frames watched; with two items' stimuli at once: {frames['mixed']}; "
+            f"with an image not yet decoded: {frames['partial']}"
+        )
     return 0
 
 

@@ -22,17 +22,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.audit import audit  # noqa: E402
-from data import store  # noqa: E402
-from data.formats import Parsed  # noqa: E402
-from data.items import Item  # noqa: E402
-from data.loading import store_parsed  # noqa: E402
+from analysis.audit import audit
+from data import store
+from data.formats import Parsed
+from data.items import Item
+from data.loading import store_parsed
 
 CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 AUDIT_SCORERS = ("stats", "ngram")  # the page's default
 PAGES = {
-    "Datasets": None, "Model scores": "views/model_scores.py", "Inspect runs": "views/inspect_runs.py",
-    "Annotation batches": "views/batches.py", "Hackability audit": "views/hackability.py",
+    "Datasets": None,
+    "Model scores": "views/model_scores.py",
+    "Inspect runs": "views/inspect_runs.py",
+    "Annotation batches": "views/batches.py",
+    "Hackability audit": "views/hackability.py",
 }
 
 
@@ -42,7 +45,17 @@ def build(db_file: Path, n: int) -> None:
     parsed = Parsed("jsonl", "large")
     for i in range(n):
         category = CATEGORIES[i % len(CATEGORIES)]
-        parsed.add(Item("pair", category, f"{category}/{i}", (f"a photo number {i} of a cat", f"a photo number {i} of a dog"), (f"{i}.jpg",)), "bench", i)
+        parsed.add(
+            Item(
+                "pair",
+                category,
+                f"{category}/{i}",
+                (f"a photo number {i} of a cat", f"a photo number {i} of a dog"),
+                (f"{i}.jpg",),
+            ),
+            "bench",
+            i,
+        )
     store_parsed(db, parsed, kind="jsonl", path="bench")
     rng = np.random.default_rng(0)
     ids = [i for i, _ in store.upsert_items(db, store.get_dataset(db, "large")["id"], parsed.items)]
@@ -67,7 +80,10 @@ def main() -> int:
         print(f"built {args.items} items with two scored runs in {time.perf_counter() - started:.1f} s", flush=True)
     started = time.perf_counter()
     audit(store.open_db(db_file), "large", scorers=AUDIT_SCORERS)
-    print(f"hackability audit ({', '.join(AUDIT_SCORERS)}, 5-fold) fitted and stored in {time.perf_counter() - started:.1f} s", flush=True)
+    print(
+        f"hackability audit ({', '.join(AUDIT_SCORERS)}, 5-fold) fitted and stored in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
     os.environ.update(FOIL_DB=str(db_file), FOIL_ADMIN_TOKEN="bench-admin-token")
     app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600)
     app.query_params["token"] = "bench-admin-token"
@@ -83,20 +99,26 @@ def main() -> int:
             app.run()
             timings.append(time.perf_counter() - began)
         status = "error: " + app.exception[0].message if app.exception else "ok"
-        print(f"{name}: first render {timings[0]:.2f} s, second {timings[1]:.2f} s, after clearing the page caches {timings[2]:.2f} s ({status})", flush=True)
+        print(
+            f"{name}: first render {timings[0]:.2f} s, second {timings[1]:.2f} s, after clearing the page caches {timings[2]:.2f} s ({status})",
+            flush=True,
+        )
         if name == "Inspect runs":
             time_failure_paging(app)
     return 0
 
 
-def time_failure_paging(app) -> None:  # noqa: ANN001  (an AppTest)
+def time_failure_paging(app) -> None:
     """Failure browser with run B chosen: a jump to a far page, as a user pages through failures."""
     app.selectbox(key="run_b:large").set_value("model-b").run()
     app.selectbox(key="pattern").set_value("wrong for A, right for B").run()
     began = time.perf_counter()
     app.number_input(key="fail_page").set_value(1000).run()
     shown = sum(t.value.startswith("#") for t in app.text)
-    print(f"Inspect runs, failure browser page 1000 of 'wrong for A, right for B': {time.perf_counter() - began:.2f} s ({shown} items shown)", flush=True)
+    print(
+        f"Inspect runs, failure browser page 1000 of 'wrong for A, right for B': {time.perf_counter() - began:.2f} s ({shown} items shown)",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

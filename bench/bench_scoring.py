@@ -27,12 +27,12 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis import models  # noqa: E402
-from analysis.models import ModelSpec, load_model, token_lengths, trimmed_text_features  # noqa: E402
-from analysis.parity import parity  # noqa: E402
-from analysis.scoring import ScoreReport, load_image, score_dataset  # noqa: E402
-from data import store  # noqa: E402
-from data.demo import DemoConfig, install_demo  # noqa: E402
+from analysis import models
+from analysis.models import ModelSpec, load_model, token_lengths, trimmed_text_features
+from analysis.parity import parity
+from analysis.scoring import ScoreReport, load_image, score_dataset
+from data import store
+from data.demo import DemoConfig, install_demo
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -55,7 +55,9 @@ def reference_loop(loaded: models.LoadedModel, items: list[dict], root: Path) ->
     for item in items:
         positive = loaded.model.encode_text(loaded.tokenizer(item["captions"][0]), normalize=True)
         negative = loaded.model.encode_text(loaded.tokenizer(item["captions"][1]), normalize=True)
-        image = loaded.model.encode_image(loaded.preprocess(load_image(root, item["images"][0])).unsqueeze(0), normalize=True)
+        image = loaded.model.encode_image(
+            loaded.preprocess(load_image(root, item["images"][0])).unsqueeze(0), normalize=True
+        )
         (positive @ image.T).item() > (negative @ image.T).item()
     return time.perf_counter() - started
 
@@ -97,40 +99,64 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="foil-bench-"))
     db = store.open_db(folder / "bench.db")
     per_category = -(-args.items // 7)
-    install_demo(db, folder / "images", DemoConfig(seed=11, pairs_per_category=per_category, n_triples=1, n_groups=7, n_candidate_sets=7, n_retrieval=1))
+    install_demo(
+        db,
+        folder / "images",
+        DemoConfig(
+            seed=11, pairs_per_category=per_category, n_triples=1, n_groups=7, n_candidate_sets=7, n_retrieval=1
+        ),
+    )
     dataset = store.get_dataset(db, "demo-sugarcrepe")
     items = store.list_items(db, dataset["id"], limit=args.items)
     root = Path(dataset["image_root"])
 
     fp32 = load_model(ModelSpec("ViT-B-32", "none", precision="fp32"), device="cpu")
     reference = reference_loop(fp32, items[: args.reference_sample], root) / args.reference_sample * len(items)
-    say(f"items {len(items)}; reference per-item loop (fp32): {reference:.1f} s (timed on {args.reference_sample} items, extrapolated)")
+    say(
+        f"items {len(items)}; reference per-item loop (fp32): {reference:.1f} s (timed on {args.reference_sample} items, extrapolated)"
+    )
 
     auto = load_model(ModelSpec("ViT-B-32", "none", precision="auto"), device="cpu")
     say(f"precision auto: {auto.precision_reason}")
     runs: dict[str, tuple[ScoreReport, ScoreReport]] = {}
     for loaded in ({auto.spec.precision: auto, "fp32": fp32}).values():
-        cold = score_dataset(db, "demo-sugarcrepe", loaded, run=loaded.spec.precision, batch_size=args.batch_size, limit=args.items)
-        warm = score_dataset(db, "demo-sugarcrepe", loaded, run=loaded.spec.precision, batch_size=args.batch_size, limit=args.items)
+        cold = score_dataset(
+            db, "demo-sugarcrepe", loaded, run=loaded.spec.precision, batch_size=args.batch_size, limit=args.items
+        )
+        warm = score_dataset(
+            db, "demo-sugarcrepe", loaded, run=loaded.spec.precision, batch_size=args.batch_size, limit=args.items
+        )
         runs[loaded.spec.precision] = cold, warm
-        say(f"score {loaded.spec.precision} cold: {cold.seconds:.1f} s -> {reference / cold.seconds:.1f}x faster than the reference loop "
-            f"({cold.n_images_encoded} distinct images, {cold.n_texts_encoded} distinct captions; {cold.n_images_encoded / cold.seconds:.1f} images/s, {cold.n_texts_encoded / cold.seconds:.1f} texts/s)")
-        say(f"score {loaded.spec.precision} warm cache: {warm.seconds:.3f} s -> {reference / warm.seconds:.0f}x faster than the reference loop ({cold.seconds / warm.seconds:.0f}x faster than cold)")
+        say(
+            f"score {loaded.spec.precision} cold: {cold.seconds:.1f} s -> {reference / cold.seconds:.1f}x faster than the reference loop "
+            f"({cold.n_images_encoded} distinct images, {cold.n_texts_encoded} distinct captions; {cold.n_images_encoded / cold.seconds:.1f} images/s, {cold.n_texts_encoded / cold.seconds:.1f} texts/s)"
+        )
+        say(
+            f"score {loaded.spec.precision} warm cache: {warm.seconds:.3f} s -> {reference / warm.seconds:.0f}x faster than the reference loop ({cold.seconds / warm.seconds:.0f}x faster than cold)"
+        )
 
     captions = sorted({caption for item in items for caption in item["captions"]})
     floor = compute_floor_gflop(fp32, runs["fp32"][0].n_images_encoded, captions)
-    say(f"compute floor: {floor:.0f} GFLOP ({runs['fp32'][0].n_images_encoded} images, {len(captions)} captions at their own trimmed length)")
+    say(
+        f"compute floor: {floor:.0f} GFLOP ({runs['fp32'][0].n_images_encoded} images, {len(captions)} captions at their own trimmed length)"
+    )
     rates = {name: matmul_gflops(dtype) for name, dtype in DTYPES.items()}
-    say(f"matmul: fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s ({rates['bf16'] / rates['fp32']:.1f}x)")
+    say(
+        f"matmul: fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s ({rates['bf16'] / rates['fp32']:.1f}x)"
+    )
     for precision, (cold, _) in runs.items():
         floor_seconds = floor / rates[precision]
-        say(f"compute floor {precision}: {floor_seconds:.1f} s at {precision} matmul speed; "
-            f"the cold run took {cold.seconds:.1f} s = {100 * floor_seconds / cold.seconds:.0f}% of the floor's speed")
+        say(
+            f"compute floor {precision}: {floor_seconds:.1f} s at {precision} matmul speed; "
+            f"the cold run took {cold.seconds:.1f} s = {100 * floor_seconds / cold.seconds:.0f}% of the floor's speed"
+        )
 
     if len(runs) == 2:
         report = parity(db, "demo-sugarcrepe", "fp32", auto.spec.precision)
-        say(f"parity {auto.spec.precision} against fp32: {len(report.flips)} of {report.n_items} decisions flip; {report.metric} {report.value_a:.2f} -> {report.value_b:.2f} "
-            f"(change {report.change:+.2f}, 95% interval {report.change_interval[0]:+.2f} to {report.change_interval[1]:+.2f}; random weights: margins are tiny)")
+        say(
+            f"parity {auto.spec.precision} against fp32: {len(report.flips)} of {report.n_items} decisions flip; {report.metric} {report.value_a:.2f} -> {report.value_b:.2f} "
+            f"(change {report.change:+.2f}, 95% interval {report.change_interval[0]:+.2f} to {report.change_interval[1]:+.2f}; random weights: margins are tiny)"
+        )
     return 0
 
 

@@ -12,7 +12,13 @@ import sys
 from collections import Counter, defaultdict
 
 LINE = re.compile(r"^\s*(?P<module>[\w.]+?)\.x_?(?P<function>\w+?)__mutmut_\d+: (?P<status>.+?)\s*$")
-GROUPS = {"killed": "killed", "survived": "survived", "no tests": "not reached", "timeout": "killed", "suspicious": "survived"}
+GROUPS = {
+    "killed": "killed",
+    "survived": "survived",
+    "no tests": "not reached",
+    "timeout": "killed",
+    "suspicious": "survived",
+}
 
 
 def summarize(lines: list[str]) -> dict[str, Counter]:
@@ -30,7 +36,9 @@ def main() -> None:
     print(f"{'module':<24} {'killed':>7} {'survived':>9} {'not reached':>12} {'score':>7}")
     for module, counts in sorted(summarize(text.splitlines()).items()):
         total = sum(counts.values())
-        print(f"{module:<24} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} {100 * counts['killed'] / total:>6.1f}%")
+        print(
+            f"{module:<24} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} {100 * counts['killed'] / total:>6.1f}%"
+        )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,11 @@ from data.loading import ImportReport, store_parsed
 DEMO_SOURCE = DEMO.name  # the demo's source record (`data.formats.MADE_HERE`)
 # The demo dataset holding each item kind (tests and examples find a kind's items here).
 DEMO_DATASETS = {
-    "pair": "demo-sugarcrepe", "triple": "demo-hard-positives", "group": "demo-bivlc",
-    "candidates": "demo-bivlc-candidates", "retrieval": "demo-crepe",
+    "pair": "demo-sugarcrepe",
+    "triple": "demo-hard-positives",
+    "group": "demo-bivlc",
+    "candidates": "demo-bivlc-candidates",
+    "retrieval": "demo-crepe",
 }
 DEMO_ANNOTATORS = ("ada", "ben", "cleo")
 
@@ -111,7 +114,9 @@ def _positive(rng: random.Random, category: str) -> tuple[w.Scene, w.Claim]:
             return scene, claim
 
 
-def _edit_with_verdict(rng: random.Random, category: str, target: w.Verdict, tries: int = 300) -> tuple[w.Scene, w.Claim, w.Claim] | None:
+def _edit_with_verdict(
+    rng: random.Random, category: str, target: w.Verdict, tries: int = 300
+) -> tuple[w.Scene, w.Claim, w.Claim] | None:
     for _ in range(tries):
         scene, claim = _positive(rng, category)
         options = [e for e in w.edits(category, claim) if w.evaluate(e, scene) == target]
@@ -151,12 +156,17 @@ def build_pairs(rng: random.Random, config: DemoConfig) -> DemoSet:
             claim, negative = found
             image = image or builder.image(scene)
             template = rng.randrange(3)
-            builder.add(Item(
-                kind="pair", category=category, source_id=f"{category}/{config.pairs_per_category - sum(quotas[category].values()) - 1}",
-                captions=(w.render(claim, template), w.render(negative, template)), images=(image,),
-                truth={"negative": w.evaluate(negative, scene)},
-                meta={"scene": scene_to_data(scene), "claims": [claim_to_data(claim), claim_to_data(negative)]},
-            ))
+            builder.add(
+                Item(
+                    kind="pair",
+                    category=category,
+                    source_id=f"{category}/{config.pairs_per_category - sum(quotas[category].values()) - 1}",
+                    captions=(w.render(claim, template), w.render(negative, template)),
+                    images=(image,),
+                    truth={"negative": w.evaluate(negative, scene)},
+                    meta={"scene": scene_to_data(scene), "claims": [claim_to_data(claim), claim_to_data(negative)]},
+                )
+            )
     return builder.set
 
 
@@ -206,13 +216,21 @@ def build_triples(rng: random.Random, config: DemoConfig) -> DemoSet:
         captions = (w.render(claim, template), w.render(negative, template), w.render(positive, template, synonyms))
         if captions[2] == captions[0]:
             continue
-        builder.add(Item(
-            kind="triple", category=category, source_id=f"{category}/{len(builder.set.parsed.items)}",
-            captions=captions, images=(builder.image(scene),),
-            truth={"negative": w.evaluate(negative, scene), "positive_variant": w.evaluate(positive, scene)},
-            meta={"scene": scene_to_data(scene), "variant": variant,
-                  "claims": [claim_to_data(claim), claim_to_data(negative), claim_to_data(positive)]},
-        ))
+        builder.add(
+            Item(
+                kind="triple",
+                category=category,
+                source_id=f"{category}/{len(builder.set.parsed.items)}",
+                captions=captions,
+                images=(builder.image(scene),),
+                truth={"negative": w.evaluate(negative, scene), "positive_variant": w.evaluate(positive, scene)},
+                meta={
+                    "scene": scene_to_data(scene),
+                    "variant": variant,
+                    "claims": [claim_to_data(claim), claim_to_data(negative), claim_to_data(positive)],
+                },
+            )
+        )
     return builder.set
 
 
@@ -225,14 +243,22 @@ def build_groups(rng: random.Random, config: DemoConfig) -> DemoSet:
         negative_scene = w.realize(negative, rng)
         template = rng.randrange(3)
         type_, subtype = category.split("_")
-        builder.add(Item(
-            kind="group", category=category, source_id=f"{category}/{index}",
-            captions=(w.render(claim, template), w.render(negative, template)),
-            images=(builder.image(scene), builder.image(negative_scene)),
-            truth={"ambiguous": w.evaluate(claim, negative_scene) != "false"},
-            meta={"type": type_, "subtype": subtype, "scenes": [scene_to_data(scene), scene_to_data(negative_scene)],
-                  "claims": [claim_to_data(claim), claim_to_data(negative)]},
-        ))
+        builder.add(
+            Item(
+                kind="group",
+                category=category,
+                source_id=f"{category}/{index}",
+                captions=(w.render(claim, template), w.render(negative, template)),
+                images=(builder.image(scene), builder.image(negative_scene)),
+                truth={"ambiguous": w.evaluate(claim, negative_scene) != "false"},
+                meta={
+                    "type": type_,
+                    "subtype": subtype,
+                    "scenes": [scene_to_data(scene), scene_to_data(negative_scene)],
+                    "claims": [claim_to_data(claim), claim_to_data(negative)],
+                },
+            )
+        )
     return builder.set
 
 
@@ -252,14 +278,27 @@ def build_candidates(rng: random.Random, config: DemoConfig) -> DemoSet:
                 scenes.append(w.realize(negative, rng))
                 flaws.append(None)
         valid = [w.evaluate(negative, s) == "true" for s in scenes]
-        builder.add(Item(
-            kind="candidates", category=category, source_id=f"{category}/{index}",
-            captions=(w.render(negative, rng.randrange(3)),), images=tuple(builder.image(s) for s in scenes),
-            truth={"valid": valid, "best": valid.index(True) if any(valid) else None,
-                   "ambiguous_candidates": {str(i): w.evaluate(claim, s) != "false" for i, s in enumerate(scenes)}},
-            meta={"positive_caption": w.render(claim), "source_image": builder.image(scene), "flaws": flaws,
-                  "scenes": [scene_to_data(s) for s in scenes], "claims": [claim_to_data(claim), claim_to_data(negative)]},
-        ))
+        builder.add(
+            Item(
+                kind="candidates",
+                category=category,
+                source_id=f"{category}/{index}",
+                captions=(w.render(negative, rng.randrange(3)),),
+                images=tuple(builder.image(s) for s in scenes),
+                truth={
+                    "valid": valid,
+                    "best": valid.index(True) if any(valid) else None,
+                    "ambiguous_candidates": {str(i): w.evaluate(claim, s) != "false" for i, s in enumerate(scenes)},
+                },
+                meta={
+                    "positive_caption": w.render(claim),
+                    "source_image": builder.image(scene),
+                    "flaws": flaws,
+                    "scenes": [scene_to_data(s) for s in scenes],
+                    "claims": [claim_to_data(claim), claim_to_data(negative)],
+                },
+            )
+        )
     return builder.set
 
 
@@ -274,11 +313,17 @@ def build_retrieval(rng: random.Random, config: DemoConfig) -> DemoSet:
         if len(negatives) < 3:
             continue
         chosen = rng.sample(negatives, 3)
-        builder.add(Item(
-            kind="retrieval", category=family, source_id=f"{family}/{len(builder.set.parsed.items)}",
-            captions=(w.render(claim), *(w.render(n) for n in chosen)), images=(builder.image(scene),),
-            truth={"correct": 0}, meta={"scene": scene_to_data(scene), "claims": [claim_to_data(c) for c in (claim, *chosen)]},
-        ))
+        builder.add(
+            Item(
+                kind="retrieval",
+                category=family,
+                source_id=f"{family}/{len(builder.set.parsed.items)}",
+                captions=(w.render(claim), *(w.render(n) for n in chosen)),
+                images=(builder.image(scene),),
+                truth={"correct": 0},
+                meta={"scene": scene_to_data(scene), "claims": [claim_to_data(c) for c in (claim, *chosen)]},
+            )
+        )
     return builder.set
 
 
@@ -289,7 +334,11 @@ def _require(found: tuple[w.Scene, w.Claim, w.Claim] | None) -> tuple[w.Scene, w
 
 
 BUILDERS: tuple[Callable[[random.Random, DemoConfig], DemoSet], ...] = (
-    build_pairs, build_triples, build_groups, build_candidates, build_retrieval,
+    build_pairs,
+    build_triples,
+    build_groups,
+    build_candidates,
+    build_retrieval,
 )
 
 
@@ -311,7 +360,11 @@ def install_demo(db: sqlite_utils.Database, root: Path, config: DemoConfig = Dem
     reports = []
     for demo_set in build_world(config):
         write_images(demo_set, root)
-        reports.append(store_parsed(db, demo_set.parsed, kind=DEMO_SOURCE, path=f"demo seed {config.seed}", images=root, name=demo_set.name))
+        reports.append(
+            store_parsed(
+                db, demo_set.parsed, kind=DEMO_SOURCE, path=f"demo seed {config.seed}", images=root, name=demo_set.name
+            )
+        )
     for name in DEMO_ANNOTATORS:
         store.ensure_annotator(db, name)
     return reports

@@ -24,10 +24,12 @@ def photo(seed: int) -> Image.Image:
     """A 640x480 picture with the texture of a photograph (smooth light, fine noise, two objects),
     so JPEG compresses it as it would a real one (about 100 KB at quality 85)."""
     rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:SIZE[1], 0:SIZE[0]]
+    y, x = np.mgrid[0 : SIZE[1], 0 : SIZE[0]]
     base = rng.uniform(60, 200, 3)
     light = (np.sin(x / rng.uniform(40, 120)) + np.cos(y / rng.uniform(40, 120))) * 30
-    pixels = np.clip(base[None, None, :] + light[..., None] + rng.normal(0, 34, (SIZE[1], SIZE[0], 3)), 0, 255).astype(np.uint8)
+    pixels = np.clip(base[None, None, :] + light[..., None] + rng.normal(0, 34, (SIZE[1], SIZE[0], 3)), 0, 255).astype(
+        np.uint8
+    )
     image = Image.fromarray(pixels).filter(ImageFilter.GaussianBlur(0.5))
     draw = ImageDraw.Draw(image)
     for colour, box in zip(rng.choice(COLOURS, 2, replace=False), ((80, 140, 260, 320), (380, 140, 560, 320))):
@@ -47,9 +49,16 @@ def photo_dataset(db: sqlite_utils.Database, folder: Path, n: int, *, name: str 
         left, right = rng.sample(COLOURS, 2)
         photo(seed * 100_000 + index).save(images / f"{index:05d}.jpg", quality=85)
         caption = f"a {left} object to the left of a {right} object, photo {index}"
-        records.append({"kind": "pair", "category": "swap_att", "id": str(index), "images": [f"{index:05d}.jpg"],
-                        "captions": [caption, caption.replace(left, "#").replace(right, left).replace("#", right)],
-                        "truth": {"negative": "false"}})
+        records.append(
+            {
+                "kind": "pair",
+                "category": "swap_att",
+                "id": str(index),
+                "images": [f"{index:05d}.jpg"],
+                "captions": [caption, caption.replace(left, "#").replace(right, left).replace("#", right)],
+                "truth": {"negative": "false"},
+            }
+        )
     source = folder / f"{name}.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     import_path(db, "jsonl", source, images=images, name=name)

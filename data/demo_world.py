@@ -23,8 +23,12 @@ from PIL import Image, ImageDraw
 CANVAS = 128
 SHAPES = ("circle", "square", "triangle", "diamond", "cross")
 COLOURS = {
-    "red": (220, 40, 40), "green": (40, 170, 60), "blue": (40, 80, 220),
-    "yellow": (235, 210, 40), "purple": (140, 60, 180), "orange": (245, 140, 30),
+    "red": (220, 40, 40),
+    "green": (40, 170, 60),
+    "blue": (40, 80, 220),
+    "yellow": (235, 210, 40),
+    "purple": (140, 60, 180),
+    "orange": (245, 140, 30),
 }
 SIZES = {"small": 11, "large": 20}
 RELATIONS = ("left of", "right of", "above", "below")
@@ -57,11 +61,7 @@ class Desc:
 
     def matches(self, thing: Thing) -> bool:
         """Whether `thing` fits this description."""
-        return (
-            self.shape == thing.shape
-            and self.colour in (None, thing.colour)
-            and self.size in (None, thing.size)
-        )
+        return self.shape == thing.shape and self.colour in (None, thing.colour) and self.size in (None, thing.size)
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,9 @@ def realize(claim: Claim, rng: random.Random, tries: int = 500) -> Scene:
     for _ in range(tries):
         things: list[Thing] = []
         for desc in claim.objects:
-            thing = Thing(desc.shape, desc.colour or rng.choice(list(COLOURS)), desc.size or rng.choice(list(SIZES)), 0, 0)
+            thing = Thing(
+                desc.shape, desc.colour or rng.choice(list(COLOURS)), desc.size or rng.choice(list(SIZES)), 0, 0
+            )
             placed = _place(rng, thing, things)
             if placed is None:
                 break
@@ -178,7 +180,13 @@ def _draw_thing(pen: ImageDraw.ImageDraw, thing: Thing) -> None:
 
 # --- captions ------------------------------------------------------------------------------------
 
-SYNONYMS = {"large": "big", "small": "little", "left of": "to the left of", "right of": "to the right of", "square": "box"}
+SYNONYMS = {
+    "large": "big",
+    "small": "little",
+    "left of": "to the left of",
+    "right of": "to the right of",
+    "square": "box",
+}
 RELATIONAL_TEMPLATES = ("{a} {rel} {b}", "there is {a} {rel} {b}", "a picture of {a} {rel} {b}")
 CONJUNCT_TEMPLATES = ("{list}", "there is {list}", "an image showing {list}")
 
@@ -211,7 +219,9 @@ def positive_claim(category: str, scene: Scene, rng: random.Random) -> Claim | N
     """A true claim about the scene shaped so that the category's edit applies, or None."""
     pair = rng.sample(scene, 2)
     descs = tuple(Desc(t.shape, t.colour, rng.choice([None, t.size])) for t in pair)
-    if category in ("replace_rel", "swap_obj", "swap_att") or (category in ("replace_obj", "replace_att") and rng.random() < 0.5):
+    if category in ("replace_rel", "swap_obj", "swap_att") or (
+        category in ("replace_obj", "replace_att") and rng.random() < 0.5
+    ):
         relation = next((r for r in RELATIONS if relation_verdict(pair[0], r, pair[1]) == "true"), None)
         if relation is None:
             return None
@@ -227,14 +237,28 @@ def edits(category: str, claim: Claim) -> list[Claim]:
     if category == "replace_obj":
         return [_with(claim, i, replace(d, shape=s)) for i, d in enumerate(objs) for s in SHAPES if s != d.shape]
     if category == "replace_att":
-        return [_with(claim, i, replace(d, colour=c)) for i, d in enumerate(objs) if d.colour for c in COLOURS if c != d.colour]
+        return [
+            _with(claim, i, replace(d, colour=c))
+            for i, d in enumerate(objs)
+            if d.colour
+            for c in COLOURS
+            if c != d.colour
+        ]
     if category == "replace_rel" and claim.relation:
         i, relation, j = claim.relation
         return [replace(claim, relation=(i, r, j)) for r in RELATIONS if r != relation]
     if category == "swap_obj" and len(objs) >= 2 and objs[0].shape != objs[1].shape:
         return [_with(_with(claim, 0, replace(objs[0], shape=objs[1].shape)), 1, replace(objs[1], shape=objs[0].shape))]
-    if category == "swap_att" and len(objs) >= 2 and objs[0].colour and objs[1].colour and objs[0].colour != objs[1].colour:
-        return [_with(_with(claim, 0, replace(objs[0], colour=objs[1].colour)), 1, replace(objs[1], colour=objs[0].colour))]
+    if (
+        category == "swap_att"
+        and len(objs) >= 2
+        and objs[0].colour
+        and objs[1].colour
+        and objs[0].colour != objs[1].colour
+    ):
+        return [
+            _with(_with(claim, 0, replace(objs[0], colour=objs[1].colour)), 1, replace(objs[1], colour=objs[0].colour))
+        ]
     if category == "add_obj" and claim.relation is None:
         return [Claim((*objs, Desc(s, c))) for s in SHAPES for c in COLOURS]
     if category == "add_att":

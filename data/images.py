@@ -73,7 +73,9 @@ def probe_image(root: Path | None, reference: str) -> ImageInfo:
             image.load()
     except Image.DecompressionBombError as error:  # Pillow refuses before telling the size: take it from its message
         pixels = re.search(r"\((\d+) pixels\)", str(error))
-        return ImageInfo(reference, "too_large", _sha256(payload), len(payload), pixels=int(pixels.group(1)) if pixels else None)
+        return ImageInfo(
+            reference, "too_large", _sha256(payload), len(payload), pixels=int(pixels.group(1)) if pixels else None
+        )
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
         return ImageInfo(reference, "unreadable", _sha256(payload), len(payload))
     return ImageInfo(reference, "ok", _sha256(payload), len(payload), width, height)
@@ -144,7 +146,9 @@ def data_uri(path: Path) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _data_uri_of_version(path: Path, size: int, mtime_ns: int) -> str:
-    kind = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".gif": "gif", ".webp": "webp"}.get(path.suffix.lower(), "jpeg")
+    kind = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".gif": "gif", ".webp": "webp"}.get(
+        path.suffix.lower(), "jpeg"
+    )
     return f"data:image/{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 

@@ -59,7 +59,9 @@ def check_shape(kind: str, captions: tuple[str, ...], images: tuple[str, ...]) -
     if shape.n_captions is not None and len(captions) != shape.n_captions:
         raise ItemShapeError(f"a {kind} needs {shape.n_captions} captions {shape.captions}, got {len(captions)}")
     if len(captions) < shape.min_captions:
-        raise ItemShapeError(f"a {kind} needs at least {shape.min_captions} captions {shape.captions}, got {len(captions)}")
+        raise ItemShapeError(
+            f"a {kind} needs at least {shape.min_captions} captions {shape.captions}, got {len(captions)}"
+        )
     if any(not isinstance(c, str) or not c.strip() for c in captions):
         raise ItemShapeError("every caption must be a non-empty string")
     if images and shape.n_images is not None and len(images) != shape.n_images:

@@ -69,22 +69,39 @@ def import_path(
     if not parsed.items:
         raise BadInputError(path, None, f"holds no items; expected at least one {kind} item (an empty file or folder?)")
     report = store_parsed(
-        db, parsed, kind=kind, path=str(path), images=images, name=name, run=run,
-        embedded_root=embedded_root, progress=progress,
+        db,
+        parsed,
+        kind=kind,
+        path=str(path),
+        images=images,
+        name=name,
+        run=run,
+        embedded_root=embedded_root,
+        progress=progress,
     )
     if fmt.report is not None:
         report.notes = fmt.report(parsed)
     return report
 
 
-def attach_images(db: sqlite_utils.Database, dataset: str, images: Path, *, progress: Progress | None = None) -> ImportReport:
+def attach_images(
+    db: sqlite_utils.Database, dataset: str, images: Path, *, progress: Progress | None = None
+) -> ImportReport:
     """Give a dataset its image folder after the fact: its last import read again with `images`
     as the root (idempotent: no item is added twice; the image statuses are checked anew)."""
     last = store.last_import(db, store.get_dataset(db, dataset)["id"])
     if last is None:
-        raise BadInputError(Path(dataset), None, "has no import of items to attach images to (a results file, or the demo); import the benchmark with its images")
+        raise BadInputError(
+            Path(dataset),
+            None,
+            "has no import of items to attach images to (a results file, or the demo); import the benchmark with its images",
+        )
     if not Path(images).is_dir():
-        raise BadInputError(Path(images), None, "is not a folder on this machine; expected the folder the dataset's image paths are relative to")
+        raise BadInputError(
+            Path(images),
+            None,
+            "is not a folder on this machine; expected the folder the dataset's image paths are relative to",
+        )
     return import_path(db, last["kind"], Path(last["path"]), images=Path(images), name=dataset, progress=progress)
 
 
@@ -111,15 +128,22 @@ def store_parsed(
         missing = _record_images(db, dataset_id, parsed, root, progress)
         run_name = _store_run(db, dataset_id, parsed, stored, run)
         report = ImportReport(
-            dataset=dataset_name, run=run_name, n_items=len(stored),
+            dataset=dataset_name,
+            run=run_name,
+            n_items=len(stored),
             n_new_items=sum(new for _, new in stored),
             by_category=dict(sorted(Counter(i.category for i in parsed.items).items())),
             missing_images=missing,
             warnings=[asdict(w) for w in parsed.warnings + _differences(db, dataset_id, parsed, stored, before)],
         )
         store.log_import(
-            db, dataset_id, kind=kind, path=path, n_items=report.n_items,
-            n_new_items=report.n_new_items, run=run_name,
+            db,
+            dataset_id,
+            kind=kind,
+            path=path,
+            n_items=report.n_items,
+            n_new_items=report.n_new_items,
+            run=run_name,
         )
     return report
 
@@ -171,8 +195,12 @@ def _record_images(
     for info in infos:
         if info.status == "too_large":
             size = f"{info.pixels:,} pixels" if info.pixels else "more pixels than allowed"
-            parsed.warn(info.path, None, f"image not used: {size}, over the limit of {max_image_pixels():,} pixels; "
-                        "raise it with FOIL_MAX_IMAGE_PIXELS")
+            parsed.warn(
+                info.path,
+                None,
+                f"image not used: {size}, over the limit of {max_image_pixels():,} pixels; "
+                "raise it with FOIL_MAX_IMAGE_PIXELS",
+            )
     statuses = store.known_image_paths(db, dataset_id)
     return sum(statuses.get(ref) != "ok" for ref in references)
 
@@ -191,7 +219,9 @@ def _store_run(
     if parsed.run is None or parsed.outcomes is None:
         return None
     name = run or parsed.run.name
-    run_id = store.ensure_run(db, dataset_id, name, kind=parsed.run.kind, model=parsed.run.model, meta={"imported": True})
+    run_id = store.ensure_run(
+        db, dataset_id, name, kind=parsed.run.kind, model=parsed.run.model, meta={"imported": True}
+    )
     store.put_outcomes(db, run_id, [(item_id, outcome) for (item_id, _), outcome in zip(stored, parsed.outcomes)])
     return name
 
@@ -206,12 +236,24 @@ def _differences(
     warnings = []
     for (item_id, new), item, (file, row) in zip(stored, parsed.items, parsed.origins):
         if new and item.category in categories:
-            warnings.append(ImportWarning(file, row, f"item not in the dataset before this import, added: {item.category} {list(item.captions)}"))
+            warnings.append(
+                ImportWarning(
+                    file,
+                    row,
+                    f"item not in the dataset before this import, added: {item.category} {list(item.captions)}",
+                )
+            )
     in_file = {item_id for item_id, _ in stored}
     absent = {i: s for i, s in store.item_ids_by_category(db, dataset_id, categories).items() if i not in in_file}
     for item_id, source_id in sorted(absent.items()):
-        warnings.append(ImportWarning(str(parsed.origins[0][0]), None, f"dataset item {source_id} (id {item_id}) is not in this file"))
+        warnings.append(
+            ImportWarning(
+                str(parsed.origins[0][0]), None, f"dataset item {source_id} (id {item_id}) is not in this file"
+            )
+        )
     if len(warnings) > MAX_LISTED_DIFFERENCES:
         extra = len(warnings) - MAX_LISTED_DIFFERENCES
-        warnings = warnings[:MAX_LISTED_DIFFERENCES] + [ImportWarning(str(parsed.origins[0][0]), None, f"... and {extra} more differences")]
+        warnings = warnings[:MAX_LISTED_DIFFERENCES] + [
+            ImportWarning(str(parsed.origins[0][0]), None, f"... and {extra} more differences")
+        ]
     return warnings

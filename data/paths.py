@@ -42,8 +42,10 @@ def files_dir(db_file: str | Path) -> Path:
     if os.environ.get(FILES_ENV, "").strip():
         return Path(os.environ[FILES_ENV].strip())
     if is_store_url(db_file):
-        raise FilesFolderUnset(f"a PostgreSQL store keeps its files (images, thumbnails, exports) in ${FILES_ENV}: "
-                               "set it to a folder every server of the deployment shares (docs/deploy.md)")
+        raise FilesFolderUnset(
+            f"a PostgreSQL store keeps its files (images, thumbnails, exports) in ${FILES_ENV}: "
+            "set it to a folder every server of the deployment shares (docs/deploy.md)"
+        )
     path = Path(db_file)
     return path.parent / f"{path.stem}_files"
 

@@ -83,7 +83,14 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
     """
     columns = list(dict.fromkeys(key for row in rows for key in row))
     cells = [[cell(row.get(column)) for column in columns] for row in rows]
-    numeric = [all(isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool) for row in rows if row.get(c) is not None) for c in columns]
+    numeric = [
+        all(
+            isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool)
+            for row in rows
+            if row.get(c) is not None
+        )
+        for c in columns
+    ]
     widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
 
     def line(values: Sequence[str]) -> str:

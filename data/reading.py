@@ -77,7 +77,9 @@ def check_binary_file(path: Path) -> None:
     try:
         size = path.stat().st_size
     except OSError as error:
-        raise BadInputError(path, None, f"cannot be read ({error.strerror or error}); expected a readable file") from None
+        raise BadInputError(
+            path, None, f"cannot be read ({error.strerror or error}); expected a readable file"
+        ) from None
     if size > limits().file_bytes:
         raise BadInputError(path, None, over_limit("file_bytes", size, limits().file_bytes, "file size in bytes"))
 
@@ -89,15 +91,23 @@ def read_text(path: Path) -> str:
     try:
         payload = path.read_bytes()
     except OSError as error:
-        raise BadInputError(path, None, f"cannot be read ({error.strerror or error}); expected a readable file") from None
+        raise BadInputError(
+            path, None, f"cannot be read ({error.strerror or error}); expected a readable file"
+        ) from None
     try:
         text = payload.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = payload[: error.start].count(b"\n") + 1
-        raise BadInputError(path, line, f"is not UTF-8 text (byte {error.start}: {payload[error.start:error.start + 1]!r}); "
-                            "save the file as UTF-8") from None
+        raise BadInputError(
+            path,
+            line,
+            f"is not UTF-8 text (byte {error.start}: {payload[error.start : error.start + 1]!r}); "
+            "save the file as UTF-8",
+        ) from None
     if "\x00" in text:
-        raise BadInputError(path, text[: text.index("\x00")].count("\n") + 1, "holds a NUL byte (a binary file?); expected text")
+        raise BadInputError(
+            path, text[: text.index("\x00")].count("\n") + 1, "holds a NUL byte (a binary file?); expected text"
+        )
     return text
 
 
@@ -107,9 +117,13 @@ def parse_json(text: str, file: Path | str, row: int | str | None = None) -> Any
     try:
         value = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, file, row))
     except json.JSONDecodeError as error:
-        raise BadInputError(file, row if row is not None else error.lineno, f"malformed JSON: {error.msg} (column {error.colno})") from None
+        raise BadInputError(
+            file, row if row is not None else error.lineno, f"malformed JSON: {error.msg} (column {error.colno})"
+        ) from None
     except RecursionError:
-        raise BadInputError(file, row, f"JSON nested too deeply to read; the limit is {depth} ({Limits.env_name('json_depth')})") from None
+        raise BadInputError(
+            file, row, f"JSON nested too deeply to read; the limit is {depth} ({Limits.env_name('json_depth')})"
+        ) from None
     found = _nesting(value)
     if found > depth:
         raise BadInputError(file, row, over_limit("json_depth", found, depth, "JSON nesting depth"))
@@ -125,8 +139,12 @@ def _unique_keys(pairs: list[tuple[str, Any]], file: Path | str, row: int | str 
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise BadInputError(file, row if row is not None else key, f"the key {key!r} appears twice in one object; "
-                                "expected unique ids (the second would silently replace the first)")
+            raise BadInputError(
+                file,
+                row if row is not None else key,
+                f"the key {key!r} appears twice in one object; "
+                "expected unique ids (the second would silently replace the first)",
+            )
         result[key] = value
     return result
 
@@ -166,14 +184,20 @@ def read_csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, 
                 continue
             number += 1
             if len(fields_) != len(header):
-                raise BadInputError(path, number, f"has {len(fields_)} fields but the header has {len(header)} "
-                                    "(a missing field, an extra comma, or an unterminated quote?)")
+                raise BadInputError(
+                    path,
+                    number,
+                    f"has {len(fields_)} fields but the header has {len(header)} "
+                    "(a missing field, an extra comma, or an unterminated quote?)",
+                )
             n_rows += 1
             yield number, dict(zip(header, fields_))
     except csv.Error as error:
         message = str(error)
         if "field larger than field limit" in message:
-            message = over_limit("field_chars", limits().field_chars + 1, limits().field_chars, "a field's length in characters")
+            message = over_limit(
+                "field_chars", limits().field_chars + 1, limits().field_chars, "a field's length in characters"
+            )
         raise BadInputError(path, number + 1 if header else 1, f"unreadable CSV: {message}") from None
     if n_rows == 0:
         raise BadInputError(path, 2, "has a header but no rows; expected at least one item")
@@ -187,10 +211,16 @@ def check_text(value: Any, file: Path | str, row: int | str | None, field: str) 
         raise BadInputError(file, row, f"{field} is empty; expected text")
     limit = limits().caption_chars
     if len(value) > limit:
-        raise BadInputError(file, row, over_limit("caption_chars", len(value), limit, f"{field}'s length in characters"))
+        raise BadInputError(
+            file, row, over_limit("caption_chars", len(value), limit, f"{field}'s length in characters")
+        )
     bad = _CONTROL.search(value)
     if bad:
-        raise BadInputError(file, row, f"{field} holds the control character {bad.group()!r} at position {bad.start()}; expected plain text")
+        raise BadInputError(
+            file,
+            row,
+            f"{field} holds the control character {bad.group()!r} at position {bad.start()}; expected plain text",
+        )
     return value
 
 
@@ -202,13 +232,20 @@ def check_count(value: Any, file: Path | str, row: int | str | None, field: str)
     """`value` if it is a whole number of zero or more (a vote count); a boolean, a float or a
     negative number is refused, naming the file, row and field."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected a whole number, 0 or more")
+        raise BadInputError(
+            file, row, f"{field} is {value!r} ({type(value).__name__}); expected a whole number, 0 or more"
+        )
     return value
 
 
 def check_number(value: Any, file: Path | str, row: int | str | None, field: str) -> float:
     """`value` as a float if it is a finite number (a box coordinate, a score); a boolean or text is refused."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value != value
+        or value in (float("inf"), float("-inf"))
+    ):
         raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected a number")
     return float(value)
 
@@ -219,5 +256,7 @@ def check_id(value: Any, file: Path | str, row: int | str | None, field: str) ->
     if isinstance(value, str):
         return check_text(value, file, row, field).strip()
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected an id: text or a whole number")
+        raise BadInputError(
+            file, row, f"{field} is {value!r} ({type(value).__name__}); expected an id: text or a whole number"
+        )
     return str(value)

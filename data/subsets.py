@@ -23,8 +23,13 @@ class Subset:
 
 
 SUBSETS = {
-    s.name: s for s in (
-        Subset("valid", "valid_foil", "items the source's own crowd validation kept (VALSE: at least 2 of 3 annotators chose the caption)"),
+    s.name: s
+    for s in (
+        Subset(
+            "valid",
+            "valid_foil",
+            "items the source's own crowd validation kept (VALSE: at least 2 of 3 annotators chose the caption)",
+        ),
     )
 }
 
@@ -39,6 +44,6 @@ def truth_flag(subset: str | None) -> str | None:
 
 
 def available_subsets(db: sqlite_utils.Database, dataset: str) -> list[str]:
-    """"all", then every named subset some item of the dataset belongs to or is judged for."""
+    """ "all", then every named subset some item of the dataset belongs to or is judged for."""
     flags = store.truth_flags(db, store.get_dataset(db, dataset)["id"], [s.flag for s in SUBSETS.values()])
     return ["all", *(s.name for s in SUBSETS.values() if s.flag in flags)]

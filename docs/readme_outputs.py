@@ -77,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.check:
         readme_path.write_text(fresh, encoding="utf-8")
         return 0
-    stale = [m.group("command") for m, n in zip(BLOCK.finditer(readme), BLOCK.finditer(fresh)) if m.group("body") != n.group("body")]
+    stale = [
+        m.group("command")
+        for m, n in zip(BLOCK.finditer(readme), BLOCK.finditer(fresh))
+        if m.group("body") != n.group("body")
+    ]
     for command in stale:
         print(f"README.md: the output of `{command}` is stale; run `make docs`", file=sys.stderr)
     return 1 if stale else 0

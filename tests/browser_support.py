@@ -19,8 +19,15 @@ import pytest
 from tests.conftest import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ADMIN_TOKEN = "browser-admin-token"
 
 
@@ -44,10 +51,26 @@ def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> 
         port = free_port()
         with log_file.open("a") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.headless", "true",
-                 "--server.port", str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                cwd=REPO, env={**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN},
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "streamlit",
+                    "run",
+                    str(REPO / "app.py"),
+                    "--server.headless",
+                    "true",
+                    "--server.port",
+                    str(port),
+                    "--browser.gatherUsageStats",
+                    "false",
+                    "--server.fileWatcherType",
+                    "none",
+                ],
+                cwd=REPO,
+                env={**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
             try:
                 _wait_healthy(port, process)

@@ -152,4 +152,9 @@ def stimulus_captions(at) -> list[tuple[str, str]]:
     import json
 
     blocks = at.get("bidi_component")
-    return [tuple(c) for block in blocks if block.proto.component_name == "foil_stimulus" for c in json.loads(block.proto.json)["captions"]]
+    return [
+        tuple(c)
+        for block in blocks
+        if block.proto.component_name == "foil_stimulus"
+        for c in json.loads(block.proto.json)["captions"]
+    ]

@@ -28,8 +28,10 @@ def postgres_bin() -> Path:
         return Path(found[-1]).parent
     if shutil.which("initdb"):
         return Path(shutil.which("initdb")).parent
-    raise RuntimeError("PostgreSQL's initdb was not found: install it (sudo apt-get install postgresql) or run `make test`, "
-                       "which installs it")
+    raise RuntimeError(
+        "PostgreSQL's initdb was not found: install it (sudo apt-get install postgresql) or run `make test`, "
+        "which installs it"
+    )
 
 
 class PostgresServer:
@@ -55,12 +57,33 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         data = self.folder / "data"
-        self._run(str(self.bin / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "--locale=C",
-                  "--encoding=UTF8", "--no-sync")
-        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections={self.max_connections}"
+        self._run(
+            str(self.bin / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--locale=C",
+            "--encoding=UTF8",
+            "--no-sync",
+        )
+        options = (
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections={self.max_connections}"
+        )
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-o", options, "-w", "start")
+        self._run(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(self.folder / "server.log"),
+            "-o",
+            options,
+            "-w",
+            "start",
+        )
         return self
 
     def url(self, database: str = "postgres") -> str:

@@ -22,8 +22,16 @@ pytestmark = pytest.mark.both_engines
 
 # Fleiss (1971) as worked on Wikipedia: 10 subjects, 14 raters, 5 categories, kappa = 0.210.
 FLEISS_COUNTS = [
-    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+    [0, 0, 0, 0, 14],
+    [0, 2, 6, 4, 2],
+    [0, 0, 3, 5, 6],
+    [0, 3, 9, 2, 0],
+    [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0],
+    [3, 2, 6, 3, 0],
+    [2, 5, 3, 2, 2],
+    [6, 5, 2, 1, 0],
+    [0, 2, 2, 3, 7],
 ]
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability": 4 observers, 12 units,
 # missing values; nominal alpha = 0.743.
@@ -94,7 +102,9 @@ def db(demo_db):
 
 
 def simulated_batch(db, accuracy: float, seed: int) -> dict:
-    created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 120, seed=seed))
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 120, seed=seed)
+    )
     simulation.simulate(db, created["batch"], accuracies=accuracy, seed=seed)
     return batch_reports.batch_agreement(db, created["batch"])
 
@@ -109,10 +119,21 @@ def test_kappa_drops_as_simulated_accuracy_drops(db):
 
 
 def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
-    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 90, seed=4))
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 90, seed=4)
+    )
     simulation.simulate(db, created["batch"], accuracies={"ada": 0.95, "ben": 0.8, "cleo": 0.7}, seed=4)
     exported = [json.loads(line) for line in batch_reports.export_labels(db, created["batch"], "jsonl").splitlines()]
-    frame = pd.DataFrame([{"item": r["item"], "annotator": r["annotator"], "label": "none" if r["answer"]["answer"] == "none" else "image"} for r in exported])
+    frame = pd.DataFrame(
+        [
+            {
+                "item": r["item"],
+                "annotator": r["annotator"],
+                "label": "none" if r["answer"]["answer"] == "none" else "image",
+            }
+            for r in exported
+        ]
+    )
     wide = frame.pivot(index="item", columns="annotator", values="label")
     report = batch_reports.batch_agreement(db, created["batch"])
     for pair in report["cohen_pairs"]:
@@ -126,13 +147,33 @@ def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
 
 
 def test_agreement_cli_contract(db):
-    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 30, seed=6))
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 30, seed=6)
+    )
     path = str(store.location(db))
-    run = lambda *args: subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)  # noqa: E731
+    run = lambda *args: subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )  # noqa: E731
     simulated = json.loads(run("simulate", created["batch"], "--accuracy", "0.9").stdout)
     assert sum(simulated["labels_written"].values()) == 60
     report = json.loads(run("agreement", created["batch"]).stdout)
-    expected = {"batch", "n_items", "n_labels", "percent_agreement", "cohen_pairs", "cohen_mean", "fleiss", "krippendorff_alpha", "gwet_ac1", "intervals", "undefined"}
+    expected = {
+        "batch",
+        "n_items",
+        "n_labels",
+        "percent_agreement",
+        "cohen_pairs",
+        "cohen_mean",
+        "fleiss",
+        "krippendorff_alpha",
+        "gwet_ac1",
+        "intervals",
+        "undefined",
+    }
     assert expected <= set(report)
     assert {"a", "b", "n", "kappa"} <= set(report["cohen_pairs"][0])
 
@@ -154,7 +195,9 @@ def bivlc_baseline(db, accuracy: float) -> dict:
 def test_perfect_humans_score_100_and_the_four_queries_combine_like_models(db):
     perfect = bivlc_baseline(db, 1.0)
     assert perfect["n"] == 40 and all(v == 100.0 for v in perfect["metrics"].values())
-    assert {"replace", "swap", "add"} & set(perfect["by_type"]) and not {"replace", "swap", "add"} & set(perfect["by_category"])
+    assert {"replace", "swap", "add"} & set(perfect["by_type"]) and not {"replace", "swap", "add"} & set(
+        perfect["by_category"]
+    )
 
 
 def test_noisy_humans_group_never_exceeds_i2t_or_t2i(db):
@@ -168,25 +211,38 @@ def test_noisy_humans_group_never_exceeds_i2t_or_t2i(db):
 def test_validation_baseline_per_category(db):
     from annotate.baselines import human_baseline
 
-    created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 70, seed=8))
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 70, seed=8)
+    )
     simulation.simulate(db, created["batch"], accuracies=1.0, seed=8)
     result = human_baseline(db, [created["batch"]], n_boot=20)
     assert result["metrics"]["accuracy_micro"] == 100.0 and result["n"] == 70
 
 
 def test_kappa_matrix_is_symmetric_with_gaps_where_undefined():
-    pairs = [{"a": "ada", "b": "ben", "kappa": 0.5}, {"a": "ada", "b": "cleo", "kappa": None}, {"a": "ben", "b": "cleo", "kappa": -0.25}]
+    pairs = [
+        {"a": "ada", "b": "ben", "kappa": 0.5},
+        {"a": "ada", "b": "cleo", "kappa": None},
+        {"a": "ben", "b": "cleo", "kappa": -0.25},
+    ]
     matrix = agreement.kappa_matrix(pairs)
     assert list(matrix.index) == list(matrix.columns) == ["ada", "ben", "cleo"]
     assert matrix.loc["ada", "ben"] == matrix.loc["ben", "ada"] == 0.5
     assert matrix.loc["ben", "cleo"] == matrix.loc["cleo", "ben"] == -0.25
-    assert np.isnan(matrix.loc["ada", "cleo"]) and np.isnan(matrix.loc["cleo", "ada"]) and np.isnan(matrix.loc["ada", "ada"])
+    assert (
+        np.isnan(matrix.loc["ada", "cleo"])
+        and np.isnan(matrix.loc["cleo", "ada"])
+        and np.isnan(matrix.loc["ada", "ada"])
+    )
 
 
 def _labels(answers: dict[str, list[dict[str, str]]]) -> list[dict]:
     """Label rows as the store gives them: one per annotator and item, part 0."""
-    return [{"item": n, "part": 0, "annotator": who, "answer": answer}
-            for who, per_item in answers.items() for n, answer in enumerate(per_item)]
+    return [
+        {"item": n, "part": 0, "annotator": who, "answer": answer}
+        for who, per_item in answers.items()
+        for n, answer in enumerate(per_item)
+    ]
 
 
 def test_each_question_of_a_two_question_task_is_agreed_on_alone_and_together():
@@ -198,8 +254,12 @@ def test_each_question_of_a_two_question_task_is_agreed_on_alone_and_together():
 
     sense_a, sense_b = ["1", "2", "tie", "1", "2", "1"], ["1", "2", "1", "1", "tie", "1"]
     grammar_a, grammar_b = ["2", "2", "1", "1", "tie", "2"], ["1", "2", "2", "1", "1", "2"]
-    labels = _labels({"ada": [{"commonsense": s, "grammar": g} for s, g in zip(sense_a, grammar_a)],
-                      "ben": [{"commonsense": s, "grammar": g} for s, g in zip(sense_b, grammar_b)]})
+    labels = _labels(
+        {
+            "ada": [{"commonsense": s, "grammar": g} for s, g in zip(sense_a, grammar_a)],
+            "ben": [{"commonsense": s, "grammar": g} for s, g in zip(sense_b, grammar_b)],
+        }
+    )
     report = agreement.task_agreement(labels, "compare_negatives", n_boot=50)
     assert set(report["by_question"]) == {"commonsense", "grammar"} and report["level"] == "nominal"
     assert report["by_question"]["commonsense"]["cohen_mean"] == pytest.approx(cohen_kappa_score(sense_a, sense_b))
@@ -214,25 +274,41 @@ def test_ranks_are_agreed_on_as_ordinal_per_caption():
 
     from annotate import agreement
 
-    ada = [{"rank_0": "1", "rank_1": "3", "rank_2": "2"}, {"rank_0": "1", "rank_1": "2", "rank_2": "1"},
-           {"rank_0": "2", "rank_1": "3", "rank_2": "1"}, {"rank_0": "1", "rank_1": "1", "rank_2": "2"}]
-    ben = [{"rank_0": "1", "rank_1": "2", "rank_2": "3"}, {"rank_0": "1", "rank_1": "3", "rank_2": "1"},
-           {"rank_0": "1", "rank_1": "3", "rank_2": "2"}, {"rank_0": "2", "rank_1": "1", "rank_2": "3"}]
+    ada = [
+        {"rank_0": "1", "rank_1": "3", "rank_2": "2"},
+        {"rank_0": "1", "rank_1": "2", "rank_2": "1"},
+        {"rank_0": "2", "rank_1": "3", "rank_2": "1"},
+        {"rank_0": "1", "rank_1": "1", "rank_2": "2"},
+    ]
+    ben = [
+        {"rank_0": "1", "rank_1": "2", "rank_2": "3"},
+        {"rank_0": "1", "rank_1": "3", "rank_2": "1"},
+        {"rank_0": "1", "rank_1": "3", "rank_2": "2"},
+        {"rank_0": "2", "rank_1": "1", "rank_2": "3"},
+    ]
     report = agreement.task_agreement(_labels({"ada": ada, "ben": ben}), "rank_captions", n_boot=50)
     assert report["level"] == "ordinal" and set(report["by_question"]) == {"rank_0", "rank_1", "rank_2"}
     for question, alone in report["by_question"].items():
         data = [[float(a[question]) for a in ada], [float(b[question]) for b in ben]]
-        assert alone["krippendorff_alpha"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal"))
+        assert alone["krippendorff_alpha"] == pytest.approx(
+            krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+        )
     one_resample = agreement.task_agreement(_labels({"ada": ada, "ben": ben}), "rank_captions", n_boot=1)
-    points = [(low, high) for low, high in one_resample["by_question"]["rank_1"]["intervals"].values() if low is not None]
+    points = [
+        (low, high) for low, high in one_resample["by_question"]["rank_1"]["intervals"].values() if low is not None
+    ]
     assert points and all(low == high for low, high in points)
 
 
 def test_pick_image_agreement_is_on_image_versus_none():
     from annotate import agreement
 
-    labels = _labels({"ada": [{"answer": "0"}, {"answer": "none"}, {"answer": "2"}],
-                      "ben": [{"answer": "1"}, {"answer": "none"}, {"answer": "none"}]})
+    labels = _labels(
+        {
+            "ada": [{"answer": "0"}, {"answer": "none"}, {"answer": "2"}],
+            "ben": [{"answer": "1"}, {"answer": "none"}, {"answer": "none"}],
+        }
+    )
     table = agreement.ratings_table(labels, "pick_image")
     assert table.to_dict("list") == {"ada": ["image", "none", "image"], "ben": ["image", "none", "none"]}
     assert list(table.index) == [(0, 0), (1, 0), (2, 0)] and table.columns.name is None
@@ -243,8 +319,13 @@ def test_gwet_ac1_matches_the_published_formula_with_missing_labels():
     17/21 and 2/7 for the three-rater table with gaps, 0.7 and 0.3275 for the two-rater one."""
     from annotate import agreement
 
-    gaps = pd.DataFrame({"a": ["x", "x", "y", "z", "x", None, "y"], "b": ["x", "y", "y", "z", None, "x", "y"],
-                         "c": ["x", "x", "y", "y", "x", "x", None]})
+    gaps = pd.DataFrame(
+        {
+            "a": ["x", "x", "y", "z", "x", None, "y"],
+            "b": ["x", "y", "y", "z", None, "x", "y"],
+            "c": ["x", "x", "y", "y", "x", "x", None],
+        }
+    )
     assert agreement.gwet_ac1(gaps) == (pytest.approx((17 / 21 - 2 / 7) / (1 - 2 / 7)), 7, None)
     two = pd.DataFrame({"a": list("1123122311"), "b": list("1223123312")})
     assert agreement.gwet_ac1(two)[0] == pytest.approx((0.7 - 0.3275) / (1 - 0.3275))
@@ -254,8 +335,13 @@ def test_gwet_ac1_matches_the_published_formula_with_missing_labels():
 def test_fleiss_counts_the_items_it_could_use_and_says_why_it_is_undefined():
     from annotate import agreement
 
-    gaps = pd.DataFrame({"a": ["x", "x", "y", "z", "x", None, "y"], "b": ["x", "y", "y", "z", None, "x", "y"],
-                         "c": ["x", "x", "y", "y", "x", "x", None]})
+    gaps = pd.DataFrame(
+        {
+            "a": ["x", "x", "y", "z", "x", None, "y"],
+            "b": ["x", "y", "y", "z", None, "x", "y"],
+            "c": ["x", "x", "y", "y", "x", "x", None],
+        }
+    )
     assert agreement.fleiss(gaps) == (None, 7, "raters per item vary; use Krippendorff's alpha")
     single = pd.DataFrame({"a": ["x", None, "y"], "b": [None, "y", None]})
     value, n, reason = agreement.fleiss(single)

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from itertools import combinations
 
 import pytest
@@ -30,7 +30,9 @@ pytestmark = pytest.mark.both_engines
 
 
 @settings(max_examples=80, deadline=None)
-@given(n_units=st.integers(0, 120), n_annotators=st.integers(1, 8), overlap=st.integers(1, 4), seed=st.integers(0, 10**6))
+@given(
+    n_units=st.integers(0, 120), n_annotators=st.integers(1, 8), overlap=st.integers(1, 4), seed=st.integers(0, 10**6)
+)
 def test_assignment_gives_exact_overlap_no_repeats_balanced_load(n_units, n_annotators, overlap, seed):
     annotators = list(range(10, 10 + n_annotators))
     if overlap > n_annotators:
@@ -68,8 +70,14 @@ def example_item(task_type: str):
 
 def test_every_item_kind_has_an_example_item_of_its_shape():
     for name, kind in ITEM_KINDS.items():
-        item = Item(name, "example", str(kind.example.get("id")), tuple(kind.example.get("captions", ())),
-                    tuple(kind.example.get("images", ())), dict(kind.example.get("truth", {})))
+        item = Item(
+            name,
+            "example",
+            str(kind.example.get("id")),
+            tuple(kind.example.get("captions", ())),
+            tuple(kind.example.get("images", ())),
+            dict(kind.example.get("truth", {})),
+        )
         assert item.kind == kind.example["kind"] == name, f"give item kind {name} an example item"
 
 
@@ -91,15 +99,22 @@ def test_option_order_is_randomised_reproducible_and_recorded(task_type):
 def test_answer_buttons_and_their_keys_never_move_between_items(task_type):
     """Key 1 means the same answer on every item of a task type: only the stimuli are shuffled."""
     item = example_item(task_type)
-    buttons = {tuple((o.label, o.shortcut) for o in build_task(task_type, item, 0, seed=str(s)).options) for s in range(40)}
+    buttons = {
+        tuple((o.label, o.shortcut) for o in build_task(task_type, item, 0, seed=str(s)).options) for s in range(40)
+    }
     assert len(buttons) == 1
     questions = {build_task(task_type, item, 0, seed=str(s)).question_labels for s in range(40)}
     assert len(questions) == 1
 
 
 def test_validate_negative_keys_mean_the_same_verdict_on_every_item():
-    meanings = {tuple((o.shortcut, o.value) for o in build_task("validate_negative", {**ITEMS["pair"], "id": n}, 0, seed=str(n)).options)
-                for n in range(30)}
+    meanings = {
+        tuple(
+            (o.shortcut, o.value)
+            for o in build_task("validate_negative", {**ITEMS["pair"], "id": n}, 0, seed=str(n)).options
+        )
+        for n in range(30)
+    }
     assert meanings == {(("1", "negative_false"), ("2", "negative_true"), ("3", "unsure"))}
 
 
@@ -145,9 +160,13 @@ def db(demo_db):
     return demo_db
 
 
-def make_batch(db, task="pick_image", dataset="demo-bivlc-candidates", n=12, overlap=2, gold=0.0, annotators=("ada", "ben", "cleo")):
+def make_batch(
+    db, task="pick_image", dataset="demo-bivlc-candidates", n=12, overlap=2, gold=0.0, annotators=("ada", "ben", "cleo")
+):
     # min_seconds=0: these tests answer as fast as code can; the too-fast guard has tests of its own
-    return batches.create_batch(db, batches.BatchSpec(dataset, task, annotators, overlap, n, gold_share=gold, seed=5, min_seconds=0))
+    return batches.create_batch(
+        db, batches.BatchSpec(dataset, task, annotators, overlap, n, gold_share=gold, seed=5, min_seconds=0)
+    )
 
 
 def answer_next(db, name: str, batch: str, pick=0) -> queues.QueueState:
@@ -200,7 +219,11 @@ def test_an_annotator_cannot_answer_someone_elses_item(db):
     created = make_batch(db, overlap=1)
     ada, ben = (store.ensure_annotator(db, n) for n in ("ada", "ben"))
     ben_task = queues.draw(db, ben["id"], created["batch"]).task
-    mine = {r["item_id"] for r in store.batch_assignments(db, store.get_batch(db, created["batch"])["id"]) if r["annotator_id"] == ada["id"]}
+    mine = {
+        r["item_id"]
+        for r in store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
+        if r["annotator_id"] == ada["id"]
+    }
     assert ben_task.item_id not in mine
     with pytest.raises(store.StoreError, match="not in your queue"):
         queues.submit_answer(db, ada["id"], created["batch"], ben_task, {"answer": "none"})
@@ -232,7 +255,7 @@ def test_walked_away_items_are_reassigned_keeping_exact_overlap(db):
     batch = store.get_batch(db, created["batch"])
     ada = store.ensure_annotator(db, "ada")
     held = queues.draw(db, ada["id"], created["batch"])  # ada opens an item and leaves
-    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    later = datetime.now(UTC) + timedelta(hours=2)
     assert queues.reassign_stale(db, created["batch"], now=later) == 1
     rows = store.batch_assignments(db, batch["id"])
     holders = [r["annotator"] for r in rows if (r["item_id"], r["part"]) == (held.task.item_id, held.task.part)]
@@ -312,7 +335,9 @@ def test_admin_batches_page_shows_live_progress(app_db):
     at.button(key="issue_links").click().run()  # tokens are stored hashed: links are shown when issued
     links = [c.value for c in at.code if "/?token=" in c.value]  # each in a code block with a copy button
     assert len(links) == len(created["annotators"])
-    assert {store.annotator_by_token(app_db, link.split("token=")[1])["name"] for link in links} == {a["name"] for a in created["annotators"]}
+    assert {store.annotator_by_token(app_db, link.split("token=")[1])["name"] for link in links} == {
+        a["name"] for a in created["annotators"]
+    }
 
 
 def test_pick_image_survivors_become_an_ambiguity_batch(db):
@@ -347,7 +372,17 @@ def pid(n: int) -> str:
 
 
 def make_crowd_batch(db, n=6, overlap=2, per_worker=3, gold=0.0):
-    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", (), overlap, n, gold_share=gold, seed=9, crowd_items=per_worker, min_seconds=0)
+    spec = batches.BatchSpec(
+        "demo-bivlc-candidates",
+        "pick_image",
+        (),
+        overlap,
+        n,
+        gold_share=gold,
+        seed=9,
+        crowd_items=per_worker,
+        min_seconds=0,
+    )
     return batches.create_batch(db, spec)
 
 
@@ -358,13 +393,17 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
     workers = [crowd_studies.join_crowd(db, token, pid(i)) for i in range(4)]
     assert crowd_studies.join_crowd(db, token, pid(0))["id"] == workers[0]["id"]  # a second visit adds nothing
     rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
-    assert Counter(r["annotator"] for r in rows) == {f"crowd-{pid(i)}": 2 for i in range(4)}  # the window, not the whole share
+    assert Counter(r["annotator"] for r in rows) == {
+        f"crowd-{pid(i)}": 2 for i in range(4)
+    }  # the window, not the whole share
     while True:  # they take turns; more units are dealt as they answer
         moved = False
         for worker in workers:
             state = queues.draw(db, worker["id"], created["batch"])
             if state.task is not None:
-                queues.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
+                queues.submit_answer(
+                    db, worker["id"], created["batch"], state.task, {"answer": state.task.options[0].value}
+                )
                 moved = True
         if not moved:
             break
@@ -438,7 +477,11 @@ def test_failing_gold_checks_get_the_screen_out_code(db):
     items = store.items_by_id(db, {i for i, _, _ in batch["config"]["units"]})
     while (state := queues.draw(db, worker["id"], created["batch"])).task is not None:
         right = expected_answer("pick_image", items[state.task.item_id])["answer"]
-        wrong = next(o.value for o in state.task.options if not is_correct("pick_image", items[state.task.item_id], 0, {"answer": o.value}))
+        wrong = next(
+            o.value
+            for o in state.task.options
+            if not is_correct("pick_image", items[state.task.item_id], 0, {"answer": o.value})
+        )
         queues.submit_answer(db, worker["id"], created["batch"], state.task, {"answer": wrong if right else right})
     finish = crowd_studies.finish_crowd(db, created["batch"], worker["id"])
     assert not finish.passed and finish.code == batch["config"]["screen_out_code"]
@@ -460,7 +503,9 @@ def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
     assert decide[0].disabled  # nothing is pre-selected: a decision nobody made is never one click away
     choice = at.selectbox(key=f"decide:{item}:{part}")
     assert choice.value is None
-    pending = next(d for d in consensus.adjudication_queue(app_db, created["batch"]) if (d.item, d.part) == (int(item), int(part)))
+    pending = next(
+        d for d in consensus.adjudication_queue(app_db, created["batch"]) if (d.item, d.part) == (int(item), int(part))
+    )
     choice.set_value(sorted(pending.votes)[0]).run()
     next(b for b in at.button if b.key == decide[0].key).click().run()
     recorded = store.batch_decisions(app_db, store.get_batch(app_db, created["batch"])["id"])
@@ -494,14 +539,21 @@ def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
 
 
 def test_a_finished_lab_batch_leads_to_the_next_one_without_a_completion_code(app_db):
-    first = batches.create_batch(app_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("lena",), 1, 3, seed=1, min_seconds=0))
-    second = batches.create_batch(app_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("lena",), 1, 2, seed=2, min_seconds=0))
+    first = batches.create_batch(
+        app_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("lena",), 1, 3, seed=1, min_seconds=0)
+    )
+    second = batches.create_batch(
+        app_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("lena",), 1, 2, seed=2, min_seconds=0)
+    )
     for _ in range(3):
         answer_next(app_db, "lena", first["batch"])
     at = open_app(first["annotators"][0]["token"])
     assert not at.exception
     assert at.selectbox(key="batch").value == first["batch"]
-    assert at.selectbox(key="batch").options == ["Batch 1: validate negative (3 of 3 done)", "Batch 2: validate negative (0 of 2 done)"]
+    assert at.selectbox(key="batch").options == [
+        "Batch 1: validate negative (3 of 3 done)",
+        "Batch 2: validate negative (0 of 2 done)",
+    ]
     assert any("This batch is done" in s.value for s in at.success)
     assert not any("code" in m.value for m in [*at.success, *at.warning])  # a lab annotator gets no Prolific-style code
     at.button(key="next_batch").click().run()

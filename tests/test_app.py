@@ -42,8 +42,13 @@ def test_admin_sees_datasets_with_counts_and_items(app):
     assert [t.value for t in at.title] == ["Datasets"]
     table = at.dataframe[0].value
     assert table.set_index("dataset").loc["demo-sugarcrepe", "items"] == 7 * SMALL_DEMO.pairs_per_category
-    assert table.set_index("dataset").loc["demo-bivlc", "images missing"] == 0 and table.set_index("dataset").loc["demo-bivlc", "images"] == "all found"
-    assert texts(at)[0].startswith(f"1 of {7 * SMALL_DEMO.pairs_per_category}  ") and texts(at)[0].endswith("(pair, #1)")  # numbered within the dataset
+    assert (
+        table.set_index("dataset").loc["demo-bivlc", "images missing"] == 0
+        and table.set_index("dataset").loc["demo-bivlc", "images"] == "all found"
+    )
+    assert texts(at)[0].startswith(f"1 of {7 * SMALL_DEMO.pairs_per_category}  ") and texts(at)[0].endswith(
+        "(pair, #1)"
+    )  # numbered within the dataset
     assert texts(at)[1].startswith("positive: ") and texts(at)[2].startswith("negative: ")
     assert len(at.get("image")) == 10  # one image per pair on the first page
 
@@ -82,8 +87,14 @@ def test_an_image_folder_is_attached_after_an_import_that_found_none(app, demo_d
 
     data = tmp_path / "data"
     data.mkdir()
-    (data / "swap_att.json").write_text(json.dumps({"0": {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a cup red"},
-                                                    "1": {"filename": "b.jpg", "caption": "a blue box", "negative_caption": "a box blue"}}))
+    (data / "swap_att.json").write_text(
+        json.dumps(
+            {
+                "0": {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a cup red"},
+                "1": {"filename": "b.jpg", "caption": "a blue box", "negative_caption": "a box blue"},
+            }
+        )
+    )
     at = app(ADMIN)
     at.selectbox(key="import_kind").set_value("sugarcrepe").run()
     at.text_input(key="import_path").set_value(str(data)).run()
@@ -118,7 +129,9 @@ def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixt
     at.text_input(key="import_name").set_value("broken").run()
     at.button(key="import").click().run()
     assert not at.exception and any(e.value.startswith("Nothing was imported") for e in at.error)
-    shown = [c.value for c in at.code if "swap_att.json, row 7" in c.value]  # exact text, copyable: no invisible joiners
+    shown = [
+        c.value for c in at.code if "swap_att.json, row 7" in c.value
+    ]  # exact text, copyable: no invisible joiners
     assert shown and "negative_caption" in shown[0] and "\u2060" not in shown[0] and str(bad) in shown[0]
     assert "broken" not in store.dataset_names(demo_db)
     assert not at.get("progress")  # no half-full bar left under the error
@@ -131,8 +144,18 @@ def test_a_broken_image_file_is_named_not_a_crash(app, demo_db, tmp_path):
 
     Image.new("RGB", (900, 900), "white").save(tmp_path / "fine.jpg")
     (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
-    lines = [json.dumps({"kind": "pair", "category": "replace_att", "id": str(n), "captions": ["a red cup", "a blue cup"], "images": [name]})
-             for n, name in enumerate(["fine.jpg", "broken.jpg"])]
+    lines = [
+        json.dumps(
+            {
+                "kind": "pair",
+                "category": "replace_att",
+                "id": str(n),
+                "captions": ["a red cup", "a blue cup"],
+                "images": [name],
+            }
+        )
+        for n, name in enumerate(["fine.jpg", "broken.jpg"])
+    ]
     (tmp_path / "two.jsonl").write_text("\n".join(lines))
     import_path(demo_db, "jsonl", tmp_path / "two.jsonl", images=tmp_path)
     at = app(ADMIN)
@@ -171,7 +194,10 @@ def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downlo
     assert not at.exception and len(at.get("download_button")) == 1
     report, archive = export_archive(demo_db, "demo-bivlc", "bivlc", tmp_path / "export")
     names = zipfile.ZipFile(io.BytesIO(archive)).namelist()
-    assert "bivlc.csv" in names and sum(n.startswith("images/") for n in names) == 2 * SMALL_DEMO.n_groups == 2 * report["n_items"]
+    assert (
+        "bivlc.csv" in names
+        and sum(n.startswith("images/") for n in names) == 2 * SMALL_DEMO.n_groups == 2 * report["n_items"]
+    )
     offered = zipfile.ZipFile(io.BytesIO(downloads["demo-bivlc-bivlc.zip"]))  # the bytes the button hands out
     assert sorted(offered.namelist()) == sorted(names)
     assert offered.read("bivlc.csv") == zipfile.ZipFile(io.BytesIO(archive)).read("bivlc.csv")
@@ -254,7 +280,9 @@ def test_model_scores_page_compares_runs_per_category(app, demo_db):
     assert {"page-a", "page-b"} <= set(overview["run"]) and "group" in overview.columns
     at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
     table = at.dataframe[1].value.set_index("category")
-    assert {"replace_obj", "swap_att", "(all)"} <= set(table.index) and not {"replace", "swap", "add"} & set(table.index)
+    assert {"replace_obj", "swap_att", "(all)"} <= set(table.index) and not {"replace", "swap", "add"} & set(
+        table.index
+    )
     assert table.loc["(all)", "n"] == store.count_items(db, store.get_dataset(db, "demo-bivlc")["id"])
     assert len(at.get("plotly_chart")) == 1
     at.radio(key="scores_level:demo-bivlc").set_value("type").run()  # BiVLC's types on their own axis
@@ -272,8 +300,23 @@ def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
     from analysis.scoring import score_dataset
 
     score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "metrics", "demo-sugarcrepe", "--run", "demo-clip", "--json", "--db", str(store.location(demo_db))],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "cli.py"),
+            "metrics",
+            "demo-sugarcrepe",
+            "--run",
+            "demo-clip",
+            "--json",
+            "--db",
+            str(store.location(demo_db)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     cli = json.loads(done.stdout)
     at = app(ADMIN)
@@ -282,7 +325,9 @@ def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
     at.multiselect(key="scores_runs:demo-sugarcrepe").set_value(["demo-clip"]).run()
     at.selectbox(key="scores_metric:demo-sugarcrepe").set_value("accuracy_micro").run()
     shown = at.dataframe[1].value.set_index("category")["demo-clip 95% CI"].to_dict()
-    expected = {c: cli["category_intervals"][c]["accuracy_micro"] for c in cli["by_category"]} | {"(all)": cli["intervals"]["accuracy_micro"]}
+    expected = {c: cli["category_intervals"][c]["accuracy_micro"] for c in cli["by_category"]} | {
+        "(all)": cli["intervals"]["accuracy_micro"]
+    }
     assert shown == {c: f"{low:.2f} to {high:.2f}" for c, (low, high) in expected.items()}
 
 
@@ -297,6 +342,7 @@ def test_retrieval_scores_draw_the_chance_of_their_own_number_of_captions(app, d
     at.selectbox(key="scores_metric:demo-crepe").set_value("recall_at_1").run()
     layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
     assert [a["text"] for a in layout["annotations"]] == ["chance 25.0"]  # one true caption among four
+
 
 def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     from analysis.models import ModelSpec, load_model
@@ -316,8 +362,13 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
     assert not at.exception
     traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
-    assert [(t["type"], t["name"]) for t in traces] == [("bar", "model"), ("scatter", f"humans ({table.loc['(all)', 'humans n']} items)")]  # a human line over the bars
-    assert table.loc["(all)", "humans 95% CI"] and table.loc["(all)", "humans n"] < table.loc["(all)", "n"]  # humans answered a sample, said so
+    assert [(t["type"], t["name"]) for t in traces] == [
+        ("bar", "model"),
+        ("scatter", f"humans ({table.loc['(all)', 'humans n']} items)"),
+    ]  # a human line over the bars
+    assert (
+        table.loc["(all)", "humans 95% CI"] and table.loc["(all)", "humans n"] < table.loc["(all)", "n"]
+    )  # humans answered a sample, said so
 
 
 def test_score_now_with_the_defaults_scores_offline_and_shows_the_new_run(app, demo_db):
@@ -331,7 +382,9 @@ def test_score_now_with_the_defaults_scores_offline_and_shows_the_new_run(app, d
     n_items = store.count_items(demo_db, store.get_dataset(demo_db, "demo-crepe")["id"])
     assert any(f"Scored {n_items} items as run my-first-run" in s.value for s in at.success)
     assert "my-first-run" in [r["run"] for r in store.list_runs(demo_db, "demo-crepe")]
-    assert at.selectbox(key="scores_dataset").value == "demo-crepe" and at.multiselect(key="scores_runs:demo-crepe").value == ["my-first-run"]
+    assert at.selectbox(key="scores_dataset").value == "demo-crepe" and at.multiselect(
+        key="scores_runs:demo-crepe"
+    ).value == ["my-first-run"]
     assert "my-first-run" in at.dataframe[1].value.columns  # its figures are on screen
 
 

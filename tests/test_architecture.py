@@ -50,8 +50,12 @@ def layer(module: str) -> int:
 
 
 def test_no_module_imports_from_a_layer_above_it():
-    upward = sorted(f"{module} imports {target}" for module, targets in import_graph().items()
-                    for target in targets if layer(target) > layer(module))
+    upward = sorted(
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if layer(target) > layer(module)
+    )
     assert upward == []
 
 
@@ -65,7 +69,7 @@ def test_no_modules_import_each_other_in_a_cycle():
         state[module] = "open"
         for target in sorted(edges[module]):
             if state.get(target) == "open":
-                cycles.append(path[path.index(target):] + [target])
+                cycles.append(path[path.index(target) :] + [target])
             elif target not in state:
                 visit(target, path + [target])
         state[module] = "done"

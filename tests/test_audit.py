@@ -17,7 +17,22 @@ from data.items import Item
 from data.loading import import_path, store_parsed
 from tests.conftest import REPO
 
-NOUNS = ["dog", "cat", "horse", "man", "woman", "child", "car", "bus", "plate", "table", "chair", "kite", "boat", "tree"]
+NOUNS = [
+    "dog",
+    "cat",
+    "horse",
+    "man",
+    "woman",
+    "child",
+    "car",
+    "bus",
+    "plate",
+    "table",
+    "chair",
+    "kite",
+    "boat",
+    "tree",
+]
 SUGARCREPE_CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 VERBS = ["sits on", "stands near", "runs past", "looks at", "lies under", "waits by"]
 
@@ -116,7 +131,9 @@ def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db, monkeypatch)
     assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram")) is None
     first = audit(fresh_db, "negated", scorers=("stats", "ngram"))
     assert stored_audit(fresh_db, "negated", scorers=("ngram", "stats")) == first  # the page shows it without refitting
-    assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram"), seed=1) is None  # other settings: not this result
+    assert (
+        stored_audit(fresh_db, "negated", scorers=("stats", "ngram"), seed=1) is None
+    )  # other settings: not this result
     with monkeypatch.context() as patch:
         patch.setattr(blind, "blind_gaps", lambda *a, **k: pytest.fail("refinement refitted a stored audit"))
         refined = refine_dataset(fresh_db, "negated", ("stats", "ngram"))
@@ -153,7 +170,6 @@ def test_same_word_pairs_of_real_sugarcrepe_swap_att_count_half_for_the_stats_sc
     assert result["ties"]["stats"] >= 363 and 40 < result["blind"]["stats"] < 60
 
 
-
 def fresh_db_items(db, dataset: str) -> list[dict]:
     from data import store
 
@@ -168,7 +184,13 @@ def test_minilm_scorer_runs_offline_from_the_wheel():
 
 def test_audit_cli_contract(tmp_path, fixtures):
     db = tmp_path / "f.db"
-    run = lambda *a: subprocess.run([sys.executable, str(REPO / "cli.py"), *a, "--db", str(db)], capture_output=True, text=True, cwd=REPO, timeout=300)  # noqa: E731
+    run = lambda *a: subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )  # noqa: E731
     run("import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"))
     done = run("audit", "sugarcrepe", "--scorers", "stats", "ngram", "--json")
     assert done.returncode == 0, done.stderr
@@ -194,8 +216,12 @@ def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin
     assert list(table.index) == sorted(SUGARCREPE_CATEGORIES) + ["(all)"]
     assert table.loc["(all)", "n"] == 7511 and table.loc["swap_obj", "same words"] > 0.5 * 245
     for scorer in ("stats", "ngram"):
-        assert table[f"sugarcrepe {scorer}"].between(0, 100).all() and table[f"unrefined {scorer}"].between(0, 100).all()
-    assert table.loc["(all)", "unrefined ngram"] > table.loc["(all)", "sugarcrepe ngram"]  # refinement removed a text bias
+        assert (
+            table[f"sugarcrepe {scorer}"].between(0, 100).all() and table[f"unrefined {scorer}"].between(0, 100).all()
+        )
+    assert (
+        table.loc["(all)", "unrefined ngram"] > table.loc["(all)", "sugarcrepe ngram"]
+    )  # refinement removed a text bias
     assert stored_audit(db, "unrefined", scorers=("stats", "ngram")) is not None  # fitted once, kept for the next visit
     at.slider(key="refine_grid").set_value(6).run()
     at.button(key="refine").click().run()

@@ -29,22 +29,74 @@ from data.loading import import_path
 from tests.conftest import REPO
 
 SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
-VALSE = {"dataset": "SWiG", "image_file": "a.jpg", "caption": "a dog chases a cat", "foil": "a cat chases a dog",
-         "mturk": {"caption": 3, "foil": 0, "other": 0}}
+VALSE = {
+    "dataset": "SWiG",
+    "image_file": "a.jpg",
+    "caption": "a dog chases a cat",
+    "foil": "a cat chases a dog",
+    "mturk": {"caption": 3, "foil": 0, "other": 0},
+}
 HP = {"image_id": 1, "true_caption": "a dog on a mat", "false_caption": "a mat on a dog", "image_path": "a.jpg"}
-ARO = {"image_path": "a.jpg", "true_caption": "the dog is on the mat", "false_caption": "the mat is on the dog",
-       "relation_name": "on", "bbox_x": 0, "bbox_y": 0, "bbox_w": 10, "bbox_h": 10}
-SCPP = {"id": 0, "filename": "a.jpg", "caption": "a dog on a mat", "caption2": "a mat under a dog", "negative_caption": "a mat on a dog"}
-WINO = {"id": 0, "image_0": "ex_0_img_0", "image_1": "ex_0_img_1", "caption_0": "a dog bites a man", "caption_1": "a man bites a dog",
-        "tag": "Noun", "secondary_tag": "", "num_main_preds": 1, "collapsed_tag": "Object"}
-WHATSUP = {"image_path": "data/controlled_images/mug_on_table.jpeg", "caption_options": ["A mug on a table", "A mug under a table"]}
+ARO = {
+    "image_path": "a.jpg",
+    "true_caption": "the dog is on the mat",
+    "false_caption": "the mat is on the dog",
+    "relation_name": "on",
+    "bbox_x": 0,
+    "bbox_y": 0,
+    "bbox_w": 10,
+    "bbox_h": 10,
+}
+SCPP = {
+    "id": 0,
+    "filename": "a.jpg",
+    "caption": "a dog on a mat",
+    "caption2": "a mat under a dog",
+    "negative_caption": "a mat on a dog",
+}
+WINO = {
+    "id": 0,
+    "image_0": "ex_0_img_0",
+    "image_1": "ex_0_img_1",
+    "caption_0": "a dog bites a man",
+    "caption_1": "a man bites a dog",
+    "tag": "Noun",
+    "secondary_tag": "",
+    "num_main_preds": 1,
+    "collapsed_tag": "Object",
+}
+WHATSUP = {
+    "image_path": "data/controlled_images/mug_on_table.jpeg",
+    "caption_options": ["A mug on a table", "A mug under a table"],
+}
 JSONL = {"kind": "pair", "category": "att", "id": "1", "captions": ["a red cup", "a blue cup"], "images": ["a.jpg"]}
 CSV_HEADERS = {
     "sugarcrepe-correct": ["filename", "caption", "negative_caption", "type", "subtype", "correct"],
-    "bivlc-results": ["caption", "negative_caption", "type", "subtype", "text_score_i0", "text_score_i1", "image_score_c0",
-                      "image_score_c1", "text_score", "image_score", "group_score"],
+    "bivlc-results": [
+        "caption",
+        "negative_caption",
+        "type",
+        "subtype",
+        "text_score_i0",
+        "text_score_i1",
+        "image_score_c0",
+        "image_score_c1",
+        "text_score",
+        "image_score",
+        "group_score",
+    ],
     "bivlc": ["caption", "negative_caption", "type", "subtype", "image", "negative_image"],
-    "bivlc-candidates": ["filename", "caption", "negative_caption", "type", "subtype", "hn_img_0", "hn_img_1", "hn_img_2", "hn_img_3"],
+    "bivlc-candidates": [
+        "filename",
+        "caption",
+        "negative_caption",
+        "type",
+        "subtype",
+        "hn_img_0",
+        "hn_img_1",
+        "hn_img_2",
+        "hn_img_3",
+    ],
 }
 CSV_ROWS = {
     "sugarcrepe-correct": ["a.jpg", "a red cup", "a blue cup", "replace", "att", "1"],
@@ -52,8 +104,12 @@ CSV_ROWS = {
     "bivlc": ["a red cup", "a blue cup", "replace", "att", "a.jpg", "b.jpg"],
     "bivlc-candidates": ["a.jpg", "a red cup", "a blue cup", "replace", "att", "h0.jpg", "h1.jpg", "h2.jpg", "h3.jpg"],
 }
-CSV_FILES = {"sugarcrepe-correct": "SUGARCREPE_CORRECT_m.csv", "bivlc-results": "BiVLC_m.csv", "bivlc": "bivlc.csv",
-             "bivlc-candidates": "BiVLC_negative_imgs.csv"}
+CSV_FILES = {
+    "sugarcrepe-correct": "SUGARCREPE_CORRECT_m.csv",
+    "bivlc-results": "BiVLC_m.csv",
+    "bivlc": "bivlc.csv",
+    "bivlc-candidates": "BiVLC_negative_imgs.csv",
+}
 CREPE_HEADER = ["image_id", "caption", "x", "y", "width", "height", "hard_negs"]
 CREPE_ROW = ["1", "a dog on a mat", "0", "0", "5", "5", "['a mat on a dog']"]
 
@@ -82,21 +138,25 @@ def csv_text(header: list[str], rows: list[list[str]]) -> str:
 
 def file_writer(relative: str, payload: str | bytes) -> Callable[[Path], Path]:
     """Write `payload` at `relative` under the case folder; the import reads that folder's entry point."""
+
     def write(folder: Path) -> Path:
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(payload if isinstance(payload, bytes) else payload.encode("utf-8"))
         return target
+
     return write
 
 
 def in_parent(write: Callable[[Path], Path], levels: int) -> Callable[[Path], Path]:
     """Import the folder `levels` above the file written (gpt4v reads a folder of orderings)."""
+
     def wrapped(folder: Path) -> Path:
         target = write(folder)
         for _ in range(levels):
             target = target.parent
         return target
+
     return wrapped
 
 
@@ -111,6 +171,7 @@ def hard_positives(rows: object, swapped: object | None = None) -> Callable[[Pat
             (folder / sub).mkdir(parents=True, exist_ok=True)
             (folder / sub / "x.json").write_text(payload if isinstance(payload, str) else json.dumps(payload))
         return folder
+
     return write
 
 
@@ -124,8 +185,10 @@ def deep_json(depth: int) -> str:
 
 def png_header_only(width: int, height: int) -> bytes:
     """A PNG whose header claims width x height (a decompression bomb, written in bytes)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
     ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00")) + chunk(b"IEND", b"")
 
@@ -134,60 +197,279 @@ def json_cases() -> list[Case]:
     cases = []
     for kind, build, good in (
         ("sugarcrepe", lambda r: sugarcrepe(r), {"1": SC}),
-        ("gpt4v", lambda r: in_parent(file_writer("positive-first/gpt4v-add_att.json", r if isinstance(r, (str, bytes)) else json.dumps(r)), 2), {"1": SC}),
-        ("aro", lambda r: file_writer("visual_genome_relation.json", r if isinstance(r, (str, bytes)) else json.dumps(r)), [ARO]),
+        (
+            "gpt4v",
+            lambda r: in_parent(
+                file_writer("positive-first/gpt4v-add_att.json", r if isinstance(r, (str, bytes)) else json.dumps(r)), 2
+            ),
+            {"1": SC},
+        ),
+        (
+            "aro",
+            lambda r: file_writer("visual_genome_relation.json", r if isinstance(r, (str, bytes)) else json.dumps(r)),
+            [ARO],
+        ),
     ):
         cases += [
             Case(f"{kind}-malformed", kind, build('{"1": {"filename": '), ("malformed JSON",), "row 1"),
             Case(f"{kind}-nested-100k", kind, build(deep_json(100_000)), ("nested too deeply", "FOIL_MAX_JSON_DEPTH")),
             Case(f"{kind}-nested-100", kind, build(deep_json(100)), ("JSON nesting depth", "FOIL_MAX_JSON_DEPTH")),
-            Case(f"{kind}-latin1", kind, build(json.dumps(good, ensure_ascii=False).replace("the", "thé").replace("red", "rouge é").encode("latin-1")), ("not UTF-8",)),
+            Case(
+                f"{kind}-latin1",
+                kind,
+                build(
+                    json.dumps(good, ensure_ascii=False)
+                    .replace("the", "thé")
+                    .replace("red", "rouge é")
+                    .encode("latin-1")
+                ),
+                ("not UTF-8",),
+            ),
             Case(f"{kind}-binary", kind, build(os.urandom(512) + b"\xff\xfe"), ("not UTF-8",)),
             Case(f"{kind}-empty-object", kind, build({} if kind != "aro" else []), ("no items",)),
             Case(f"{kind}-wrong-top-level", kind, build([SC] if kind != "aro" else {"1": ARO}), ("expected",)),
         ]
     cases += [
-        Case("sugarcrepe-folder-named-json", "sugarcrepe", lambda f: (f / "data" / "add_att.json").mkdir(parents=True) or f / "data", ("is a folder",)),
-        Case("sugarcrepe-duplicate-id", "sugarcrepe", sugarcrepe('{"7": %s, "7": %s}' % (json.dumps(SC), json.dumps(SC))), ("appears twice",), "row 7"),
-        Case("sugarcrepe-nul-in-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "a red\u0000cup"}}), ("control character",), "row 1"),
-        Case("sugarcrepe-bell-in-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "a red\u0007cup"}}), ("control character",), "row 1"),
-        Case("sugarcrepe-20mb-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "a " * 10_000_000}}), ("FOIL_MAX_CAPTION_CHARS", "caption 1"), "row 1"),
-        Case("sugarcrepe-6k-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "negative_caption": "b" * 6000}}), ("FOIL_MAX_CAPTION_CHARS", "caption 2"), "row 1"),
-        Case("sugarcrepe-caption-number", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": 5}}), ("missing or empty",), "row 1"),
-        Case("sugarcrepe-empty-caption", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": "  "}}), ("missing or empty",), "row 1"),
-        Case("sugarcrepe-missing-field", "sugarcrepe", sugarcrepe({"1": {"filename": "a.jpg", "caption": "x"}}), ("negative_caption",), "row 1"),
+        Case(
+            "sugarcrepe-folder-named-json",
+            "sugarcrepe",
+            lambda f: (f / "data" / "add_att.json").mkdir(parents=True) or f / "data",
+            ("is a folder",),
+        ),
+        Case(
+            "sugarcrepe-duplicate-id",
+            "sugarcrepe",
+            sugarcrepe('{"7": %s, "7": %s}' % (json.dumps(SC), json.dumps(SC))),
+            ("appears twice",),
+            "row 7",
+        ),
+        Case(
+            "sugarcrepe-nul-in-caption",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "caption": "a red\u0000cup"}}),
+            ("control character",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-bell-in-caption",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "caption": "a red\u0007cup"}}),
+            ("control character",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-20mb-caption",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "caption": "a " * 10_000_000}}),
+            ("FOIL_MAX_CAPTION_CHARS", "caption 1"),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-6k-caption",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "negative_caption": "b" * 6000}}),
+            ("FOIL_MAX_CAPTION_CHARS", "caption 2"),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-caption-number",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "caption": 5}}),
+            ("missing or empty",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-empty-caption",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "caption": "  "}}),
+            ("missing or empty",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-missing-field",
+            "sugarcrepe",
+            sugarcrepe({"1": {"filename": "a.jpg", "caption": "x"}}),
+            ("negative_caption",),
+            "row 1",
+        ),
         Case("sugarcrepe-record-is-list", "sugarcrepe", sugarcrepe({"1": ["a.jpg"]}), ("expected an object",), "row 1"),
-        Case("sugarcrepe-image-escapes-root", "sugarcrepe", sugarcrepe({"1": {**SC, "filename": "../../etc/passwd"}}), ("leaves the image root",), "row 1"),
-        Case("sugarcrepe-absolute-image", "sugarcrepe", sugarcrepe({"1": {**SC, "filename": "/etc/passwd"}}), ("leaves the image root",), "row 1"),
-        Case("sugarcrepe-empty-folder", "sugarcrepe", lambda f: (f / "data").mkdir() or f / "data", ("no *.json files",)),
+        Case(
+            "sugarcrepe-image-escapes-root",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "filename": "../../etc/passwd"}}),
+            ("leaves the image root",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-absolute-image",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "filename": "/etc/passwd"}}),
+            ("leaves the image root",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-empty-folder", "sugarcrepe", lambda f: (f / "data").mkdir() or f / "data", ("no *.json files",)
+        ),
         Case("sugarcrepe-no-such-path", "sugarcrepe", lambda f: f / "nowhere", ("no such file",)),
-        Case("gpt4v-folder-with-wrong-name", "gpt4v", file_writer("answers/gpt4v-add_att.json", json.dumps({"1": SC})), ("expected a folder named",)),
-        Case("gpt4v-duplicate-id", "gpt4v", in_parent(file_writer("negative-first/gpt4v-add_att.json", '{"3": %s, "3": %s}' % (json.dumps(SC), json.dumps(SC))), 2), ("appears twice",), "row 3"),
-        Case("aro-bbox-text", "aro", file_writer("vgr.json", json.dumps([{**ARO, "bbox_x": "left"}])), ("bbox",), "row 1"),
-        Case("aro-no-relation", "aro", file_writer("vgr.json", json.dumps([{k: v for k, v in ARO.items() if k != "relation_name"}])), ("relation_name",), "row 1"),
-        Case("aro-nul-caption", "aro", file_writer("vgr.json", json.dumps([{**ARO, "false_caption": "x\u0000"}])), ("control character",), "row 1"),
-        Case("valse-votes-as-words", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": "two", "foil": 1, "other": 0}}})), ("mturk.caption is 'two'", "whole number"), "row 1"),
-        Case("valse-votes-missing", "valse", file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": 2, "foil": 1}}})), ("mturk is", "vote counts"), "row 1"),
-        Case("valse-no-foil", "valse", file_writer("existence.json", json.dumps({"1": {k: v for k, v in VALSE.items() if k != "foil"}})), ("foil",), "row 1"),
-        Case("valse-list", "valse", file_writer("existence.json", json.dumps([VALSE])), ("expected an object mapping",)),
+        Case(
+            "gpt4v-folder-with-wrong-name",
+            "gpt4v",
+            file_writer("answers/gpt4v-add_att.json", json.dumps({"1": SC})),
+            ("expected a folder named",),
+        ),
+        Case(
+            "gpt4v-duplicate-id",
+            "gpt4v",
+            in_parent(
+                file_writer(
+                    "negative-first/gpt4v-add_att.json", '{"3": %s, "3": %s}' % (json.dumps(SC), json.dumps(SC))
+                ),
+                2,
+            ),
+            ("appears twice",),
+            "row 3",
+        ),
+        Case(
+            "aro-bbox-text", "aro", file_writer("vgr.json", json.dumps([{**ARO, "bbox_x": "left"}])), ("bbox",), "row 1"
+        ),
+        Case(
+            "aro-no-relation",
+            "aro",
+            file_writer("vgr.json", json.dumps([{k: v for k, v in ARO.items() if k != "relation_name"}])),
+            ("relation_name",),
+            "row 1",
+        ),
+        Case(
+            "aro-nul-caption",
+            "aro",
+            file_writer("vgr.json", json.dumps([{**ARO, "false_caption": "x\u0000"}])),
+            ("control character",),
+            "row 1",
+        ),
+        Case(
+            "valse-votes-as-words",
+            "valse",
+            file_writer(
+                "existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": "two", "foil": 1, "other": 0}}})
+            ),
+            ("mturk.caption is 'two'", "whole number"),
+            "row 1",
+        ),
+        Case(
+            "valse-votes-missing",
+            "valse",
+            file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {"caption": 2, "foil": 1}}})),
+            ("mturk is", "vote counts"),
+            "row 1",
+        ),
+        Case(
+            "valse-no-foil",
+            "valse",
+            file_writer("existence.json", json.dumps({"1": {k: v for k, v in VALSE.items() if k != "foil"}})),
+            ("foil",),
+            "row 1",
+        ),
+        Case(
+            "valse-list", "valse", file_writer("existence.json", json.dumps([VALSE])), ("expected an object mapping",)
+        ),
         Case("hard-positives-misaligned", "hard-positives", hard_positives([HP, HP], [HP]), ("misaligned",)),
-        Case("hard-positives-row-mismatch", "hard-positives", hard_positives([HP], [{**HP, "image_path": "b.jpg"}]), ("misaligned",), "row 1"),
+        Case(
+            "hard-positives-row-mismatch",
+            "hard-positives",
+            hard_positives([HP], [{**HP, "image_path": "b.jpg"}]),
+            ("misaligned",),
+            "row 1",
+        ),
         Case("hard-positives-not-a-list", "hard-positives", hard_positives({"a": HP}), ("expected a list",)),
         Case("hard-positives-empty", "hard-positives", hard_positives([]), ("no items",)),
-        Case("hard-positives-no-swapped", "hard-positives", file_writer("data/x.json", json.dumps([HP])), ("no matching hard-positive file",)),
+        Case(
+            "hard-positives-no-swapped",
+            "hard-positives",
+            file_writer("data/x.json", json.dumps([HP])),
+            ("no matching hard-positive file",),
+        ),
         Case("hard-positives-deep", "hard-positives", hard_positives(deep_json(5000)), ("nest",)),
-        Case("hard-positives-caption-control", "hard-positives", hard_positives([{**HP, "true_caption": "a\u001bdog"}]), ("control character",), "row 1"),
-        Case("sugarcrepe-pp-object-not-list", "sugarcrepe-pp", file_writer("swap_obj.json", json.dumps({"0": SCPP})), ("expected a list",)),
-        Case("sugarcrepe-pp-no-second-positive", "sugarcrepe-pp", file_writer("swap_obj.json", json.dumps([{k: v for k, v in SCPP.items() if k != "caption2"}])), ("caption2",), "row 1"),
-        Case("sugarcrepe-pp-image-escapes", "sugarcrepe-pp", file_writer("swap_obj.json", json.dumps([{**SCPP, "filename": "../x.jpg"}])), ("leaves the image root",), "row 1"),
-        Case("winoground-no-tag", "winoground", file_writer("examples.jsonl", json.dumps({k: v for k, v in WINO.items() if k != "collapsed_tag"}) + "\n"), ("collapsed_tag",), "row 1"),
-        Case("winoground-malformed-line", "winoground", file_writer("examples.jsonl", json.dumps(WINO) + '\n{"id": '), ("malformed JSON",), "row 2"),
-        Case("winoground-caption-list", "winoground", file_writer("examples.jsonl", json.dumps({**WINO, "caption_0": ["a"]}) + "\n"), ("missing or empty",), "row 1"),
-        Case("whatsup-unknown-files", "whatsup", file_writer("spatial.json", json.dumps([WHATSUP])), ("no What'sUp file",)),
-        Case("whatsup-one-caption", "whatsup", file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "caption_options": ["A mug"]}])), ("caption_options",), "row 1"),
-        Case("whatsup-image-name", "whatsup", file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "image_path": "mug.jpeg"}])), ("object_preposition_object",), "row 1"),
-        Case("whatsup-qa-short-row", "whatsup", file_writer("coco_qa_one_obj.json", json.dumps([[139, "A dog on the left"]])), ("expected [image_id, right caption, wrong caption]",), "row 1"),
-        Case("whatsup-qa-object", "whatsup", file_writer("vg_qa_two_obj.json", json.dumps({"0": [1, "a", "b"]})), ("expected a list",)),
+        Case(
+            "hard-positives-caption-control",
+            "hard-positives",
+            hard_positives([{**HP, "true_caption": "a\u001bdog"}]),
+            ("control character",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-pp-object-not-list",
+            "sugarcrepe-pp",
+            file_writer("swap_obj.json", json.dumps({"0": SCPP})),
+            ("expected a list",),
+        ),
+        Case(
+            "sugarcrepe-pp-no-second-positive",
+            "sugarcrepe-pp",
+            file_writer("swap_obj.json", json.dumps([{k: v for k, v in SCPP.items() if k != "caption2"}])),
+            ("caption2",),
+            "row 1",
+        ),
+        Case(
+            "sugarcrepe-pp-image-escapes",
+            "sugarcrepe-pp",
+            file_writer("swap_obj.json", json.dumps([{**SCPP, "filename": "../x.jpg"}])),
+            ("leaves the image root",),
+            "row 1",
+        ),
+        Case(
+            "winoground-no-tag",
+            "winoground",
+            file_writer("examples.jsonl", json.dumps({k: v for k, v in WINO.items() if k != "collapsed_tag"}) + "\n"),
+            ("collapsed_tag",),
+            "row 1",
+        ),
+        Case(
+            "winoground-malformed-line",
+            "winoground",
+            file_writer("examples.jsonl", json.dumps(WINO) + '\n{"id": '),
+            ("malformed JSON",),
+            "row 2",
+        ),
+        Case(
+            "winoground-caption-list",
+            "winoground",
+            file_writer("examples.jsonl", json.dumps({**WINO, "caption_0": ["a"]}) + "\n"),
+            ("missing or empty",),
+            "row 1",
+        ),
+        Case(
+            "whatsup-unknown-files",
+            "whatsup",
+            file_writer("spatial.json", json.dumps([WHATSUP])),
+            ("no What'sUp file",),
+        ),
+        Case(
+            "whatsup-one-caption",
+            "whatsup",
+            file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "caption_options": ["A mug"]}])),
+            ("caption_options",),
+            "row 1",
+        ),
+        Case(
+            "whatsup-image-name",
+            "whatsup",
+            file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "image_path": "mug.jpeg"}])),
+            ("object_preposition_object",),
+            "row 1",
+        ),
+        Case(
+            "whatsup-qa-short-row",
+            "whatsup",
+            file_writer("coco_qa_one_obj.json", json.dumps([[139, "A dog on the left"]])),
+            ("expected [image_id, right caption, wrong caption]",),
+            "row 1",
+        ),
+        Case(
+            "whatsup-qa-object",
+            "whatsup",
+            file_writer("vg_qa_two_obj.json", json.dumps({"0": [1, "a", "b"]})),
+            ("expected a list",),
+        ),
     ]
     return cases
 
@@ -198,40 +480,174 @@ def csv_cases() -> list[Case]:
         name, row = CSV_FILES[kind], CSV_ROWS[kind]
         good = csv_text(header, [row])
         cases += [
-            Case(f"{kind}-latin1", kind, file_writer(name, good.replace("red", "rouge é").encode("latin-1")), ("not UTF-8",), "row 2"),
+            Case(
+                f"{kind}-latin1",
+                kind,
+                file_writer(name, good.replace("red", "rouge é").encode("latin-1")),
+                ("not UTF-8",),
+                "row 2",
+            ),
             Case(f"{kind}-binary", kind, file_writer(name, b"\x00\x01\x02\xff" * 200), ("not UTF-8",)),
             Case(f"{kind}-nul-byte", kind, file_writer(name, good.replace("red", "re\x00d")), ("NUL byte",), "row 2"),
-            Case(f"{kind}-short-row", kind, file_writer(name, csv_text(header, [row[:-2]])), ("fields but the header has",), "row 2"),
-            Case(f"{kind}-long-row", kind, file_writer(name, csv_text(header, [[*row, "extra"]])), ("fields but the header has",), "row 2"),
-            Case(f"{kind}-unterminated-quote", kind, file_writer(name, good + '"' + ",".join(row)), ("fields but the header has",), "row 3"),
-            Case(f"{kind}-header-only", kind, file_writer(name, csv_text(header, [])), ("header but no rows",), "row 2"),
+            Case(
+                f"{kind}-short-row",
+                kind,
+                file_writer(name, csv_text(header, [row[:-2]])),
+                ("fields but the header has",),
+                "row 2",
+            ),
+            Case(
+                f"{kind}-long-row",
+                kind,
+                file_writer(name, csv_text(header, [[*row, "extra"]])),
+                ("fields but the header has",),
+                "row 2",
+            ),
+            Case(
+                f"{kind}-unterminated-quote",
+                kind,
+                file_writer(name, good + '"' + ",".join(row)),
+                ("fields but the header has",),
+                "row 3",
+            ),
+            Case(
+                f"{kind}-header-only", kind, file_writer(name, csv_text(header, [])), ("header but no rows",), "row 2"
+            ),
             Case(f"{kind}-empty-file", kind, file_writer(name, ""), ("is empty",), "row 1"),
-            Case(f"{kind}-missing-column", kind, file_writer(name, csv_text(header[:-1], [row[:-1]])), ("missing column",), "row 1"),
+            Case(
+                f"{kind}-missing-column",
+                kind,
+                file_writer(name, csv_text(header[:-1], [row[:-1]])),
+                ("missing column",),
+                "row 1",
+            ),
             Case(f"{kind}-folder-named-csv", kind, lambda f, n=name: (f / n).mkdir() or f / n, ("is a folder",)),
-            Case(f"{kind}-huge-field", kind, file_writer(name, csv_text(header, [[*row[:-1], "x" * 1_100_000]])), ("FOIL_MAX_FIELD_CHARS",), "row 2"),
-            Case(f"{kind}-bell-caption", kind, file_writer(name, good.replace("a red cup", "a red\x07cup")), ("control character",), "row 2"),
+            Case(
+                f"{kind}-huge-field",
+                kind,
+                file_writer(name, csv_text(header, [[*row[:-1], "x" * 1_100_000]])),
+                ("FOIL_MAX_FIELD_CHARS",),
+                "row 2",
+            ),
+            Case(
+                f"{kind}-bell-caption",
+                kind,
+                file_writer(name, good.replace("a red cup", "a red\x07cup")),
+                ("control character",),
+                "row 2",
+            ),
         ]
     cases += [
-        Case("sugarcrepe-correct-bad-bool", "sugarcrepe-correct", file_writer(CSV_FILES["sugarcrepe-correct"], csv_text(CSV_HEADERS["sugarcrepe-correct"], [[*CSV_ROWS["sugarcrepe-correct"][:-1], "maybe"]])), ("expected True/False",), "row 2"),
-        Case("bivlc-results-bad-bool", "bivlc-results", file_writer(CSV_FILES["bivlc-results"], csv_text(CSV_HEADERS["bivlc-results"], [[*CSV_ROWS["bivlc-results"][:-1], "yes"]])), ("expected True/False",), "row 2"),
-        Case("bivlc-image-escapes", "bivlc", file_writer("bivlc.csv", csv_text(CSV_HEADERS["bivlc"], [[*CSV_ROWS["bivlc"][:-1], "../b.jpg"]])), ("leaves the image root",), "row 2"),
-        Case("bivlc-empty-image", "bivlc", file_writer("bivlc.csv", csv_text(CSV_HEADERS["bivlc"], [[*CSV_ROWS["bivlc"][:-1], " "]])), ("image column is empty",), "row 2"),
-        Case("bivlc-broken-parquet", "bivlc", file_writer("bivlc.parquet", b"PAR1 not really"), ("cannot read as a parquet table",)),
-        Case("crepe-bad-list", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [[*CREPE_ROW[:-1], "a mat"]])), ("expected a list of captions",), "row 2"),
-        Case("crepe-bad-box", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [[*CREPE_ROW[:2], "x", *CREPE_ROW[3:]]])), ("expected numbers",), "row 2"),
-        Case("crepe-no-files", "crepe", file_writer("other.csv", csv_text(CREPE_HEADER, [CREPE_ROW])), ("no CREPE files",)),
-        Case("crepe-latin1", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [CREPE_ROW]).replace("dog", "chien é").encode("latin-1")), ("not UTF-8",), "row 2"),
-        Case("crepe-header-only", "crepe", file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [])), ("header but no rows",), "row 2"),
+        Case(
+            "sugarcrepe-correct-bad-bool",
+            "sugarcrepe-correct",
+            file_writer(
+                CSV_FILES["sugarcrepe-correct"],
+                csv_text(CSV_HEADERS["sugarcrepe-correct"], [[*CSV_ROWS["sugarcrepe-correct"][:-1], "maybe"]]),
+            ),
+            ("expected True/False",),
+            "row 2",
+        ),
+        Case(
+            "bivlc-results-bad-bool",
+            "bivlc-results",
+            file_writer(
+                CSV_FILES["bivlc-results"],
+                csv_text(CSV_HEADERS["bivlc-results"], [[*CSV_ROWS["bivlc-results"][:-1], "yes"]]),
+            ),
+            ("expected True/False",),
+            "row 2",
+        ),
+        Case(
+            "bivlc-image-escapes",
+            "bivlc",
+            file_writer("bivlc.csv", csv_text(CSV_HEADERS["bivlc"], [[*CSV_ROWS["bivlc"][:-1], "../b.jpg"]])),
+            ("leaves the image root",),
+            "row 2",
+        ),
+        Case(
+            "bivlc-empty-image",
+            "bivlc",
+            file_writer("bivlc.csv", csv_text(CSV_HEADERS["bivlc"], [[*CSV_ROWS["bivlc"][:-1], " "]])),
+            ("image column is empty",),
+            "row 2",
+        ),
+        Case(
+            "bivlc-broken-parquet",
+            "bivlc",
+            file_writer("bivlc.parquet", b"PAR1 not really"),
+            ("cannot read as a parquet table",),
+        ),
+        Case(
+            "crepe-bad-list",
+            "crepe",
+            file_writer(
+                "prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [[*CREPE_ROW[:-1], "a mat"]])
+            ),
+            ("expected a list of captions",),
+            "row 2",
+        ),
+        Case(
+            "crepe-bad-box",
+            "crepe",
+            file_writer(
+                "prod_vg_hard_negs_swap_complexity_4.csv",
+                csv_text(CREPE_HEADER, [[*CREPE_ROW[:2], "x", *CREPE_ROW[3:]]]),
+            ),
+            ("expected numbers",),
+            "row 2",
+        ),
+        Case(
+            "crepe-no-files",
+            "crepe",
+            file_writer("other.csv", csv_text(CREPE_HEADER, [CREPE_ROW])),
+            ("no CREPE files",),
+        ),
+        Case(
+            "crepe-latin1",
+            "crepe",
+            file_writer(
+                "prod_vg_hard_negs_swap_complexity_4.csv",
+                csv_text(CREPE_HEADER, [CREPE_ROW]).replace("dog", "chien é").encode("latin-1"),
+            ),
+            ("not UTF-8",),
+            "row 2",
+        ),
+        Case(
+            "crepe-header-only",
+            "crepe",
+            file_writer("prod_vg_hard_negs_swap_complexity_4.csv", csv_text(CREPE_HEADER, [])),
+            ("header but no rows",),
+            "row 2",
+        ),
     ]
     return cases
 
 
 def jsonl_cases() -> list[Case]:
     return [
-        Case("jsonl-meta-string", "jsonl", jsonl({**JSONL, "meta": "oops"}), ("meta is 'oops'", "expected an object"), "row 1"),
-        Case("jsonl-truth-list", "jsonl", jsonl({**JSONL, "truth": ["negative", "false"]}), ("truth is", "expected an object"), "row 1"),
+        Case(
+            "jsonl-meta-string",
+            "jsonl",
+            jsonl({**JSONL, "meta": "oops"}),
+            ("meta is 'oops'", "expected an object"),
+            "row 1",
+        ),
+        Case(
+            "jsonl-truth-list",
+            "jsonl",
+            jsonl({**JSONL, "truth": ["negative", "false"]}),
+            ("truth is", "expected an object"),
+            "row 1",
+        ),
         Case("jsonl-image-number", "jsonl", jsonl({**JSONL, "images": [7]}), ("image 1 is 7",), "row 1"),
-        Case("jsonl-caption-number", "jsonl", jsonl({**JSONL, "captions": ["a red cup", 3]}), ("caption 2 is 3",), "row 1"),
+        Case(
+            "jsonl-caption-number",
+            "jsonl",
+            jsonl({**JSONL, "captions": ["a red cup", 3]}),
+            ("caption 2 is 3",),
+            "row 1",
+        ),
         Case("jsonl-captions-string", "jsonl", jsonl({**JSONL, "captions": "a red cup"}), ("must be lists",), "row 1"),
         Case("jsonl-unknown-kind", "jsonl", jsonl({**JSONL, "kind": "quad"}), ("unknown item kind",), "row 1"),
         Case("jsonl-wrong-shape", "jsonl", jsonl({**JSONL, "captions": ["a"]}), ("needs 2 captions",), "row 1"),
@@ -241,7 +657,13 @@ def jsonl_cases() -> list[Case]:
         Case("jsonl-nul", "jsonl", jsonl({**JSONL, "captions": ["a\u0000", "b"]}), ("control character",), "row 1"),
         Case("jsonl-deep", "jsonl", jsonl(deep_json(200)), ("nest",), "row 1"),
         Case("jsonl-empty-file", "jsonl", file_writer("x.jsonl", "\n\n"), ("no items",)),
-        Case("jsonl-category-control", "jsonl", jsonl({**JSONL, "category": "a\u0008b"}), ("category holds the control character",), "row 1"),
+        Case(
+            "jsonl-category-control",
+            "jsonl",
+            jsonl({**JSONL, "category": "a\u0008b"}),
+            ("category holds the control character",),
+            "row 1",
+        ),
         Case("jsonl-binary", "jsonl", file_writer("x.jsonl", os.urandom(300) + b"\xff"), ("not UTF-8",)),
         Case("jsonl-missing", "jsonl", lambda f: f / "absent.jsonl", ("no such file",)),
     ]
@@ -251,14 +673,25 @@ def jsonl_cases() -> list[Case]:
 # float where a whole number is meant, and a negative count: (kind, writer of one record, field, what it must say).
 def _typed_fields() -> list[tuple[str, Callable[[object], Callable[[Path], Path]], str, bool]]:
     """(kind, writer given the bad value, field named in the message, whether it is a count/id that refuses floats and negatives)."""
+
     def valse(vote: str) -> Callable[[object], Callable[[Path], Path]]:
-        return lambda v: file_writer("existence.json", json.dumps({"1": {**VALSE, "mturk": {**VALSE["mturk"], vote: v}}}))
+        return lambda v: file_writer(
+            "existence.json", json.dumps({"1": {**VALSE, "mturk": {**VALSE["mturk"], vote: v}}})
+        )
 
     return [
         *[("valse", valse(vote), f"mturk.{vote}", True) for vote in ("caption", "foil", "other")],
-        ("whatsup", lambda v: file_writer("coco_qa_one_obj.json", json.dumps([[v, "A dog on the left", "A dog on the right"]])), "image id", True),
+        (
+            "whatsup",
+            lambda v: file_writer("coco_qa_one_obj.json", json.dumps([[v, "A dog on the left", "A dog on the right"]])),
+            "image id",
+            True,
+        ),
         ("aro", lambda v: file_writer("vgr.json", json.dumps([{**ARO, "image_id": v}])), "image_id", True),
-        *[("aro", lambda v, k=k: file_writer("vgr.json", json.dumps([{**ARO, k: v}])), k, False) for k in ("bbox_x", "bbox_y", "bbox_w", "bbox_h")],
+        *[
+            ("aro", lambda v, k=k: file_writer("vgr.json", json.dumps([{**ARO, k: v}])), k, False)
+            for k in ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
+        ],
         ("hard-positives", lambda v: hard_positives([{**HP, "image_id": v}]), "image_id", True),
         ("sugarcrepe-pp", lambda v: file_writer("swap_obj.json", json.dumps([{**SCPP, "id": v}])), "id", True),
         ("winoground", lambda v: file_writer("examples.jsonl", json.dumps({**WINO, "id": v}) + "\n"), "id", True),
@@ -269,13 +702,33 @@ def _typed_fields() -> list[tuple[str, Callable[[object], Callable[[Path], Path]
 def typed_cases() -> list[Case]:
     cases = []
     for kind, write, field, whole in _typed_fields():
-        bad: list[tuple[str, object]] = [("boolean", True), ("false", False)] + ([("float", 2.5), ("negative", -1)] if whole else [("text", "3")])
+        bad: list[tuple[str, object]] = [("boolean", True), ("false", False)] + (
+            [("float", 2.5), ("negative", -1)] if whole else [("text", "3")]
+        )
         for label, value in bad:
             cases.append(Case(f"{kind}-{field}-{label}", kind, write(value), (f"{field} is {value!r}",), "row 1"))
     cases += [
-        Case("sugarcrepe-caption-boolean", "sugarcrepe", sugarcrepe({"1": {**SC, "caption": True}}), ("missing or empty",), "row 1"),
-        Case("jsonl-caption-boolean", "jsonl", jsonl({**JSONL, "captions": ["a red cup", True]}), ("caption 2 is True",), "row 1"),
-        Case("winoground-image-boolean", "winoground", file_writer("examples.jsonl", json.dumps({**WINO, "image_0": True}) + "\n"), ("missing or empty",), "row 1"),
+        Case(
+            "sugarcrepe-caption-boolean",
+            "sugarcrepe",
+            sugarcrepe({"1": {**SC, "caption": True}}),
+            ("missing or empty",),
+            "row 1",
+        ),
+        Case(
+            "jsonl-caption-boolean",
+            "jsonl",
+            jsonl({**JSONL, "captions": ["a red cup", True]}),
+            ("caption 2 is True",),
+            "row 1",
+        ),
+        Case(
+            "winoground-image-boolean",
+            "winoground",
+            file_writer("examples.jsonl", json.dumps({**WINO, "image_0": True}) + "\n"),
+            ("missing or empty",),
+            "row 1",
+        ),
     ]
     return cases
 
@@ -359,7 +812,9 @@ def test_utf8_with_a_byte_order_mark_is_accepted(kind, tmp_path):
     elif kind == "jsonl":
         target = file_writer("x.jsonl", b"\xef\xbb\xbf" + json.dumps(JSONL).encode() + b"\n")(tmp_path)
     else:
-        target = file_writer(CSV_FILES[kind], b"\xef\xbb\xbf" + csv_text(CSV_HEADERS[kind], [CSV_ROWS[kind]]).encode())(tmp_path)
+        target = file_writer(CSV_FILES[kind], b"\xef\xbb\xbf" + csv_text(CSV_HEADERS[kind], [CSV_ROWS[kind]]).encode())(
+            tmp_path
+        )
     report = import_path(store.open_db(tmp_path / "foil.db"), kind, target)
     assert report.n_items == 1
 
@@ -375,7 +830,10 @@ def test_limits_are_raised_by_the_environment(tmp_path, monkeypatch):
 
 def newer_store(path: Path) -> Path:
     db = store.open_db(path)
-    db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 'x')", [store.SCHEMA_VERSION + 1])
+    db.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 'x')",
+        [store.SCHEMA_VERSION + 1],
+    )
     db.conn.commit()
     db.conn.close()
     return path
@@ -405,6 +863,7 @@ def written(payload: bytes) -> Callable[[Path], Path]:
     def write(path: Path) -> Path:
         path.write_bytes(payload)
         return path
+
     return write
 
 
@@ -428,16 +887,30 @@ def test_a_bad_store_is_refused_in_one_line_and_left_untouched(case, tmp_path):
         store.open_db(path)
     assert str(path) in str(caught.value)
     assert (digest(path) if path.is_file() else None) == before
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "datasets", "--db", str(path)], capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "datasets", "--db", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert (
+        done.returncode == 1 and done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr
+    )
     assert (digest(path) if path.is_file() else None) == before
 
 
 # --- names -----------------------------------------------------------------------------------------
 
 NAME_CASES = {
-    "empty": "", "blank": "   ", "newline": "ada\nbob", "nul": "ada\x00", "escape": "\x1b[31mred", "too-long": "a" * 121,
-    "tab": "ada\tbob", "delete": "ada\x7f",
+    "empty": "",
+    "blank": "   ",
+    "newline": "ada\nbob",
+    "nul": "ada\x00",
+    "escape": "\x1b[31mred",
+    "too-long": "a" * 121,
+    "tab": "ada\tbob",
+    "delete": "ada\x7f",
 }
 
 

@@ -18,9 +18,24 @@ def run_bench(*args: str) -> str:
 
 
 def test_many_annotators_at_once_store_every_answer_once():
-    out = run_bench("bench/bench_annotation.py", "--workers", "12", "--answers", "6", "--reading", "0", "--no-browser", "--engine-workers", "6")
+    out = run_bench(
+        "bench/bench_annotation.py",
+        "--workers",
+        "12",
+        "--answers",
+        "6",
+        "--reading",
+        "0",
+        "--no-browser",
+        "--engine-workers",
+        "6",
+    )
     counts = [tuple(map(int, found)) for found in re.findall(r"labels stored (\d+) of (\d+); errors (\d+)", out)]
-    assert counts == [(72, 72, 0), (36, 36, 0), (36, 36, 0)]  # one server; then one SQLite server and two PostgreSQL replicas
+    assert counts == [
+        (72, 72, 0),
+        (36, 36, 0),
+        (36, 36, 0),
+    ]  # one server; then one SQLite server and two PostgreSQL replicas
     assert "6 annotators, two replicas, PostgreSQL" in out
     assert re.search(r"get-next p50 [\d.]+ ms, p95 [\d.]+ ms", out)
 

@@ -45,14 +45,25 @@ def test_sugarcrepe_pp_reads_every_category_of_the_real_files(tmp_path, fixtures
     from cli import main
 
     db_file = tmp_path / "pp.db"
-    assert main(["import", "sugarcrepe-pp", str(fixtures / "sugarcrepe_pp" / "data"), "--db", str(db_file), "--json"]) == 0
+    assert (
+        main(["import", "sugarcrepe-pp", str(fixtures / "sugarcrepe_pp" / "data"), "--db", str(db_file), "--json"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
     fresh_db = store.open_db(db_file)
     assert report["by_category"] == PP_COUNTS and report["n_items"] == 4757
-    item = next(i for i in store.list_items(fresh_db, store.get_dataset(fresh_db, "sugarcrepe-pp")["id"], category="swap_obj", limit=1))
+    item = next(
+        i
+        for i in store.list_items(
+            fresh_db, store.get_dataset(fresh_db, "sugarcrepe-pp")["id"], category="swap_obj", limit=1
+        )
+    )
     raw = json.loads((fixtures / "sugarcrepe_pp" / "data" / "swap_obj.json").read_text())[0]
     assert item["kind"] == "paraphrase" and item["images"] == [raw["filename"]]
-    assert item["captions"] == [raw["caption"], raw["negative_caption"], raw["caption2"]]  # positive, negative, second positive
+    assert item["captions"] == [
+        raw["caption"],
+        raw["negative_caption"],
+        raw["caption2"],
+    ]  # positive, negative, second positive
 
 
 def test_hugging_face_file_names_are_the_same_categories(fresh_db, fixtures, tmp_path):
@@ -66,12 +77,16 @@ def test_hugging_face_file_names_are_the_same_categories(fresh_db, fixtures, tmp
 def test_sugarcrepe_pp_metrics_follow_the_authors_definitions(fresh_db, fixtures):
     import_path(fresh_db, "sugarcrepe-pp", fixtures / "sugarcrepe_pp" / "data" / "swap_obj.json")
     # [s(p1,I), s(n,I), s(p2,I), cos(p1,p2), cos(p1,n), cos(p2,n)], worked out by hand:
-    put_run(fresh_db, "sugarcrepe-pp", {
-        "swap_obj/0": [0.3, 0.2, 0.25, 0.9, 0.5, 0.4],   # ITT, P1, P2 and TOT right
-        "swap_obj/1": [0.3, 0.2, 0.1, 0.9, 0.95, 0.4],   # P1 only; TOT wrong (p1 closer to n than to p2)
-        "swap_obj/2": [0.2, 0.2, 0.3, 0.5, 0.5, 0.1],    # P1 ties (wrong), P2 right; TOT ties (wrong)
-        "swap_obj/3": [0.1, 0.2, 0.3, 0.8, 0.1, 0.9],    # P2 only; TOT wrong (p2 closer to n)
-    })
+    put_run(
+        fresh_db,
+        "sugarcrepe-pp",
+        {
+            "swap_obj/0": [0.3, 0.2, 0.25, 0.9, 0.5, 0.4],  # ITT, P1, P2 and TOT right
+            "swap_obj/1": [0.3, 0.2, 0.1, 0.9, 0.95, 0.4],  # P1 only; TOT wrong (p1 closer to n than to p2)
+            "swap_obj/2": [0.2, 0.2, 0.3, 0.5, 0.5, 0.1],  # P1 ties (wrong), P2 right; TOT ties (wrong)
+            "swap_obj/3": [0.1, 0.2, 0.3, 0.8, 0.1, 0.9],  # P2 only; TOT wrong (p2 closer to n)
+        },
+    )
     result = run_metrics(fresh_db, "sugarcrepe-pp", "hand", n_boot=20)
     assert result["metrics"] == {"ITT": 25.0, "Image-P1-Neg": 50.0, "Image-P2-Neg": 75.0, "TOT": 25.0}
     assert result["by_category"]["swap_obj"]["ties"] == 2 and result["tie_rule"]["rule"] == "wrong"
@@ -96,15 +111,19 @@ def test_the_audit_reports_tot_of_minilm_per_category_on_the_real_files(fresh_db
     assert tot["encoders"] == ["minilm"] and tot["n"] == 245 + 788
     # a sentence encoder sees that a reworded caption means the same, but not that swapped objects do not
     assert tot["by_category"]["swap_obj"]["minilm"] < 30 < tot["by_category"]["replace_att"]["minilm"]
-    overall = (245 * tot["by_category"]["swap_obj"]["minilm"] + 788 * tot["by_category"]["replace_att"]["minilm"]) / (245 + 788)
+    overall = (245 * tot["by_category"]["swap_obj"]["minilm"] + 788 * tot["by_category"]["replace_att"]["minilm"]) / (
+        245 + 788
+    )
     assert tot["overall"]["minilm"] == pytest.approx(overall)
 
 
 def test_the_audit_tot_uses_each_encoder_it_is_given(fresh_db, tmp_path):
     from analysis.audit import audit
 
-    records = [{"id": 0, "filename": "a.jpg", "caption": "red cup", "caption2": "cup red", "negative_caption": "blue cup"},
-               {"id": 1, "filename": "b.jpg", "caption": "big dog", "caption2": "dog big", "negative_caption": "big cat"}]
+    records = [
+        {"id": 0, "filename": "a.jpg", "caption": "red cup", "caption2": "cup red", "negative_caption": "blue cup"},
+        {"id": 1, "filename": "b.jpg", "caption": "big dog", "caption2": "dog big", "negative_caption": "big cat"},
+    ]
     (tmp_path / "replace_att.json").write_text(json.dumps(records))
     import_path(fresh_db, "sugarcrepe-pp", tmp_path)
     words = ["red", "cup", "blue", "big", "dog", "cat"]
@@ -154,10 +173,16 @@ def test_linked_items_share_image_caption_and_negative_and_their_image_scores(li
     sc = {i["id"]: i for i in store.list_items(db, store.get_dataset(db, "sugarcrepe")["id"], limit=100)}
     assert 0 < len(links) < 12  # some of SugarCrepe's swap_obj captions were rewritten in SugarCrepe++
     for theirs, mine in links.items():
-        assert pp[mine]["images"] == sc[theirs]["images"] and pp[mine]["captions"][0].lower().strip(" .") == sc[theirs]["captions"][0].lower().strip(" .")
+        assert pp[mine]["images"] == sc[theirs]["images"] and pp[mine]["captions"][0].lower().strip(" .") == sc[theirs][
+            "captions"
+        ][0].lower().strip(" .")
     # the same model on the same image and captions: Image-P1-Neg is SugarCrepe's accuracy item by item
-    pp_scores, sc_scores = ({int(i): s.tolist() for i, s in zip(c.item_ids, c.scores)} for c in (
-        store.run_columns(db, store.get_run(db, name, "demo")["id"]) for name in ("sugarcrepe-pp", "sugarcrepe")))
+    pp_scores, sc_scores = (
+        {int(i): s.tolist() for i, s in zip(c.item_ids, c.scores)}
+        for c in (
+            store.run_columns(db, store.get_run(db, name, "demo")["id"]) for name in ("sugarcrepe-pp", "sugarcrepe")
+        )
+    )
     for theirs, mine in links.items():
         if pp[mine]["captions"][:2] == sc[theirs]["captions"]:
             assert pp_scores[mine][:2] == pytest.approx(sc_scores[theirs])
@@ -169,11 +194,31 @@ def test_a_run_on_sugarcrepe_pp_is_compared_with_one_on_sugarcrepe_item_by_item(
 
     db = linked_store
     db_file = str(store.location(db))
-    assert main(["compare", "sugarcrepe-pp", "--run", "demo", "--with", "demo", "--other-dataset", "sugarcrepe", "--json", "--db", db_file]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "sugarcrepe-pp",
+                "--run",
+                "demo",
+                "--with",
+                "demo",
+                "--other-dataset",
+                "sugarcrepe",
+                "--json",
+                "--db",
+                db_file,
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     overall = next(row for row in result["by_category"] if row["category"] == "(all)")
     assert overall["n"] == result["linked_items"] > 0
-    assert overall["both right"] + overall["only demo"] + overall["only sugarcrepe: demo"] + overall["both wrong"] == overall["n"]
+    assert (
+        overall["both right"] + overall["only demo"] + overall["only sugarcrepe: demo"] + overall["both wrong"]
+        == overall["n"]
+    )
     # ITT asks for the caption above the negative and more: never right where SugarCrepe, on the same scores, is wrong
     assert overall["only demo"] == 0
 
@@ -185,9 +230,21 @@ def winoground_folder(folder: Path, n: int = 6) -> Path:
     tags = ("Object", "Relation", "Both")
     lines = []
     for i in range(n):
-        lines.append(json.dumps({"id": i, "image_0": f"ex_{i}_img_0", "image_1": f"ex_{i}_img_1", "caption_0": f"a dog bites a man {i}",
-                                 "caption_1": f"a man bites a dog {i}", "tag": "Noun", "secondary_tag": "Symbolic" if i == 0 else "",
-                                 "num_main_preds": 1 + i % 2, "collapsed_tag": tags[i % 3]}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": i,
+                    "image_0": f"ex_{i}_img_0",
+                    "image_1": f"ex_{i}_img_1",
+                    "caption_0": f"a dog bites a man {i}",
+                    "caption_1": f"a man bites a dog {i}",
+                    "tag": "Noun",
+                    "secondary_tag": "Symbolic" if i == 0 else "",
+                    "num_main_preds": 1 + i % 2,
+                    "collapsed_tag": tags[i % 3],
+                }
+            )
+        )
         for k in (0, 1):
             image(folder / "images" / f"ex_{i}_img_{k}.png", 40 * i + 7 * k)
     (folder / "examples.jsonl").write_text("\n".join(lines) + "\n")
@@ -198,7 +255,11 @@ def winoground_by_hand(s: np.ndarray) -> dict[str, float]:
     """Winoground's text, image and group scores as its paper writes them, s[i][c] = s(C_c, I_i)."""
     text = [float(x[0][0] > x[0][1] and x[1][1] > x[1][0]) for x in s]
     image_ = [float(x[0][0] > x[1][0] and x[1][1] > x[0][1]) for x in s]
-    return {"text": 100 * np.mean(text), "image": 100 * np.mean(image_), "group": 100 * np.mean([t * i for t, i in zip(text, image_)])}
+    return {
+        "text": 100 * np.mean(text),
+        "image": 100 * np.mean(image_),
+        "group": 100 * np.mean([t * i for t, i in zip(text, image_)]),
+    }
 
 
 def test_winoground_text_image_and_group_scores_per_tag(fresh_db, tmp_path):
@@ -206,12 +267,15 @@ def test_winoground_text_image_and_group_scores_per_tag(fresh_db, tmp_path):
     report = import_path(fresh_db, "winoground", folder / "examples.jsonl", images=folder / "images")
     assert report.by_category == {"Both": 2, "Object": 2, "Relation": 2} and report.missing_images == 0
     scores = {
-        "0": [[0.9, 0.1], [0.2, 0.8]],    # Object: text, image, group right
+        "0": [[0.9, 0.1], [0.2, 0.8]],  # Object: text, image, group right
         "1": [[0.9, 0.1], [0.95, 0.99]],  # Relation: text right; C0 prefers I1, so image wrong
-        "2": [[0.5, 0.5], [0.2, 0.8]],    # Both: I0 ties between captions (text wrong); image right
-        "3": [[0.1, 0.9], [0.2, 0.8]],    # Object: I0 prefers C1: text wrong; C1 prefers I1... image wrong (C0 prefers I1)
-        "4": [[0.9, 0.1], [0.2, 0.8]],    # Relation: all right
-        "5": [[0.2, 0.1], [0.3, 0.8]],    # Both: text right; C0 prefers I1: image wrong
+        "2": [[0.5, 0.5], [0.2, 0.8]],  # Both: I0 ties between captions (text wrong); image right
+        "3": [
+            [0.1, 0.9],
+            [0.2, 0.8],
+        ],  # Object: I0 prefers C1: text wrong; C1 prefers I1... image wrong (C0 prefers I1)
+        "4": [[0.9, 0.1], [0.2, 0.8]],  # Relation: all right
+        "5": [[0.2, 0.1], [0.3, 0.8]],  # Both: text right; C0 prefers I1: image wrong
     }
     put_run(fresh_db, "winoground", scores)
     result = run_metrics(fresh_db, "winoground", "hand", n_boot=20)
@@ -240,9 +304,18 @@ def whatsup_folder(folder: Path) -> Path:
             image(folder / "data" / "controlled_images" / name, 30 * number + len(a))
             words = preposition.replace("_", " ")
             others = [o for o in ("left of", "right of", "on", "under") if o != words]
-            rows.append({"image_path": f"data/controlled_images/{name}", "caption_options": [f"A {a} {words} a {b}", *(f"A {a} {o} a {b}" for o in others)]})
+            rows.append(
+                {
+                    "image_path": f"data/controlled_images/{name}",
+                    "caption_options": [f"A {a} {words} a {b}", *(f"A {a} {o} a {b}" for o in others)],
+                }
+            )
     (folder / "data" / "controlled_images_dataset.json").write_text(json.dumps(rows))
-    qa = [[139, "A dog on the left", "A dog on the right"], [285, "A cat on the right", "A cat on the left"], [632, "A cup on the left", "A cup on the right"]]
+    qa = [
+        [139, "A dog on the left", "A dog on the right"],
+        [285, "A cat on the right", "A cat on the left"],
+        [632, "A cup on the left", "A cup on the right"],
+    ]
     for image_id, _, _ in qa:
         image(folder / "val2017" / f"{image_id:012d}.jpg", image_id)
     (folder / "data" / "coco_qa_one_obj.json").write_text(json.dumps(qa))
@@ -255,10 +328,16 @@ def test_whatsup_individual_pair_and_set_accuracy_as_its_repository_computes_the
     assert report.by_category == {"coco_one": 3, "controlled_a": 8} and report.missing_images == 0
     right, wrong = [0.9, 0.1, 0.2, 0.3], [0.1, 0.9, 0.2, 0.3]
     controlled = [right] * 4 + [right, wrong, right, right]  # mug: all four right; dog: "right of" wrong
-    put_run(fresh_db, "whatsup", {
-        **{f"controlled_images_dataset/{n}": s for n, s in enumerate(controlled)},
-        "coco_qa_one_obj/0": [0.6, 0.4], "coco_qa_one_obj/1": [0.5, 0.5], "coco_qa_one_obj/2": [0.3, 0.7],  # right, tie, wrong
-    })
+    put_run(
+        fresh_db,
+        "whatsup",
+        {
+            **{f"controlled_images_dataset/{n}": s for n, s in enumerate(controlled)},
+            "coco_qa_one_obj/0": [0.6, 0.4],
+            "coco_qa_one_obj/1": [0.5, 0.5],
+            "coco_qa_one_obj/2": [0.3, 0.7],  # right, tie, wrong
+        },
+    )
     result = run_metrics(fresh_db, "whatsup", "hand", n_boot=20)
     # the repository: pair_correct * 100 / (N / 2) and set_correct * 100 / (N / 4) over the N = 8 controlled images
     pairs_right, sets_right = 3, 1  # mug left-right, mug on-under, dog on-under; the mug set
@@ -266,9 +345,13 @@ def test_whatsup_individual_pair_and_set_accuracy_as_its_repository_computes_the
     assert result["by_category"]["controlled_a"]["set_accuracy"] == 100 * sets_right / (8 / 4)
     assert result["groups"] == {"pair": 4, "set": 2}
     # individual accuracy is numpy's argmax == 0: a tie picks the first caption, the right one
-    assert result["tie_rule"]["rule"] == "right" and result["by_category"]["coco_one"]["individual_accuracy"] == pytest.approx(200 / 3)
+    assert result["tie_rule"]["rule"] == "right" and result["by_category"]["coco_one"][
+        "individual_accuracy"
+    ] == pytest.approx(200 / 3)
     assert result["metrics"]["individual_accuracy"] == pytest.approx(100 * 9 / 11)
-    assert run_metrics(fresh_db, "whatsup", "hand", n_boot=20, ties="wrong")["metrics"]["individual_accuracy"] == pytest.approx(100 * 8 / 11)
+    assert run_metrics(fresh_db, "whatsup", "hand", n_boot=20, ties="wrong")["metrics"][
+        "individual_accuracy"
+    ] == pytest.approx(100 * 8 / 11)
     assert "recall_at_3" not in result["metrics"]
 
 
@@ -276,7 +359,12 @@ def test_whatsup_prepositions_follow_the_repository(fresh_db, tmp_path):
     folder = whatsup_folder(tmp_path)
     import_path(fresh_db, "whatsup", folder / "data", images=folder)
     items = store.list_items(fresh_db, store.get_dataset(fresh_db, "whatsup")["id"], limit=100)
-    assert sorted({i["meta"]["preposition"] for i in items if i["category"] == "controlled_a"}) == ["left", "on", "right", "under"]
+    assert sorted({i["meta"]["preposition"] for i in items if i["category"] == "controlled_a"}) == [
+        "left",
+        "on",
+        "right",
+        "under",
+    ]
     assert {i["meta"]["preposition"] for i in items if i["category"] == "coco_one"} == {"left", "right"}
 
 
@@ -309,7 +397,9 @@ def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_
         image(tmp_path / "images" / name, 23 * n)
     import_path(db, "sugarcrepe-pp", tmp_path / "pp", images=tmp_path / "images")
     import_path(db, "valse", tmp_path / "valse", images=tmp_path / "images")
-    import_path(db, "winoground", winoground_folder(tmp_path / "w") / "examples.jsonl", images=tmp_path / "w" / "images")
+    import_path(
+        db, "winoground", winoground_folder(tmp_path / "w") / "examples.jsonl", images=tmp_path / "w" / "images"
+    )
     import_path(db, "whatsup", whatsup_folder(tmp_path / "u") / "data", images=tmp_path / "u")
     model = load_model(demo_model_spec(), device="cpu")
     for name in store.dataset_names(db):
@@ -349,7 +439,9 @@ def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_link
     assert any(f"{linked} items of sugarcrepe share image, caption and negative" in c.value for c in at.caption)
 
 
-@pytest.mark.parametrize(("fmt", "source"), [("sugarcrepe-pp", "sugarcrepe_pp/data/swap_obj.json"), ("valse", "valse/data/existence.json")])
+@pytest.mark.parametrize(
+    ("fmt", "source"), [("sugarcrepe-pp", "sugarcrepe_pp/data/swap_obj.json"), ("valse", "valse/data/existence.json")]
+)
 def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, source, fresh_db, fixtures, tmp_path):
     from annotate import batches, simulation
     from annotate.export import export_clean
@@ -363,7 +455,9 @@ def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, sou
     # what was kept reads back whole: SugarCrepe++'s second positive, VALSE's votes
     import_path(again, fmt, tmp_path / "clean" / Path(source).name)
     kept = store.list_items(again, store.get_dataset(again, fmt)["id"], limit=100)
-    assert len(kept) == summary["n_kept"] > 0 and all(len(i["captions"]) == (3 if fmt == "sugarcrepe-pp" else 2) for i in kept)
+    assert len(kept) == summary["n_kept"] > 0 and all(
+        len(i["captions"]) == (3 if fmt == "sugarcrepe-pp" else 2) for i in kept
+    )
     assert fmt != "valse" or all("votes" in i["meta"] for i in kept)
 
 

@@ -23,11 +23,15 @@ def server(demo_store, tmp_path):
     db_file = tmp_path / "browser.db"
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
     db = store.open_db(db_file)
-    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 12, gold_share=0.25, seed=2, min_seconds=0)
+    spec = batches.BatchSpec(
+        "demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 12, gold_share=0.25, seed=2, min_seconds=0
+    )
     created = batches.create_batch(db, spec)
     with streamlit_server(db_file, tmp_path / "streamlit.log") as base:
         yield {
-            "base": base, "db": db_file, "batch": created["batch"],
+            "base": base,
+            "db": db_file,
+            "batch": created["batch"],
             "tokens": {a["name"]: a["token"] for a in created["annotators"]},
             "assigned": {a["name"]: a["n_assigned"] for a in created["annotators"]},
         }
@@ -52,7 +56,13 @@ def test_three_annotators_label_by_keyboard_in_three_browser_sessions(server):
         browser = launch(p)
         for name, keys in plan.items():  # one isolated session (cookies, storage) per annotator
             context = browser.new_context()
-            label_by_keyboard(context.new_page(), f"{server['base']}/?token={server['tokens'][name]}", name, server["assigned"][name], keys)
+            label_by_keyboard(
+                context.new_page(),
+                f"{server['base']}/?token={server['tokens'][name]}",
+                name,
+                server["assigned"][name],
+                keys,
+            )
             context.close()
         browser.close()
     db = store.open_db(server["db"])
@@ -72,7 +82,11 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
     with playwright_api.sync_playwright() as p:
         browser = launch(p)
         for path in (admin.url_path for admin in ADMIN):
-            for token, landing in ((server["tokens"]["ada"], "Welcome, ada"), ("", "Foil Studio"), ("not-a-token", "Foil Studio")):
+            for token, landing in (
+                (server["tokens"]["ada"], "Welcome, ada"),
+                ("", "Foil Studio"),
+                ("not-a-token", "Foil Studio"),
+            ):
                 context = browser.new_context()
                 page = context.new_page()
                 page.goto(f"{server['base']}/{path}?token={token}")
@@ -98,8 +112,11 @@ def facet_area(chart, title_box: dict) -> dict:
     """The plot area (plotly's drag rectangle) of the facet whose title box is given: the one
     right below the title, spanning its centre."""
     centre = title_box["x"] + title_box["width"] / 2
-    below = [b for b in (r.bounding_box() for r in chart.locator(".draglayer .nsewdrag").all())
-             if b and b["x"] <= centre <= b["x"] + b["width"] and b["y"] >= title_box["y"]]
+    below = [
+        b
+        for b in (r.bounding_box() for r in chart.locator(".draglayer .nsewdrag").all())
+        if b and b["x"] <= centre <= b["x"] + b["width"] and b["y"] >= title_box["y"]
+    ]
     return min(below, key=lambda b: b["y"])
 
 
@@ -139,10 +156,16 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         shown_failures = int(failures.inner_text().split()[0])
         headings = [t for t in page.locator("[data-testid=stText]").all_inner_texts() if t.startswith("#")]
         browser.close()
-    shown, low, high, category = re.match(r"(\d+) items of demo-clip with .* in \[(\S+), (\S+)\] in (\w+)", caption).groups()
+    shown, low, high, category = re.match(
+        r"(\d+) items of demo-clip with .* in \[(\S+), (\S+)\] in (\w+)", caption
+    ).groups()
     assert category == "add_att"
-    in_facet = table[(table["category"] == "add_att") & table["s(c) - s(c_n)"].between(float(low) - 5e-4, float(high) + 5e-4)]
-    assert 0 < int(shown) <= (table["category"] == "add_att").sum() and abs(int(shown) - len(in_facet)) <= 1  # caption rounds to 3 decimals
+    in_facet = table[
+        (table["category"] == "add_att") & table["s(c) - s(c_n)"].between(float(low) - 5e-4, float(high) + 5e-4)
+    ]
+    assert (
+        0 < int(shown) <= (table["category"] == "add_att").sum() and abs(int(shown) - len(in_facet)) <= 1
+    )  # caption rounds to 3 decimals
     assert abs(shown_failures - int((~in_facet["correct"]).sum())) <= 1, (shown_failures, caption)
     assert all(" add_att " in h for h in headings), headings
 

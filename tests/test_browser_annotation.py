@@ -31,17 +31,18 @@ def site(demo_store, tmp_path_factory):
     folder = tmp_path_factory.mktemp("browser-annotation")
     db_file = folder / "foil.db"
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
-    with streamlit_server(db_file, folder / "streamlit.log") as base:
-        with playwright_api.sync_playwright() as p:
-            browser = launch(p)
-            yield {"base": base, "db": db_file, "browser": browser}
-            browser.close()
+    with streamlit_server(db_file, folder / "streamlit.log") as base, playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        yield {"base": base, "db": db_file, "browser": browser}
+        browser.close()
 
 
 def new_batch(site, names: tuple[str, ...], task="validate_negative", overlap=1, n=8, **options) -> dict[str, str]:
     """A batch for these annotators; returns name -> link."""
     db = store.open_db(site["db"])
-    spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, names, overlap, n, seed=len(names[0]), name=f"{names[0]}-batch", **options)
+    spec = batches.BatchSpec(
+        DATASET_FOR_TASK[task], task, names, overlap, n, seed=len(names[0]), name=f"{names[0]}-batch", **options
+    )
     created = batches.create_batch(db, spec)
     return {a["name"]: f"{site['base']}/?token={a['token']}" for a in created["annotators"]}
 
@@ -69,12 +70,15 @@ def stored(site, name: str) -> list[tuple[str, str]]:
     rows = db.execute("SELECT item_id, answer FROM labels WHERE annotator_id = ? ORDER BY id", [me]).fetchall()
     items = store.items_by_id(db, [r[0] for r in rows])
     import json
+
     return [(items[i]["captions"][1], json.loads(a)["answer"]) for i, a in rows]
 
 
 def answer_and_wait(page, key: str) -> None:
     """Look at the item, press `key`, and wait until the progress count has moved on."""
-    done, total = map(int, re.match(r"(\d+) of (\d+) done", page.get_by_text(re.compile(r"^\d+ of \d+ done$")).inner_text()).groups())
+    done, total = map(
+        int, re.match(r"(\d+) of (\d+) done", page.get_by_text(re.compile(r"^\d+ of \d+ done$")).inner_text()).groups()
+    )
     page.wait_for_timeout(READING_MS)
     press_when_idle(page, expect, key)
     expect(page.get_by_text(re.compile(rf"^{done + 1} of \d+ done$"))).to_be_visible(timeout=20_000)
@@ -161,7 +165,9 @@ def test_a_reload_mid_item_resumes_it_and_times_it_from_the_first_draw(site):
     expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
     assert stored(site, "ray") == [(shown, "negative_true")]
     db = store.open_db(site["db"])
-    seconds = db.execute("SELECT seconds FROM labels WHERE annotator_id = ?", [store.annotator_by_name(db, "ray")["id"]]).fetchone()[0]
+    seconds = db.execute(
+        "SELECT seconds FROM labels WHERE annotator_id = ?", [store.annotator_by_name(db, "ray")["id"]]
+    ).fetchone()[0]
     assert seconds >= READING_MS / 1000
 
 
@@ -173,8 +179,10 @@ def test_after_a_walk_away_past_the_lease_the_stale_tab_stores_nothing_and_says_
     wes.wait_for_timeout(2500)  # wes walks away past the 2-second lease
     zoe = open_queue(zoe_context, links["zoe"], "zoe")  # zoe's page frees wes's item and zoe gets it
     db = store.open_db(site["db"])
-    holders = {store.items_by_id(db, [a["item_id"]])[a["item_id"]]["captions"][1]: a["annotator"]
-               for a in store.batch_assignments(db, store.get_batch(db, "wes-batch")["id"])}
+    holders = {
+        store.items_by_id(db, [a["item_id"]])[a["item_id"]]["captions"][1]: a["annotator"]
+        for a in store.batch_assignments(db, store.get_batch(db, "wes-batch")["id"])
+    }
     assert holders[held] == "zoe"
     press_when_idle(wes, expect, "1")  # wes comes back to the stale tab and answers
     assert "not in your queue" in notice(wes)
@@ -222,7 +230,9 @@ def labels_of(site, name: str) -> list[dict]:
 
     db = store.open_db(site["db"])
     me = store.annotator_by_name(db, name)["id"]
-    rows = db.execute("SELECT answer, comment, displayed_order FROM labels WHERE annotator_id = ? ORDER BY id", [me]).fetchall()
+    rows = db.execute(
+        "SELECT answer, comment, displayed_order FROM labels WHERE annotator_id = ? ORDER BY id", [me]
+    ).fetchall()
     return [{"answer": json.loads(a), "comment": c, "order": json.loads(o)} for a, c, o in rows]
 
 
@@ -239,7 +249,9 @@ def test_a_digit_typed_after_a_comment_answers_and_keeps_the_comment(site):
     page.wait_for_timeout(200)  # a person's next key press
     page.keyboard.press("1")  # no click in between: the key must answer, not extend the comment
     expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
-    assert [(label["answer"]["answer"], label["comment"]) for label in labels_of(site, "cora")] == [("negative_false", "blurry image")]
+    assert [(label["answer"]["answer"], label["comment"]) for label in labels_of(site, "cora")] == [
+        ("negative_false", "blurry image")
+    ]
     context.close()
 
 
@@ -261,7 +273,12 @@ def test_rank_questions_have_keys_one_question_after_another(site):
 def test_enter_presses_start_after_a_batch_is_chosen_from_the_list(site):
     new_batch(site, ("ivo",), n=3)
     db = store.open_db(site["db"])
-    second = batches.create_batch(db, batches.BatchSpec(DATASET_FOR_TASK["validate_negative"], "validate_negative", ("ivo",), 1, 4, seed=9, name="ivo-second"))
+    second = batches.create_batch(
+        db,
+        batches.BatchSpec(
+            DATASET_FOR_TASK["validate_negative"], "validate_negative", ("ivo",), 1, 4, seed=9, name="ivo-second"
+        ),
+    )
     link = f"{site['base']}/?token={second['annotators'][0]['token']}"
     context = site["browser"].new_context()
     page = context.new_page()

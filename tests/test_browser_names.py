@@ -38,9 +38,14 @@ def site(tmp_path_factory):
     with source.open("w") as handle:
         for n in range(40):
             colour, other = rng.sample(["red", "blue", "green", "yellow"], 2)
-            record = {"kind": "pair", "category": CATEGORY if n % 2 else "plain", "id": str(n),
-                      "captions": [f"a {colour} cup number {n}", f"a {other} cup number {n}"], "images": [],
-                      "truth": {"negative": "false"}}
+            record = {
+                "kind": "pair",
+                "category": CATEGORY if n % 2 else "plain",
+                "id": str(n),
+                "captions": [f"a {colour} cup number {n}", f"a {other} cup number {n}"],
+                "images": [],
+                "truth": {"negative": "false"},
+            }
             handle.write(json.dumps(record) + "\n")
     db_file = folder / "foil.db"
     db = store.open_db(db_file)
@@ -48,15 +53,20 @@ def site(tmp_path_factory):
     dataset = store.get_dataset(db, DATASET)
     with store.transaction(db):
         run_id = store.ensure_run(db, dataset["id"], RUN, kind="scores", model="hand-made")
-        store.put_scores(db, run_id, [(item["id"], [rng.random(), rng.random()]) for item in store.list_items(db, dataset["id"], limit=100)])
-    created = batches.create_batch(db, batches.BatchSpec(DATASET, "validate_negative", ANNOTATORS, 2, 30, name=BATCH, min_seconds=0))
+        store.put_scores(
+            db,
+            run_id,
+            [(item["id"], [rng.random(), rng.random()]) for item in store.list_items(db, dataset["id"], limit=100)],
+        )
+    created = batches.create_batch(
+        db, batches.BatchSpec(DATASET, "validate_negative", ANNOTATORS, 2, 30, name=BATCH, min_seconds=0)
+    )
     simulation.simulate(db, created["batch"], accuracies=0.7, seed=1)
     db.conn.close()
-    with streamlit_server(db_file, folder / "streamlit.log") as base:
-        with playwright_api.sync_playwright() as p:
-            browser = launch(p)
-            yield {"base": base, "browser": browser}
-            browser.close()
+    with streamlit_server(db_file, folder / "streamlit.log") as base, playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        yield {"base": base, "browser": browser}
+        browser.close()
 
 
 LINKS_TO_EVIL = """() => [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(
@@ -82,8 +92,13 @@ def test_names_with_markup_show_as_literal_text(site, page_name):
     assert page.evaluate(LINKS_TO_EVIL) == 0
     assert page.evaluate(MARKUP_AROUND_MARKERS, list(MARKERS)) == []
     shown = page.evaluate("() => document.body.textContent").replace(WORD_JOINER, "")  # invisible, kept out of links
-    expected = {"datasets": [DATASET, CATEGORY], "model_scores": [RUN, CATEGORY], "inspect_runs": [RUN],
-                "batches": list(ANNOTATORS), "hackability": [DATASET]}[page_name]  # the batch name shows only in tables (canvas)
+    expected = {
+        "datasets": [DATASET, CATEGORY],
+        "model_scores": [RUN, CATEGORY],
+        "inspect_runs": [RUN],
+        "batches": list(ANNOTATORS),
+        "hackability": [DATASET],
+    }[page_name]  # the batch name shows only in tables (canvas)
     for name in expected:
         assert name in shown, (page_name, name)
     context.close()

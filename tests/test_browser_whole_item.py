@@ -24,16 +24,18 @@ def site(tmp_path_factory):
     folder = tmp_path_factory.mktemp("whole-item")
     db_file = folder / "foil.db"
     photo_dataset(store.open_db(db_file), folder, 24)
-    with streamlit_server(db_file, folder / "streamlit.log") as base:
-        with playwright_api.sync_playwright() as p:
-            browser = launch(p)
-            yield {"base": base, "db": db_file, "browser": browser}
-            browser.close()
+    with streamlit_server(db_file, folder / "streamlit.log") as base, playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        yield {"base": base, "db": db_file, "browser": browser}
+        browser.close()
 
 
 def annotate(site, name: str, n_answers: int, *, throttle: dict | None = None) -> dict:
     """Open a fresh annotator's queue, watch every frame, answer `n_answers` items with key 1."""
-    created = batches.create_batch(store.open_db(site["db"]), batches.BatchSpec("photos", "validate_negative", (name,), 1, n_answers + 2, seed=3, name=f"{name}-batch"))
+    created = batches.create_batch(
+        store.open_db(site["db"]),
+        batches.BatchSpec("photos", "validate_negative", (name,), 1, n_answers + 2, seed=3, name=f"{name}-batch"),
+    )
     context = site["browser"].new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     if throttle:
@@ -59,7 +61,8 @@ def stored(site, batch: str) -> tuple[list[dict], list[tuple]]:
     db = store.open_db(site["db"])
     batch_id = store.get_batch(db, batch)["id"]
     return store.batch_labels(db, batch_id), db.execute(
-        "SELECT item_id, opened_at, shown_at FROM assignments WHERE batch_id = ? AND answered = 1", [batch_id]).fetchall()
+        "SELECT item_id, opened_at, shown_at FROM assignments WHERE batch_id = ? AND answered = 1", [batch_id]
+    ).fetchall()
 
 
 def test_no_frame_shows_parts_of_two_items_and_the_clock_starts_when_all_is_on_screen(site):
@@ -72,7 +75,9 @@ def test_no_frame_shows_parts_of_two_items_and_the_clock_starts_when_all_is_on_s
     shown_at = {item: shown for item, _, shown in assignments}
     for item, opened, shown in assignments:
         assert shown is not None and shown >= opened  # the browser's report comes after the server's draw
-    assert all(label["started_at"] == shown_at[label["item"]] for label in labels)  # the clock: from the whole item on screen
+    assert all(
+        label["started_at"] == shown_at[label["item"]] for label in labels
+    )  # the clock: from the whole item on screen
 
 
 def test_a_throttled_network_still_never_shows_a_mixed_item(site):
@@ -88,7 +93,10 @@ def test_a_lost_shown_report_is_sent_again_and_the_answer_then_stored(site):
     """The server never heard that the item was shown (its report lost on a loaded machine): the
     person's answer is refused and said, the browser reports the painted item again, and the
     next answer after the reading time is stored with its clock from that report."""
-    created = batches.create_batch(store.open_db(site["db"]), batches.BatchSpec("photos", "validate_negative", ("wyn",), 1, 3, seed=5, name="lost-report"))
+    created = batches.create_batch(
+        store.open_db(site["db"]),
+        batches.BatchSpec("photos", "validate_negative", ("wyn",), 1, 3, seed=5, name="lost-report"),
+    )
     page = site["browser"].new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.goto(f"{site['base']}/?token={created['annotators'][0]['token']}")
     expect(page.get_by_text("Welcome, wyn")).to_be_visible(timeout=60_000)
@@ -96,18 +104,26 @@ def test_a_lost_shown_report_is_sent_again_and_the_answer_then_stored(site):
     expect(page.locator(".stimulus img")).to_be_visible(timeout=60_000)
     db = store.open_db(site["db"])
     batch_id = store.get_batch(db, "lost-report")["id"]
-    item = db.execute("SELECT item_id FROM assignments WHERE batch_id = ? AND opened_at IS NOT NULL", [batch_id]).fetchone()[0]
-    wait_for_shown_at = lambda: db.execute("SELECT shown_at FROM assignments WHERE batch_id = ? AND item_id = ?", [batch_id, item]).fetchone()[0]  # noqa: E731
+    item = db.execute(
+        "SELECT item_id FROM assignments WHERE batch_id = ? AND opened_at IS NOT NULL", [batch_id]
+    ).fetchone()[0]
+    wait_for_shown_at = lambda: db.execute(
+        "SELECT shown_at FROM assignments WHERE batch_id = ? AND item_id = ?", [batch_id, item]
+    ).fetchone()[0]  # noqa: E731
     deadline = time.monotonic() + 60
     while wait_for_shown_at() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     with store.transaction(db):
-        db.execute("UPDATE assignments SET shown_at = NULL WHERE batch_id = ? AND item_id = ?", [batch_id, item])  # the report, lost
+        db.execute(
+            "UPDATE assignments SET shown_at = NULL WHERE batch_id = ? AND item_id = ?", [batch_id, item]
+        )  # the report, lost
     page.wait_for_timeout(READING_MS)
     wait_idle(page, expect)
     focus_page(page)
     page.keyboard.press("1")
-    expect(page.get_by_text(re.compile(r"^Not stored\. This item had not finished appearing"))).to_be_visible(timeout=60_000)
+    expect(page.get_by_text(re.compile(r"^Not stored\. This item had not finished appearing"))).to_be_visible(
+        timeout=60_000
+    )
     deadline = time.monotonic() + 60
     while wait_for_shown_at() is None and time.monotonic() < deadline:  # reported again, unasked by the person
         time.sleep(0.1)

@@ -22,7 +22,10 @@ from tests.conftest import REPO
 def run_cli(*args: str, db) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
 
 
@@ -52,7 +55,13 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path):
     assert len(lines) == 1 and "swap_att.json, row 0" in lines[0] and "negative_caption" in lines[0]
 
 
-DEMO_COUNTS = {"demo-sugarcrepe": 770, "demo-hard-positives": 300, "demo-bivlc": 300, "demo-bivlc-candidates": 200, "demo-crepe": 150}
+DEMO_COUNTS = {
+    "demo-sugarcrepe": 770,
+    "demo-hard-positives": 300,
+    "demo-bivlc": 300,
+    "demo-bivlc-candidates": 200,
+    "demo-crepe": 150,
+}
 
 
 def test_demo_then_datasets(tmp_path):
@@ -93,28 +102,62 @@ def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
 
     score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
     db_file = store_file(demo_db)
-    done = run_cli("export", "demo-sugarcrepe", "--format", "jsonl", "--out", str(tmp_path / "jsonl"), "--json", db=db_file)
+    done = run_cli(
+        "export", "demo-sugarcrepe", "--format", "jsonl", "--out", str(tmp_path / "jsonl"), "--json", db=db_file
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["runs"] == ["demo-clip"] and report["files"] == ["demo-sugarcrepe.jsonl"]
     records = [json.loads(line) for line in (tmp_path / "jsonl" / "demo-sugarcrepe.jsonl").read_text().splitlines()]
     assert len(records) == report["n_items"]
     correct = [r["results"]["demo-clip"]["correct"] for r in records]
-    assert 100 * sum(correct) / len(correct) == pytest.approx(run_metrics(demo_db, "demo-sugarcrepe", "demo-clip", n_boot=0)["metrics"]["accuracy_micro"])
-    assert all(r["results"]["demo-clip"]["correct"] == (r["results"]["demo-clip"]["scores"][0] > r["results"]["demo-clip"]["scores"][1]) for r in records)
-    back = json.loads(run_cli("import", "jsonl", str(tmp_path / "jsonl" / "demo-sugarcrepe.jsonl"), "--name", "again", "--json", db=tmp_path / "new.db").stdout)
-    assert back["n_items"] == len(records) and back["by_category"] == json.loads(run_cli("datasets", "--json", db=db_file).stdout)[0]["by_category"]
+    assert 100 * sum(correct) / len(correct) == pytest.approx(
+        run_metrics(demo_db, "demo-sugarcrepe", "demo-clip", n_boot=0)["metrics"]["accuracy_micro"]
+    )
+    assert all(
+        r["results"]["demo-clip"]["correct"]
+        == (r["results"]["demo-clip"]["scores"][0] > r["results"]["demo-clip"]["scores"][1])
+        for r in records
+    )
+    back = json.loads(
+        run_cli(
+            "import",
+            "jsonl",
+            str(tmp_path / "jsonl" / "demo-sugarcrepe.jsonl"),
+            "--name",
+            "again",
+            "--json",
+            db=tmp_path / "new.db",
+        ).stdout
+    )
+    assert (
+        back["n_items"] == len(records)
+        and back["by_category"] == json.loads(run_cli("datasets", "--json", db=db_file).stdout)[0]["by_category"]
+    )
 
-    assert run_cli("export", "demo-sugarcrepe", "--format", "parquet", "--out", str(tmp_path / "pq"), db=db_file).returncode == 0
+    assert (
+        run_cli(
+            "export", "demo-sugarcrepe", "--format", "parquet", "--out", str(tmp_path / "pq"), db=db_file
+        ).returncode
+        == 0
+    )
     table = pd.read_parquet(tmp_path / "pq" / "demo-sugarcrepe.parquet")
     assert len(table) == len(records) and table["demo-clip.correct"].tolist() == correct
 
-    assert run_cli("export", "demo-sugarcrepe", "--format", "sugarcrepe", "--out", str(tmp_path / "sc"), db=db_file).returncode == 0
+    assert (
+        run_cli(
+            "export", "demo-sugarcrepe", "--format", "sugarcrepe", "--out", str(tmp_path / "sc"), db=db_file
+        ).returncode
+        == 0
+    )
     again = json.loads(run_cli("import", "sugarcrepe", str(tmp_path / "sc"), "--json", db=tmp_path / "sc.db").stdout)
     assert again["n_items"] == len(records)
 
     refused = run_cli("export", "demo-hard-positives", "--format", "bivlc", "--out", str(tmp_path / "x"), db=db_file)
-    assert refused.returncode != 0 and refused.stderr.strip() == "error: the bivlc layout holds group items; demo-hard-positives has triple items"
+    assert (
+        refused.returncode != 0
+        and refused.stderr.strip() == "error: the bivlc layout holds group items; demo-hard-positives has triple items"
+    )
 
 
 def test_progress_is_one_bar_per_stage_and_silent_off_a_terminal(fixtures, tmp_path, capsys, monkeypatch):
@@ -131,7 +174,18 @@ def test_progress_is_one_bar_per_stage_and_silent_off_a_terminal(fixtures, tmp_p
         progress("texts", done // 2, 50)
     assert sorted(made) == ["images", "texts"]  # one bar each, not one per report
     assert all(bar.disable or bar.n == bar.total for bar in progress.bars.values())
-    assert main(["import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"), "--db", str(tmp_path / "p.db")]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "sugarcrepe",
+                str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"),
+                "--db",
+                str(tmp_path / "p.db"),
+            ]
+        )
+        == 0
+    )
     assert "245/245" not in capsys.readouterr().err  # a pipe or log gets no carriage-return progress litter
 
 
@@ -146,13 +200,17 @@ def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_
     """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
     demo store built as `make run` builds it; then each README line, verbatim, from its root."""
     checkout = tmp_path / "checkout"
-    for name in subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.splitlines():
+    for name in subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.splitlines():
         if (REPO / name).is_file():
             (checkout / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, checkout / name)
     (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
     env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
-    built = subprocess.run(["make", "demo_store/foil.db"], cwd=checkout, env=env, capture_output=True, text=True, timeout=600)  # what `make run` builds
+    built = subprocess.run(
+        ["make", "demo_store/foil.db"], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+    )  # what `make run` builds
     assert built.returncode == 0, built.stderr
     lines = readme_lines_after_make_run()
     assert len(lines) >= 8
@@ -180,7 +238,9 @@ def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
     db = tmp_path / "f.db"
     run_cli("import", "bivlc-results", str(fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"), db=db)
     assert [r["run"] for r in json.loads(run_cli("runs", "bivlc", "--json", db=db).stdout)] == ["ViT-B-32"]
-    assert json.loads(run_cli("runs", "list", "--json", db=db).stdout) == json.loads(run_cli("runs", "--json", db=db).stdout)
+    assert json.loads(run_cli("runs", "list", "--json", db=db).stdout) == json.loads(
+        run_cli("runs", "--json", db=db).stdout
+    )
     deleted = json.loads(run_cli("runs", "delete", "bivlc", "ViT-B-32", "--json", db=db).stdout)
     assert deleted["deleted_scores"] == 2933
     assert json.loads(run_cli("runs", "bivlc", "--json", db=db).stdout) == []
@@ -190,5 +250,11 @@ def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
 
 def test_readme_example_outputs_are_what_the_commands_print():
     """README's demo tables are generated (`make docs`), never pasted: they must equal the output now."""
-    done = subprocess.run([sys.executable, str(REPO / "docs" / "readme_outputs.py"), "--check"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "readme_outputs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr

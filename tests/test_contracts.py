@@ -21,16 +21,41 @@ from tests.conftest import REPO
 def cli(db_file, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     import os
 
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", str(db_file)], capture_output=True, text=True,
-                          cwd=REPO, timeout=300, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db_file)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
     assert done.returncode == 0, done.stderr
     return done
 
 
 def test_cli_assignments_give_every_item_to_exactly_overlap_annotators(demo_db):
     path = store.location(demo_db)
-    created = json.loads(cli(path, "batch", "create", "demo-sugarcrepe", "--task", "validate_negative", "--n", "12", "--overlap", "2",
-                             "--annotators", "ada", "ben", "cleo", "--seed", "4", "--json").stdout)
+    created = json.loads(
+        cli(
+            path,
+            "batch",
+            "create",
+            "demo-sugarcrepe",
+            "--task",
+            "validate_negative",
+            "--n",
+            "12",
+            "--overlap",
+            "2",
+            "--annotators",
+            "ada",
+            "ben",
+            "cleo",
+            "--seed",
+            "4",
+            "--json",
+        ).stdout
+    )
     rows = json.loads(cli(path, "assignments", created["batch"], "--json").stdout)
     assert len(rows) == 24 and set(Counter(r["item"] for r in rows).values()) == {2}
     per_annotator = {a["name"]: a["n_assigned"] for a in created["annotators"]}
@@ -41,26 +66,41 @@ def test_cli_assignments_give_every_item_to_exactly_overlap_annotators(demo_db):
 
 def test_cli_labels_out_writes_every_stored_label(demo_db, tmp_path):
     path = store.location(demo_db)
-    batch = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 10, seed=2))["batch"]
+    batch = batches.create_batch(
+        demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 10, seed=2)
+    )["batch"]
     simulation.simulate(demo_db, batch, accuracies=0.8, seed=2)
     cli(path, "labels", batch, "--format", "csv", "--out", str(tmp_path / "labels.csv"))
     with open(tmp_path / "labels.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    stored = {(row[1], row[2]): json.loads(row[3]) for row in demo_db.execute(
-        "SELECT l.id, a.name, l.item_id, l.answer FROM labels l JOIN annotators a ON a.id = l.annotator_id"
-        " JOIN batches b ON b.id = l.batch_id WHERE b.name = ?", [batch]).fetchall()}
+    stored = {
+        (row[1], row[2]): json.loads(row[3])
+        for row in demo_db.execute(
+            "SELECT l.id, a.name, l.item_id, l.answer FROM labels l JOIN annotators a ON a.id = l.annotator_id"
+            " JOIN batches b ON b.id = l.batch_id WHERE b.name = ?",
+            [batch],
+        ).fetchall()
+    }
     assert {(r["annotator"], int(r["item"])): json.loads(r["answer"]) for r in rows} == stored and len(rows) == 20
 
 
 def test_cli_baseline_of_perfect_humans_is_100_and_of_wrong_humans_0(demo_db):
     path = store.location(demo_db)
     for accuracy, expected in ((1.0, 100.0), (0.0, 0.0)):
-        i2t = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_i2t", ("ada",), 1, 10, seed=1))["batch"]
-        t2i = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_t2i", ("ada",), 1, 10, seed=1))["batch"]
+        i2t = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_i2t", ("ada",), 1, 10, seed=1))[
+            "batch"
+        ]
+        t2i = batches.create_batch(demo_db, batches.BatchSpec("demo-bivlc", "baseline_t2i", ("ada",), 1, 10, seed=1))[
+            "batch"
+        ]
         for batch in (i2t, t2i):
             simulation.simulate(demo_db, batch, accuracies=accuracy, seed=1)
         report = json.loads(cli(path, "baseline", i2t, t2i, "--bootstrap", "50", "--json").stdout)
-        assert {k: report["metrics"][k] for k in ("i2t", "t2i", "group")} == {"i2t": expected, "t2i": expected, "group": expected}
+        assert {k: report["metrics"][k] for k in ("i2t", "t2i", "group")} == {
+            "i2t": expected,
+            "t2i": expected,
+            "group": expected,
+        }
 
 
 def test_cli_admin_token_comes_from_the_environment_or_one_private_file(tmp_path):
@@ -70,34 +110,64 @@ def test_cli_admin_token_comes_from_the_environment_or_one_private_file(tmp_path
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "FOIL_ADMIN_TOKEN"}
-    first = subprocess.run([sys.executable, str(REPO / "cli.py"), "admin-token", "--db", str(path)], capture_output=True, text=True,
-                           cwd=REPO, timeout=300, env=env).stdout.strip()
-    second = subprocess.run([sys.executable, str(REPO / "cli.py"), "admin-token", "--db", str(path)], capture_output=True, text=True,
-                            cwd=REPO, timeout=300, env=env).stdout.strip()
+    first = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "admin-token", "--db", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env=env,
+    ).stdout.strip()
+    second = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "admin-token", "--db", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env=env,
+    ).stdout.strip()
     assert first == second == (tmp_path / "f_files" / "admin_token").read_text().strip() and len(first) >= 16
 
 
 def test_cli_score_encodes_each_distinct_image_and_caption_once(demo_db):
     path = store.location(demo_db)
-    report = json.loads(cli(path, "score", "demo-sugarcrepe", "--model", "foil-demo-clip", "--pretrained", "none",
-                            "--run", "random-cli", "--json").stdout)
+    report = json.loads(
+        cli(
+            path,
+            "score",
+            "demo-sugarcrepe",
+            "--model",
+            "foil-demo-clip",
+            "--pretrained",
+            "none",
+            "--run",
+            "random-cli",
+            "--json",
+        ).stdout
+    )
     items = store.list_items(demo_db, store.get_dataset(demo_db, "demo-sugarcrepe")["id"], limit=10_000)
     assert report["n_items"] == len(items)
     assert report["n_images_encoded"] == len({i["images"][0] for i in items})
     assert report["n_texts_encoded"] == len({c for i in items for c in i["captions"]}) and report["cache_hits"] == 0
     runs = json.loads(cli(path, "runs", "demo-sugarcrepe", "--json").stdout)
-    assert {"run": "random-cli", "n_items": len(items)}.items() <= next(r for r in runs if r["run"] == "random-cli").items()
+    assert {"run": "random-cli", "n_items": len(items)}.items() <= next(
+        r for r in runs if r["run"] == "random-cli"
+    ).items()
 
 
 # --- agreement edge cases against the libraries --------------------------------------------------
 
 
 def test_ordinal_alpha_orders_labels_by_number_not_by_text():
-    """"10" sorts before "2" as text; on an ordinal scale it is far above it."""
-    table = pd.DataFrame({"a": ["1", "2", "10", "2", "1"], "b": ["2", "2", "10", "1", "1"], "c": ["1", "10", "10", "2", None]})
+    """ "10" sorts before "2" as text; on an ordinal scale it is far above it."""
+    table = pd.DataFrame(
+        {"a": ["1", "2", "10", "2", "1"], "b": ["2", "2", "10", "1", "1"], "c": ["1", "10", "10", "2", None]}
+    )
     ours, n, _ = agreement.krippendorff_alpha(table, "ordinal")
     numeric = table.apply(lambda column: pd.to_numeric(column)).to_numpy(dtype=float).T
-    assert n == 5 and ours == pytest.approx(krippendorff.alpha(reliability_data=numeric, level_of_measurement="ordinal"))
+    assert n == 5 and ours == pytest.approx(
+        krippendorff.alpha(reliability_data=numeric, level_of_measurement="ordinal")
+    )
 
 
 def test_fleiss_refuses_varying_raters_and_alpha_takes_over():
@@ -106,7 +176,9 @@ def test_fleiss_refuses_varying_raters_and_alpha_takes_over():
     assert value is None and "raters per item vary" in reason
     alpha, n_alpha, _ = agreement.krippendorff_alpha(table)
     codes = table.apply(lambda column: column.map({"x": 0, "y": 1})).to_numpy(dtype=float).T
-    assert n_alpha == 3 and alpha == pytest.approx(krippendorff.alpha(reliability_data=codes, level_of_measurement="nominal"))
+    assert n_alpha == 3 and alpha == pytest.approx(
+        krippendorff.alpha(reliability_data=codes, level_of_measurement="nominal")
+    )
 
 
 # --- what the pages show ---------------------------------------------------------------------------
@@ -123,7 +195,9 @@ def typed_array(value) -> np.ndarray:
 
 
 def test_batches_page_heatmap_holds_each_pairs_kappa(demo_db, admin_page):
-    batch = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 60, seed=5))["batch"]
+    batch = batches.create_batch(
+        demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 2, 60, seed=5)
+    )["batch"]
     simulation.simulate(demo_db, batch, accuracies=0.75, seed=5)
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
@@ -139,14 +213,18 @@ def test_model_scores_page_draws_the_chance_line_and_interval_columns(demo_db, a
     from analysis.results import run_metrics
     from analysis.scoring import score_dataset
 
-    score_dataset(demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    score_dataset(
+        demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random"
+    )
     at = admin_page(store.location(demo_db), "views/model_scores.py")
     at.selectbox(key="scores_dataset").set_value("demo-sugarcrepe").run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     chance = [s for s in spec["layout"]["shapes"] if s.get("y0") == s.get("y1")]
     assert [s["y0"] for s in chance] == [50.0]  # accuracy of a pair: chance is 50%
     table = next(d.value for d in at.dataframe if "random 95% CI" in d.value.columns).set_index("category")
-    low, high = run_metrics(demo_db, "demo-sugarcrepe", "random", n_boot=1000)["intervals"]["accuracy_micro"]  # the CLI's
+    low, high = run_metrics(demo_db, "demo-sugarcrepe", "random", n_boot=1000)["intervals"][
+        "accuracy_micro"
+    ]  # the CLI's
     assert table.loc["(all)", "random 95% CI"] == f"{low:.2f} to {high:.2f}"
 
 
@@ -158,9 +236,19 @@ def test_aro_macro_accuracy_averages_relations_not_items(tmp_path):
     from data.loading import import_path
 
     # 3 items of "on" (2 right), 1 of "under" (right): micro 75%, macro (66.7 + 100) / 2 = 83.3%
-    records = [{"image_path": "a.jpg", "true_caption": f"the cup is {rel} the mat {n}", "false_caption": f"the mat is {rel} the cup {n}",
-                "relation_name": rel, "bbox_x": 0, "bbox_y": 0, "bbox_w": 4, "bbox_h": 4}
-               for n, rel in enumerate(["on", "on", "on", "under"])]
+    records = [
+        {
+            "image_path": "a.jpg",
+            "true_caption": f"the cup is {rel} the mat {n}",
+            "false_caption": f"the mat is {rel} the cup {n}",
+            "relation_name": rel,
+            "bbox_x": 0,
+            "bbox_y": 0,
+            "bbox_w": 4,
+            "bbox_h": 4,
+        }
+        for n, rel in enumerate(["on", "on", "on", "under"])
+    ]
     (tmp_path / "visual_genome_relation.json").write_text(json.dumps(records))
     db = store.open_db(tmp_path / "f.db")
     import_path(db, "aro", tmp_path / "visual_genome_relation.json", name="aro")
@@ -188,7 +276,10 @@ def test_aro_crop_takes_the_union_box_from_the_image(tmp_path):
 def test_fp16_embeddings_agree_with_fp32():
     from analysis import models
 
-    loaded = {p: models.load_model(models.ModelSpec(models.DEMO_ARCH, "none", precision=p), device="cpu") for p in ("fp32", "fp16")}
+    loaded = {
+        p: models.load_model(models.ModelSpec(models.DEMO_ARCH, "none", precision=p), device="cpu")
+        for p in ("fp32", "fp16")
+    }
     texts = ["a red circle left of a blue square", "a blue circle left of a red square"]
     vectors = {p: models.encode_texts(m, texts) for p, m in loaded.items()}
     assert vectors["fp16"].dtype == np.float32 and loaded["fp16"].stamp()["precision"] == "fp16"

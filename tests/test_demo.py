@@ -16,9 +16,7 @@ from tests.conftest import SMALL_DEMO
 SHAPE_WORDS = {**{s: s for s in w.SHAPES}, "box": "square"}
 SIZE_WORDS = {"small": "small", "little": "small", "large": "large", "big": "large"}
 RELATION_WORDS = {"to the left of": "left of", "to the right of": "right of", **{r: r for r in w.RELATIONS}}
-OBJECT = re.compile(
-    rf"\ban? (?:({'|'.join(SIZE_WORDS)}) )?(?:({'|'.join(w.COLOURS)}) )?({'|'.join(SHAPE_WORDS)})\b"
-)
+OBJECT = re.compile(rf"\ban? (?:({'|'.join(SIZE_WORDS)}) )?(?:({'|'.join(w.COLOURS)}) )?({'|'.join(SHAPE_WORDS)})\b")
 
 
 def read_caption(text: str) -> w.Claim:
@@ -28,7 +26,9 @@ def read_caption(text: str) -> w.Claim:
         for size, colour, shape in OBJECT.findall(text)
     )
     between = OBJECT.split(text)[4] if len(descs) == 2 else ""
-    relation = next((RELATION_WORDS[r] for r in sorted(RELATION_WORDS, key=len, reverse=True) if f" {r} " in f" {between} "), None)
+    relation = next(
+        (RELATION_WORDS[r] for r in sorted(RELATION_WORDS, key=len, reverse=True) if f" {r} " in f" {between} "), None
+    )
     return w.Claim(descs, (0, relation, 1) if relation else None)
 
 
@@ -71,7 +71,9 @@ def test_each_category_edit_changes_what_its_name_says(world):
         elif item.category.startswith("swap"):
             assert negative != positive and positive.relation == negative.relation
             for part in ("shape", "colour"):  # a swap moves properties, it adds or loses none
-                assert sorted(str(getattr(d, part)) for d in positive.objects) == sorted(str(getattr(d, part)) for d in negative.objects)
+                assert sorted(str(getattr(d, part)) for d in positive.objects) == sorted(
+                    str(getattr(d, part)) for d in negative.objects
+                )
         assert item.captions[0] != item.captions[1]
 
 

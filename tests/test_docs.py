@@ -9,6 +9,12 @@ from tests.conftest import REPO
 
 
 def test_readme_tables_and_choice_lists_are_generated_from_the_registries():
-    done = subprocess.run([sys.executable, str(REPO / "docs" / "readme_tables.py"), "--check"], capture_output=True,
-                          text=True, cwd=REPO, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "readme_tables.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

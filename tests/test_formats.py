@@ -22,7 +22,9 @@ def test_the_readme_import_table_is_the_registry():
 def test_every_import_kind_is_offered_by_the_cli_and_the_datasets_form():
     from cli import build_parser
 
-    choices = next(a.choices for a in build_parser()._subparsers._group_actions[0].choices["import"]._actions if a.dest == "kind")
+    choices = next(
+        a.choices for a in build_parser()._subparsers._group_actions[0].choices["import"]._actions if a.dest == "kind"
+    )
     assert tuple(choices) == formats.IMPORT_KINDS
     assert "formats.IMPORT_KINDS" in (REPO / "views" / "datasets.py").read_text()
 
@@ -30,12 +32,23 @@ def test_every_import_kind_is_offered_by_the_cli_and_the_datasets_form():
 def item_content(db, dataset: str) -> list[tuple]:
     """What a user would call the items: everything but store ids, in a fixed order."""
     rows = store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62)
-    return sorted((r["kind"], r["category"], tuple(r["captions"]), tuple(r["images"]), json.dumps(r["truth"], sort_keys=True),
-                   json.dumps(r["meta"].get("bbox"))) for r in rows)
+    return sorted(
+        (
+            r["kind"],
+            r["category"],
+            tuple(r["captions"]),
+            tuple(r["images"]),
+            json.dumps(r["truth"], sort_keys=True),
+            json.dumps(r["meta"].get("bbox")),
+        )
+        for r in rows
+    )
 
 
 # Every format that reads and writes, but BiVLC: its writer renames the images it copies (its own test below).
-ROUND_TRIPS = [name for name, f in formats.REGISTRY.items() if f.read is not None and f.write is not None and name != "bivlc"]
+ROUND_TRIPS = [
+    name for name, f in formats.REGISTRY.items() if f.read is not None and f.write is not None and name != "bivlc"
+]
 
 
 def sample_source(layout: formats.Format, fixtures: Path, folder: Path) -> Path:
@@ -70,8 +83,16 @@ def test_a_written_bivlc_reads_back_with_its_images(fresh_db, tmp_path):
     for n in range(3):
         for side in ("pos", "neg"):
             Image.new("RGB", (8, 8), (40 * n, 100 if side == "pos" else 200, 0)).save(images / f"{n}_{side}.png")
-        rows.append({"caption": f"a dog {n} on a mat", "negative_caption": f"a mat {n} on a dog", "type": "swap", "subtype": "obj",
-                     "image": f"{n}_pos.png", "negative_image": f"{n}_neg.png"})
+        rows.append(
+            {
+                "caption": f"a dog {n} on a mat",
+                "negative_caption": f"a mat {n} on a dog",
+                "type": "swap",
+                "subtype": "obj",
+                "image": f"{n}_pos.png",
+                "negative_image": f"{n}_neg.png",
+            }
+        )
     source = tmp_path / "bivlc.csv"
     with source.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, list(rows[0]))
@@ -79,7 +100,9 @@ def test_a_written_bivlc_reads_back_with_its_images(fresh_db, tmp_path):
         writer.writerows(rows)
     import_path(fresh_db, "bivlc", source, images=images, name="first")
     export_dataset(fresh_db, "first", "bivlc", tmp_path / "written")
-    report = import_path(fresh_db, "bivlc", tmp_path / "written" / "bivlc.csv", images=tmp_path / "written", name="second")
+    report = import_path(
+        fresh_db, "bivlc", tmp_path / "written" / "bivlc.csv", images=tmp_path / "written", name="second"
+    )
     assert report.missing_images == 0
     first = [(k, c, cap) for k, c, cap, *_ in item_content(fresh_db, "first")]
     assert [(k, c, cap) for k, c, cap, *_ in item_content(fresh_db, "second")] == first and len(first) == 3

@@ -17,12 +17,22 @@ from data.formats.gpt4v import parse_choice
 from data.loading import import_path
 
 SUGARCREPE_COUNTS = {
-    "add_att": 692, "add_obj": 2062, "replace_att": 788, "replace_obj": 1652,
-    "replace_rel": 1406, "swap_att": 666, "swap_obj": 245,
+    "add_att": 692,
+    "add_obj": 2062,
+    "replace_att": 788,
+    "replace_obj": 1652,
+    "replace_rel": 1406,
+    "swap_att": 666,
+    "swap_obj": 245,
 }
 BIVLC_COUNTS = {
-    "add_att": 76, "add_obj": 399, "replace_att": 437, "replace_obj": 1200,
-    "replace_rel": 462, "swap_att": 278, "swap_obj": 81,
+    "add_att": 76,
+    "add_obj": 399,
+    "replace_att": 437,
+    "replace_obj": 1200,
+    "replace_rel": 462,
+    "swap_att": 278,
+    "swap_obj": 81,
 }
 
 
@@ -46,16 +56,30 @@ def test_unrefined_sugarcrepe_is_larger(fresh_db, fixtures):
     assert set(report.by_category) == set(refined)
     assert all(report.by_category[c] > refined[c] for c in refined)
     # one item per record of each file, counted by the json module alone
-    records = {path.stem: len(json.loads(path.read_text())) for path in (fixtures / "sugarcrepe" / "data_unrefined").glob("*.json")}
-    assert dict(report.by_category) == records == {
-        "add_att": 1789, "add_obj": 3967, "replace_att": 1703, "replace_obj": 3124,
-        "replace_rel": 3177, "swap_att": 2305, "swap_obj": 1413,
+    records = {
+        path.stem: len(json.loads(path.read_text()))
+        for path in (fixtures / "sugarcrepe" / "data_unrefined").glob("*.json")
     }
+    assert (
+        dict(report.by_category)
+        == records
+        == {
+            "add_att": 1789,
+            "add_obj": 3967,
+            "replace_att": 1703,
+            "replace_obj": 3124,
+            "replace_rel": 3177,
+            "swap_att": 2305,
+            "swap_obj": 1413,
+        }
+    )
 
 
 def test_bivlc_per_instance_file_names_the_item_sugarcrepe_removed(fresh_db, fixtures):
     import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
-    report = import_path(fresh_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_ViT-B-32.csv")
+    report = import_path(
+        fresh_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_ViT-B-32.csv"
+    )
     assert report.run == "ViT-B-32"
     assert report.n_items == 7512 and report.n_new_items == 1
     assert report.by_category["swap_obj"] == 246
@@ -64,10 +88,22 @@ def test_bivlc_per_instance_file_names_the_item_sugarcrepe_removed(fresh_db, fix
 
 
 def test_sugarcrepe_correct_creates_items_when_absent(fresh_db, fixtures):
-    report = import_path(fresh_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv")
+    report = import_path(
+        fresh_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv"
+    )
     assert report.n_new_items == 7512
     runs = store.list_runs(fresh_db, "sugarcrepe")
-    assert runs == [{"run": "CLIP_COCO", "dataset": "sugarcrepe", "model": "CLIP_COCO", "pretrained": None, "kind": "correct", "precision": None, "n_items": 7512}]  # imported: no precision
+    assert runs == [
+        {
+            "run": "CLIP_COCO",
+            "dataset": "sugarcrepe",
+            "model": "CLIP_COCO",
+            "pretrained": None,
+            "kind": "correct",
+            "precision": None,
+            "n_items": 7512,
+        }
+    ]  # imported: no precision
 
 
 def test_bivlc_results_are_2933_groups_and_runs_share_items(fresh_db, fixtures):
@@ -119,11 +155,19 @@ def test_gpt4v_answers_with_both_orderings(fresh_db, fixtures):
 
 @pytest.mark.parametrize(
     ("answer", "choice"),
-    [("(1)", 1), ("(2) ", 2), ("Output (1).", 1), ("Output (2)", 2), ("1", 1),
-     ("(2) A dog and a cat curled up", 2), ("Neither (1) nor (2).", None),
-     ("The correct caption is:\n(2) A street sign.", 2),
-     ("Neither caption is accurate. However, caption (1) is closer.", None),
-     ("I'm sorry, I can't assist with that request.", None), ("", None)],
+    [
+        ("(1)", 1),
+        ("(2) ", 2),
+        ("Output (1).", 1),
+        ("Output (2)", 2),
+        ("1", 1),
+        ("(2) A dog and a cat curled up", 2),
+        ("Neither (1) nor (2).", None),
+        ("The correct caption is:\n(2) A street sign.", 2),
+        ("Neither caption is accurate. However, caption (1) is closer.", None),
+        ("I'm sorry, I can't assist with that request.", None),
+        ("", None),
+    ],
 )
 def test_free_form_answers(answer, choice):
     assert parse_choice(answer) == choice
@@ -164,8 +208,10 @@ def test_images_are_hashed_and_missing_or_truncated_ones_counted(fresh_db, tmp_p
 
 @pytest.mark.parametrize("bad_path", ["../secret.jpg", "/etc/passwd", "a/../../b.jpg"])
 def test_paths_escaping_the_image_root_are_refused(fresh_db, tmp_path, bad_path):
-    records = {"0": {"filename": "ok.jpg", "caption": "a cat", "negative_caption": "a dog"},
-               "1": {"filename": bad_path, "caption": "a cow", "negative_caption": "a pig"}}
+    records = {
+        "0": {"filename": "ok.jpg", "caption": "a cat", "negative_caption": "a dog"},
+        "1": {"filename": bad_path, "caption": "a cow", "negative_caption": "a pig"},
+    }
     with pytest.raises(BadInputError) as error:
         import_path(fresh_db, "sugarcrepe", _write_sugarcrepe(tmp_path / "data", records), images=tmp_path)
     assert "row 1" in str(error.value) and "leaves the image root" in str(error.value)
@@ -215,7 +261,9 @@ def test_missing_csv_columns_are_named(fresh_db, tmp_path):
 
 def test_bad_boolean_names_row_and_column(fresh_db, tmp_path):
     csv_file = tmp_path / "SUGARCREPE_CORRECT_x.csv"
-    csv_file.write_text("filename,caption,negative_caption,type,subtype,correct\na.jpg,a cat,a dog,add,obj,1\nb.jpg,a cow,a pig,add,obj,maybe\n")
+    csv_file.write_text(
+        "filename,caption,negative_caption,type,subtype,correct\na.jpg,a cat,a dog,add,obj,1\nb.jpg,a cow,a pig,add,obj,maybe\n"
+    )
     with pytest.raises(BadInputError) as error:
         import_path(fresh_db, "sugarcrepe-correct", csv_file)
     assert "row 3" in str(error.value) and "'correct'" in str(error.value)
@@ -242,11 +290,18 @@ def test_misaligned_hard_positive_files_are_refused(fresh_db, fixtures, tmp_path
 
 
 def test_bivlc_parquet_with_embedded_images(fresh_db, tmp_path):
-    frame = pd.DataFrame([
-        {"image": {"bytes": _png(colour=(0, 0, 255)), "path": "a.png"}, "caption": "a blue square",
-         "negative_image": {"bytes": _png(colour=(255, 0, 0)), "path": "b.png"}, "negative_caption": "a red square",
-         "type": "replace", "subtype": "att"},
-    ])
+    frame = pd.DataFrame(
+        [
+            {
+                "image": {"bytes": _png(colour=(0, 0, 255)), "path": "a.png"},
+                "caption": "a blue square",
+                "negative_image": {"bytes": _png(colour=(255, 0, 0)), "path": "b.png"},
+                "negative_caption": "a red square",
+                "type": "replace",
+                "subtype": "att",
+            },
+        ]
+    )
     frame.to_parquet(tmp_path / "test.parquet")
     report = import_path(fresh_db, "bivlc", tmp_path / "test.parquet", embedded_root=tmp_path / "store_files")
     assert report.n_items == 1 and report.missing_images == 0 and report.by_category == {"replace_att": 1}
@@ -268,11 +323,32 @@ def test_bivlc_csv_fills_images_of_items_made_from_results(fresh_db, fixtures, t
 
 
 def test_aro_relation_and_attribution(fresh_db, tmp_path):
-    relation = [{"image_id": "1", "relation_name": "on", "bbox_x": 1, "bbox_y": 2, "bbox_w": 30, "bbox_h": 40,
-                 "true_caption": "the cup is on the table", "false_caption": "the table is on the cup", "image_path": "1.jpg"}]
-    attribution = [{"image_id": "2", "attributes": ["red", "wooden"], "bbox_x": 0, "bbox_y": 0, "bbox_w": 9, "bbox_h": 9,
-                    "true_caption": "the red cup and the wooden table", "false_caption": "the wooden cup and the red table",
-                    "image_path": "2.jpg"}]
+    relation = [
+        {
+            "image_id": "1",
+            "relation_name": "on",
+            "bbox_x": 1,
+            "bbox_y": 2,
+            "bbox_w": 30,
+            "bbox_h": 40,
+            "true_caption": "the cup is on the table",
+            "false_caption": "the table is on the cup",
+            "image_path": "1.jpg",
+        }
+    ]
+    attribution = [
+        {
+            "image_id": "2",
+            "attributes": ["red", "wooden"],
+            "bbox_x": 0,
+            "bbox_y": 0,
+            "bbox_w": 9,
+            "bbox_h": 9,
+            "true_caption": "the red cup and the wooden table",
+            "false_caption": "the wooden cup and the red table",
+            "image_path": "2.jpg",
+        }
+    ]
     (tmp_path / "visual_genome_relation.json").write_text(json.dumps(relation))
     (tmp_path / "visual_genome_attribution.json").write_text(json.dumps(attribution))
     report = import_path(fresh_db, "aro", tmp_path)
@@ -288,8 +364,20 @@ def test_aro_relation_and_attribution(fresh_db, tmp_path):
 
 def test_jsonl_generic_format(fresh_db, tmp_path):
     lines = [
-        {"kind": "retrieval", "category": "hn_atom", "id": "r1", "captions": ["a cat", "a dog", "a cow"], "images": ["x.jpg"]},
-        {"kind": "triple", "category": "replace_att", "captions": ["a", "b", "c"], "images": ["y.jpg"], "truth": {"k": 1}},
+        {
+            "kind": "retrieval",
+            "category": "hn_atom",
+            "id": "r1",
+            "captions": ["a cat", "a dog", "a cow"],
+            "images": ["x.jpg"],
+        },
+        {
+            "kind": "triple",
+            "category": "replace_att",
+            "captions": ["a", "b", "c"],
+            "images": ["y.jpg"],
+            "truth": {"k": 1},
+        },
         {"kind": "pair", "category": "add_obj", "captions": ["only one"], "images": []},
     ]
     path = tmp_path / "mine.jsonl"
@@ -331,18 +419,57 @@ def _write_crepe(folder: Path) -> Path:
     (folder / "prod_hard_negatives" / "swap").mkdir(parents=True)
     (folder / "syst_hard_negatives").mkdir(parents=True)
     box = {"x": 10, "y": 20, "width": 30, "height": 40}
-    prod = pd.DataFrame([
-        {"image_id": 2400001, "caption": "a man on a red horse", **box,
-         "hard_negs": str(["a horse on a red man", "a red man on a horse", "a man on a horse red", "man a on a red horse", "a red horse on a man"])},
-        {"image_id": 2400002, "caption": "a cup left of a plate", **box,
-         "hard_negs": str(["a plate left of a cup", "a left cup of a plate", "a cup of a left plate", "cup a left of a plate", "a plate of a left cup"])},
-    ])
+    prod = pd.DataFrame(
+        [
+            {
+                "image_id": 2400001,
+                "caption": "a man on a red horse",
+                **box,
+                "hard_negs": str(
+                    [
+                        "a horse on a red man",
+                        "a red man on a horse",
+                        "a man on a horse red",
+                        "man a on a red horse",
+                        "a red horse on a man",
+                    ]
+                ),
+            },
+            {
+                "image_id": 2400002,
+                "caption": "a cup left of a plate",
+                **box,
+                "hard_negs": str(
+                    [
+                        "a plate left of a cup",
+                        "a left cup of a plate",
+                        "a cup of a left plate",
+                        "cup a left of a plate",
+                        "a plate of a left cup",
+                    ]
+                ),
+            },
+        ]
+    )
     prod.to_csv(folder / "prod_hard_negatives" / "swap" / "prod_vg_hard_negs_swap_complexity_4.csv", index=False)
-    syst = pd.DataFrame([
-        {"image_id": 2400001, "caption": "a black dog", **box, "valid_hard_negs_atom": str(["a white dog", "a black cat"]),
-         "valid_hard_negs_comp": str(["a black cat and a white dog", "a white dog", "a black bird"])},
-        {"image_id": 2400003, "caption": "a tall tree", **box, "valid_hard_negs_atom": str(["a short tree"]), "valid_hard_negs_comp": "[]"},
-    ])
+    syst = pd.DataFrame(
+        [
+            {
+                "image_id": 2400001,
+                "caption": "a black dog",
+                **box,
+                "valid_hard_negs_atom": str(["a white dog", "a black cat"]),
+                "valid_hard_negs_comp": str(["a black cat and a white dog", "a white dog", "a black bird"]),
+            },
+            {
+                "image_id": 2400003,
+                "caption": "a tall tree",
+                **box,
+                "valid_hard_negs_atom": str(["a short tree"]),
+                "valid_hard_negs_comp": "[]",
+            },
+        ]
+    )
     syst.to_csv(folder / "syst_hard_negatives" / "syst_vg_hard_negs_unseen_compounds_in_laion.csv", index=False)
     return folder
 
@@ -355,10 +482,14 @@ def test_crepe_retrieval_sets_in_the_repository_layout(fresh_db, tmp_path):
     report = import_path(fresh_db, "crepe", _write_crepe(tmp_path / "crepe"), images=images)
     assert report.by_category == {"prod_swap_c04": 2, "syst_atom_unseen": 2, "syst_comp_unseen": 1}
     assert report.missing_images == 1  # 2400003.jpg is not in the folder
-    assert [(w["row"], w["message"]) for w in report.warnings] == [(3, "no valid_hard_negs_comp: this row has no comp retrieval set")]
+    assert [(w["row"], w["message"]) for w in report.warnings] == [
+        (3, "no valid_hard_negs_comp: this row has no comp retrieval set")
+    ]
     items = {i["source_id"]: i for i in _all_items(fresh_db, "crepe")}
     first = items["prod_vg_hard_negs_swap_complexity_4/2/swap"]
-    assert first["kind"] == "retrieval" and len(first["captions"]) == 6 and first["captions"][0] == "a man on a red horse"
+    assert (
+        first["kind"] == "retrieval" and len(first["captions"]) == 6 and first["captions"][0] == "a man on a red horse"
+    )
     assert first["meta"]["bbox"] == [10.0, 20.0, 30.0, 40.0] and first["meta"]["complexity"] == 4
     assert len(items["syst_vg_hard_negs_unseen_compounds_in_laion/2/comp"]["captions"]) == 4  # sets differ in size
 
@@ -369,7 +500,10 @@ def test_crepe_bad_negatives_name_the_file_and_row(fresh_db, tmp_path):
     table = pd.read_csv(path)
     table.loc[1, "hard_negs"] = "a plate left of a cup"  # a bare string, not a list
     table.to_csv(path, index=False)
-    with pytest.raises(BadInputError, match=r"prod_vg_hard_negs_swap_complexity_4.csv, row 3: column 'hard_negs' .* expected a list of captions"):
+    with pytest.raises(
+        BadInputError,
+        match=r"prod_vg_hard_negs_swap_complexity_4.csv, row 3: column 'hard_negs' .* expected a list of captions",
+    ):
         import_path(fresh_db, "crepe", folder)
     assert store.list_datasets(fresh_db) == []  # nothing half-imported
     (tmp_path / "elsewhere").mkdir()

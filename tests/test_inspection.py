@@ -31,7 +31,9 @@ def bivlc_group_discordance(fixtures) -> tuple[int, int]:
 @pytest.fixture
 def scored(demo_db):
     score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
-    score_dataset(demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    score_dataset(
+        demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random"
+    )
     return demo_db
 
 
@@ -44,8 +46,16 @@ def test_gaps_match_correctness(scored):
 def test_run_comparison_counts_add_up_and_mcnemar_sees_a_real_difference(scored):
     compared = inspection.compare_runs(scored, "demo-sugarcrepe", "demo-clip", "random").set_index("category")
     overall = compared.loc["(all)"]
-    a, b = (inspection.item_table(scored, "demo-sugarcrepe", run).set_index("item")["correct"] for run in ("demo-clip", "random"))
-    recount = {"both right": int((a & b).sum()), "only demo-clip": int((a & ~b).sum()), "only random": int((~a & b).sum()), "both wrong": int((~a & ~b).sum())}
+    a, b = (
+        inspection.item_table(scored, "demo-sugarcrepe", run).set_index("item")["correct"]
+        for run in ("demo-clip", "random")
+    )
+    recount = {
+        "both right": int((a & b).sum()),
+        "only demo-clip": int((a & ~b).sum()),
+        "only random": int((~a & b).sum()),
+        "both wrong": int((~a & ~b).sum()),
+    }
     assert {k: int(overall[k]) for k in recount} == recount and overall["n"] == len(a)
     assert overall["McNemar p"] < 0.001  # the trained model is not the random one
 
@@ -62,7 +72,9 @@ def test_failure_patterns_and_margins(scored):
 
 
 def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, admin_page):
-    created = batches.create_batch(scored, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada", "bob"), 2, 60, seed=3))
+    created = batches.create_batch(
+        scored, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada", "bob"), 2, 60, seed=3)
+    )
     simulation.simulate(scored, created["batch"], accuracies=1.0)
     humans = baselines.item_outcomes(scored, "demo-sugarcrepe")
     assert len(humans) == 60 and all(humans.values())  # perfect annotators: every answered item right
@@ -74,22 +86,34 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     cards = browse.cards_for(scored, "demo-sugarcrepe", page["item"].tolist()[:3])
     lines = browse.human_label_lines(scored, cards)
     assert all(len(lines[card.id]) == 2 for card in cards)  # both annotators' answers on each row
-    assert all(line.endswith("chose the positive (right) · flags: simulated") and "baseline_i2t" in line for card in cards for line in lines[card.id])
+    assert all(
+        line.endswith("chose the positive (right) · flags: simulated") and "baseline_i2t" in line
+        for card in cards
+        for line in lines[card.id]
+    )
     with pytest.raises(ValueError, match="needs human baseline"):
         inspection.failures(table, pattern="wrong for A, right for humans")
-    against = inspection.compare_correctness(table, inspection.human_table(humans), "random", "humans").set_index("category")
-    assert against.loc["(all)", "n"] == 60 and against.loc["(all)", "only random"] == 0  # perfect humans: never wrong where the model is right
+    against = inspection.compare_correctness(table, inspection.human_table(humans), "random", "humans").set_index(
+        "category"
+    )
+    assert (
+        against.loc["(all)", "n"] == 60 and against.loc["(all)", "only random"] == 0
+    )  # perfect humans: never wrong where the model is right
     assert against.loc["(all)", "only humans"] == len(expected) and against.loc["(all)", "McNemar p"] < 0.05
     at = admin_page(store.location(scored), "views/inspect_runs.py")
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("random").run()
     at.selectbox(key="pattern").set_value("wrong for A, right for humans").run()
-    assert not at.exception and any("random against the humans" == h.value for h in at.subheader)
+    assert not at.exception and any(h.value == "random against the humans" for h in at.subheader)
     assert any(f"{len(expected)} items, worst margin first" in c.value for c in at.caption)
-    assert any(t.value.startswith("human · ") and t.value.endswith("(right) · flags: simulated") for t in at.text)  # labels on the cards, said to be simulated
+    assert any(
+        t.value.startswith("human · ") and t.value.endswith("(right) · flags: simulated") for t in at.text
+    )  # labels on the cards, said to be simulated
 
 
 def test_brittle_items_of_hard_positive_runs(scored):
-    score_dataset(scored, "demo-hard-positives", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    score_dataset(
+        scored, "demo-hard-positives", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random"
+    )
     table = inspection.item_table(scored, "demo-hard-positives", "random")
     assert "brittle for A" in inspection.patterns_for(table)
     page, total = inspection.failures(table, pattern="brittle for A", page_size=10_000)
@@ -117,15 +141,25 @@ def test_gap_histogram_counts_every_item_once_and_box_selection_lists_its_range(
     tables = {run: inspection.item_table(scored, "demo-sugarcrepe", run) for run in ("demo-clip", "random")}
     bars = inspection.gap_histogram(tables, "s(c) - s(c_n)", bins=30)
     assert bars.groupby("run")["count"].sum().to_dict() == {run: len(t) for run, t in tables.items()}
-    assert bars.groupby(["run", "category"])["count"].sum().loc["random"].to_dict() == tables["random"]["category"].value_counts().to_dict()
-    assert inspection.selected_range({"box": [{"x": [0.02, -0.01], "y": [0, 50]}], "points": []}) == inspection.GapRange(-0.01, 0.02)
+    assert (
+        bars.groupby(["run", "category"])["count"].sum().loc["random"].to_dict()
+        == tables["random"]["category"].value_counts().to_dict()
+    )
+    assert inspection.selected_range(
+        {"box": [{"x": [0.02, -0.01], "y": [0, 50]}], "points": []}
+    ) == inspection.GapRange(-0.01, 0.02)
     assert inspection.selected_range({"box": [], "points": []}) is None
     listed = inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", inspection.GapRange(-0.01, 0.02))
     assert listed["s(c) - s(c_n)"].between(-0.01, 0.02).all() and listed["s(c) - s(c_n)"].is_monotonic_increasing
-    on_one_facet = {"box": [{"x": [-1.0, 1.0]}], "points": [{"x": 0.1, "customdata": ["swap_obj"]}, {"x": 0.2, "customdata": ["swap_obj"]}]}
+    on_one_facet = {
+        "box": [{"x": [-1.0, 1.0]}],
+        "points": [{"x": 0.1, "customdata": ["swap_obj"]}, {"x": 0.2, "customdata": ["swap_obj"]}],
+    }
     chosen = inspection.selected_range(on_one_facet)
     assert chosen.categories == ("swap_obj",)
-    assert set(inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", chosen)["category"]) == {"swap_obj"}  # the facet's items only
+    assert set(inspection.in_range(tables["demo-clip"], "s(c) - s(c_n)", chosen)["category"]) == {
+        "swap_obj"
+    }  # the facet's items only
     paired = inspection.paired_gaps(tables["demo-clip"], tables["random"], "s(c) - s(c_n)")
     assert len(paired) == len(tables["random"]) and {"A", "B", "category"} <= set(paired.columns)
 
@@ -138,8 +172,14 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     at.selectbox(key="run_a:demo-sugarcrepe").set_value("demo-clip").run()
     at.selectbox(key="run_b:demo-sugarcrepe").set_value("random").run()
     assert not at.exception and len(at.get("plotly_chart")) == 2  # gap histograms and the run-against-run gap scatter
-    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"] if "%" in a.get("text", "")]
-    assert len(titles) == 7 and all(t.count("% ≤ 0") == 2 for t in titles)  # each category: both runs' share of failures on the chart
+    titles = [
+        a["text"]
+        for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]
+        if "%" in a.get("text", "")
+    ]
+    assert len(titles) == 7 and all(
+        t.count("% ≤ 0") == 2 for t in titles
+    )  # each category: both runs' share of failures on the chart
     assert all("demo-clip " in t and "random " in t for t in titles)  # each share says whose it is
     slider = at.slider(key="gap_range:demo-sugarcrepe:demo-clip:s(c) - s(c_n)")
     slider.set_value((slider.min, slider.min)).run()
@@ -156,9 +196,14 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     only_vit, only_coco = bivlc_group_discordance(fixtures)
     assert (only_vit, only_coco) == (160, 509)  # read from the two CSVs, not from the app
     assert comparison.loc["(all)", "n"] == 2933
-    assert (comparison.loc["(all)", "only ViT-B-32"], comparison.loc["(all)", "only CLIP_COCO"]) == (only_vit, only_coco)
+    assert (comparison.loc["(all)", "only ViT-B-32"], comparison.loc["(all)", "only CLIP_COCO"]) == (
+        only_vit,
+        only_coco,
+    )
     # the page writes p as the CLI does (plain_text.p_value_text): the oracle's p, written the same way
-    assert comparison.loc["(all)", "McNemar p"] == plain_text.p_value_text(binomtest(only_vit, only_vit + only_coco, 0.5).pvalue)
+    assert comparison.loc["(all)", "McNemar p"] == plain_text.p_value_text(
+        binomtest(only_vit, only_vit + only_coco, 0.5).pvalue
+    )
     at.selectbox(key="pattern").set_value("wrong for A, right for B").run()
     assert not at.exception
     for name in ("ada", "ben", "cleo"):
@@ -170,7 +215,11 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     tables = [inspection.item_table(scored, "bivlc", run) for run in ("ViT-B-32", "CLIP_COCO")]
     _, total = inspection.failures(*tables, pattern="wrong for A, right for B")
     created = store.list_batches(scored)[-1]
-    assert created["task"] == "validate_negative" and created["dataset"] == "bivlc" and created["n_assignments"] == 2 * total
+    assert (
+        created["task"] == "validate_negative"
+        and created["dataset"] == "bivlc"
+        and created["n_assignments"] == 2 * total
+    )
     holders = {a["annotator"] for a in store.batch_assignments(scored, store.get_batch(scored, created["name"])["id"])}
     assert holders == {"ada", "cleo"}
 
@@ -186,13 +235,14 @@ def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixt
     at.selectbox(key="fail_category:sugarcrepe").set_value("swap_obj").run()
     assert not at.exception
     comparison = at.dataframe[0].value.set_index("category")
-    assert comparison.loc["(all)", "n"] == 7512 and comparison.loc["swap_obj", "n"] == 246  # BiVLC's copy keeps the item upstream removed
+    assert (
+        comparison.loc["(all)", "n"] == 7512 and comparison.loc["swap_obj", "n"] == 246
+    )  # BiVLC's copy keeps the item upstream removed
     tables = [inspection.item_table(db, "sugarcrepe", run) for run in ("ViT-B-32", "CLIP_COCO")]
     _, total = inspection.failures(*tables, pattern="wrong for A, right for B", category="swap_obj")
     assert any(c.value == f"{total} items, in item order (imported decisions carry no margins)" for c in at.caption)
     shown = [t.value for t in at.text if t.value.startswith("#")]
     assert len(shown) == min(10, total) and all(" swap_obj " in line for line in shown)
-
 
 
 def test_gpt4v_choices_are_inspected_per_caption_order_and_against_clip(tmp_path, fixtures, admin_page):
@@ -211,4 +261,6 @@ def test_gpt4v_choices_are_inspected_per_caption_order_and_against_clip(tmp_path
     at.selectbox(key="run_b:sugarcrepe").set_value("ViT-B-32").run()
     assert not at.exception
     compared = at.dataframe[0].value.set_index("category")
-    assert compared.loc["(all)", "n"] == len(table) and float(compared.loc["(all)", "McNemar p"]) < 0.001  # GPT-4V is not CLIP
+    assert (
+        compared.loc["(all)", "n"] == len(table) and float(compared.loc["(all)", "McNemar p"]) < 0.001
+    )  # GPT-4V is not CLIP

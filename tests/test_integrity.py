@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from itertools import combinations
 
 import krippendorff
@@ -29,7 +29,9 @@ pytestmark = pytest.mark.both_engines
 
 
 def make(db, task="validate_negative", n=12, overlap=2, annotators=("ada", "ben", "cleo"), **options):
-    spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, annotators, overlap, n, seed=4, **{"min_seconds": 0, **options})
+    spec = batches.BatchSpec(
+        DATASET_FOR_TASK[task], task, annotators, overlap, n, seed=4, **{"min_seconds": 0, **options}
+    )
     return batches.create_batch(db, spec)["batch"]
 
 
@@ -96,7 +98,7 @@ def test_an_answer_after_the_item_was_reassigned_is_refused_and_stored_nowhere(d
     batch = make(demo_db, n=6)
     ada = annotator_id(demo_db, "ada")
     held = queues.draw(demo_db, ada, batch)
-    assert queues.reassign_stale(demo_db, batch, now=datetime.now(timezone.utc) + timedelta(hours=1)) == 1
+    assert queues.reassign_stale(demo_db, batch, now=datetime.now(UTC) + timedelta(hours=1)) == 1
     with pytest.raises(store.LabelRefused, match="not in your queue") as refused:
         queues.submit_answer(demo_db, ada, batch, held.task, first_option(held.task))
     assert refused.value.reason == "not_in_queue"
@@ -110,7 +112,7 @@ def test_an_answered_item_is_never_moved_and_keeps_its_label(demo_db):
     ada = annotator_id(demo_db, "ada")
     state = queues.draw(demo_db, ada, batch)
     queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task))
-    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    later = datetime.now(UTC) + timedelta(hours=1)
     assert queues.reassign_stale(demo_db, batch, now=later) == 0
     assert len(labels_of(demo_db, batch)) == 1 and labels_of(demo_db, batch)[0]["annotator"] == "ada"
 
@@ -122,9 +124,12 @@ def test_freed_work_goes_only_to_annotators_whose_queues_are_still_open(demo_db)
         while (state := queues.draw(demo_db, ids[name], batch)).task is not None:
             queues.submit_answer(demo_db, ids[name], batch, state.task, first_option(state.task))
     held = queues.draw(demo_db, ids["ada"], batch)
-    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    later = datetime.now(UTC) + timedelta(hours=1)
     assert queues.reassign_stale(demo_db, batch, now=later) == 1
-    holder = {(a["item_id"], a["part"]): a["annotator"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])}
+    holder = {
+        (a["item_id"], a["part"]): a["annotator"]
+        for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+    }
     assert holder[(held.task.item_id, held.task.part)] == "cleo"  # not ben, whose queue was finished
     while (state := queues.draw(demo_db, ids["cleo"], batch)).task is not None:
         queues.submit_answer(demo_db, ids["cleo"], batch, state.task, first_option(state.task))
@@ -163,7 +168,7 @@ def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
                     with lock:
                         refused[error.reason] += 1
             raise AssertionError(f"{name} did not finish in time")
-        except BaseException as error:  # noqa: BLE001 - reported below, in the test's thread
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(name,)) for name in names]
@@ -187,7 +192,9 @@ def test_fifty_workers_with_short_leases_lose_no_acknowledged_label(demo_db):
 
 
 def crowd(db, n=6, overlap=2, per_worker=3, **options):
-    spec = batches.BatchSpec("demo-bivlc-candidates", "pick_image", (), overlap, n, seed=9, crowd_items=per_worker, min_seconds=0, **options)
+    spec = batches.BatchSpec(
+        "demo-bivlc-candidates", "pick_image", (), overlap, n, seed=9, crowd_items=per_worker, min_seconds=0, **options
+    )
     created = batches.create_batch(db, spec)
     return created["batch"], created["crowd_url"].split("study=")[1].split("&")[0]
 
@@ -210,10 +217,16 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
     assert len(joined) == 4 and len(refused) == 46 and all("full" in r for r in refused)
     with pytest.raises(batches.BatchError, match="full"):
         crowd_studies.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
-    later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    assert queues.reassign_stale(demo_db, batch, now=later) == 8  # ...the bots hold 2 each (the window) and never opened one
+    later = datetime.now(UTC) + timedelta(minutes=11)
+    assert (
+        queues.reassign_stale(demo_db, batch, now=later) == 8
+    )  # ...the bots hold 2 each (the window) and never opened one
     real = crowd_studies.join_crowd(demo_db, token, pid(7))
-    mine = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == real["id"]]
+    mine = [
+        a
+        for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+        if a["annotator_id"] == real["id"]
+    ]
     assert len(mine) == 2
     assert [j["external_id"] for j in crowd_studies.study_joins(demo_db, batch)][-1] == pid(7)
 
@@ -224,9 +237,9 @@ def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_
     state = queues.draw(demo_db, busy["id"], batch)
     queues.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
     queues.draw(demo_db, busy["id"], batch)
-    soon = datetime.now(timezone.utc) + timedelta(minutes=5)
+    soon = datetime.now(UTC) + timedelta(minutes=5)
     assert queues.reassign_stale(demo_db, batch, now=soon) == 0
-    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    later = datetime.now(UTC) + timedelta(minutes=11)
     rows_before = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
     freed = queues.reassign_stale(demo_db, batch, now=later)
     rows_after = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
@@ -244,7 +257,7 @@ def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_ne
     worker = crowd_studies.join_crowd(demo_db, token, pid(1))
     state = queues.draw(demo_db, worker["id"], batch)
     queues.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
-    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    later = datetime.now(UTC) + timedelta(minutes=11)
     assert queues.reassign_stale(demo_db, batch, now=later) == 1  # the other unit of the window, never opened
     assert queues.queue_state(demo_db, worker["id"], batch).task is None  # an empty queue, but not finished work
     finish = crowd_studies.finish_crowd(demo_db, batch, worker["id"])
@@ -264,7 +277,7 @@ def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db):
     first = crowd_studies.join_crowd(demo_db, token, pid(1))
     state = queues.draw(demo_db, first["id"], batch)
     queues.submit_answer(demo_db, first["id"], batch, state.task, first_option(state.task))
-    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    later = datetime.now(UTC) + timedelta(minutes=11)
     queues.reassign_stale(demo_db, batch, now=later)  # idle: the unopened unit goes back
     for n in (3, 4, 5):  # others take the 5 units left, 2 + 2 + 1
         crowd_studies.join_crowd(demo_db, token, pid(n), now=later)
@@ -279,7 +292,11 @@ def test_a_returned_study_frees_its_units_at_once_and_takes_no_more(demo_db):
     queues.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
     queues.draw(demo_db, worker["id"], batch)  # the next item on screen, one more dealt behind it
     assert crowd_studies.return_study(demo_db, batch, worker["id"]) == 2
-    held = [a for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"]) if a["annotator_id"] == worker["id"]]
+    held = [
+        a
+        for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+        if a["annotator_id"] == worker["id"]
+    ]
     assert [a["done"] for a in held] == [1]  # the answer stays; nothing else is held
     assert queues.draw(demo_db, worker["id"], batch).task is None  # no more units are dealt
     with pytest.raises(batches.BatchError, match="returned"):
@@ -290,11 +307,21 @@ def test_a_returned_study_frees_its_units_at_once_and_takes_no_more(demo_db):
 def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
     """200 well-formed made-up ids in one minute on a 100-item study: they hold 2 units each at
     most, until the no-show time returns them; a real participant then gets units and finishes."""
-    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", (), 1, 100, seed=9, crowd_items=20, min_seconds=0,
-                             idle_minutes=5, joins_per_minute=1000)
+    spec = batches.BatchSpec(
+        "demo-sugarcrepe",
+        "validate_negative",
+        (),
+        1,
+        100,
+        seed=9,
+        crowd_items=20,
+        min_seconds=0,
+        idle_minutes=5,
+        joins_per_minute=1000,
+    )
     created = batches.create_batch(demo_db, spec)
     batch, token = created["batch"], created["crowd_url"].split("study=")[1].split("&")[0]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     joined = 0
     for n in range(200):
         try:
@@ -317,7 +344,7 @@ def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
 
 def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
     batch, token = crowd(demo_db, n=20, overlap=2, per_worker=2, joins_per_minute=5, max_participants=100)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for n in range(5):
         crowd_studies.join_crowd(demo_db, token, pid(n), now=now)
     with pytest.raises(batches.BatchError, match="Too many people"):
@@ -362,7 +389,9 @@ def oracle_alpha(units: dict[tuple, dict[str, str]], ordinal: bool) -> float:
     names = sorted({a for labels in units.values() for a in labels})
     values = sorted({v for labels in units.values() for v in labels.values()}, key=lambda v: float(v) if ordinal else v)
     code = {v: i for i, v in enumerate(values)}
-    matrix = np.array([[code[labels[a]] if a in labels else np.nan for labels in units.values()] for a in names], dtype=float)
+    matrix = np.array(
+        [[code[labels[a]] if a in labels else np.nan for labels in units.values()] for a in names], dtype=float
+    )
     return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal" if ordinal else "nominal"))
 
 
@@ -374,7 +403,9 @@ def test_agreement_on_every_task_type_matches_sklearn_and_krippendorff(demo_db, 
     exported = [json.loads(line) for line in batch_reports.export_labels(demo_db, batch, "jsonl").splitlines()]
     questions = task_type(task).questions
     ordinal = task_type(task).agreement_level == "ordinal"
-    reports = {None: (report, questions)} | {q: (report["by_question"][q], (q,)) for q in questions if len(questions) > 1}
+    reports = {None: (report, questions)} | {
+        q: (report["by_question"][q], (q,)) for q in questions if len(questions) > 1
+    }
     for _, (part, asked) in reports.items():
         units = independent_tables(exported, task, asked)
         ours = {(p["a"], p["b"]): p["kappa"] for p in part["cohen_pairs"] if p["kappa"] is not None}
@@ -393,8 +424,12 @@ def careful_ada_and_careless_ben(db) -> str:
         me = annotator_id(db, name)
         while (state := queues.draw(db, me, batch)).task is not None:
             item = items[state.task.item_id]
-            wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
-            queues.submit_answer(db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong})
+            wrong = next(
+                o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value})
+            )
+            queues.submit_answer(
+                db, me, batch, state.task, expected_answer("validate_negative", item) if careful else {"answer": wrong}
+            )
     return batch
 
 
@@ -415,7 +450,9 @@ def test_batches_page_lists_left_out_annotators_and_can_include_them(demo_db, ad
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     assert not at.exception
-    assert any(w.value.startswith("Left out of the vote: ben (0 of ") and "with 95% confidence" in w.value for w in at.warning)
+    assert any(
+        w.value.startswith("Left out of the vote: ben (0 of ") and "with 95% confidence" in w.value for w in at.warning
+    )
     assert any(c.value.startswith("0 questions where annotators disagree") for c in at.caption)
     at.toggle(key="include_excluded").set_value(True).run()
     assert any(c.value.startswith("30 questions where annotators disagree") for c in at.caption)
@@ -430,7 +467,9 @@ def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
     per_question = next(d.value for d in at.dataframe if "question" in d.value.columns)
     report = batch_reports.batch_agreement(demo_db, batch)
     assert list(per_question["question"]) == ["rank_0", "rank_1", "rank_2"]
-    assert list(per_question["krippendorff_alpha"]) == pytest.approx([report["by_question"][q]["krippendorff_alpha"] for q in ("rank_0", "rank_1", "rank_2")])
+    assert list(per_question["krippendorff_alpha"]) == pytest.approx(
+        [report["by_question"][q]["krippendorff_alpha"] for q in ("rank_0", "rank_1", "rank_2")]
+    )
 
 
 def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):
@@ -454,13 +493,20 @@ def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
 
     batch = make(demo_db, task="rank_captions", n=15, overlap=2)
     simulation.simulate(demo_db, batch, accuracies=0.8, seed=5)
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.location(demo_db)), "--json"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.location(demo_db)), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     expected = batch_reports.batch_agreement(demo_db, batch)
     assert sorted(report["by_question"]) == ["rank_0", "rank_1", "rank_2"]
-    assert report["krippendorff_alpha"] == pytest.approx(expected["krippendorff_alpha"]) and report["level"] == "ordinal"
+    assert (
+        report["krippendorff_alpha"] == pytest.approx(expected["krippendorff_alpha"]) and report["level"] == "ordinal"
+    )
     assert report["n_items"] == 45 and all(part["n_items"] == 15 for part in report["by_question"].values())
 
 
@@ -476,13 +522,19 @@ def test_an_answer_before_the_item_is_reported_shown_or_too_soon_after_is_refuse
     with pytest.raises(store.LabelRefused, match="had not finished appearing"):
         queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), require_shown=True)
     assert queues.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
-    assert not queues.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)  # once: a rerun does not restart the clock
+    assert not queues.mark_shown(
+        demo_db, ada, batch, state.task.item_id, state.task.part
+    )  # once: a rerun does not restart the clock
     with pytest.raises(store.LabelRefused, match="too briefly"):
         queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), require_shown=True)
     time.sleep(0.55)  # the batch's 0.5 s have passed since the item was reported on screen
     assert queues.submit_answer(demo_db, ada, batch, state.task, first_option(state.task), require_shown=True)
-    assert labels_of(demo_db, batch)[0]["started_at"] >= demo_db.execute("SELECT opened_at FROM assignments WHERE item_id = ? AND annotator_id = ?",
-                                                                          [state.task.item_id, ada]).fetchone()[0]
+    assert (
+        labels_of(demo_db, batch)[0]["started_at"]
+        >= demo_db.execute(
+            "SELECT opened_at FROM assignments WHERE item_id = ? AND annotator_id = ?", [state.task.item_id, ada]
+        ).fetchone()[0]
+    )
 
 
 @pytest.mark.both_engines
@@ -491,8 +543,10 @@ def test_a_reassigned_item_starts_its_lease_and_clocks_anew(demo_db):
     ada, ben = (store.annotator_by_name(demo_db, n)["id"] for n in ("ada", "ben"))
     state = queues.draw(demo_db, ada, batch)
     queues.mark_shown(demo_db, ada, batch, state.task.item_id, state.task.part)
-    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    later = datetime.now(UTC) + timedelta(hours=1)
     assert queues.reassign_stale(demo_db, batch, now=later) == 1
-    row = demo_db.execute("SELECT annotator_id, opened_at, shown_at FROM assignments WHERE item_id = ? AND batch_id = ?",
-                          [state.task.item_id, store.get_batch(demo_db, batch)["id"]]).fetchone()
+    row = demo_db.execute(
+        "SELECT annotator_id, opened_at, shown_at FROM assignments WHERE item_id = ? AND batch_id = ?",
+        [state.task.item_id, store.get_batch(demo_db, batch)["id"]],
+    ).fetchone()
     assert tuple(row) == (ben, None, None)  # ben's lease and reading clock start when he sees it, not at ada's times

@@ -18,18 +18,38 @@ from tests.conftest import REPO
 
 # SugarCrepe paper, Table 6, OpenAI ViT-B-32; "Average" is the macro mean over categories.
 SUGARCREPE_VIT_B_32 = {
-    "replace_obj": 90.92, "replace_att": 80.08, "replace_rel": 69.20, "swap_obj": 61.38,
-    "swap_att": 63.96, "add_obj": 77.21, "add_att": 68.79,
+    "replace_obj": 90.92,
+    "replace_att": 80.08,
+    "replace_rel": 69.20,
+    "swap_obj": 61.38,
+    "swap_att": 63.96,
+    "add_obj": 77.21,
+    "add_att": 68.79,
 }
 # BiVLC paper, Tables 3 and 6, CLIP (ViT-B-32); BiVLC quotes SugarCrepe as the micro average.
-BIVLC_VIT_B_32 = {"i2t": 75.83, "t2i": 52.40, "group": 49.06, "ipos2t": 84.32, "ineg2t": 89.50, "tpos2i": 69.21, "tneg2i": 82.82}
+BIVLC_VIT_B_32 = {
+    "i2t": 75.83,
+    "t2i": 52.40,
+    "group": 49.06,
+    "ipos2t": 84.32,
+    "ineg2t": 89.50,
+    "tpos2i": 69.21,
+    "tneg2i": 82.82,
+}
 BIVLC_BY_TYPE = {
-    "replace": (82.09, 60.36, 57.27), "swap": (46.52, 16.16, 13.65), "add": (70.32, 44.63, 39.58),
+    "replace": (82.09, 60.36, 57.27),
+    "swap": (46.52, 16.16, 13.65),
+    "add": (70.32, 44.63, 39.58),
 }
 # SugarCrepe paper, Table 6, GPT-4V: the mean over both caption orderings of the authors' judgement.
 GPT4V = {
-    "replace_obj": 96.31, "replace_att": 93.53, "replace_rel": 90.26, "swap_obj": 83.13,
-    "swap_att": 90.09, "add_obj": 91.59, "add_att": 91.76,
+    "replace_obj": 96.31,
+    "replace_att": 93.53,
+    "replace_rel": 90.26,
+    "swap_obj": 83.13,
+    "swap_att": 90.09,
+    "add_obj": 91.59,
+    "add_att": 91.76,
 }
 
 
@@ -63,10 +83,21 @@ def test_a_group_benchmark_with_underscores_in_its_categories_is_not_taken_for_b
     from data import formats, store
 
     path = tmp_path / "eqben.jsonl"
-    path.write_text("".join(json.dumps({
-        "kind": "group", "category": "spatial_left" if n % 2 else "count_two", "id": str(n),
-        "captions": [f"a cup {n} left of a bowl", f"a bowl {n} left of a cup"], "images": [f"{n}a.jpg", f"{n}b.jpg"],
-    }) + "\n" for n in range(20)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "kind": "group",
+                    "category": "spatial_left" if n % 2 else "count_two",
+                    "id": str(n),
+                    "captions": [f"a cup {n} left of a bowl", f"a bowl {n} left of a cup"],
+                    "images": [f"{n}a.jpg", f"{n}b.jpg"],
+                }
+            )
+            + "\n"
+            for n in range(20)
+        )
+    )
     import_path(fresh_db, "jsonl", path)
     dataset_id = store.get_dataset(fresh_db, "eqben")["id"]
     ids = [i["id"] for i in store.list_items(fresh_db, dataset_id, limit=100)]
@@ -99,12 +130,25 @@ def test_gpt4v_per_category_from_answer_files(fresh_db, fixtures):
 def test_metrics_cli_prints_the_contract(tmp_path, fixtures):
     db = tmp_path / "f.db"
     path = fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"
-    for args in (["import", "bivlc-results", str(path)], ["metrics", "bivlc", "--run", "ViT-B-32", "--json", "--bootstrap", "20"]):
-        done = subprocess.run([sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    for args in (
+        ["import", "bivlc-results", str(path)],
+        ["metrics", "bivlc", "--run", "ViT-B-32", "--json", "--bootstrap", "20"],
+    ):
+        done = subprocess.run(
+            [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"dataset", "run", "n", "metrics", "by_category", "intervals"} <= set(result)
-    assert round(result["metrics"]["group"], 2) == 49.06 and "replace" in result["by_type"] and "replace_obj" in result["by_category"]
+    assert (
+        round(result["metrics"]["group"], 2) == 49.06
+        and "replace" in result["by_type"]
+        and "replace_obj" in result["by_category"]
+    )
     assert "replace" not in result["by_category"]  # types and subtypes are never one axis
 
 
@@ -131,13 +175,21 @@ def test_half_counted_ties_multiply_through_compound_scores():
     s = np.array([[[0.9, 0.1], [0.8, 0.8]]])
     outcomes = {k: float(v[0]) for k, v in m.bivlc_outcomes(s, "half").items()}
     assert outcomes["ineg2t"] == 0.5 and outcomes["i2t"] == 0.5 and outcomes["group"] == 0.5 and outcomes["t2i"] == 1.0
-    assert m.bivlc_outcomes(s, "right")["group"].tolist() == [1.0] and m.bivlc_outcomes(s, "wrong")["group"].tolist() == [0.0]
+    assert m.bivlc_outcomes(s, "right")["group"].tolist() == [1.0] and m.bivlc_outcomes(s, "wrong")[
+        "group"
+    ].tolist() == [0.0]
 
 
 def test_recall_with_ties_ranks_the_positive_last_first_or_at_random():
     scores = [[0.5, 0.5, 0.5, 0.2]]  # two negatives tie the positive
-    assert [m.recall_at_k(scores, 1, rule).tolist() for rule in ("wrong", "right", "half")] == [[0.0], [1.0], [pytest.approx(1 / 3)]]
-    assert m.recall_at_k(scores, 3, "wrong").tolist() == [1.0] and m.recall_at_k(scores, 2, "half").tolist() == [pytest.approx(2 / 3)]
+    assert [m.recall_at_k(scores, 1, rule).tolist() for rule in ("wrong", "right", "half")] == [
+        [0.0],
+        [1.0],
+        [pytest.approx(1 / 3)],
+    ]
+    assert m.recall_at_k(scores, 3, "wrong").tolist() == [1.0] and m.recall_at_k(scores, 2, "half").tolist() == [
+        pytest.approx(2 / 3)
+    ]
 
 
 def test_half_credit_intervals_resample_the_credits_themselves():
@@ -157,11 +209,13 @@ def test_micro_and_macro_differ_on_unbalanced_categories():
 
 def test_bivlc_hand_computed():
     # item 0: all four right; item 1: text side right, image side wrong; item 2: a tie in Ipos2T
-    scores = np.array([
-        [[0.9, 0.1], [0.2, 0.8]],
-        [[0.9, 0.1], [0.95, 0.99]],
-        [[0.5, 0.5], [0.2, 0.8]],
-    ])
+    scores = np.array(
+        [
+            [[0.9, 0.1], [0.2, 0.8]],
+            [[0.9, 0.1], [0.95, 0.99]],
+            [[0.5, 0.5], [0.2, 0.8]],
+        ]
+    )
     outcomes = m.bivlc_outcomes(scores)
     assert outcomes["i2t"].tolist() == [True, True, False]
     assert outcomes["t2i"].tolist() == [True, False, True]
@@ -254,7 +308,17 @@ def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypa
 
     parsed = Parsed("jsonl", "tiny")
     for n in range(40):
-        parsed.add(Item("pair", "swap_att" if n % 2 else "add_obj", f"x/{n}", (f"a red cup {n}", f"a blue cup {n}"), (f"{n}.jpg",)), "x", n)
+        parsed.add(
+            Item(
+                "pair",
+                "swap_att" if n % 2 else "add_obj",
+                f"x/{n}",
+                (f"a red cup {n}", f"a blue cup {n}"),
+                (f"{n}.jpg",),
+            ),
+            "x",
+            n,
+        )
     store_parsed(fresh_db, parsed, kind="jsonl", path="x")
     dataset_id = store.get_dataset(fresh_db, "tiny")["id"]
     ids = [i["id"] for i in store.list_items(fresh_db, dataset_id, limit=100)]
@@ -285,9 +349,9 @@ def test_every_comparison_is_strict_and_ties_are_counted():
 # raised to tie a comparison; worked by hand: (cell, value) -> (ipos2t, ineg2t, tpos2i, tneg2i).
 TIE_CASES = {
     "ipos2t tied": ((0, 1), 0.9, (False, True, True, False)),  # s01 = s00; s01 also beats s11
-    "ineg2t tied": ((1, 0), 0.8, (True, False, True, True)),   # s10 = s11; s00 still beats s10
+    "ineg2t tied": ((1, 0), 0.8, (True, False, True, True)),  # s10 = s11; s00 still beats s10
     "tpos2i tied": ((1, 0), 0.9, (True, False, False, True)),  # s10 = s00; s10 also beats s11
-    "tneg2i tied": ((0, 1), 0.8, (True, True, True, False)),   # s01 = s11; s00 still beats s01
+    "tneg2i tied": ((0, 1), 0.8, (True, True, True, False)),  # s01 = s11; s00 still beats s01
 }
 
 
@@ -300,8 +364,15 @@ def test_a_tie_fails_its_bivlc_direction_and_the_groups_built_on_it(case):
     s[0][cell] = value
     outcomes = {k: bool(v[0]) for k, v in m.bivlc_outcomes(s).items()}
     i2t, t2i = ipos2t and ineg2t, tpos2i and tneg2i
-    assert outcomes == {"ipos2t": ipos2t, "ineg2t": ineg2t, "tpos2i": tpos2i, "tneg2i": tneg2i,
-                        "i2t": i2t, "t2i": t2i, "group": i2t and t2i}
+    assert outcomes == {
+        "ipos2t": ipos2t,
+        "ineg2t": ineg2t,
+        "tpos2i": tpos2i,
+        "tneg2i": tneg2i,
+        "i2t": i2t,
+        "t2i": t2i,
+        "group": i2t and t2i,
+    }
     assert m.bivlc_ties(s) == 1
 
 
@@ -329,7 +400,10 @@ def test_recall_at_k_counts_ties_against_the_true_caption():
 
     scores = [[0.5, 0.4, 0.3, 0.2], [0.5, 0.5, 0.3, 0.2], [0.3, 0.5, 0.4, 0.2], [0.1, 0.5, 0.4, 0.2]]
     assert [m.recall_at_k(scores, k).tolist() for k in (1, 2, 3)] == [
-        [True, False, False, False], [True, True, False, False], [True, True, True, False]]
+        [True, False, False, False],
+        [True, True, False, False],
+        [True, True, True, False],
+    ]
 
 
 def test_per_category_counts_and_shares_in_sorted_order():
@@ -342,8 +416,20 @@ def test_per_category_counts_and_shares_in_sorted_order():
 def test_chance_levels_of_every_metric():
     from analysis import metrics as m
 
-    expected = {"accuracy_micro": 50, "accuracy_macro": 50, "macro_accuracy": 50, "accuracy": 50, "i2t": 25, "t2i": 25,
-                "group": 100 / 6, "ipos2t": 50, "tneg2i": 50, "orig_acc": 50, "aug_acc": 100 / 3, "brittleness": 100 / 3}
+    expected = {
+        "accuracy_micro": 50,
+        "accuracy_macro": 50,
+        "macro_accuracy": 50,
+        "accuracy": 50,
+        "i2t": 25,
+        "t2i": 25,
+        "group": 100 / 6,
+        "ipos2t": 50,
+        "tneg2i": 50,
+        "orig_acc": 50,
+        "aug_acc": 100 / 3,
+        "brittleness": 100 / 3,
+    }
     assert {k: m.chance_level(k) for k in expected} == pytest.approx(expected)
     assert m.chance_level("recall_at_3", 5) == 60.0 and m.chance_level("recall_at_5", 4) == 100.0
     assert m.chance_level("recall_at_1") is None and m.chance_level("n_unparsed") is None
@@ -361,11 +447,16 @@ def test_share_interval_holds_the_value_matches_the_normal_width_and_follows_its
     low90, high90 = m.share_interval(outcomes, n_boot=4000, seed=1, level=0.90)
     assert low < low90 < high90 < high
     assert m.share_interval(outcomes, n_boot=4000, seed=1) == (low, high)  # seeded: the same numbers again
-    assert all(np.isnan(v) for v in m.share_interval([], n_boot=10)) and all(np.isnan(v) for v in m.share_interval(outcomes, n_boot=0))
+    assert all(np.isnan(v) for v in m.share_interval([], n_boot=10)) and all(
+        np.isnan(v) for v in m.share_interval(outcomes, n_boot=0)
+    )
 
 
-@pytest.mark.parametrize(("sizes", "accuracies"), [([60, 30, 10], [0.9, 0.6, 0.3]), ([30, 2, 1, 1], [0.2, 1.0, 1.0, 1.0])],
-                         ids=["large categories", "categories of one or two items"])
+@pytest.mark.parametrize(
+    ("sizes", "accuracies"),
+    [([60, 30, 10], [0.9, 0.6, 0.3]), ([30, 2, 1, 1], [0.2, 1.0, 1.0, 1.0])],
+    ids=["large categories", "categories of one or two items"],
+)
 def test_macro_interval_agrees_with_resampling_items_explicitly(sizes, accuracies):
     from analysis import metrics as m
 
@@ -384,15 +475,21 @@ def test_summarize_reports_every_outcome_and_category_with_intervals_around_them
 
     outcomes = {"x": [True, True, False, True, False, True], "y": [False, False, True, True, True, True]}
     summary = m.summarize(outcomes, ["b", "a", "b", "a", "a", "b"], macro=("x", "x_macro"), n_boot=500)
-    assert summary["n"] == 6 and summary["metrics"] == pytest.approx({"x": 400 / 6, "y": 400 / 6, "x_macro": (200 / 3 + 200 / 3) / 2})
-    assert summary["by_category"] == {"a": {"n": 3, "x": pytest.approx(200 / 3), "y": pytest.approx(200 / 3)},
-                                      "b": {"n": 3, "x": pytest.approx(200 / 3), "y": pytest.approx(200 / 3)}}
+    assert summary["n"] == 6 and summary["metrics"] == pytest.approx(
+        {"x": 400 / 6, "y": 400 / 6, "x_macro": (200 / 3 + 200 / 3) / 2}
+    )
+    assert summary["by_category"] == {
+        "a": {"n": 3, "x": pytest.approx(200 / 3), "y": pytest.approx(200 / 3)},
+        "b": {"n": 3, "x": pytest.approx(200 / 3), "y": pytest.approx(200 / 3)},
+    }
     for key, (low, high) in summary["intervals"].items():
         assert low <= summary["metrics"][key] <= high and high > low
     for category, intervals in summary["category_intervals"].items():
         assert set(intervals) == {"x", "y"}
         assert all(low <= summary["by_category"][category][k] <= high for k, (low, high) in intervals.items())
-    assert m.summarize(outcomes, ["b", "a", "b", "a", "a", "b"], macro=("x", "x_macro"), n_boot=500) == summary  # seeded
+    assert (
+        m.summarize(outcomes, ["b", "a", "b", "a", "a", "b"], macro=("x", "x_macro"), n_boot=500) == summary
+    )  # seeded
 
 
 def test_summarize_splits_by_the_right_category_and_uses_the_resamples_asked_for():
@@ -437,9 +534,14 @@ def test_each_benchmark_says_its_tie_rule_and_an_override_changes_only_the_tied_
     assert default["metrics"]["accuracy_micro"] == pytest.approx(100 * (n - 10) / n)
     right = run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20, ties="right")
     half = run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20, ties="half")
-    assert right["metrics"]["accuracy_micro"] == 100.0 and right["tie_rule"] == {"rule": "right", "why": "chosen for this table instead of the benchmark's rule (sugarcrepe's own rule is wrong)"}
+    assert right["metrics"]["accuracy_micro"] == 100.0 and right["tie_rule"] == {
+        "rule": "right",
+        "why": "chosen for this table instead of the benchmark's rule (sugarcrepe's own rule is wrong)",
+    }
     assert half["metrics"]["accuracy_micro"] == pytest.approx(100 * (n - 5) / n)
-    assert run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20)["metrics"] == default["metrics"]  # stored apart per rule
+    assert (
+        run_metrics(fresh_db, "sugarcrepe", "tied", n_boot=20)["metrics"] == default["metrics"]
+    )  # stored apart per rule
 
 
 def test_metrics_cli_takes_a_tie_rule_and_refuses_an_unknown_one(tmp_path, fixtures):
@@ -449,7 +551,19 @@ def test_metrics_cli_takes_a_tie_rule_and_refuses_an_unknown_one(tmp_path, fixtu
     db = store.open_db(db_file)
     n = _tied_sugarcrepe_run(db, fixtures)
     db.conn.close()
-    command = [sys.executable, str(REPO / "cli.py"), "metrics", "sugarcrepe", "--run", "tied", "--bootstrap", "10", "--json", "--db", str(db_file)]
+    command = [
+        sys.executable,
+        str(REPO / "cli.py"),
+        "metrics",
+        "sugarcrepe",
+        "--run",
+        "tied",
+        "--bootstrap",
+        "10",
+        "--json",
+        "--db",
+        str(db_file),
+    ]
     right = subprocess.run([*command, "--ties", "right"], capture_output=True, text=True, cwd=REPO)
     assert right.returncode == 0, right.stderr
     assert json.loads(right.stdout)["metrics"]["accuracy_micro"] == 100.0
@@ -467,7 +581,14 @@ def test_a_summary_stored_by_an_older_version_is_computed_anew(demo_db):
 
     score_dataset(demo_db, "demo-bivlc", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
     run_id = store.get_run(demo_db, "demo-bivlc", "demo-clip")["id"]
-    old_shape = {"dataset": "demo-bivlc", "run": "demo-clip", "n": 1, "metrics": {}, "by_category": {"replace": {}}, "intervals": {}}
+    old_shape = {
+        "dataset": "demo-bivlc",
+        "run": "demo-clip",
+        "n": 1,
+        "metrics": {},
+        "by_category": {"replace": {}},
+        "intervals": {},
+    }
     store.put_run_summary(demo_db, run_id, "n_boot=20;seed=0;ties=wrong", old_shape)  # the key an older version wrote
     result = results.run_metrics(demo_db, "demo-bivlc", "demo-clip", n_boot=20)
     assert "replace" in result["by_type"] and "replace" not in result["by_category"]

@@ -14,11 +14,15 @@ from tests.conftest import REPO
 
 
 def foil(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "cli.py"), *args], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), *args], capture_output=True, text=True, cwd=REPO, timeout=300, env=env
+    )
 
 
 def test_a_store_with_labels_goes_to_postgresql_and_back_unchanged(demo_db, postgres, tmp_path):
-    created = batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, seed=4))
+    created = batches.create_batch(
+        demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, seed=4)
+    )
     simulation.simulate(demo_db, created["batch"], accuracies=0.8, seed=4)
     label = store.batch_labels(demo_db, store.get_batch(demo_db, created["batch"])["id"])[0]
     store.revise_label(demo_db, label["id"], {"answer": "unsure"}, by="admin", reason="typo")
@@ -36,7 +40,8 @@ def test_a_store_with_labels_goes_to_postgresql_and_back_unchanged(demo_db, post
         db = store.open_db(location)
         assert (store.row_counts(db), store.labels_checksum(db)) == before
         assert store.batch_labels(db, store.get_batch(db, created["batch"])["id"]) == store.batch_labels(
-            demo_db, store.get_batch(demo_db, created["batch"])["id"])
+            demo_db, store.get_batch(demo_db, created["batch"])["id"]
+        )
     # the copy goes on working: new rows take ids after the copied ones
     pg = store.open_db(url)
     assert store.ensure_annotator(pg, "dora")["id"] > max(a["id"] for a in store.list_annotators(demo_db))
@@ -48,7 +53,11 @@ def test_a_destination_that_holds_data_is_refused_and_left_as_it_was(demo_db, tm
     store.ensure_annotator(taken, "someone")
     taken.conn.close()
     done = foil("migrate-store", str(store.location(demo_db)), str(target))
-    assert done.returncode == 1 and "not empty (1 annotators, 1 annotator_tokens)" in done.stderr and "Nothing was copied" in done.stderr
+    assert (
+        done.returncode == 1
+        and "not empty (1 annotators, 1 annotator_tokens)" in done.stderr
+        and "Nothing was copied" in done.stderr
+    )
     assert store.row_counts(store.open_db(target))["datasets"] == 0
 
 

@@ -14,7 +14,9 @@ from data import store
 
 
 def validate_batch(db, n: int, annotators=("ada", "ben"), seed: int = 3) -> str:
-    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", annotators, len(annotators), n, seed=seed, min_seconds=0)
+    spec = batches.BatchSpec(
+        "demo-sugarcrepe", "validate_negative", annotators, len(annotators), n, seed=seed, min_seconds=0
+    )
     return batches.create_batch(db, spec)["batch"]
 
 
@@ -59,21 +61,32 @@ def test_agreement_intervals_hold_the_value_and_narrow_with_more_items(demo_db, 
 
 def test_answer_keys_join_questions_in_a_fixed_order():
     assert consensus.answer_key({"answer": "2"}) == "2"
-    assert consensus.answer_key({"grammar": "1", "commonsense": "tie"}) == consensus.answer_key({"commonsense": "tie", "grammar": "1"}) \
+    assert (
+        consensus.answer_key({"grammar": "1", "commonsense": "tie"})
+        == consensus.answer_key({"commonsense": "tie", "grammar": "1"})
         == "commonsense=tie|grammar=1"
+    )
 
 
 def test_the_adjudication_queue_holds_the_disputed_undecided_questions_only(demo_db):
     batch = validate_batch(demo_db, n=12)
     answer_all(demo_db, batch, "ada", lambda item: "negative_false")
     answer_all(demo_db, batch, "ben", lambda item: "unsure" if item % 3 == 0 else "negative_false")
-    disputed = {i for i in {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])} if i % 3 == 0}
+    disputed = {
+        i
+        for i in {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])}
+        if i % 3 == 0
+    }
     assert {d.item for d in consensus.adjudication_queue(demo_db, batch)} == disputed and disputed
     first = min(disputed)
     store.decide(demo_db, store.get_batch(demo_db, batch)["id"], first, 0, {"answer": "unsure"}, by="admin")
     assert {d.item for d in consensus.adjudication_queue(demo_db, batch)} == disputed - {first}
     decided = {d.item: d for d in consensus.decisions(demo_db, batch)}
-    assert (decided[first].answer, decided[first].rule, decided[first].votes) == ("unsure", "admin", {"negative_false": 1, "unsure": 1})
+    assert (decided[first].answer, decided[first].rule, decided[first].votes) == (
+        "unsure",
+        "admin",
+        {"negative_false": 1, "unsure": 1},
+    )
 
 
 def _answer_gold(db, batch: str, shares: dict[str, float]) -> None:
@@ -87,10 +100,16 @@ def _answer_gold(db, batch: str, shares: dict[str, float]) -> None:
         while (state := queues.draw(db, me, batch)).task is not None:
             item = items[state.task.item_id]
             right = expected_answer("validate_negative", item)
-            wrong = next(o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value}))
-            is_gold = state.task.item_id in {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]) if a["is_gold"]}
+            wrong = next(
+                o.value for o in state.task.options if not is_correct("validate_negative", item, 0, {"answer": o.value})
+            )
+            is_gold = state.task.item_id in {
+                a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"]) if a["is_gold"]
+            }
             gold_seen += is_gold
-            queues.submit_answer(db, me, batch, state.task, right if not is_gold or gold_seen <= right_share * 10 else {"answer": wrong})
+            queues.submit_answer(
+                db, me, batch, state.task, right if not is_gold or gold_seen <= right_share * 10 else {"answer": wrong}
+            )
 
 
 @pytest.mark.parametrize("ben_right", [0.0, 0.4, 0.7])
@@ -99,7 +118,17 @@ def test_gold_exclusion_follows_the_wilson_bound_against_the_pass_mark(demo_db, 
     mark; the oracle is scipy's binomtest interval, not the app's statsmodels call."""
     from scipy.stats import binomtest
 
-    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.5, seed=8, min_seconds=0, gold_pass=50)
+    spec = batches.BatchSpec(
+        "demo-sugarcrepe",
+        "validate_negative",
+        ("ada", "ben"),
+        2,
+        20,
+        gold_share=0.5,
+        seed=8,
+        min_seconds=0,
+        gold_pass=50,
+    )
     batch = batches.create_batch(demo_db, spec)["batch"]
     _answer_gold(demo_db, batch, {"ada": 1.0, "ben": ben_right})
     progress = {r["annotator"]: r for r in batch_reports.batch_progress(demo_db, batch)}
@@ -113,11 +142,15 @@ def test_gold_exclusion_follows_the_wilson_bound_against_the_pass_mark(demo_db, 
     assert all(e.gold_pass == 50 and e.gold_n == progress[e.annotator]["gold_n"] == 10 for e in excluded)
     assert all("with 95% confidence" in e.reason for e in excluded)
     votes = lambda **options: {sum(d.votes.values()) for d in consensus.decisions(demo_db, batch, **options)}  # noqa: E731
-    assert votes(include_excluded=True) == {2} and votes() == ({1} if oracle else {2})  # ben's vote is left out only when screened out
+    assert votes(include_excluded=True) == {2} and votes() == (
+        {1} if oracle else {2}
+    )  # ben's vote is left out only when screened out
 
 
 def test_a_single_gold_miss_excludes_nobody(demo_db):
-    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.05, seed=8, min_seconds=0)
+    spec = batches.BatchSpec(
+        "demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 20, gold_share=0.05, seed=8, min_seconds=0
+    )
     batch = batches.create_batch(demo_db, spec)["batch"]
     _answer_gold(demo_db, batch, {"ada": 1.0, "ben": 0.0})
     progress = {r["annotator"]: r for r in batch_reports.batch_progress(demo_db, batch)}
@@ -130,7 +163,9 @@ def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo
     from annotate.task_types import expected_answer
 
     batch = validate_batch(demo_db, n=10, annotators=("ada", "ben", "cleo"))
-    items = store.items_by_id(demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])})
+    items = store.items_by_id(
+        demo_db, {a["item_id"] for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])}
+    )
     truth = {i: expected_answer("validate_negative", item)["answer"] for i, item in items.items()}
     answer_all(demo_db, batch, "ada", lambda item: truth[item])
     answer_all(demo_db, batch, "ben", lambda item: truth[item])
@@ -138,7 +173,10 @@ def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo
     estimate = consensus.dawid_skene(demo_db, batch)
     assert estimate["labels"] == {f"{i}:0": truth[i] for i in items}
     assert estimate["accuracy"]["ada"] > estimate["accuracy"]["cleo"]
-    assert consensus.dawid_skene(demo_db, validate_batch(demo_db, n=2, annotators=("dan",))) == {"labels": {}, "accuracy": {}}
+    assert consensus.dawid_skene(demo_db, validate_batch(demo_db, n=2, annotators=("dan",))) == {
+        "labels": {},
+        "accuracy": {},
+    }
 
 
 def test_truth_rules_at_their_edges():

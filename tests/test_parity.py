@@ -20,7 +20,10 @@ from analysis.scoring import score_dataset
 from data import store
 from tests.conftest import REPO
 
-DEMO_IN = {precision: ModelSpec(models.DEMO_ARCH, checkpoint=str(models.DEMO_CHECKPOINT), precision=precision) for precision in ("fp32", "bf16")}
+DEMO_IN = {
+    precision: ModelSpec(models.DEMO_ARCH, checkpoint=str(models.DEMO_CHECKPOINT), precision=precision)
+    for precision in ("fp32", "bf16")
+}
 
 
 @pytest.fixture
@@ -43,13 +46,18 @@ def test_auto_runs_bf16_only_where_the_cpu_computes_it_natively(monkeypatch):
     chosen, why = models.resolve_precision("auto", torch.device("cpu"))
     assert chosen == "fp32" and "no native bf16" in why
     monkeypatch.setattr(models, "cpu_bf16_features", lambda: ["AVX512-BF16"])
-    assert models.resolve_precision("auto", torch.device("cpu")) == ("bf16", f"auto chose bf16: this CPU ({platform.machine()}) has native bf16 (AVX512-BF16)")
+    assert models.resolve_precision("auto", torch.device("cpu")) == (
+        "bf16",
+        f"auto chose bf16: this CPU ({platform.machine()}) has native bf16 (AVX512-BF16)",
+    )
     assert models.resolve_precision("fp32", torch.device("cpu"))[0] == "fp32"  # asked for: never overridden
 
 
 def test_an_auto_run_records_the_precision_it_ran_in_and_why(demo_db, monkeypatch):
     monkeypatch.setattr(models, "cpu_bf16_features", lambda: ["AVX512-BF16"])
-    loaded = load_model(ModelSpec(models.DEMO_ARCH, checkpoint=str(models.DEMO_CHECKPOINT), precision="auto"), device="cpu")
+    loaded = load_model(
+        ModelSpec(models.DEMO_ARCH, checkpoint=str(models.DEMO_CHECKPOINT), precision="auto"), device="cpu"
+    )
     report = score_dataset(demo_db, "demo-crepe", loaded)
     assert report.run == "foil-demo-clip-bf16"  # named after what it ran in, not after "auto"
     meta = store.get_run(demo_db, "demo-crepe", report.run)["meta"]
@@ -68,7 +76,9 @@ def test_parity_lists_exactly_the_items_whose_decisions_differ(both_precisions):
     for item in differ:  # both margins, as scored
         assert flipped.loc[item, "s(c) - s(c_n) A"] == pytest.approx(fp32[item][0] - fp32[item][1])
         assert flipped.loc[item, "s(c) - s(c_n) B"] == pytest.approx(bf16[item][0] - bf16[item][1])
-    metric_a, metric_b = (run_metrics(db, "demo-sugarcrepe", run)["metrics"]["accuracy_micro"] for run in ("fp32", "bf16"))
+    metric_a, metric_b = (
+        run_metrics(db, "demo-sugarcrepe", run)["metrics"]["accuracy_micro"] for run in ("fp32", "bf16")
+    )
     assert (report.metric, report.value_a, report.value_b) == ("accuracy_micro", metric_a, metric_b)
     low, high = report.change_interval
     own_low, own_high = run_metrics(db, "demo-sugarcrepe", "fp32")["intervals"]["accuracy_micro"]
@@ -89,29 +99,64 @@ def test_a_flip_inside_a_bivlc_group_shows_though_the_group_stays_wrong(both_pre
 
 
 def test_decision_flips_count_signs_and_ties_not_small_moves():
-    a = pd.DataFrame({"item": [1, 2, 3, 4], "category": "c", "correct": [True, True, False, True], "s(c) - s(c_n)": [0.2, 0.001, -0.1, 0.003]})
+    a = pd.DataFrame(
+        {
+            "item": [1, 2, 3, 4],
+            "category": "c",
+            "correct": [True, True, False, True],
+            "s(c) - s(c_n)": [0.2, 0.001, -0.1, 0.003],
+        }
+    )
     b = a.assign(**{"s(c) - s(c_n)": [0.25, -0.001, -0.3, 0.0], "correct": [True, False, False, False]})
     flips = parity.decision_flips(a, b)
     assert flips["item"].tolist() == [2, 4]  # smallest margin under A first; a move to an exact tie is a flip
-    assert flips.columns.tolist() == ["item", "category", "correct A", "correct B", "s(c) - s(c_n) A", "s(c) - s(c_n) B"]
+    assert flips.columns.tolist() == [
+        "item",
+        "category",
+        "correct A",
+        "correct B",
+        "s(c) - s(c_n) A",
+        "s(c) - s(c_n) B",
+    ]
 
 
 def test_cli_parity_scores_both_ways_and_prints_the_flips(demo_store, tmp_path):
     db_file = tmp_path / "parity.db"
     db_file.write_bytes(demo_store.read_bytes())
-    command = [sys.executable, str(REPO / "cli.py"), "parity", "demo-sugarcrepe", "--model", models.DEMO_ARCH,
-               "--checkpoint", str(models.DEMO_CHECKPOINT), "--precision", "bf16", "--db", str(db_file)]
+    command = [
+        sys.executable,
+        str(REPO / "cli.py"),
+        "parity",
+        "demo-sugarcrepe",
+        "--model",
+        models.DEMO_ARCH,
+        "--checkpoint",
+        str(models.DEMO_CHECKPOINT),
+        "--precision",
+        "bf16",
+        "--db",
+        str(db_file),
+    ]
     done = subprocess.run([*command, "--json"], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["run_a"], result["run_b"]) == ("foil-demo-clip", "foil-demo-clip-bf16")
     db = store.open_db(db_file)
     expected = parity.parity(db, "demo-sugarcrepe", "foil-demo-clip", "foil-demo-clip-bf16")
-    assert result["n_flips"] == len(expected.flips) > 0 and [row["item"] for row in result["flips"]] == expected.flips["item"].tolist()
+    assert (
+        result["n_flips"] == len(expected.flips) > 0
+        and [row["item"] for row in result["flips"]] == expected.flips["item"].tolist()
+    )
     said = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert f"{len(expected.flips)} items decide differently:" in said.stdout
     assert f"{expected.flips['s(c) - s(c_n) A'].iloc[0]:+.5f}" in said.stdout  # margins shown to the digit that flips
-    same = subprocess.run([*command[:-4], "--precision", "fp32", "--db", str(db_file)], capture_output=True, text=True, cwd=REPO, timeout=600)
+    same = subprocess.run(
+        [*command[:-4], "--precision", "fp32", "--db", str(db_file)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
     assert same.returncode == 1 and "both runs are foil-demo-clip" in same.stderr and "Traceback" not in same.stderr
 
 
@@ -124,5 +169,7 @@ def test_inspect_runs_shows_the_flips_of_two_runs(both_precisions, admin_page):
     expected = parity.parity(both_precisions, "demo-sugarcrepe", "fp32", "bf16")
     shown = next(frame.value for frame in at.dataframe if "correct B" in frame.value.columns)
     assert shown["item"].tolist() == expected.flips["item"].tolist()
-    assert any(f"Decisions that flip from A to B: {len(expected.flips)} of {expected.n_items} items" in md.value for md in at.markdown)
-
+    assert any(
+        f"Decisions that flip from A to B: {len(expected.flips)} of {expected.n_items} items" in md.value
+        for md in at.markdown
+    )

@@ -48,10 +48,14 @@ async def annotate(page, link: str, name: str, key: str, acknowledged: list) -> 
     for done in range(ITEMS_EACH):
         await expect(page.get_by_text(f"{done} of {ITEMS_EACH} done")).to_be_visible(timeout=90_000)
         await _idle(page)  # the item's caption is redrawn after the progress count
-        shown = (await page.get_by_text(re.compile(r"^altered caption: ")).inner_text()).removeprefix("altered caption: ")
+        shown = (await page.get_by_text(re.compile(r"^altered caption: ")).inner_text()).removeprefix(
+            "altered caption: "
+        )
         moved_on = page.get_by_text(f"{done + 1} of {ITEMS_EACH} done")
         refused = page.get_by_text(re.compile(r"^Not stored\. "))
-        for _ in range(5):  # as a person does: told "too briefly" (the server, loaded, heard late that the item was shown), look again
+        for _ in range(
+            5
+        ):  # as a person does: told "too briefly" (the server, loaded, heard late that the item was shown), look again
             await page.wait_for_timeout(800)  # reading: the page refuses answers sooner than 0.5 s
             await _idle(page)
             # A refusal on screen may be the last run's while this press's run had not begun: if that
@@ -95,8 +99,18 @@ async def crowd_of_annotators(links: dict[str, str], keys: dict[str, str]) -> li
 def test_fifty_annotators_on_two_servers_store_every_acknowledged_answer_once(replicas):
     db, servers = replicas
     names = tuple(f"r{n:02d}" for n in range(ANNOTATORS))
-    created = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", names, OVERLAP,
-                                                         ANNOTATORS * ITEMS_EACH // OVERLAP, seed=16, name="replicas"))
+    created = batches.create_batch(
+        db,
+        batches.BatchSpec(
+            "demo-sugarcrepe",
+            "validate_negative",
+            names,
+            OVERLAP,
+            ANNOTATORS * ITEMS_EACH // OVERLAP,
+            seed=16,
+            name="replicas",
+        ),
+    )
     # half the annotators reach one server, half the other (the proxy's sticky sessions)
     links = {a["name"]: f"{servers[n % 2]}/?token={a['token']}" for n, a in enumerate(created["annotators"])}
     keys = {name: "123"[n % 3] for n, name in enumerate(names)}
@@ -107,7 +121,9 @@ def test_fifty_annotators_on_two_servers_store_every_acknowledged_answer_once(re
     batch_id = store.get_batch(db, "replicas")["id"]
     labels = store.batch_labels(db, batch_id)
     items = store.items_by_id(db, [label["item"] for label in labels])
-    stored = Counter((label["annotator"], items[label["item"]]["captions"][1], label["answer"]["answer"]) for label in labels)
+    stored = Counter(
+        (label["annotator"], items[label["item"]]["captions"][1], label["answer"]["answer"]) for label in labels
+    )
     assert stored == Counter(acknowledged)  # every acknowledged answer, on the item shown, once; nothing else
     assert set(Counter(label["item"] for label in labels).values()) == {OVERLAP}  # exact overlap
     assert [a["done"] for a in store.batch_assignments(db, batch_id)] == [1] * len(labels)

@@ -78,9 +78,23 @@ def test_run_is_stamped_with_model_provenance(random_demo_model):
 def test_missing_weights_offline_give_a_clear_one_line_error(demo_db, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     done = subprocess.run(  # a dataset with its images: the weights are what is missing
-        [sys.executable, str(REPO / "cli.py"), "score", "demo-sugarcrepe", "--model", "ViT-B-32",
-         "--pretrained", "openai", "--db", str(store.location(demo_db))],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "cli.py"),
+            "score",
+            "demo-sugarcrepe",
+            "--model",
+            "ViT-B-32",
+            "--pretrained",
+            "openai",
+            "--db",
+            str(store.location(demo_db)),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
     )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
@@ -158,7 +172,9 @@ def test_every_item_kind_gets_its_metrics(demo_db, random_demo_model):
         assert set(result["metrics"]) == keys, dataset
         dataset_id = store.get_dataset(db, dataset)["id"]
         counts = store.category_counts(db, dataset_id)
-        assert {c: v["n"] for c, v in result["by_category"].items() if c in counts} == counts  # every category, every item
+        assert {
+            c: v["n"] for c, v in result["by_category"].items() if c in counts
+        } == counts  # every category, every item
         assert json.loads(json.dumps(result)) == result  # plain data, ready for the CLI
 
 
@@ -176,14 +192,18 @@ def test_low_precision_models_encode_and_stamp_their_precision():
 def _sugarcrepe_without_images(db, fixtures) -> None:
     from data.loading import import_path
 
-    import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_att.json")  # no --images: every image missing
+    import_path(
+        db, "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_att.json"
+    )  # no --images: every image missing
 
 
 def test_a_dataset_without_images_is_refused_before_anything_is_stored(fresh_db, fixtures, random_demo_model):
     from analysis.scoring import NothingToScoreError, require_scorable
 
     _sugarcrepe_without_images(fresh_db, fixtures)
-    with pytest.raises(NothingToScoreError, match="none of the 666 items of sugarcrepe has its image files.*Attach an image folder"):
+    with pytest.raises(
+        NothingToScoreError, match="none of the 666 items of sugarcrepe has its image files.*Attach an image folder"
+    ):
         require_scorable(fresh_db, "sugarcrepe")
     with pytest.raises(NothingToScoreError):
         score_dataset(fresh_db, "sugarcrepe", random_demo_model, run="empty")
@@ -192,11 +212,29 @@ def test_a_dataset_without_images_is_refused_before_anything_is_stored(fresh_db,
 
 def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_path, fixtures):
     db = tmp_path / "f.db"
-    subprocess.run([sys.executable, str(REPO / "cli.py"), "import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_att.json"), "--db", str(db)],
-                   check=True, capture_output=True, cwd=REPO, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "cli.py"),
+            "import",
+            "sugarcrepe",
+            str(fixtures / "sugarcrepe" / "data" / "swap_att.json"),
+            "--db",
+            str(db),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+        timeout=300,
+    )
     # a model that cannot exist: the refusal must come before any attempt to load it
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "score", "sugarcrepe", "--model", "no-such-arch", "--db", str(db)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "score", "sugarcrepe", "--model", "no-such-arch", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert done.returncode == 1 and "none of the 666 items" in done.stderr and "no-such-arch" not in done.stderr
 
 
@@ -205,11 +243,16 @@ def test_skipped_items_are_said_before_and_counted_after(demo_db, random_demo_mo
 
     dataset = store.get_dataset(demo_db, "demo-sugarcrepe")
     first = store.list_items(demo_db, dataset["id"], limit=1)[0]
-    demo_db.execute("UPDATE images SET status = 'missing' WHERE dataset_id = ? AND path = ?", [dataset["id"], first["images"][0]])
+    demo_db.execute(
+        "UPDATE images SET status = 'missing' WHERE dataset_id = ? AND path = ?", [dataset["id"], first["images"][0]]
+    )
     every = store.list_items(demo_db, dataset["id"], limit=1 << 62)
     items_on_image = sum(first["images"][0] in i["images"] for i in every)
     ready = require_scorable(demo_db, "demo-sugarcrepe")
-    assert ready.n_skipped == items_on_image > 0 and f"{items_on_image:,} of the {len(every)} items" in ready.skipped_sentence()
+    assert (
+        ready.n_skipped == items_on_image > 0
+        and f"{items_on_image:,} of the {len(every)} items" in ready.skipped_sentence()
+    )
     report = score_dataset(demo_db, "demo-sugarcrepe", random_demo_model, run="partial")
     assert report.n_skipped == items_on_image and report.n_items == len(every) - items_on_image
 
@@ -223,7 +266,11 @@ def test_a_run_is_deleted_with_its_scores_and_summaries(demo_db):
         items = store.list_items(demo_db, row["id"], limit=1 << 62)
         with store.transaction(demo_db):
             run = store.ensure_run(demo_db, row["id"], "demo-clip", kind="scores")
-            store.put_scores(demo_db, run, [(i["id"], [[0.3, 0.1], [0.2, 0.4]] if i["kind"] == "group" else [0.3, 0.1]) for i in items])
+            store.put_scores(
+                demo_db,
+                run,
+                [(i["id"], [[0.3, 0.1], [0.2, 0.4]] if i["kind"] == "group" else [0.3, 0.1]) for i in items],
+            )
     run_summaries(demo_db, "demo-sugarcrepe")  # stores the summaries
     run_id = store.get_run(demo_db, "demo-sugarcrepe", "demo-clip")["id"]
     deleted = store.delete_run(demo_db, "demo-sugarcrepe", "demo-clip")
@@ -237,7 +284,9 @@ def test_a_run_is_deleted_with_its_scores_and_summaries(demo_db):
         store.delete_run(demo_db, "demo-sugarcrepe", "demo-clip")
 
 
-def test_sugarcrepe_pp_text_cosines_are_stored_in_the_order_tot_reads_them(fresh_db, tmp_path, random_demo_model, monkeypatch):
+def test_sugarcrepe_pp_text_cosines_are_stored_in_the_order_tot_reads_them(
+    fresh_db, tmp_path, random_demo_model, monkeypatch
+):
     """Through the real scoring path with a text encoder whose cosines are known: the stored text
     scores are [cos(p1, p2), cos(p1, n), cos(p2, n)], and TOT follows from them."""
     import json
@@ -249,12 +298,26 @@ def test_sugarcrepe_pp_text_cosines_are_stored_in_the_order_tot_reads_them(fresh
 
     (tmp_path / "img").mkdir()
     Image.new("RGB", (32, 32), "red").save(tmp_path / "img" / "a.png")
-    captions = {"a red cube": [1.0, 0.0, 0.0], "a blue cube": [0.6, 0.0, 0.8], "a cube that is red": [0.8, 0.6, 0.0]}  # p1, n, p2
-    record = {"kind": "paraphrase", "category": "replace_att", "id": "1", "images": ["a.png"], "captions": ["a red cube", "a blue cube", "a cube that is red"]}
+    captions = {
+        "a red cube": [1.0, 0.0, 0.0],
+        "a blue cube": [0.6, 0.0, 0.8],
+        "a cube that is red": [0.8, 0.6, 0.0],
+    }  # p1, n, p2
+    record = {
+        "kind": "paraphrase",
+        "category": "replace_att",
+        "id": "1",
+        "images": ["a.png"],
+        "captions": ["a red cube", "a blue cube", "a cube that is red"],
+    }
     (tmp_path / "pp.jsonl").write_text(json.dumps(record) + "\n")
     import_path(fresh_db, "jsonl", tmp_path / "pp.jsonl", images=tmp_path / "img", name="pp")
-    monkeypatch.setattr(scoring, "encode_texts", lambda loaded, texts: np.array([captions[t] for t in texts], dtype=np.float32))
-    monkeypatch.setattr(scoring, "encode_images", lambda loaded, images: np.array([[1.0, 0.0, 0.0]] * len(images), dtype=np.float32))
+    monkeypatch.setattr(
+        scoring, "encode_texts", lambda loaded, texts: np.array([captions[t] for t in texts], dtype=np.float32)
+    )
+    monkeypatch.setattr(
+        scoring, "encode_images", lambda loaded, images: np.array([[1.0, 0.0, 0.0]] * len(images), dtype=np.float32)
+    )
     scoring.score_dataset(fresh_db, "pp", random_demo_model, run="stub")
     stored = store.run_columns(fresh_db, store.get_run(fresh_db, "pp", "stub")["id"]).scores[0]
     assert stored[:3].tolist() == pytest.approx([1.0, 0.6, 0.8])  # s(p1, I), s(n, I), s(p2, I)

@@ -49,12 +49,11 @@ def test_a_failed_transaction_writes_nothing(fresh_db):
 
 @pytest.mark.both_engines
 def test_foreign_keys_are_enforced(fresh_db):
-    with pytest.raises(store.INTEGRITY_ERRORS):
-        with store.transaction(fresh_db):
-            fresh_db.execute(
-                "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions, images)"
-                " VALUES (999, 'pair', 'x', 'x', 'k', 't', '[]', '[]')"
-            )
+    with pytest.raises(store.INTEGRITY_ERRORS), store.transaction(fresh_db):
+        fresh_db.execute(
+            "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions, images)"
+            " VALUES (999, 'pair', 'x', 'x', 'k', 't', '[]', '[]')"
+        )
 
 
 @pytest.mark.both_engines
@@ -132,7 +131,7 @@ def test_migration_9_hashes_the_tokens_of_an_older_store(new_store):
 UNDO_MIGRATION_10 = {
     "sqlite": "DROP TRIGGER labels_answer_assignment; DROP TRIGGER labels_unanswer_assignment;",
     "postgresql": "DROP TRIGGER labels_answer_assignment ON labels; DROP TRIGGER labels_unanswer_assignment ON labels;"
-                  " DROP FUNCTION labels_mark_assignment;",
+    " DROP FUNCTION labels_mark_assignment;",
 }
 
 
@@ -142,17 +141,24 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
 
     old = store.open_db(new_store)
     store.copy_store(store.open_db(demo_store), old)
-    created = batches.create_batch(old, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 6, seed=1, min_seconds=0))
+    created = batches.create_batch(
+        old, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 6, seed=1, min_seconds=0)
+    )
     ada = store.annotator_by_name(old, "ada")["id"]
     for _ in range(4):
-        queues.submit_answer(old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"})
+        queues.submit_answer(
+            old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"}
+        )
     # back to version 9 (13, 12 and 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
-        for statement in ("ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
-                          "ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
-                          "ALTER TABLE crowd_joins DROP COLUMN quota; DELETE FROM schema_migrations WHERE version = 11;"
-                          + UNDO_MIGRATION_10[engine] + " DROP INDEX assignments_open; ALTER TABLE assignments DROP COLUMN answered;"
-                          " DELETE FROM schema_migrations WHERE version = 10").split(";"):
+        for statement in (
+            "ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
+            "ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
+            "ALTER TABLE crowd_joins DROP COLUMN quota; DELETE FROM schema_migrations WHERE version = 11;"
+            + UNDO_MIGRATION_10[engine]
+            + " DROP INDEX assignments_open; ALTER TABLE assignments DROP COLUMN answered;"
+            " DELETE FROM schema_migrations WHERE version = 10"
+        ).split(";"):
             if statement.strip():
                 old.conn.execute(statement)
     old.conn.close()
@@ -210,8 +216,14 @@ def test_a_running_app_sees_every_write_another_process_commits(tmp_path):
     setup = store.open_db(path)
     setup.executescript("CREATE TABLE written (x); CREATE TABLE seen (x)")
     setup.conn.close()
-    app = subprocess.Popen([sys.executable, "-c", APP_PROCESS, str(path)], cwd=ROOT, text=True,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    app = subprocess.Popen(
+        [sys.executable, "-c", APP_PROCESS, str(path)],
+        cwd=ROOT,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         for round_ in range(1, 7):
             cli = store.open_db(path)
@@ -246,8 +258,10 @@ def test_two_processes_upgrading_one_old_store_apply_each_migration_once(tmp_pat
     path = tmp_path / "old.db"
     store.open_db(path, upto=1).conn.close()
     upgrade = "import sys; from data import store; store.open_db(sys.argv[1])"
-    runs = [subprocess.Popen([sys.executable, "-c", upgrade, str(path)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
+    runs = [
+        subprocess.Popen([sys.executable, "-c", upgrade, str(path)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     errors = [run.communicate(timeout=120)[1] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], errors
     versions = [r[0] for r in sqlite3.connect(path).execute("SELECT version FROM schema_migrations ORDER BY version")]

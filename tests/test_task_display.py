@@ -16,7 +16,9 @@ from tests.conftest import DATASET_FOR_TASK
 def tasks_of(db, task_type: str, seed: str = "s", n: int = 24):
     dataset = store.get_dataset(db, DATASET_FOR_TASK[task_type])
     items = store.list_items(db, dataset["id"], limit=n)
-    return [(item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item["kind"])]
+    return [
+        (item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item["kind"])
+    ]
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
@@ -85,7 +87,9 @@ def test_each_text_to_image_button_stores_the_image_drawn_under_its_letter(demo_
 def test_each_rank_question_names_the_caption_drawn_at_its_place(demo_db):
     for item, task in tasks_of(demo_db, "rank_captions"):
         assert task.images == (("image", item["images"][0]),)
-        assert [text for _, text in task.captions] == [item["captions"][int(q.removeprefix("rank_"))] for q in task.questions]
+        assert [text for _, text in task.captions] == [
+            item["captions"][int(q.removeprefix("rank_"))] for q in task.questions
+        ]
         assert [role for role, _ in task.captions] == ["(1)", "(2)", "(3)"]
         assert task.question_labels == ("rank of caption (1)", "rank of caption (2)", "rank of caption (3)")
 

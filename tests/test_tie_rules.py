@@ -26,7 +26,9 @@ LEVELS = [0.1, 0.2, 0.3, 0.4]
 
 def run_of(kind: str, scores: np.ndarray) -> store.RunColumns:
     n = len(scores)
-    return store.RunColumns("scores", np.arange(n), np.array([kind] * n), np.array(["c"] * n), scores.astype(float), [None] * n, [None] * n)
+    return store.RunColumns(
+        "scores", np.arange(n), np.array([kind] * n), np.array(["c"] * n), scores.astype(float), [None] * n, [None] * n
+    )
 
 
 @pytest.mark.parametrize("family", sorted(SHAPES))
@@ -35,7 +37,9 @@ def run_of(kind: str, scores: np.ndarray) -> store.RunColumns:
 def test_ties_move_each_item_exactly_as_the_rule_table_says(family, data):
     kind, shape = SHAPES[family]
     n = data.draw(st.integers(1, 12))
-    values = data.draw(st.lists(st.sampled_from(LEVELS), min_size=n * int(np.prod(shape)), max_size=n * int(np.prod(shape))))
+    values = data.draw(
+        st.lists(st.sampled_from(LEVELS), min_size=n * int(np.prod(shape)), max_size=n * int(np.prod(shape)))
+    )
     run = run_of(kind, np.array(values).reshape((n, *shape)))
     outcomes = results.METRIC_FAMILIES[family].outcomes
     wrong, tied = outcomes(run, "wrong")
@@ -80,8 +84,15 @@ def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
 
     # a set of four retrieval items in two pairs: right; tied once (half); tied once (half); wrong
     scores = np.array([[0.9, 0.1, 0.1, 0.1], [0.5, 0.5, 0.1, 0.1], [0.5, 0.5, 0.1, 0.1], [0.1, 0.9, 0.1, 0.1]])
-    groups = [{"pair": "p1", "set": "s"}, {"pair": "p1", "set": "s"}, {"pair": "p2", "set": "s"}, {"pair": "p2", "set": "s"}]
-    run = store.RunColumns("scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["controlled_a"] * 4), scores, [None] * 4, groups)
+    groups = [
+        {"pair": "p1", "set": "s"},
+        {"pair": "p1", "set": "s"},
+        {"pair": "p2", "set": "s"},
+        {"pair": "p2", "set": "s"},
+    ]
+    run = store.RunColumns(
+        "scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["controlled_a"] * 4), scores, [None] * 4, groups
+    )
     whatsup = formats.REGISTRY["whatsup"]
     half = results.summarize_run(run, results.Settings(whatsup, "half", n_boot=10))["metrics"]
     assert half["individual_accuracy"] == pytest.approx(100 * (1 + 0.5 + 0.5 + 0) / 4)
@@ -89,10 +100,14 @@ def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
     assert half["set_accuracy"] == pytest.approx(0.0)  # the wrong item makes the set wrong
     right = results.summarize_run(run, results.Settings(whatsup, "right", n_boot=10))["metrics"]
     assert right["pair_accuracy"] == pytest.approx(50.0) and right["individual_accuracy"] == pytest.approx(75.0)
-    three = results.summarize_run(run_of_set(scores[:3], groups[:3]), results.Settings(whatsup, "half", n_boot=10))["metrics"]
+    three = results.summarize_run(run_of_set(scores[:3], groups[:3]), results.Settings(whatsup, "half", n_boot=10))[
+        "metrics"
+    ]
     assert three["set_accuracy"] == pytest.approx(100 * 1 * 0.5 * 0.5)
 
 
 def run_of_set(scores: np.ndarray, groups: list[dict]) -> store.RunColumns:
     n = len(scores)
-    return store.RunColumns("scores", np.arange(n), np.array(["retrieval"] * n), np.array(["controlled_a"] * n), scores, [None] * n, groups)
+    return store.RunColumns(
+        "scores", np.arange(n), np.array(["retrieval"] * n), np.array(["controlled_a"] * n), scores, [None] * n, groups
+    )

@@ -17,7 +17,9 @@ ADMIN = "an-admin-token-of-enough-length"
 @pytest.mark.both_engines
 def test_placeholder_token_values_open_no_queue(demo_db):
     created = store.ensure_annotator(demo_db, "zia")
-    placeholders = [row[0] for row in demo_db.execute("SELECT token FROM annotators WHERE id = ?", [created["id"]]).fetchall()]
+    placeholders = [
+        row[0] for row in demo_db.execute("SELECT token FROM annotators WHERE id = ?", [created["id"]]).fetchall()
+    ]
     assert placeholders and placeholders[0].startswith("hashed:")
     for guess in [*placeholders, "pending:" + "0" * 32, f"hashed:{created['id']}", ""]:
         assert roles.resolve_role(demo_db, guess, ADMIN).kind != "annotator", guess
@@ -52,8 +54,22 @@ def test_migrate_store_keeps_ids_with_gaps_row_by_row(demo_db, tmp_path):
     """Delete rows so ids have gaps, copy to the other engine and back: every table equal by
     primary key (a copy that renumbered rows would pass a count and a labels checksum)."""
     for seed in (1, 2, 3):
-        simulation.simulate(demo_db, batches.create_batch(demo_db, batches.BatchSpec(
-            "demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 6, seed=seed, min_seconds=0, name=f"gap-{seed}"))["batch"])
+        simulation.simulate(
+            demo_db,
+            batches.create_batch(
+                demo_db,
+                batches.BatchSpec(
+                    "demo-sugarcrepe",
+                    "validate_negative",
+                    ("ada", "ben"),
+                    2,
+                    6,
+                    seed=seed,
+                    min_seconds=0,
+                    name=f"gap-{seed}",
+                ),
+            )["batch"],
+        )
     middle = store.get_batch(demo_db, "gap-2")["id"]
     with store.transaction(demo_db):
         for table in ("labels", "assignments"):
@@ -64,7 +80,14 @@ def test_migrate_store_keeps_ids_with_gaps_row_by_row(demo_db, tmp_path):
     copy = tmp_path / "copy.db"
     store.copy_store(demo_db, store.open_db(copy))
     copied = store.open_db(copy)
-    for table, key in (("batches", "id"), ("assignments", "id"), ("labels", "id"), ("annotators", "id"), ("items", "id"), ("datasets", "id")):
+    for table, key in (
+        ("batches", "id"),
+        ("assignments", "id"),
+        ("labels", "id"),
+        ("annotators", "id"),
+        ("items", "id"),
+        ("datasets", "id"),
+    ):
         columns = ", ".join(c for c in _columns(demo_db, table))
         before = [tuple(r) for r in demo_db.execute(f"SELECT {columns} FROM {table} ORDER BY {key}").fetchall()]
         after = [tuple(r) for r in copied.execute(f"SELECT {columns} FROM {table} ORDER BY {key}").fetchall()]

@@ -33,7 +33,7 @@ def test_every_figure_of_the_protocol_paragraph_is_in_the_batch_pages_table(demo
     table = next(frame.value for frame in at.dataframe if "coefficient" in frame.value.columns)
     shown = {plain_text.figure(v) for v in table["value"] if v == v and v is not None}
     shown |= {end for interval in table["95% interval"] if interval for end in interval.split(" to ")}
-    agreement = paragraph[paragraph.index("Agreement on"):paragraph.index("intervals from")]
+    agreement = paragraph[paragraph.index("Agreement on") : paragraph.index("intervals from")]
     figures = NUMBER.findall(agreement)
     assert len(figures) >= 8 and set(figures) <= shown, set(figures) - shown
     for coefficient, interval in zip(table["coefficient"], table["95% interval"]):
@@ -55,7 +55,11 @@ def test_the_randomisation_sentence_follows_the_stored_orders(demo_db):
         if varies:
             assert "shuffled" in paragraph and f"{len(orders)} different orders among {len(labels)} labels" in paragraph
         else:
-            assert "shown in the same order on every item" in paragraph and "shuffled" not in paragraph and "randomised" not in paragraph
+            assert (
+                "shown in the same order on every item" in paragraph
+                and "shuffled" not in paragraph
+                and "randomised" not in paragraph
+            )
 
 
 def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
@@ -64,10 +68,17 @@ def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
     per_annotator = Counter(label["annotator"] for label in labels)
     paragraph = export.protocol_paragraph(demo_db, name)
     assert paragraph.startswith(f"{len(per_annotator)} annotators labelled ")
-    assert f"each annotator labelled {plain_text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items" in paragraph
-    assert f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph  # and so no person's time is claimed
+    assert (
+        f"each annotator labelled {plain_text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items"
+        in paragraph
+    )
+    assert (
+        f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph
+    )  # and so no person's time is claimed
     assert "Median time per item" not in paragraph
-    assert all(row["median_seconds"] is None for row in batch_reports.batch_progress(demo_db, name))  # nor on the progress table
+    assert all(
+        row["median_seconds"] is None for row in batch_reports.batch_progress(demo_db, name)
+    )  # nor on the progress table
 
 
 def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
@@ -112,11 +123,14 @@ def test_answer_charts_use_the_options_words(demo_db):
     assert all("rank_" not in row["answer"] and "rank of the negative caption" in row["answer"] for row in answers)
 
 
-@pytest.mark.parametrize(("task", "dataset", "words"), [
-    ("baseline_i2t", "demo-sugarcrepe", {"chose the positive", "chose the negative"}),
-    ("validate_negative", "demo-sugarcrepe", {"Altered is wrong", "Altered is also true", "Unsure"}),
-    ("pick_image", "demo-bivlc-candidates", {*(f"chose candidate {c}" for c in "ABCD"), "chose none"}),
-])
+@pytest.mark.parametrize(
+    ("task", "dataset", "words"),
+    [
+        ("baseline_i2t", "demo-sugarcrepe", {"chose the positive", "chose the negative"}),
+        ("validate_negative", "demo-sugarcrepe", {"Altered is wrong", "Altered is also true", "Unsure"}),
+        ("pick_image", "demo-bivlc-candidates", {*(f"chose candidate {c}" for c in "ABCD"), "chose none"}),
+    ],
+)
 def test_an_answer_is_said_in_the_same_words_on_the_item_cards_and_in_the_answer_chart(demo_db, task, dataset, words):
     """One function puts a stored answer in words (`TaskType.answer_words`): in the item's terms
     (which caption, which candidate), never by the position it happened to be shown in."""
@@ -134,7 +148,9 @@ def test_an_answer_is_said_in_the_same_words_on_the_item_cards_and_in_the_answer
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_the_help_make_run_points_to_works_from_a_terminal(flag):
-    done = subprocess.run([sys.executable, str(REPO / "cli.py"), flag], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), flag], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr and "migrate-store" in done.stdout
 
 
@@ -148,23 +164,43 @@ def test_links_start_with_the_configured_or_requested_address(monkeypatch):
     assert links.app_address("http://10.0.0.5:8765/batches?token=t") == "http://10.0.0.5:8765"
     assert links.app_address(None) is None
     monkeypatch.setenv(links.BASE_URL_VARIABLE, "https://annotate.lab.org/foil/")
-    assert links.app_address("http://127.0.0.1:8501/") == "https://annotate.lab.org/foil"  # behind a proxy, the configured one
+    assert (
+        links.app_address("http://127.0.0.1:8501/") == "https://annotate.lab.org/foil"
+    )  # behind a proxy, the configured one
     assert links.crowd_link("https://x.org", "tok").startswith("https://x.org/?study=tok&PROLIFIC_PID=")
 
 
 def test_cli_links_never_guess_a_port(tmp_path, monkeypatch):
     db = tmp_path / "f.db"
     env = {k: v for k, v in __import__("os").environ.items() if k != "FOIL_BASE_URL"}
-    run = lambda *a, **extra: subprocess.run([sys.executable, str(REPO / "cli.py"), *a, "--db", str(db), "--json"],  # noqa: E731
-                                             capture_output=True, text=True, cwd=REPO, timeout=120, env={**env, **extra})
+    run = lambda *a, **extra: subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db), "--json"],  # noqa: E731
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env={**env, **extra},
+    )
     import json
 
     plain = run("annotator", "add", "ada")
-    assert json.loads(plain.stdout)["url"].startswith("/?token=") and "8501" not in plain.stdout and "--base-url" in plain.stderr
+    assert (
+        json.loads(plain.stdout)["url"].startswith("/?token=")
+        and "8501" not in plain.stdout
+        and "--base-url" in plain.stderr
+    )
     given = json.loads(run("annotator", "add", "ben", "--base-url", "http://lab:9100/").stdout)
     assert given["url"].startswith("http://lab:9100/?token=")
-    configured = json.loads(subprocess.run([sys.executable, str(REPO / "cli.py"), "annotator", "link", "ada", "--db", str(db), "--json"],
-                                           capture_output=True, text=True, cwd=REPO, timeout=120, env={**env, "FOIL_BASE_URL": "https://l.org"}).stdout)
+    configured = json.loads(
+        subprocess.run(
+            [sys.executable, str(REPO / "cli.py"), "annotator", "link", "ada", "--db", str(db), "--json"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env={**env, "FOIL_BASE_URL": "https://l.org"},
+        ).stdout
+    )
     assert configured["url"] == f"https://l.org/?token={configured['token']}"
 
 
@@ -185,7 +221,9 @@ def test_a_lost_link_is_issued_again_and_the_old_one_kept_or_revoked(demo_db):
 def test_the_batch_page_builds_links_from_the_configured_address(demo_db, admin_page, monkeypatch):
     monkeypatch.setenv("FOIL_BASE_URL", "http://annotate.example.org:8765")
     at = admin_page(store.location(demo_db), "views/batches.py")
-    assert at.text_input(key="base_url").value == "http://annotate.example.org:8765"  # next to Create batch, before any batch
+    assert (
+        at.text_input(key="base_url").value == "http://annotate.example.org:8765"
+    )  # next to Create batch, before any batch
     at.selectbox(key="new_dataset").set_value("demo-sugarcrepe").run()
     at.multiselect(key="new_annotators").set_value([]).run()
     at.text_input(key="new_names").set_value("ada, ben").run()
@@ -199,8 +237,12 @@ def test_the_batch_page_builds_links_from_the_configured_address(demo_db, admin_
     at.button(key="relink").click().run()
     relinked = [c.value for c in at.code if c.value.startswith("http://annotate.example.org:8765/?token=")]
     assert relinked and store.annotator_by_token(demo_db, relinked[-1].split("token=")[1])["name"] == "ada"
-    ada_first = next(s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1]) is None)  # revoked: ada's first link
-    assert ada_first and len([s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1])]) == 1  # ben's still works
+    ada_first = next(
+        s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1]) is None
+    )  # revoked: ada's first link
+    assert (
+        ada_first and len([s for s in shown if store.annotator_by_token(demo_db, s.split("token=")[1])]) == 1
+    )  # ben's still works
 
 
 def test_an_export_with_its_images_imports_back_elsewhere(demo_db, tmp_path):

@@ -16,8 +16,19 @@ from cli import main
 from data import store
 from data.loading import import_path
 
-PIECES = ("actant-swap", "action-replacement", "coreference-hard", "coreference-standard", "counting-adversarial",
-          "counting-hard", "counting-small-quant", "existence", "foil-it", "plurals", "relations")
+PIECES = (
+    "actant-swap",
+    "action-replacement",
+    "coreference-hard",
+    "coreference-standard",
+    "counting-adversarial",
+    "counting-hard",
+    "counting-small-quant",
+    "existence",
+    "foil-it",
+    "plurals",
+    "relations",
+)
 
 
 def raw_pieces(fixtures: Path) -> dict[str, dict]:
@@ -38,15 +49,20 @@ def test_every_piece_is_read_with_its_valid_foils_counted_by_the_authors_rule(fr
     raw = raw_pieces(fixtures)
     assert tuple(report.by_category) == PIECES
     assert report.by_category == {piece: len(records) for piece, records in raw.items()}
-    assert report.notes["valid_foils"] == {piece: sum(r["mturk"]["caption"] >= 2 for r in records.values()) for piece, records in raw.items()}
+    assert report.notes["valid_foils"] == {
+        piece: sum(r["mturk"]["caption"] >= 2 for r in records.values()) for piece, records in raw.items()
+    }
     assert report.notes["valid_foils"]["existence"] == 505 and report.notes["valid_foils"]["plurals"] == 851
 
 
 def test_an_item_keeps_its_caption_foil_image_source_and_votes(fresh_db, fixtures):
     import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json")
     record = raw_pieces(fixtures)["existence"]["existence_visual7w_2371044"]
-    item = next(i for i in store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=1000)
-                if i["source_id"] == "existence/existence_visual7w_2371044")
+    item = next(
+        i
+        for i in store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=1000)
+        if i["source_id"] == "existence/existence_visual7w_2371044"
+    )
     assert item["captions"] == [record["caption"], record["foil"]] and item["images"] == [record["image_file"]]
     assert item["meta"]["votes"] == record["mturk"] and item["meta"]["source_dataset"] == "visual7w"
     assert item["truth"] == {"valid_foil": True}
@@ -65,8 +81,20 @@ def test_fleiss_kappa_of_the_votes_per_piece_matches_the_formula(fresh_db, fixtu
 
 def test_images_are_found_flat_or_in_a_folder_per_source_dataset(fresh_db, tmp_path):
     records = {
-        "1": {"dataset": "SWiG", "image_file": "jumping_1.jpg", "caption": "a man jumps", "foil": "a man sits", "mturk": {"caption": 3, "foil": 0, "other": 0}},
-        "2": {"dataset": "coco2017", "image_file": "000000002.jpg", "caption": "two dogs", "foil": "one dog", "mturk": {"caption": 1, "foil": 2, "other": 0}},
+        "1": {
+            "dataset": "SWiG",
+            "image_file": "jumping_1.jpg",
+            "caption": "a man jumps",
+            "foil": "a man sits",
+            "mturk": {"caption": 3, "foil": 0, "other": 0},
+        },
+        "2": {
+            "dataset": "coco2017",
+            "image_file": "000000002.jpg",
+            "caption": "two dogs",
+            "foil": "one dog",
+            "mturk": {"caption": 1, "foil": 2, "other": 0},
+        },
     }
     data = tmp_path / "data"
     data.mkdir()

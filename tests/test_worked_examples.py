@@ -92,19 +92,35 @@ st.write(f"{len(store.dataset_names(session_db()))} datasets")
 
 # file -> (text after which the registry line goes, the registry line, the import it needs)
 REGISTRY_LINES = {
-    "data/formats/__init__.py": ("        jsonl.PARQUET,\n", "        toy_pairs.TOY,\n",
-                                 "from data.formats import toy_pairs\n"),
-    "annotate/task_types/__init__.py": ("        compare_negatives.TASK_TYPE,\n", "        grammar_check.TASK_TYPE,\n",
-                                        "from annotate.task_types import grammar_check\n"),
-    "views/registry.py": ('"anonymous", default=True),\n',
-                          '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin"),\n', ""),
+    "data/formats/__init__.py": (
+        "        jsonl.PARQUET,\n",
+        "        toy_pairs.TOY,\n",
+        "from data.formats import toy_pairs\n",
+    ),
+    "annotate/task_types/__init__.py": (
+        "        compare_negatives.TASK_TYPE,\n",
+        "        grammar_check.TASK_TYPE,\n",
+        "from annotate.task_types import grammar_check\n",
+    ),
+    "views/registry.py": (
+        '"anonymous", default=True),\n',
+        '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin"),\n',
+        "",
+    ),
 }
-NEW_FILES = {"data/formats/toy_pairs.py": TOY_FORMAT, "annotate/task_types/grammar_check.py": TOY_TASK,
-             "views/toy_page.py": TOY_PAGE}
+NEW_FILES = {
+    "data/formats/toy_pairs.py": TOY_FORMAT,
+    "annotate/task_types/grammar_check.py": TOY_TASK,
+    "views/toy_page.py": TOY_PAGE,
+}
 # What the generic tests must run for the toys (and nothing they run may fail).
 GENERIC_TESTS = [
-    "tests/test_formats.py", "tests/test_cli.py::test_every_import_kind_has_a_readme_example",
-    "tests/test_task_display.py", "tests/test_annotation.py", "tests/test_integrity.py", "tests/test_app.py",
+    "tests/test_formats.py",
+    "tests/test_cli.py::test_every_import_kind_has_a_readme_example",
+    "tests/test_task_display.py",
+    "tests/test_annotation.py",
+    "tests/test_integrity.py",
+    "tests/test_app.py",
     "tests/test_docs.py",
 ]
 EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]")
@@ -124,8 +140,11 @@ def checkout_copy(target: Path) -> Path:
 def digests(root: Path) -> dict[str, str]:
     """Path -> content hash of every file under `root` but caches."""
     skip = ("__pycache__", ".pytest_cache", ".hypothesis")
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*")
-            if p.is_file() and not any(part in skip for part in p.parts)}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not any(part in skip for part in p.parts)
+    }
 
 
 def add_registry_line(root: Path, name: str) -> None:
@@ -164,15 +183,35 @@ def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_eac
     for name in REGISTRY_LINES:
         add_registry_line(root, name)
     env = {**os.environ, "FOIL_FIXTURES": str(FIXTURES)}
-    docs = subprocess.run([sys.executable, "docs/readme_tables.py"], cwd=root, env=env, capture_output=True, text=True,
-                          check=False)
+    docs = subprocess.run(
+        [sys.executable, "docs/readme_tables.py"], cwd=root, env=env, capture_output=True, text=True, check=False
+    )
     assert docs.returncode == 0, docs.stderr
     readme = (root / "README.md").read_text()
     assert "| `toy-pairs` |" in readme and "| `grammar_check` |" in readme and "toy-pairs\\|" in readme
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:randomly", "-p", "no:cacheprovider", "-x",
-         "-k", "(toy or grammar_check or readme) and not postgresql", *GENERIC_TESTS],
-        cwd=root, env=env, capture_output=True, text=True, timeout=900, check=False)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            "-k",
+            "(toy or grammar_check or readme) and not postgresql",
+            *GENERIC_TESTS,
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     passed = [line for line in done.stdout.splitlines() if line.startswith("PASSED")]
     for toy in EXPECTED_IDS:

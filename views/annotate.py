@@ -109,13 +109,20 @@ def show_notice() -> None:
 
 def return_study() -> None:
     freed = crowd_studies.return_study(db, batch_name, role.annotator_id)
-    st.session_state["notice"] = ("info", f"You returned the study; {freed} item{'s' if freed != 1 else ''} went back to the pool.")
+    st.session_state["notice"] = (
+        "info",
+        f"You returned the study; {freed} item{'s' if freed != 1 else ''} went back to the pool.",
+    )
 
 
 def return_button() -> None:
     """Prolific's "return": give the study back (open items go to others now, no code)."""
-    st.button("Return this study", key="return_study", on_click=return_study,
-              help="Stop here without a completion code; your unanswered items go to other participants at once.")
+    st.button(
+        "Return this study",
+        key="return_study",
+        on_click=return_study,
+        help="Stop here without a completion code; your unanswered items go to other participants at once.",
+    )
 
 
 if crowd and store.has_returned(db, state.batch["id"], role.annotator_id):
@@ -167,7 +174,10 @@ if task is None:
             st.link_button("Complete the study on Prolific", finish.completion_url, type="primary")
             # Prolific's convention: the finished participant is sent to its completion URL (after a moment to read the code)
             target = json.dumps(finish.completion_url).replace("<", "\\u003c")  # a JS string that cannot end the script
-            st.html(f"<script>setTimeout(() => {{ window.location.href = {target}; }}, 4000);</script>", unsafe_allow_javascript=True)
+            st.html(
+                f"<script>setTimeout(() => {{ window.location.href = {target}; }}, 4000);</script>",
+                unsafe_allow_javascript=True,
+            )
         else:
             return_button()
         st.stop()
@@ -175,12 +185,21 @@ if task is None:
     if not waiting:
         st.success("All done, thank you. You may close this tab.")
         st.stop()
-    st.success(f"This batch is done, thank you. {len(waiting)} more {'batch waits' if len(waiting) == 1 else 'batches wait'} for you.")
+    st.success(
+        f"This batch is done, thank you. {len(waiting)} more {'batch waits' if len(waiting) == 1 else 'batches wait'} for you."
+    )
 
     def go_to(name: str) -> None:
         st.session_state["batch"] = name
 
-    st.button(f"Next: {batch_label(waiting[0])}", key="next_batch", type="primary", shortcut="Enter", on_click=go_to, args=(waiting[0],))
+    st.button(
+        f"Next: {batch_label(waiting[0])}",
+        key="next_batch",
+        type="primary",
+        shortcut="Enter",
+        on_click=go_to,
+        args=(waiting[0],),
+    )
     st.stop()
 
 
@@ -194,13 +213,24 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
     if practice_item is not None:  # practice: feedback, nothing stored
         right = is_correct(task.type, practice_item, task.part, answer)
         st.session_state[f"practice:{batch_name}"] = step + 1
-        st.session_state["notice"] = ("info", "Practice feedback: " + ("Correct." if right else "Not quite: look again at every detail the text mentions."))
+        st.session_state["notice"] = (
+            "info",
+            "Practice feedback: "
+            + ("Correct." if right else "Not quite: look again at every detail the text mentions."),
+        )
         return
     key = widget_key(task)
     flags, comment = st.session_state.get(f"flags:{key}") or [], st.session_state.get(f"comment:{key}", "")
     try:
         fresh = queues.submit_answer(  # the batch's reading time applies, counted from the whole item on screen
-            db, role.annotator_id, batch_name, task, answer, flags=list(flags), comment=comment, require_shown=True,
+            db,
+            role.annotator_id,
+            batch_name,
+            task,
+            answer,
+            flags=list(flags),
+            comment=comment,
+            require_shown=True,
         )
     except (TaskError, store.StoreError) as error:
         st.session_state["notice"] = ("error", f"Not stored. {error}")
@@ -208,7 +238,8 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
             st.session_state["report_again"] = st.session_state.get("report_again", 0) + 1
         return
     st.session_state["notice"] = (
-        ("success", "Saved.") if fresh
+        ("success", "Saved.")
+        if fresh
         else ("info", "That item was already answered (a second press, or another tab): nothing was stored twice.")
     )
 
@@ -231,8 +262,13 @@ def shown() -> None:
 def draw_stimulus(task: Task) -> None:
     """Captions and images as one block that appears whole (the next items' images decoded ahead)."""
     ahead = queues.upcoming_images(db, role.annotator_id, batch_name) if item is None else []
-    show_stimulus(task, queues.task_images(db, state.batch, task), ahead, on_shown=shown,
-                  again=st.session_state.get("report_again", 0))
+    show_stimulus(
+        task,
+        queues.task_images(db, state.batch, task),
+        ahead,
+        on_shown=shown,
+        again=st.session_state.get("report_again", 0),
+    )
 
 
 def draw_answers(task: Task) -> None:
@@ -241,19 +277,29 @@ def draw_answers(task: Task) -> None:
     if task.questions == ("answer",):
         for column, option in zip(st.columns(len(task.options)), task.options):
             column.button(
-                option.label, key=f"option:{option.shortcut}:{key}", shortcut=option.shortcut or None,
-                width="stretch", on_click=record, args=(task, {"answer": option.value}, item),
+                option.label,
+                key=f"option:{option.shortcut}:{key}",
+                shortcut=option.shortcut or None,
+                width="stretch",
+                on_click=record,
+                args=(task, {"answer": option.value}, item),
             )
     else:
         with st.form(key=f"form:{key}", border=False):
             values = {o.label: o.value for o in task.options}
             for q, label in zip(task.questions, task.question_labels):
                 st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
-            st.form_submit_button("Submit", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item))
+            st.form_submit_button(
+                "Submit", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item)
+            )
         st.caption(f"Keys: 1-{len(task.options)} answer each question in turn, Ctrl+Enter submits.")
     flags, comment = st.columns(2)
-    flags.pills("Flags (optional)", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}")
-    comment.text_input("Comment (optional)", key=f"comment:{key}", help="Enter ends the comment; the keys answer again after it.")
+    flags.pills(
+        "Flags (optional)", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}"
+    )
+    comment.text_input(
+        "Comment (optional)", key=f"comment:{key}", help="Enter ends the comment; the keys answer again after it."
+    )
 
 
 st.subheader(task.prompt)

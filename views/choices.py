@@ -14,6 +14,11 @@ def subset_choice(db: sqlite_utils.Database, dataset: str, key: str) -> str | No
     offered = subsets.available_subsets(db, dataset)
     if len(offered) < 2:
         return None
-    chosen = st.radio("Items", offered, horizontal=True, key=f"{key}:{dataset}",
-                      help="; ".join(f"{s.name}: {s.meaning}" for s in subsets.SUBSETS.values() if s.name in offered))
+    chosen = st.radio(
+        "Items",
+        offered,
+        horizontal=True,
+        key=f"{key}:{dataset}",
+        help="; ".join(f"{s.name}: {s.meaning}" for s in subsets.SUBSETS.values() if s.name in offered),
+    )
     return None if chosen == "all" else chosen

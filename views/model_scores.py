@@ -30,7 +30,9 @@ def cached_model(spec: model_spec.ModelSpec) -> "LoadedModel":
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing metrics and intervals...")
-def run_summaries(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None, ties: str | None) -> dict[str, dict]:
+def run_summaries(
+    _db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None, ties: str | None
+) -> dict[str, dict]:
     return results.run_summaries(_db, dataset, subset=subset, ties=ties)
 
 
@@ -54,12 +56,20 @@ def score_form() -> None:
         arch = left.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
         tag = middle.text_input("Pretrained tag ('none': random weights, timing only)", "openai", key="score_tag")
         checkpoint = right.text_input("or a local checkpoint file", "", key="score_checkpoint")
-        precision = st.selectbox("Precision", model_spec.PRECISIONS, key="score_precision",
-                                 help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records which and why.")
+        precision = st.selectbox(
+            "Precision",
+            model_spec.PRECISIONS,
+            key="score_precision",
+            help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records which and why.",
+        )
         spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
-        st.caption("Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops with a message.")
+        st.caption(
+            "Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops with a message."
+        )
     default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
-    run = st.text_input("Run name", placeholder=default, key="score_run").strip() or None  # None: the loaded model's name
+    run = (
+        st.text_input("Run name", placeholder=default, key="score_run").strip() or None
+    )  # None: the loaded model's name
     if not target:
         return
     from analysis import scoring
@@ -75,14 +85,24 @@ def score_form() -> None:
         bar = st.progress(0.0, text=f"loading {spec.arch}")
         waited = time.perf_counter()  # what the person waits for: loading the model too, not only scoring
         try:
-            report = scoring.score_dataset(db, target, cached_model(spec), run=run, progress=lambda stage, done, total: bar.progress(done / max(total, 1), text=f"encoding {stage}: {done}/{total}"))
+            report = scoring.score_dataset(
+                db,
+                target,
+                cached_model(spec),
+                run=run,
+                progress=lambda stage, done, total: bar.progress(
+                    done / max(total, 1), text=f"encoding {stage}: {done}/{total}"
+                ),
+            )
         except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
             bar.empty()
             st.error(text.md(error))
         else:
             skipped = f" {report.n_skipped:,} items without their image files were skipped." if report.n_skipped else ""
-            st.session_state["scores_notice"] = (f"Scored {report.n_items} items as run {text.md(report.run)} in {time.perf_counter() - waited:.1f} s "
-                                          f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown below.{skipped}")
+            st.session_state["scores_notice"] = (
+                f"Scored {report.n_items} items as run {text.md(report.run)} in {time.perf_counter() - waited:.1f} s "
+                f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown below.{skipped}"
+            )
             st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
             st.session_state[f"scores_runs:{target}"] = [report.run]
             st.rerun()
@@ -105,11 +125,19 @@ left, right = st.columns(2) if len(subsets.available_subsets(db, dataset)) > 1 e
 with left:
     subset = subset_choice(db, dataset, "scores_subset")
 BENCHMARK_RULE = "as the benchmark counts them"
-tie_choice = right.selectbox("Ties count", [BENCHMARK_RULE, *metrics.TIE_RULES], key="scores_ties",
-                             help="How a comparison whose two scores are equal counts: wrong, right, or half (a fair coin).")
-summaries = run_summaries(db, db_path, dataset, fingerprint, subset, None if tie_choice == BENCHMARK_RULE else tie_choice)
+tie_choice = right.selectbox(
+    "Ties count",
+    [BENCHMARK_RULE, *metrics.TIE_RULES],
+    key="scores_ties",
+    help="How a comparison whose two scores are equal counts: wrong, right, or half (a fair coin).",
+)
+summaries = run_summaries(
+    db, db_path, dataset, fingerprint, subset, None if tie_choice == BENCHMARK_RULE else tie_choice
+)
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
-st.dataframe(pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview)))
+st.dataframe(
+    pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview))
+)
 
 with st.expander("Delete a run"):
     doomed = st.selectbox("Run to delete", [row["run"] for row in overview], key="delete_run_name")
@@ -132,30 +160,70 @@ left, right = st.columns(2)
 key = left.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
 level = "category"
 if any("by_type" in summaries[run] for run in chosen):  # BiVLC: types and subtypes, never on one axis
-    level = right.radio("Per", ["category", "type"], horizontal=True, key=f"scores_level:{dataset}",
-                        format_func=lambda v: {"category": "subtype (add_att...)", "type": "type (add, replace, swap)"}[v])
+    level = right.radio(
+        "Per",
+        ["category", "type"],
+        horizontal=True,
+        key=f"scores_level:{dataset}",
+        format_func=lambda v: {"category": "subtype (add_att...)", "type": "type (add, replace, swap)"}[v],
+    )
 table = pd.DataFrame(results.category_table(summaries, chosen, key, level))
 humans = baselines.dataset_baseline(db, dataset)
 with_humans = bool(humans and key in humans["metrics"])
 if with_humans:
-    human_table = pd.DataFrame(results.category_table({"humans": humans}, ["humans"], key, level)).rename(columns={"n": "humans n"})
-    table = table.merge(human_table, on="category", how="left").astype({"humans n": "Int64"})  # whole items, also where a category has none
-    st.caption(f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the {first['n_items']} items "
-               "(the humans n column); the models' figures are over every item, so the two differ in sample as well as in who answers.")
+    human_table = pd.DataFrame(results.category_table({"humans": humans}, ["humans"], key, level)).rename(
+        columns={"n": "humans n"}
+    )
+    table = table.merge(human_table, on="category", how="left").astype(
+        {"humans n": "Int64"}
+    )  # whole items, also where a category has none
+    st.caption(
+        f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the {first['n_items']} items "
+        "(the humans n column); the models' figures are over every item, so the two differ in sample as well as in who answers."
+    )
 chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
-shown = table.assign(**{f"{name} 95% CI": table[f"{name} 95% CI"].map(plain_text.interval_text) for name in [*chosen, *(["humans"] if with_humans else [])]})
+shown = table.assign(
+    **{
+        f"{name} 95% CI": table[f"{name} 95% CI"].map(plain_text.interval_text)
+        for name in [*chosen, *(["humans"] if with_humans else [])]
+    }
+)
 st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
 for sentence in results.tie_rules_said(summaries, chosen):
     st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")
 
-figure = go.Figure([go.Bar(name=name, x=table["category"], y=table[name], error_y=results.error_bars(table[name], table[f"{name} 95% CI"]))
-                    for name in chosen])
+figure = go.Figure(
+    [
+        go.Bar(
+            name=name,
+            x=table["category"],
+            y=table[name],
+            error_y=results.error_bars(table[name], table[f"{name} 95% CI"]),
+        )
+        for name in chosen
+    ]
+)
 if with_humans:
-    figure.add_scatter(name=f"humans ({humans['n']} items)", x=table["category"], y=table["humans"], mode="lines+markers", line_dash="dot",
-                       line_color="black", error_y=results.error_bars(table["humans"], table["humans 95% CI"]))
+    figure.add_scatter(
+        name=f"humans ({humans['n']} items)",
+        x=table["category"],
+        y=table["humans"],
+        mode="lines+markers",
+        line_dash="dot",
+        line_color="black",
+        error_y=results.error_bars(table["humans"], table["humans 95% CI"]),
+    )
 if len({c for c in chance if c is not None}) == 1:
-    figure.add_hline(y=chance[0], line_dash="dash", annotation_text=f"chance {chance[0]:.1f}", annotation_position="top left")  # not over the last bar
+    figure.add_hline(
+        y=chance[0], line_dash="dash", annotation_text=f"chance {chance[0]:.1f}", annotation_position="top left"
+    )  # not over the last bar
 elif any(c is not None for c in chance):  # chance differs by category (the number of captions per item)
-    figure.add_scatter(name="chance", x=table["category"], y=chance, mode="markers", marker={"symbol": "line-ew-open", "size": 28, "color": "gray"})
+    figure.add_scatter(
+        name="chance",
+        x=table["category"],
+        y=chance,
+        mode="markers",
+        marker={"symbol": "line-ew-open", "size": 28, "color": "gray"},
+    )
 figure.update_layout(barmode="group", yaxis_title=f"{key} (%)", yaxis_range=[0, 100])
 st.plotly_chart(text.literal_figure(figure), key="scores_chart")

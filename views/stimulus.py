@@ -109,11 +109,14 @@ export default function (component) {
 
 # In the page's own DOM (no shadow root): its class names are its own, and tests and the bench
 # watch the block with a MutationObserver.
-_STIMULUS = st.components.v2.component("foil_stimulus", html='<div class="stimulus-host"></div>', css=CSS, js=JS, isolate_styles=False)
+_STIMULUS = st.components.v2.component(
+    "foil_stimulus", html='<div class="stimulus-host"></div>', css=CSS, js=JS, isolate_styles=False
+)
 
 
-def show_stimulus(task: Task, images: list[tuple[str, Path | None]], ahead: list[Path], on_shown: Callable[[], None],
-                  again: int = 0) -> str:
+def show_stimulus(
+    task: Task, images: list[tuple[str, Path | None]], ahead: list[Path], on_shown: Callable[[], None], again: int = 0
+) -> str:
     """Mount the item's stimuli; `on_shown` runs when the browser reports them whole on screen.
     Raising `again` asks the browser to report an item it has already painted once more (the
     server refused an answer because the first report never reached it).

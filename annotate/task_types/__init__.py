@@ -23,7 +23,8 @@ from annotate.task_types.base import Answer, Baseline, Item, Option, Task, TaskE
 from data.item_kinds import item_kind
 
 REGISTRY: dict[str, TaskType] = {
-    t.name: t for t in (
+    t.name: t
+    for t in (
         validate_negative.TASK_TYPE,
         pick_image.TASK_TYPE,
         ambiguity.TASK_TYPE,
@@ -36,8 +37,21 @@ REGISTRY: dict[str, TaskType] = {
 TASK_TYPES = tuple(REGISTRY)
 
 __all__ = [
-    "REGISTRY", "TASK_TYPES", "Baseline", "Option", "Task", "TaskError", "TaskType", "task_type", "build_task",
-    "check_answer", "expected_answer", "is_correct", "parts_for", "answer_questions", "task_table",
+    "REGISTRY",
+    "TASK_TYPES",
+    "Baseline",
+    "Option",
+    "Task",
+    "TaskError",
+    "TaskType",
+    "task_type",
+    "build_task",
+    "check_answer",
+    "expected_answer",
+    "is_correct",
+    "parts_for",
+    "answer_questions",
+    "task_table",
 ]
 
 
@@ -102,13 +116,14 @@ def task_table() -> str:
     '| task | items | asks | answers (keys) |'
     """
     rows = ["| task | items | asks | answers (keys) |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{t.name}` | {', '.join(t.item_kinds)} | {t.summary} | {_answers_in_words(t)} |"
-             for t in REGISTRY.values()]
+    rows += [
+        f"| `{t.name}` | {', '.join(t.item_kinds)} | {t.summary} | {_answers_in_words(t)} |" for t in REGISTRY.values()
+    ]
     return "\n".join(rows)
 
 
 def _answers_in_words(kind: TaskType) -> str:
-    """"Left `1`, Right `2`, Both `3`" (label and key); a task of several questions names them."""
+    """ "Left `1`, Right `2`, Both `3`" (label and key); a task of several questions names them."""
     task = kind.build(item_kind(kind.example_kind).example, 0, random.Random(0))
     answers = ", ".join(f"{o.label} `{o.shortcut}`" if o.shortcut else o.label for o in task.options)
     return answers if task.questions == ("answer",) else f"{answers}, for each of: {' / '.join(task.question_labels)}"

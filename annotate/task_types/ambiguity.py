@@ -18,8 +18,12 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     """
     order = shuffled(rng, 2)
     return Task(
-        "ambiguity", item["id"], part, "Which image does the caption describe best?",
-        (("caption", item["captions"][0]),), (("Left", item["images"][order[0]]), ("Right", item["images"][order[1]])),
+        "ambiguity",
+        item["id"],
+        part,
+        "Which image does the caption describe best?",
+        (("caption", item["captions"][0]),),
+        (("Left", item["images"][order[0]]), ("Right", item["images"][order[1]])),
         (Option(_NAMES[order[0]], "Left", "1"), Option(_NAMES[order[1]], "Right", "2"), Option("both", "Both", "3")),
         tuple(order),
     )
@@ -40,9 +44,12 @@ def expected(item: Item, part: int) -> dict[str, str] | None:
 
 
 TASK_TYPE = TaskType(
-    "ambiguity", ("group",),
+    "ambiguity",
+    ("group",),
     "Read the caption and pick the image it describes best. If it describes both equally well, choose Both.",
-    build, expected, describe=chosen_side,
+    build,
+    expected,
+    describe=chosen_side,
     keep=frozenset({"original"}),
     drop_reasons={
         "generated": "ambiguous: the positive caption fits the generated image better",

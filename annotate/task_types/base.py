@@ -157,10 +157,10 @@ class TaskType:
         say it: each question's value by `describe` (or its option's label), "question: value"
         per question when there are several."""
         labels = {o.value: o.label for o in self.build(item, part, random.Random(0)).options}
-        word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))  # noqa: E731
+        word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))
         if self.questions == ("answer",):
             return word(str(answer.get("answer")))
-        name = (lambda q: self.question_words(item, q)) if self.question_words else (lambda q: q)  # noqa: E731
+        name = (lambda q: self.question_words(item, q)) if self.question_words else (lambda q: q)
         return "; ".join(f"{name(q)}: {word(str(answer.get(q)))}" for q in self.questions)
 
     def is_correct(self, item: Item, part: int, answer: Answer) -> bool | None:

@@ -19,8 +19,14 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     image = item["images"][part] if item["images"] else ""
     captions = tuple((f"({n + 1})", item["captions"][i]) for n, i in enumerate(order))
     return Task(
-        "baseline_i2t", item["id"], part, "Which caption BEST matches the image?", captions, (("image", image),),
-        tuple(Option(str(i), f"Caption ({n + 1})", str(n + 1)) for n, i in enumerate(order)), tuple(order),
+        "baseline_i2t",
+        item["id"],
+        part,
+        "Which caption BEST matches the image?",
+        captions,
+        (("image", image),),
+        tuple(Option(str(i), f"Caption ({n + 1})", str(n + 1)) for n, i in enumerate(order)),
+        tuple(order),
     )
 
 
@@ -36,9 +42,15 @@ def one_question_per_image(kind: str) -> tuple[int, ...]:
 
 
 TASK_TYPE = TaskType(
-    "baseline_i2t", ("pair", "group"),
+    "baseline_i2t",
+    ("pair", "group"),
     "Pick the caption that BEST matches the image. Word order matters: 'a dog on a cat' is not 'a cat on a dog'.",
-    build, expected, parts=one_question_per_image, describe=chosen_caption, model_like=True,
+    build,
+    expected,
+    parts=one_question_per_image,
+    describe=chosen_caption,
+    model_like=True,
     baseline=Baseline(direction="i2t", part_outcomes=("ipos2t", "ineg2t"), beside_models=True),
-    summary="which caption best matches the image? A human baseline (BiVLC: once per image)", example_kind="group",
+    summary="which caption best matches the image? A human baseline (BiVLC: once per image)",
+    example_kind="group",
 )

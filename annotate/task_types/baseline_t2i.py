@@ -17,8 +17,14 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     order = shuffled(rng, 2)
     images = tuple((f"Image {letter(n)}", item["images"][i]) for n, i in enumerate(order))
     return Task(
-        "baseline_t2i", item["id"], part, "Which image BEST matches the caption?", (("caption", item["captions"][part]),),
-        images, tuple(Option(str(i), f"Image {letter(n)}", str(n + 1)) for n, i in enumerate(order)), tuple(order),
+        "baseline_t2i",
+        item["id"],
+        part,
+        "Which image BEST matches the caption?",
+        (("caption", item["captions"][part]),),
+        images,
+        tuple(Option(str(i), f"Image {letter(n)}", str(n + 1)) for n, i in enumerate(order)),
+        tuple(order),
     )
 
 
@@ -32,8 +38,14 @@ def one_question_per_caption(kind: str) -> tuple[int, ...]:
 
 
 TASK_TYPE = TaskType(
-    "baseline_t2i", ("group",), "Pick the image that BEST matches the caption. Word order matters.",
-    build, expected, parts=one_question_per_caption, describe=chosen_image, model_like=True,
+    "baseline_t2i",
+    ("group",),
+    "Pick the image that BEST matches the caption. Word order matters.",
+    build,
+    expected,
+    parts=one_question_per_caption,
+    describe=chosen_image,
+    model_like=True,
     baseline=Baseline(direction="t2i", part_outcomes=("tpos2i", "tneg2i"), beside_models=True),
     summary="which image best matches the caption? A human baseline (BiVLC: once per caption)",
 )

@@ -15,11 +15,21 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     (('First', ''), ('Second', ''), ('Tie', ''))
     """
     order = [1 + i for i in shuffled(rng, 2)]  # caption 0 is the positive
-    captions = (("original", item["captions"][0]), *((f"altered ({n + 1})", item["captions"][i]) for n, i in enumerate(order)))
+    captions = (
+        ("original", item["captions"][0]),
+        *((f"altered ({n + 1})", item["captions"][i]) for n, i in enumerate(order)),
+    )
     options = (Option(str(order[0]), "First", ""), Option(str(order[1]), "Second", ""), Option("tie", "Tie", ""))
     return Task(
-        "compare_negatives", item["id"], part, "Which altered caption is better on each question?", captions, (),
-        options, tuple(order), questions=("commonsense", "grammar"),
+        "compare_negatives",
+        item["id"],
+        part,
+        "Which altered caption is better on each question?",
+        captions,
+        (),
+        options,
+        tuple(order),
+        questions=("commonsense", "grammar"),
         question_labels=("Which makes more sense?", "Which is more grammatical?"),
     )
 
@@ -30,9 +40,12 @@ def altered_caption(item: Item, value: str) -> str:
 
 
 TASK_TYPE = TaskType(
-    "compare_negatives", ("retrieval",),
+    "compare_negatives",
+    ("retrieval",),
     "Both altered captions should be wrong for the original. Judge them on two separate "
     "questions: which makes more sense (commonsense), and which is more grammatical.",
-    build, questions=("commonsense", "grammar"), describe=altered_caption,
+    build,
+    questions=("commonsense", "grammar"),
+    describe=altered_caption,
     summary="which of two altered captions makes more sense, and which is more grammatical?",
 )

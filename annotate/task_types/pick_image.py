@@ -17,9 +17,14 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     order = shuffled(rng, len(item["images"]))
     options = [Option(str(i), letter(n), str(n + 1)) for n, i in enumerate(order)]
     return Task(
-        "pick_image", item["id"], part, "Which image shows everything the description says?",
-        (("description", item["captions"][0]),), tuple((letter(n), item["images"][i]) for n, i in enumerate(order)),
-        (*options, Option("none", "None", "0")), tuple(order),
+        "pick_image",
+        item["id"],
+        part,
+        "Which image shows everything the description says?",
+        (("description", item["captions"][0]),),
+        tuple((letter(n), item["images"][i]) for n, i in enumerate(order)),
+        (*options, Option("none", "None", "0")),
+        tuple(order),
     )
 
 
@@ -54,11 +59,16 @@ def image_or_none(value: str) -> str:
 
 
 TASK_TYPE = TaskType(
-    "pick_image", ("candidates",),
+    "pick_image",
+    ("candidates",),
     "Read the description, then pick the image that shows all the information in it. "
     "Aesthetic defects (deformed hands or faces, odd textures) are accepted. If no image shows "
     "everything the description says, choose None.",
-    build, expected, correct, agreement_code=image_or_none, describe=chosen_candidate,
+    build,
+    expected,
+    correct,
+    agreement_code=image_or_none,
+    describe=chosen_candidate,
     next_step="ambiguity",
     summary="which generated image shows everything the description says, or none? (BiVLC)",
 )

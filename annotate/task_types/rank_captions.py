@@ -21,10 +21,16 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     order = shuffled(rng, 3)
     captions = tuple((f"({n + 1})", item["captions"][i]) for n, i in enumerate(order))
     return Task(
-        "rank_captions", item["id"], part, "Rank the captions: 1 is best; equal captions may share a rank.",
-        captions, (("image", item["images"][0]),) if item["images"] else (),
-        tuple(Option(str(r), str(r), "") for r in (1, 2, 3)), tuple(order),
-        questions=tuple(f"rank_{i}" for i in order), question_labels=tuple(f"rank of caption ({n + 1})" for n in range(3)),
+        "rank_captions",
+        item["id"],
+        part,
+        "Rank the captions: 1 is best; equal captions may share a rank.",
+        captions,
+        (("image", item["images"][0]),) if item["images"] else (),
+        tuple(Option(str(r), str(r), "") for r in (1, 2, 3)),
+        tuple(order),
+        questions=tuple(f"rank_{i}" for i in order),
+        question_labels=tuple(f"rank of caption ({n + 1})" for n in range(3)),
     )
 
 
@@ -48,10 +54,16 @@ def question_words(item: Item, question: str) -> str:
 
 
 TASK_TYPE = TaskType(
-    "rank_captions", ("triple", "paraphrase"),
+    "rank_captions",
+    ("triple", "paraphrase"),
     "Rank the three captions by how well they describe the image: 1 is best. Captions that are "
     "equally good may share a rank.",
-    build, expected, correct, questions=QUESTIONS, agreement_level="ordinal", model_like=True,
+    build,
+    expected,
+    correct,
+    questions=QUESTIONS,
+    agreement_level="ordinal",
+    model_like=True,
     question_words=question_words,
     baseline=Baseline("ranking_points", macro=None),  # a point when the majority ranking is right
     summary="rank a caption, its hard negative and its hard positive, 1 best, ties allowed",

@@ -23,10 +23,15 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
         Option("unsure", "Unsure", "3"),
     )
     return Task(
-        "validate_negative", item["id"], part, "Is the altered caption wrong for this image?",
+        "validate_negative",
+        item["id"],
+        part,
+        "Is the altered caption wrong for this image?",
         (("caption", item["captions"][0]), ("altered caption", item["captions"][1])),
         (("image", item["images"][0]),) if item["images"] else (),
-        options, (0, 1), extra={"flags": ("nonsensical", "ungrammatical")},
+        options,
+        (0, 1),
+        extra={"flags": ("nonsensical", "ungrammatical")},
     )
 
 
@@ -38,11 +43,13 @@ def expected(item: Item, part: int) -> dict[str, str] | None:
 
 
 TASK_TYPE = TaskType(
-    "validate_negative", CAPTION_PAIR_KINDS,
+    "validate_negative",
+    CAPTION_PAIR_KINDS,
     "You see an image, a caption that describes it, and an altered caption. Decide whether the "
     "altered caption is wrong for the image. If it is also true, say so: it is not a valid negative. "
     "Pay close attention to word order. Flag captions that make no sense or are ungrammatical.",
-    build, expected,
+    build,
+    expected,
     keep=frozenset({"negative_false"}),
     drop_reasons={
         "negative_true": "false negative: the altered caption is also true",

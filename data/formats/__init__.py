@@ -25,7 +25,8 @@ from data.formats import (
 from data.formats.base import BadInputError, ExportContext, Format, ImportWarning, Parsed, Reader, RunSpec, Writer
 
 REGISTRY: dict[str, Format] = {
-    f.name: f for f in (
+    f.name: f
+    for f in (
         sugarcrepe.SUGARCREPE,
         sugarcrepe.SUGARCREPE_CORRECT,
         bivlc.BIVLC_RESULTS,
@@ -50,8 +51,20 @@ IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
 EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
 
 __all__ = [
-    "REGISTRY", "MADE_HERE", "IMPORT_KINDS", "EXPORT_FORMATS", "BadInputError", "ExportContext", "Format",
-    "ImportWarning", "Parsed", "Reader", "RunSpec", "Writer", "import_table", "source_format",
+    "REGISTRY",
+    "MADE_HERE",
+    "IMPORT_KINDS",
+    "EXPORT_FORMATS",
+    "BadInputError",
+    "ExportContext",
+    "Format",
+    "ImportWarning",
+    "Parsed",
+    "Reader",
+    "RunSpec",
+    "Writer",
+    "import_table",
+    "source_format",
 ]
 
 

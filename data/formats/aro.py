@@ -20,7 +20,6 @@ from data.formats.base import (
 from data.items import Item
 from data.reading import BadInputError, check_id, check_number, read_json
 
-
 BOX = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
 
 
@@ -45,13 +44,27 @@ def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
     else:
         raise BadInputError(file, number, "expected a 'relation_name' or a two-element 'attributes' list")
     if missing := [k for k in BOX if k not in record]:
-        raise BadInputError(file, number, f"{', '.join(missing)} missing; expected numeric bbox_x, bbox_y, bbox_w, bbox_h")
+        raise BadInputError(
+            file, number, f"{', '.join(missing)} missing; expected numeric bbox_x, bbox_y, bbox_w, bbox_h"
+        )
     bbox = [check_number(record[k], file, number, k) for k in BOX]
     return make_item(
-        file, number, kind="pair", category=category, source_id=f"{file.stem}/{number}",
-        captions=(record["true_caption"], record["false_caption"]), images=(record["image_path"],),
-        meta={"bbox": bbox, "image_id": check_id(record["image_id"], file, number, "image_id") if "image_id" in record else "",
-              **({"attributes": [str(a) for a in record["attributes"]]} if "relation_name" not in record else {"relation_name": category})},
+        file,
+        number,
+        kind="pair",
+        category=category,
+        source_id=f"{file.stem}/{number}",
+        captions=(record["true_caption"], record["false_caption"]),
+        images=(record["image_path"],),
+        meta={
+            "bbox": bbox,
+            "image_id": check_id(record["image_id"], file, number, "image_id") if "image_id" in record else "",
+            **(
+                {"attributes": [str(a) for a in record["attributes"]]}
+                if "relation_name" not in record
+                else {"relation_name": category}
+            ),
+        },
     )
 
 
@@ -62,9 +75,14 @@ def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> lis
         meta = item["meta"]
         x, y, w, h = meta.get("bbox") or (0.0, 0.0, 0.0, 0.0)
         record: dict[str, Any] = {
-            "image_id": meta.get("image_id", ""), "image_path": (item["images"] or [""])[0],
-            "bbox_x": x, "bbox_y": y, "bbox_w": w, "bbox_h": h,
-            "true_caption": item["captions"][0], "false_caption": item["captions"][1],
+            "image_id": meta.get("image_id", ""),
+            "image_path": (item["images"] or [""])[0],
+            "bbox_x": x,
+            "bbox_y": y,
+            "bbox_w": w,
+            "bbox_h": h,
+            "true_caption": item["captions"][0],
+            "false_caption": item["captions"][1],
         }
         if isinstance(meta.get("attributes"), list):
             record["attributes"] = meta["attributes"]
@@ -77,12 +95,28 @@ def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> lis
 def sample_aro(folder: Path) -> Path:
     """A small VG-Relation / VG-Attribution file (one record of each) in `folder`."""
     records = [
-        {"image_id": "7", "image_path": "7.jpg", "bbox_x": 1, "bbox_y": 2, "bbox_w": 30, "bbox_h": 40,
-         "true_caption": "the horse is eating the grass", "false_caption": "the grass is eating the horse",
-         "relation_name": "eating"},
-        {"image_id": "8", "image_path": "8.jpg", "bbox_x": 0, "bbox_y": 0, "bbox_w": 5.5, "bbox_h": 6,
-         "true_caption": "the paved road and the white house", "false_caption": "the white road and the paved house",
-         "attributes": ["paved", "white"]},
+        {
+            "image_id": "7",
+            "image_path": "7.jpg",
+            "bbox_x": 1,
+            "bbox_y": 2,
+            "bbox_w": 30,
+            "bbox_h": 40,
+            "true_caption": "the horse is eating the grass",
+            "false_caption": "the grass is eating the horse",
+            "relation_name": "eating",
+        },
+        {
+            "image_id": "8",
+            "image_path": "8.jpg",
+            "bbox_x": 0,
+            "bbox_y": 0,
+            "bbox_w": 5.5,
+            "bbox_h": 6,
+            "true_caption": "the paved road and the white house",
+            "false_caption": "the white road and the paved house",
+            "attributes": ["paved", "white"],
+        },
     ]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "visual_genome_mixed.json").write_text(json.dumps(records))
@@ -93,7 +127,11 @@ ARO = Format(
     "aro",
     "VG-Relation / VG-Attribution with bounding boxes; category = relation or attribute pair",
     "./foil import aro visual_genome_relation.json --images vg/images",
-    parse_aro, write_aro, writes=("pair",), metric_names={"accuracy_macro": "macro_accuracy"},
-    ties="wrong", ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
+    parse_aro,
+    write_aro,
+    writes=("pair",),
+    metric_names={"accuracy_macro": "macro_accuracy"},
+    ties="wrong",
+    ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
     sample=sample_aro,
 )

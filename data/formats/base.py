@@ -157,7 +157,9 @@ def make_item(file: Path, row: int | str, **fields: Any) -> Item:
     check_text(fields.get("category"), file, row, "category")
     for key in ("truth", "meta"):
         if not isinstance(fields.get(key, {}), dict):
-            raise BadInputError(file, row, f"{key} is {fields[key]!r} ({type(fields[key]).__name__}); expected an object")
+            raise BadInputError(
+                file, row, f"{key} is {fields[key]!r} ({type(fields[key]).__name__}); expected an object"
+            )
     try:
         return Item(**fields)
     except ItemShapeError as error:

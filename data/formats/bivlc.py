@@ -25,8 +25,13 @@ from data.items import Item, category_key
 from data.reading import check_text, read_csv_rows
 
 BIVLC_SCORE_COLUMNS = {
-    "text_score_i0": "ipos2t", "text_score_i1": "ineg2t", "image_score_c0": "tpos2i",
-    "image_score_c1": "tneg2i", "text_score": "i2t", "image_score": "t2i", "group_score": "group",
+    "text_score_i0": "ipos2t",
+    "text_score_i1": "ineg2t",
+    "image_score_c0": "tpos2i",
+    "image_score_c1": "tneg2i",
+    "text_score": "i2t",
+    "image_score": "t2i",
+    "group_score": "group",
 }
 
 
@@ -54,8 +59,13 @@ def parse_bivlc_results(path: Path) -> Parsed:
 def _bivlc_group(row: dict[str, Any], images: tuple[str, ...], file: Path, number: int) -> Item:
     category = category_key(str(row["type"]), str(row["subtype"]))
     return make_item(
-        file, number, kind="group", category=category, source_id=f"{category}/{number}",
-        captions=(row["caption"], row["negative_caption"]), images=images,
+        file,
+        number,
+        kind="group",
+        category=category,
+        source_id=f"{category}/{number}",
+        captions=(row["caption"], row["negative_caption"]),
+        images=images,
         meta={"type": str(row["type"]).lower(), "subtype": str(row["subtype"]).lower()},
     )
 
@@ -81,9 +91,13 @@ def parse_bivlc_candidates(path: Path) -> Parsed:
         category = category_key(row["type"], row["subtype"])
         check_text(row["caption"], path, number, "caption")
         item = make_item(
-            path, number, kind="candidates", category=category,
+            path,
+            number,
+            kind="candidates",
+            category=category,
             source_id=f"{category}/{row.get('index') or number}",
-            captions=(row["negative_caption"],), images=tuple(row[c] for c in candidate_columns),
+            captions=(row["negative_caption"],),
+            images=tuple(row[c] for c in candidate_columns),
             meta={"positive_caption": row["caption"], "source_image": row["filename"]},
         )
         parsed.add(item, path, number)
@@ -100,8 +114,16 @@ def write_bivlc(items: list[StoredItem], out: Path, context: ExportContext) -> l
         for item in items:
             names = [_copy_image(context.image_root, reference, out / "images") for reference in item["images"]]
             type_, _, subtype = item["category"].partition("_")
-            writer.writerow({"caption": item["captions"][0], "negative_caption": item["captions"][1], "type": type_,
-                             "subtype": subtype, "image": names[0], "negative_image": names[1]})
+            writer.writerow(
+                {
+                    "caption": item["captions"][0],
+                    "negative_caption": item["captions"][1],
+                    "type": type_,
+                    "subtype": subtype,
+                    "image": names[0],
+                    "negative_image": names[1],
+                }
+            )
     return ["bivlc.csv", "images/"]
 
 
@@ -117,18 +139,23 @@ BIVLC = Format(
     "bivlc",
     "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as paths under `--images` or embedded bytes",
     "./foil import bivlc bivlc_test.parquet",
-    parse_bivlc, write_bivlc, writes=("group",),
-    ties_because="BiVLC compares each pair of scores with a strict >", category_types=bivlc_type,
+    parse_bivlc,
+    write_bivlc,
+    writes=("group",),
+    ties_because="BiVLC compares each pair of scores with a strict >",
+    category_types=bivlc_type,
 )
 BIVLC_RESULTS = Format(
     "bivlc-results",
     "BiVLC's per-instance results (the 7 scores), a run; creates the 2,933 groups if absent",
     "./foil import bivlc-results results/BiVLC_ViT-B-32.csv",
-    parse_bivlc_results, category_types=bivlc_type,
+    parse_bivlc_results,
+    category_types=bivlc_type,
 )
 BIVLC_CANDIDATES = Format(
     "bivlc-candidates",
     "four generated images per negative caption",
     "./foil import bivlc-candidates BiVLC_negative_imgs.csv --images generated/",
-    parse_bivlc_candidates, category_types=bivlc_type,
+    parse_bivlc_candidates,
+    category_types=bivlc_type,
 )

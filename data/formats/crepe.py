@@ -32,7 +32,11 @@ def parse_crepe(path: Path) -> Parsed:
     known = [(f, CREPE_PRODUCTIVITY.fullmatch(f.name), CREPE_SYSTEMATICITY.fullmatch(f.name)) for f in files]
     known = [(f, prod, syst) for f, prod, syst in known if prod or syst]
     if not known:
-        raise BadInputError(path, None, "no CREPE files here; expected prod_vg_hard_negs_{type}_complexity_{n}.csv or syst_vg_hard_negs_{split}_compounds_in_{dataset}.csv")
+        raise BadInputError(
+            path,
+            None,
+            "no CREPE files here; expected prod_vg_hard_negs_{type}_complexity_{n}.csv or syst_vg_hard_negs_{split}_compounds_in_{dataset}.csv",
+        )
     for file, prod, syst in known:
         if prod:
             sets = {prod["type"]: "hard_negs"}
@@ -50,8 +54,13 @@ def parse_crepe(path: Path) -> Parsed:
                     parsed.warn(file, number, f"no {column}: this row has no {kind} retrieval set")
                     continue
                 item = make_item(
-                    file, number, kind="retrieval", category=category(kind), source_id=f"{file.stem}/{number}/{kind}",
-                    captions=(row["caption"], *negatives), images=(f"{row['image_id'].strip()}.jpg",),
+                    file,
+                    number,
+                    kind="retrieval",
+                    category=category(kind),
+                    source_id=f"{file.stem}/{number}/{kind}",
+                    captions=(row["caption"], *negatives),
+                    images=(f"{row['image_id'].strip()}.jpg",),
                     meta={"bbox": box, "image_id": row["image_id"].strip(), "negative_type": kind, **extra},
                 )
                 parsed.add(item, file, number)
@@ -62,7 +71,9 @@ def _crepe_box(row: dict[str, str], file: Path, number: int) -> list[float]:
     try:
         return [float(row[k]) for k in CREPE_BOX]
     except (TypeError, ValueError):
-        raise BadInputError(file, number, f"expected numbers in {list(CREPE_BOX)}, got {[row.get(k) for k in CREPE_BOX]}") from None
+        raise BadInputError(
+            file, number, f"expected numbers in {list(CREPE_BOX)}, got {[row.get(k) for k in CREPE_BOX]}"
+        ) from None
 
 
 def _caption_list(text: str, file: Path, number: int, column: str) -> list[str]:
@@ -72,7 +83,9 @@ def _caption_list(text: str, file: Path, number: int, column: str) -> list[str]:
     except (ValueError, SyntaxError):
         value = None
     if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
-        raise BadInputError(file, number, f"column {column!r} is {text[:60]!r}; expected a list of captions such as ['a dog', 'a cat']")
+        raise BadInputError(
+            file, number, f"column {column!r} is {text[:60]!r}; expected a list of captions such as ['a dog', 'a cat']"
+        )
     return value
 
 
@@ -82,10 +95,14 @@ def write_crepe(items: list[StoredItem], out: Path, context: ExportContext) -> l
     rows: dict[str, dict[str, dict[str, str]]] = defaultdict(dict)
     for item in items:
         stem, number, negative_type = item["source_id"].rsplit("/", 2)
-        row = rows[stem].setdefault(number, {
-            "image_id": str(item["meta"].get("image_id", "")), "caption": item["captions"][0],
-            **{k: f"{v:g}" for k, v in zip(CREPE_BOX, item["meta"].get("bbox") or (0, 0, 0, 0))},
-        })
+        row = rows[stem].setdefault(
+            number,
+            {
+                "image_id": str(item["meta"].get("image_id", "")),
+                "caption": item["captions"][0],
+                **{k: f"{v:g}" for k, v in zip(CREPE_BOX, item["meta"].get("bbox") or (0, 0, 0, 0))},
+            },
+        )
         column = "hard_negs" if stem.startswith("prod_") else f"valid_hard_negs_{negative_type}"
         row[column] = repr(list(item["captions"][1:]))
     out.mkdir(parents=True, exist_ok=True)
@@ -101,16 +118,22 @@ def write_crepe(items: list[StoredItem], out: Path, context: ExportContext) -> l
 def sample_crepe(folder: Path) -> Path:
     """A small CREPE folder: a productivity CSV and a systematicity CSV, two rows each."""
     folder.mkdir(parents=True, exist_ok=True)
-    _write_csv(folder / "prod_vg_hard_negs_swap_complexity_4.csv", [
-        ["image_id", "caption", "x", "y", "width", "height", "hard_negs"],
-        ["11", "a dog on a red mat", "0", "1", "50", "60", "['a mat on a red dog', 'a red dog on a mat']"],
-        ["12", "a cup left of a plate", "3", "4", "20", "20", "['a plate left of a cup']"],
-    ])
-    _write_csv(folder / "syst_vg_hard_negs_unseen_compounds_in_cc12m.csv", [
-        ["image_id", "caption", "x", "y", "width", "height", "valid_hard_negs_atom", "valid_hard_negs_comp"],
-        ["13", "a tall man", "0", "0", "9", "9", "['a short man']", "['a tall woman', 'a small man']"],
-        ["14", "a wet road", "0", "0", "9", "9", "[]", "['a dry road']"],
-    ])
+    _write_csv(
+        folder / "prod_vg_hard_negs_swap_complexity_4.csv",
+        [
+            ["image_id", "caption", "x", "y", "width", "height", "hard_negs"],
+            ["11", "a dog on a red mat", "0", "1", "50", "60", "['a mat on a red dog', 'a red dog on a mat']"],
+            ["12", "a cup left of a plate", "3", "4", "20", "20", "['a plate left of a cup']"],
+        ],
+    )
+    _write_csv(
+        folder / "syst_vg_hard_negs_unseen_compounds_in_cc12m.csv",
+        [
+            ["image_id", "caption", "x", "y", "width", "height", "valid_hard_negs_atom", "valid_hard_negs_comp"],
+            ["13", "a tall man", "0", "0", "9", "9", "['a short man']", "['a tall woman', 'a small man']"],
+            ["14", "a wet road", "0", "0", "9", "9", "[]", "['a dry road']"],
+        ],
+    )
     return folder
 
 
@@ -123,7 +146,9 @@ CREPE = Format(
     "crepe",
     "CREPE's retrieval CSVs, searched recursively: `prod_vg_hard_negs_{atom,swap,negate}_complexity_{n}.csv` (category `prod_swap_c04`...) and `syst_vg_hard_negs_{seen,unseen}_compounds_in_{dataset}.csv` (categories `syst_atom_unseen`...); images `{image_id}.jpg` (put Visual Genome's two folders in one), cropped to the row's box; Recall@1/3/5",
     "./foil import crepe crepe/ --images vg/all_images",
-    parse_crepe, write_crepe, writes=("retrieval",),
+    parse_crepe,
+    write_crepe,
+    writes=("retrieval",),
     ties_because="a negative scoring exactly as the positive ranks above it",
     sample=sample_crepe,
 )

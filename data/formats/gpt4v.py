@@ -55,8 +55,12 @@ def _warn_on_disagreements(parsed: Parsed) -> None:
     for (file, row), outcome in zip(parsed.origins, parsed.outcomes or []):
         answer = next(iter(outcome.values()))
         if answer["reported_correct"] is not None and answer["correct"] != answer["reported_correct"]:
-            parsed.warn(file, row, f"answer {answer['answer'][:80]!r} read as choice {answer['choice']}; "
-                        f"the authors judged it {'correct' if answer['reported_correct'] else 'wrong'}")
+            parsed.warn(
+                file,
+                row,
+                f"answer {answer['answer'][:80]!r} read as choice {answer['choice']}; "
+                f"the authors judged it {'correct' if answer['reported_correct'] else 'wrong'}",
+            )
 
 
 def _merge_orderings(parsed: Parsed) -> Parsed:
@@ -92,8 +96,11 @@ def _parse_gpt4v_file(parsed: Parsed, file: Path, ordering: str) -> None:
         choice = parse_choice(answer)
         positive_option = 1 if ordering == "positive-first" else 2
         outcome = {
-            "answer": answer, "choice": choice, "parsed": choice is not None,
-            "correct": choice == positive_option, "reported_correct": record.get("correct"),
+            "answer": answer,
+            "choice": choice,
+            "parsed": choice is not None,
+            "correct": choice == positive_option,
+            "reported_correct": record.get("correct"),
         }
         item = sugarcrepe_pair(record, category, f"{category}/{key}", file, key)
         parsed.add(item, file, key, {ordering: outcome})

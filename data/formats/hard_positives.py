@@ -39,17 +39,28 @@ def _join_hard_positives(parsed: Parsed, original: Path, swapped: Path) -> None:
         if not isinstance(records, list):
             raise BadInputError(file, None, "expected a list of {image_id, true_caption, false_caption, image_path}")
     if len(rows) != len(positives):
-        raise BadInputError(swapped, None, f"has {len(positives)} rows but {original} has {len(rows)}; files are misaligned")
+        raise BadInputError(
+            swapped, None, f"has {len(positives)} rows but {original} has {len(rows)}; files are misaligned"
+        )
     category = original.stem.lower()
     for number, (row, positive) in enumerate(zip(rows, positives), start=1):
         require_keys(row, HARD_POSITIVE_FIELDS, original, number)
         require_keys(positive, HARD_POSITIVE_FIELDS, swapped, number)
         if (row["image_path"], row["false_caption"]) != (positive["image_path"], positive["false_caption"]):
-            raise BadInputError(swapped, number, f"does not match {original} row {number} (image or negative caption differ); files are misaligned")
+            raise BadInputError(
+                swapped,
+                number,
+                f"does not match {original} row {number} (image or negative caption differ); files are misaligned",
+            )
         item = make_item(
-            original, number, kind="triple", category=category, source_id=f"{category}/{number}",
+            original,
+            number,
+            kind="triple",
+            category=category,
+            source_id=f"{category}/{number}",
             captions=(row["true_caption"], row["false_caption"], positive["true_caption"]),
-            images=(row["image_path"],), meta={"image_id": check_id(row["image_id"], original, number, "image_id") if "image_id" in row else ""},
+            images=(row["image_path"],),
+            meta={"image_id": check_id(row["image_id"], original, number, "image_id") if "image_id" in row else ""},
         )
         parsed.add(item, original, number)
 
@@ -61,10 +72,18 @@ def write_hard_positives(items: list[StoredItem], out: Path, context: ExportCont
     swapped: dict[str, list[dict[str, str]]] = defaultdict(list)
     for item in items:
         caption, negative, positive = item["captions"]
-        shared = {"image_id": str(item["meta"].get("image_id", "")), "image_path": (item["images"] or [""])[0], "false_caption": negative}
+        shared = {
+            "image_id": str(item["meta"].get("image_id", "")),
+            "image_path": (item["images"] or [""])[0],
+            "false_caption": negative,
+        }
         originals[item["category"]].append({**shared, "true_caption": caption})
         swapped[item["category"]].append({**shared, "true_caption": positive})
-    files = {f"{folder}/{category}": rows for folder, tables in (("data", originals), ("swapped_data", swapped)) for category, rows in tables.items()}
+    files = {
+        f"{folder}/{category}": rows
+        for folder, tables in (("data", originals), ("swapped_data", swapped))
+        for category, rows in tables.items()
+    }
     return write_json_files(out, files)
 
 
@@ -72,7 +91,9 @@ HARD_POSITIVES = Format(
     "hard-positives",
     "`data/X.json` joined row by row with `swapped_data/X.json`; misaligned files refused",
     "./foil import hard-positives hard_positives/",
-    parse_hard_positives, write_hard_positives, writes=("triple",),
+    parse_hard_positives,
+    write_hard_positives,
+    writes=("triple",),
     ties_because="the hard-positives evaluation compares scores with a strict >",
     sample_fixture="hard_positives",
 )

@@ -34,9 +34,15 @@ def _jsonl_item(record: Any, file: Path, number: int) -> Item:
     if not isinstance(captions, list) or not isinstance(images, list):
         raise BadInputError(file, number, "'captions' and 'images' must be lists")
     return make_item(
-        file, number, kind=record["kind"], category=record["category"],
-        source_id=check_id(record["id"], file, number, "id") if "id" in record else str(number), captions=tuple(captions), images=tuple(images),
-        truth=record.get("truth", {}), meta=record.get("meta", {}),
+        file,
+        number,
+        kind=record["kind"],
+        category=record["category"],
+        source_id=check_id(record["id"], file, number, "id") if "id" in record else str(number),
+        captions=tuple(captions),
+        images=tuple(images),
+        truth=record.get("truth", {}),
+        meta=record.get("meta", {}),
     )
 
 
@@ -46,8 +52,16 @@ def write_jsonl(items: list[StoredItem], out: Path, context: ExportContext) -> l
     path, results = out / f"{safe_name(context.dataset)}.jsonl", context.results
     with path.open("w", encoding="utf-8") as handle:
         for item in items:
-            record = {"kind": item["kind"], "category": item["category"], "id": item["source_id"], "captions": item["captions"],
-                      "images": item["images"], "truth": item["truth"], "meta": item["meta"], "results": results.get(item["id"], {})}
+            record = {
+                "kind": item["kind"],
+                "category": item["category"],
+                "id": item["source_id"],
+                "captions": item["captions"],
+                "images": item["images"],
+                "truth": item["truth"],
+                "meta": item["meta"],
+                "results": results.get(item["id"], {}),
+            }
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     return [path.name]
 
@@ -56,13 +70,21 @@ def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) ->
     """`{dataset}.parquet`: one row per item, columns `{run}.correct` and `{run}.scores` per run."""
     path, results = out / f"{safe_name(context.dataset)}.parquet", context.results
     runs = sorted({run for per_item in results.values() for run in per_item})
-    frame = pd.DataFrame({
-        "id": [i["source_id"] for i in items], "kind": [i["kind"] for i in items], "category": [i["category"] for i in items],
-        "captions": [i["captions"] for i in items], "images": [i["images"] for i in items],
-        "truth": [json.dumps(i["truth"]) for i in items], "meta": [json.dumps(i["meta"]) for i in items],
-    })
+    frame = pd.DataFrame(
+        {
+            "id": [i["source_id"] for i in items],
+            "kind": [i["kind"] for i in items],
+            "category": [i["category"] for i in items],
+            "captions": [i["captions"] for i in items],
+            "images": [i["images"] for i in items],
+            "truth": [json.dumps(i["truth"]) for i in items],
+            "meta": [json.dumps(i["meta"]) for i in items],
+        }
+    )
     for run in runs:
-        frame[f"{run}.correct"] = pd.array([results.get(i["id"], {}).get(run, {}).get("correct") for i in items], dtype="boolean")
+        frame[f"{run}.correct"] = pd.array(
+            [results.get(i["id"], {}).get(run, {}).get("correct") for i in items], dtype="boolean"
+        )
         frame[f"{run}.scores"] = [json.dumps(results.get(i["id"], {}).get(run, {}).get("scores")) for i in items]
     frame.to_parquet(path, index=False)
     return [path.name]
@@ -71,24 +93,69 @@ def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) ->
 def sample_jsonl(folder: Path) -> Path:
     """A small JSONL file in `folder` with one item of every kind."""
     records = [
-        {"kind": "pair", "category": "swap_att", "id": "1", "captions": ["a red cube", "a blue cube"],
-         "images": ["1.jpg"], "truth": {"negative": "false"}},
-        {"kind": "triple", "category": "rel", "id": "2", "captions": ["a on b", "b on a", "b under a"],
-         "images": ["2.jpg"], "meta": {"bbox": [1, 2, 3, 4]}},
-        {"kind": "paraphrase", "category": "swap_obj", "id": "6", "captions": ["a on b", "b on a", "b is under a"],
-         "images": ["6.jpg"]},
-        {"kind": "group", "category": "replace_obj", "id": "3", "captions": ["a cat", "a dog"],
-         "images": ["3a.jpg", "3b.jpg"]},
-        {"kind": "retrieval", "category": "prod_swap_c04", "id": "4", "captions": ["x y", "y x", "x x"],
-         "images": ["4.jpg"]},
-        {"kind": "candidates", "category": "replace_att", "id": "5", "captions": ["a green bus"],
-         "images": ["5a.png", "5b.png", "5c.png"], "truth": {"valid": [False, True, True], "best": 1}},
+        {
+            "kind": "pair",
+            "category": "swap_att",
+            "id": "1",
+            "captions": ["a red cube", "a blue cube"],
+            "images": ["1.jpg"],
+            "truth": {"negative": "false"},
+        },
+        {
+            "kind": "triple",
+            "category": "rel",
+            "id": "2",
+            "captions": ["a on b", "b on a", "b under a"],
+            "images": ["2.jpg"],
+            "meta": {"bbox": [1, 2, 3, 4]},
+        },
+        {
+            "kind": "paraphrase",
+            "category": "swap_obj",
+            "id": "6",
+            "captions": ["a on b", "b on a", "b is under a"],
+            "images": ["6.jpg"],
+        },
+        {
+            "kind": "group",
+            "category": "replace_obj",
+            "id": "3",
+            "captions": ["a cat", "a dog"],
+            "images": ["3a.jpg", "3b.jpg"],
+        },
+        {
+            "kind": "retrieval",
+            "category": "prod_swap_c04",
+            "id": "4",
+            "captions": ["x y", "y x", "x x"],
+            "images": ["4.jpg"],
+        },
+        {
+            "kind": "candidates",
+            "category": "replace_att",
+            "id": "5",
+            "captions": ["a green bus"],
+            "images": ["5a.png", "5b.png", "5c.png"],
+            "truth": {"valid": [False, True, True], "best": 1},
+        },
     ]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return folder / "mine.jsonl"
 
 
-JSONL = Format("jsonl", "generic: one object per line, see below", "./foil import jsonl mine.jsonl --images imgs/",
-               parse_jsonl, write_jsonl, carries_results=True, sample=sample_jsonl)
-PARQUET = Format("parquet", "one row per item with every run's decision and scores (written only)", write=write_parquet, carries_results=True)
+JSONL = Format(
+    "jsonl",
+    "generic: one object per line, see below",
+    "./foil import jsonl mine.jsonl --images imgs/",
+    parse_jsonl,
+    write_jsonl,
+    carries_results=True,
+    sample=sample_jsonl,
+)
+PARQUET = Format(
+    "parquet",
+    "one row per item with every run's decision and scores (written only)",
+    write=write_parquet,
+    carries_results=True,
+)

@@ -11,5 +11,6 @@ from data.formats.bivlc import bivlc_type
 # The demo imitates SugarCrepe, BiVLC and CREPE: its groups' categories are BiVLC's `{type}_{subtype}`.
 DEMO = Format("demo", "the embedded demo world (`./foil demo`)", category_types=bivlc_type)
 # BiVLC step 2: groups from BiVLC's candidate images, in BiVLC's categories (cleaned to BiVLC's layout).
-CONSTRUCTION = Format("construction", "BiVLC groups built from a pick_image batch's chosen images",
-                      category_types=bivlc_type)
+CONSTRUCTION = Format(
+    "construction", "BiVLC groups built from a pick_image batch's chosen images", category_types=bivlc_type
+)

@@ -40,8 +40,13 @@ def parse_sugarcrepe(path: Path) -> Parsed:
 def sugarcrepe_pair(record: dict[str, Any], category: str, source_id: str, file: Path, row: int | str) -> Item:
     """One SugarCrepe record as a pair item."""
     return make_item(
-        file, row, kind="pair", category=category, source_id=source_id,
-        captions=(record["caption"], record["negative_caption"]), images=(record["filename"],),
+        file,
+        row,
+        kind="pair",
+        category=category,
+        source_id=source_id,
+        captions=(record["caption"], record["negative_caption"]),
+        images=(record["filename"],),
     )
 
 
@@ -66,7 +71,9 @@ def write_sugarcrepe(items: list[StoredItem], out: Path, context: ExportContext)
     for item in items:
         key = item["source_id"].rsplit("/", 1)[-1]
         by_category[item["category"]][key] = {
-            "filename": (item["images"] or [""])[0], "caption": item["captions"][0], "negative_caption": item["captions"][1],
+            "filename": (item["images"] or [""])[0],
+            "caption": item["captions"][0],
+            "negative_caption": item["captions"][1],
         }
     return write_json_files(out, by_category)
 
@@ -75,7 +82,9 @@ SUGARCREPE = Format(
     "sugarcrepe",
     "one `{category}.json` per category (`data/` or `data_unrefined/`, use `--name sugarcrepe-unrefined`)",
     "./foil import sugarcrepe sugar-crepe/data --images coco/val2017",
-    parse_sugarcrepe, write_sugarcrepe, writes=("pair",),
+    parse_sugarcrepe,
+    write_sugarcrepe,
+    writes=("pair",),
     ties_because="SugarCrepe's evaluation counts `pos > neg`: a tie is wrong",
     sample_fixture="sugarcrepe/data/swap_att.json",
 )

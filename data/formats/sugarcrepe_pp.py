@@ -15,14 +15,27 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys, write_json_files
+from data.formats.base import (
+    ExportContext,
+    Format,
+    Parsed,
+    StoredItem,
+    json_files,
+    make_item,
+    require_keys,
+    write_json_files,
+)
 from data.reading import BadInputError, check_id, read_json
 
 PP_FIELDS = ("filename", "caption", "caption2", "negative_caption")
 # The Hugging Face dataset's split names -> the repository's file names.
 CATEGORY_ALIASES = {
-    "replace_attribute": "replace_att", "replace_object": "replace_obj", "replace_relation": "replace_rel",
-    "swap_attribute": "swap_att", "swap_atribute": "swap_att", "swap_object": "swap_obj",
+    "replace_attribute": "replace_att",
+    "replace_object": "replace_obj",
+    "replace_relation": "replace_rel",
+    "swap_attribute": "swap_att",
+    "swap_atribute": "swap_att",
+    "swap_object": "swap_obj",
 }
 
 
@@ -47,11 +60,19 @@ def parse_sugarcrepe_pp(path: Path) -> Parsed:
         for number, record in enumerate(records, start=1):
             require_keys(record, PP_FIELDS, file, number)
             key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
-            parsed.add(make_item(
-                file, number, kind="paraphrase", category=category, source_id=f"{category}/{key}",
-                captions=(record["caption"], record["negative_caption"], record["caption2"]),
-                images=(record["filename"].strip(),),
-            ), file, number)
+            parsed.add(
+                make_item(
+                    file,
+                    number,
+                    kind="paraphrase",
+                    category=category,
+                    source_id=f"{category}/{key}",
+                    captions=(record["caption"], record["negative_caption"], record["caption2"]),
+                    images=(record["filename"].strip(),),
+                ),
+                file,
+                number,
+            )
     return parsed
 
 
@@ -61,10 +82,15 @@ def write_sugarcrepe_pp(items: list[StoredItem], out: Path, context: ExportConte
     for item in items:
         caption, negative, second = item["captions"]
         key = item["source_id"].rsplit("/", 1)[-1]
-        files[item["category"]].append({
-            "id": int(key) if key.isdigit() else key, "filename": (item["images"] or [""])[0],
-            "caption": caption, "caption2": second, "negative_caption": negative,
-        })
+        files[item["category"]].append(
+            {
+                "id": int(key) if key.isdigit() else key,
+                "filename": (item["images"] or [""])[0],
+                "caption": caption,
+                "caption2": second,
+                "negative_caption": negative,
+            }
+        )
     return write_json_files(out, files)
 
 
@@ -72,7 +98,9 @@ SUGARCREPE_PP = Format(
     "sugarcrepe-pp",
     "one JSON list per category (`replace_att.json`...; Hugging Face names such as `swap_atribute` accepted): `{id, filename, caption, caption2, negative_caption}`; ITT, Image-P1-Neg, Image-P2-Neg and text-only TOT",
     "./foil import sugarcrepe-pp scpp/VLMs/data --images coco/val2017",
-    parse_sugarcrepe_pp, write_sugarcrepe_pp, writes=("paraphrase",),
+    parse_sugarcrepe_pp,
+    write_sugarcrepe_pp,
+    writes=("paraphrase",),
     metric_names={"itt": "ITT", "image_p1_neg": "Image-P1-Neg", "image_p2_neg": "Image-P2-Neg", "tot": "TOT"},
     ties_because="SugarCrepe++'s evaluation compares with a strict >: a tie is a miss",
     sample_fixture="sugarcrepe_pp/data/swap_att.json",

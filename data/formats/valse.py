@@ -44,11 +44,19 @@ def parse_valse(path: Path) -> Parsed:
 def _valse_pair(record: dict[str, Any], piece: str, key: str, file: Path) -> Item:
     votes = _votes(record.get("mturk"), file, key)
     return make_item(
-        file, key, kind="pair", category=piece, source_id=f"{piece}/{key}",
-        captions=(record["caption"], record["foil"]), images=(record["image_file"].strip(),),
+        file,
+        key,
+        kind="pair",
+        category=piece,
+        source_id=f"{piece}/{key}",
+        captions=(record["caption"], record["foil"]),
+        images=(record["image_file"].strip(),),
         truth={"valid_foil": votes["caption"] >= VALID_FOIL_VOTES} if votes else {},
-        meta={"source_dataset": record["dataset"], "image_file": record["image_file"].strip(),
-              **({"votes": votes} if votes else {})},
+        meta={
+            "source_dataset": record["dataset"],
+            "image_file": record["image_file"].strip(),
+            **({"votes": votes} if votes else {}),
+        },
     )
 
 
@@ -57,13 +65,17 @@ def _votes(mturk: Any, file: Path, key: str) -> dict[str, int] | None:
     if mturk is None:
         return None
     if not isinstance(mturk, dict) or not all(k in mturk for k in VOTES):
-        raise BadInputError(file, key, f"mturk is {mturk!r}; expected vote counts {{caption, foil, other}} as whole numbers")
+        raise BadInputError(
+            file, key, f"mturk is {mturk!r}; expected vote counts {{caption, foil, other}} as whole numbers"
+        )
     return {k: check_count(mturk[k], file, key, f"mturk.{k}") for k in VOTES}
 
 
 def place_images(parsed: Parsed, root: Path) -> Parsed:
     """Image paths as found under `root`: `image_file` flat, else `{source dataset}/image_file`."""
-    return dataclasses.replace(parsed, items=[dataclasses.replace(item, images=(_found(root, item),)) for item in parsed.items])
+    return dataclasses.replace(
+        parsed, items=[dataclasses.replace(item, images=(_found(root, item),)) for item in parsed.items]
+    )
 
 
 def _found(root: Path, item: Item) -> str:
@@ -77,8 +89,10 @@ def valid_foils(parsed: Parsed) -> dict[str, Any]:
     for item in parsed.items:
         pieces[item.category]["items"] += 1
         pieces[item.category]["valid_foils"] += int(bool(item.truth.get("valid_foil")))
-    return {"valid_foils": {piece: counts["valid_foils"] for piece, counts in sorted(pieces.items())},
-            "valid_foil_rule": f"mturk.caption >= {VALID_FOIL_VOTES} of 3"}
+    return {
+        "valid_foils": {piece: counts["valid_foils"] for piece, counts in sorted(pieces.items())},
+        "valid_foil_rule": f"mturk.caption >= {VALID_FOIL_VOTES} of 3",
+    }
 
 
 def write_valse(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
@@ -87,8 +101,13 @@ def write_valse(items: list[StoredItem], out: Path, context: ExportContext) -> l
     for item in items:
         piece, _, key = item["source_id"].partition("/")
         meta = item["meta"]
-        record = {"dataset": meta.get("source_dataset", ""), "image_file": meta.get("image_file", (item["images"] or [""])[0]),
-                  "linguistic_phenomena": piece, "caption": item["captions"][0], "foil": item["captions"][1]}
+        record = {
+            "dataset": meta.get("source_dataset", ""),
+            "image_file": meta.get("image_file", (item["images"] or [""])[0]),
+            "linguistic_phenomena": piece,
+            "caption": item["captions"][0],
+            "foil": item["captions"][1],
+        }
         if "votes" in meta:
             record["mturk"] = meta["votes"]
         pieces[piece][key] = record
@@ -99,7 +118,11 @@ VALSE = Format(
     "valse",
     "one JSON file per piece (`existence.json`, `plurals.json`, `counting-hard.json`...): caption, foil, image and the authors' three crowd votes (`mturk`); the import reports the valid foils per piece (`mturk.caption >= 2`); images flat under `--images` or in one folder per source dataset",
     "./foil import valse VALSE/data --images valse_images/",
-    parse_valse, write_valse, writes=("pair",), place_images=place_images, report=valid_foils,
+    parse_valse,
+    write_valse,
+    writes=("pair",),
+    place_images=place_images,
+    report=valid_foils,
     metric_names={"accuracy_micro": "acc_r", "accuracy_macro": "acc_r_macro"},
     ties_because="VALSE's acc_r counts the caption scored above the foil (strict >)",
     sample_fixture="valse/data/existence.json",

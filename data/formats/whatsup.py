@@ -23,15 +23,36 @@ import dataclasses
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys, write_json_files
+from data.formats.base import (
+    ExportContext,
+    Format,
+    Parsed,
+    StoredItem,
+    json_files,
+    make_item,
+    require_keys,
+    write_json_files,
+)
 from data.items import Item
 from data.reading import BadInputError, check_id, read_json
 
 CONTROLLED = {"controlled_images_dataset": "controlled_a", "controlled_clevr_dataset": "controlled_b"}
-QA = {"coco_qa_one_obj": "coco_one", "coco_qa_two_obj": "coco_two", "vg_qa_one_obj": "vg_one", "vg_qa_two_obj": "vg_two"}
+QA = {
+    "coco_qa_one_obj": "coco_one",
+    "coco_qa_two_obj": "coco_two",
+    "vg_qa_one_obj": "vg_one",
+    "vg_qa_two_obj": "vg_two",
+}
 FILES = {**CONTROLLED, **QA}
 # The slots of a controlled image (the word after the first object), and the pairs they form.
-PAIRS = {"left": "left-right", "right": "left-right", "on": "on-under", "under": "on-under", "in-front": "front-behind", "behind": "front-behind"}
+PAIRS = {
+    "left": "left-right",
+    "right": "left-right",
+    "on": "on-under",
+    "under": "on-under",
+    "in-front": "front-behind",
+    "behind": "front-behind",
+}
 
 
 def parse_whatsup(path: Path) -> Parsed:
@@ -67,29 +88,46 @@ def _controlled_item(record: Any, file: Path, number: int) -> Item:
     require_keys(record, ("image_path",), file, number)
     options = record.get("caption_options")
     if not isinstance(options, list) or len(options) < 2:
-        raise BadInputError(file, number, f"caption_options is {options!r}; expected a list of captions, the right one first")
+        raise BadInputError(
+            file, number, f"caption_options is {options!r}; expected a list of captions, the right one first"
+        )
     subset = CONTROLLED[file.stem]
     try:
         slot, groups = controlled_groups(record["image_path"], subset)
     except ValueError as error:
         raise BadInputError(file, number, str(error)) from None
     return make_item(
-        file, number, kind="retrieval", category=subset, source_id=f"{file.stem}/{number - 1}",
-        captions=tuple(options), images=(record["image_path"].strip(),),
+        file,
+        number,
+        kind="retrieval",
+        category=subset,
+        source_id=f"{file.stem}/{number - 1}",
+        captions=tuple(options),
+        images=(record["image_path"].strip(),),
         meta={"preposition": slot, "groups": groups, "image_path": record["image_path"]},
     )
 
 
 def _qa_item(record: Any, file: Path, number: int) -> Item:
-    if not (isinstance(record, list) and len(record) == 3 and all(isinstance(v, str) and v.strip() for v in record[1:])):
-        raise BadInputError(file, number, f"expected [image_id, right caption, wrong caption], got {str(record)[:80]!r}")
+    if not (
+        isinstance(record, list) and len(record) == 3 and all(isinstance(v, str) and v.strip() for v in record[1:])
+    ):
+        raise BadInputError(
+            file, number, f"expected [image_id, right caption, wrong caption], got {str(record)[:80]!r}"
+        )
     given, right, wrong = record
     image_id = check_id(given, file, number, "image id")  # a COCO or Visual Genome image id
     subset = QA[file.stem]
     image = f"val2017/{str(image_id).zfill(12)}.jpg" if subset.startswith("coco") else f"vg_images/{image_id}.jpg"
     return make_item(
-        file, number, kind="retrieval", category=subset, source_id=f"{file.stem}/{number - 1}",
-        captions=(right, wrong), images=(image,), meta={"preposition": qa_preposition(right, subset), "image_id": given},  # as given: the export writes it back
+        file,
+        number,
+        kind="retrieval",
+        category=subset,
+        source_id=f"{file.stem}/{number - 1}",
+        captions=(right, wrong),
+        images=(image,),
+        meta={"preposition": qa_preposition(right, subset), "image_id": given},  # as given: the export writes it back
     )
 
 
@@ -102,14 +140,20 @@ def qa_preposition(caption: str, subset: str) -> str:
     if subset.endswith("one"):
         return caption.split()[-1]
     coco = subset.startswith("coco")
-    phrases = (("left of", "left"), ("right of", "right"), *((("above", "above"),) if coco else (("front of", "front"), ("behind", "behind"))))
+    phrases = (
+        ("left of", "left"),
+        ("right of", "right"),
+        *((("above", "above"),) if coco else (("front of", "front"), ("behind", "behind"))),
+    )
     return next((name for phrase, name in phrases if phrase in caption), "below" if coco else "top")
 
 
 def place_images(parsed: Parsed, root: Path) -> Parsed:
     """Controlled images as found under `root`: the path as given (`data/controlled_images/x.jpeg`),
     else with leading folders dropped one at a time (`controlled_images/x.jpeg`, `x.jpeg`)."""
-    return dataclasses.replace(parsed, items=[dataclasses.replace(item, images=(_found(root, item.images[0]),)) for item in parsed.items])
+    return dataclasses.replace(
+        parsed, items=[dataclasses.replace(item, images=(_found(root, item.images[0]),)) for item in parsed.items]
+    )
 
 
 def _found(root: Path, path: str) -> str:
@@ -127,7 +171,10 @@ def write_whatsup(items: list[StoredItem], out: Path, context: ExportContext) ->
     for item in items:
         name = item["source_id"].split("/", 1)[0]
         if name in CONTROLLED:
-            record: Any = {"image_path": item["meta"].get("image_path", item["images"][0]), "caption_options": list(item["captions"])}
+            record: Any = {
+                "image_path": item["meta"].get("image_path", item["images"][0]),
+                "caption_options": list(item["captions"]),
+            }
         else:
             record = [item["meta"].get("image_id"), *item["captions"][:2]]
         files.setdefault(name, []).append(record)
@@ -142,10 +189,17 @@ def sample_whatsup(folder: Path) -> Path:
         for preposition in ("left_of", "right_of", "on", "under"):
             words = preposition.replace("_", " ")
             others = [o for o in ("left of", "right of", "on", "under") if o != words]
-            rows.append({"image_path": f"data/controlled_images/{a}_{preposition}_{b}.jpeg",
-                         "caption_options": [f"A {a} {words} a {b}", *(f"A {a} {o} a {b}" for o in others)]})
-    qa = [[139, "A dog on the left", "A dog on the right"], [285, "A cat on the right", "A cat on the left"],
-          [632, "A cup on the left", "A cup on the right"]]
+            rows.append(
+                {
+                    "image_path": f"data/controlled_images/{a}_{preposition}_{b}.jpeg",
+                    "caption_options": [f"A {a} {words} a {b}", *(f"A {a} {o} a {b}" for o in others)],
+                }
+            )
+    qa = [
+        [139, "A dog on the left", "A dog on the right"],
+        [285, "A cat on the right", "A cat on the left"],
+        [632, "A cup on the left", "A cup on the right"],
+    ]
     write_json_files(folder / "data", {"controlled_images_dataset": rows, "coco_qa_one_obj": qa})
     return folder / "data"
 
@@ -154,9 +208,13 @@ WHATSUP = Format(
     "whatsup",
     "What'sUp's `controlled_images_dataset.json`, `controlled_clevr_dataset.json` (four captions, the first right) and `coco_qa_{one,two}_obj.json`, `vg_qa_{one,two}_obj.json` (`[image_id, right, wrong]`); category = subset; individual, pair and set accuracy",
     "./foil import whatsup whatsup_vlms/data --images whatsup_vlms/data",
-    parse_whatsup, write_whatsup, writes=("retrieval",), place_images=place_images,
+    parse_whatsup,
+    write_whatsup,
+    writes=("retrieval",),
+    place_images=place_images,
     metric_names={"recall_at_1": "individual_accuracy", "recall_at_3": None, "recall_at_5": None},
-    ties="right", ties_because="What'sUp takes numpy's argmax over the captions, the right one first: a tie picks it",
+    ties="right",
+    ties_because="What'sUp takes numpy's argmax over the captions, the right one first: a tie picks it",
     groups=("pair", "set"),
     sample=sample_whatsup,
 )

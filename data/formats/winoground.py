@@ -29,12 +29,20 @@ def parse_winoground(path: Path) -> Parsed:
     for number, record in json_lines(file):
         require_keys(record, WINOGROUND_FIELDS, file, number)
         key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
-        parsed.add(make_item(
-            file, number, kind="group", category=record["collapsed_tag"], source_id=key,
-            captions=(record["caption_0"], record["caption_1"]),
-            images=tuple(f"{record[k].strip()}.png" for k in ("image_0", "image_1")),
-            meta={k: record[k] for k in KEPT if k in record},
-        ), file, number)
+        parsed.add(
+            make_item(
+                file,
+                number,
+                kind="group",
+                category=record["collapsed_tag"],
+                source_id=key,
+                captions=(record["caption_0"], record["caption_1"]),
+                images=tuple(f"{record[k].strip()}.png" for k in ("image_0", "image_1")),
+                meta={k: record[k] for k in KEPT if k in record},
+            ),
+            file,
+            number,
+        )
     return parsed
 
 
@@ -60,10 +68,22 @@ def _stem(path: str) -> str:
 def sample_winoground(folder: Path, n: int = 6) -> Path:
     """A small `examples.jsonl` (`n` examples over the three collapsed tags, no images) in `folder`."""
     tags = ("Object", "Relation", "Both")
-    lines = [json.dumps({"id": i, "image_0": f"ex_{i}_img_0", "image_1": f"ex_{i}_img_1",
-                         "caption_0": f"a dog bites a man {i}", "caption_1": f"a man bites a dog {i}", "tag": "Noun",
-                         "secondary_tag": "Symbolic" if i == 0 else "", "num_main_preds": 1 + i % 2,
-                         "collapsed_tag": tags[i % 3]}) for i in range(n)]
+    lines = [
+        json.dumps(
+            {
+                "id": i,
+                "image_0": f"ex_{i}_img_0",
+                "image_1": f"ex_{i}_img_1",
+                "caption_0": f"a dog bites a man {i}",
+                "caption_1": f"a man bites a dog {i}",
+                "tag": "Noun",
+                "secondary_tag": "Symbolic" if i == 0 else "",
+                "num_main_preds": 1 + i % 2,
+                "collapsed_tag": tags[i % 3],
+            }
+        )
+        for i in range(n)
+    ]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "examples.jsonl").write_text("\n".join(lines) + "\n")
     return folder / "examples.jsonl"
@@ -73,7 +93,9 @@ WINOGROUND = Format(
     "winoground",
     "`examples.jsonl` (`id, image_0, image_1, caption_0, caption_1, tag, secondary_tag, num_main_preds, collapsed_tag`), images `{image}.png`; category = collapsed tag; text, image and group scores",
     "./foil import winoground winoground/data/examples.jsonl --images winoground/data/images",
-    parse_winoground, write_winoground, writes=("group",),
+    parse_winoground,
+    write_winoground,
+    writes=("group",),
     metric_names={"i2t": "text", "t2i": "image", "ipos2t": None, "ineg2t": None, "tpos2i": None, "tneg2i": None},
     ties_because="Winoground's scores compare with a strict >: a tie is wrong",
     sample=sample_winoground,

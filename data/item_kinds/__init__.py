@@ -10,7 +10,8 @@ from data.item_kinds import candidates, group, pair, paraphrase, retrieval, trip
 from data.item_kinds.base import Gap, ItemKind
 
 REGISTRY: dict[str, ItemKind] = {
-    k.name: k for k in (
+    k.name: k
+    for k in (
         pair.ITEM_KIND,
         triple.ITEM_KIND,
         paraphrase.ITEM_KIND,

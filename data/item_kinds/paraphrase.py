@@ -14,15 +14,27 @@ def caption_cosines(similarity: np.ndarray) -> list[float]:
 
 
 ITEM_KIND = ItemKind(
-    "paraphrase", images="[I]", captions="[p1, n, p2]", n_captions=3, n_images=1,
-    caption_roles=lambda n: ["positive", "negative", "second positive"], image_roles=one_image,
-    scores_from=first_image_row, text_scores_from=caption_cosines,
+    "paraphrase",
+    images="[I]",
+    captions="[p1, n, p2]",
+    n_captions=3,
+    n_images=1,
+    caption_roles=lambda n: ["positive", "negative", "second positive"],
+    image_roles=one_image,
+    scores_from=first_image_row,
+    text_scores_from=caption_cosines,
     gaps=(
         Gap("s(p1) - s(n)", lambda s: s[:, 0] - s[:, 1]),
         Gap("s(p2) - s(n)", lambda s: s[:, 2] - s[:, 1]),
         Gap("text only: cos(p1,p2) - max cos(p,n)", lambda s: s[:, 3] - np.maximum(s[:, 4], s[:, 5])),
     ),
-    metric_family="paraphrase", truth_keys=(truth.NEGATIVE,),
-    example={"id": 6, "kind": "paraphrase", "captions": ["p1", "n", "p2"], "images": ["p.png"],
-             "truth": {"negative": "false"}},
+    metric_family="paraphrase",
+    truth_keys=(truth.NEGATIVE,),
+    example={
+        "id": 6,
+        "kind": "paraphrase",
+        "captions": ["p1", "n", "p2"],
+        "images": ["p.png"],
+        "truth": {"negative": "false"},
+    },
 )

@@ -27,9 +27,12 @@ def ensure_annotator(db: sqlite_utils.Database, name: str, external_id: str | No
         existing = annotator_by_name(db, name)
         if existing is not None:
             return {**existing, "token": None}
-        annotator_id = int(db.execute(
-            "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-            [name, f"pending:{secrets.token_hex(16)}", external_id, _now()]).fetchone()[0])
+        annotator_id = int(
+            db.execute(
+                "INSERT INTO annotators (name, token, external_id, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [name, f"pending:{secrets.token_hex(16)}", external_id, _now()],
+            ).fetchone()[0]
+        )
         db.execute("UPDATE annotators SET token = ? WHERE id = ?", [f"hashed:{annotator_id}", annotator_id])
         token = issue_token(db, annotator_id)
     return {"id": annotator_id, "name": name, "external_id": external_id, "token": token}
@@ -39,11 +42,11 @@ def issue_token(db: sqlite_utils.Database, annotator_id: int) -> str:
     """A new link token for an annotator (their other tokens stay valid); only its hash is stored."""
     token = secrets.token_urlsafe(16)  # 128 bits
     with transaction(db):
-        db.execute("INSERT INTO annotator_tokens (token_hash, annotator_id, created_at) VALUES (?, ?, ?)",
-                   [_token_hash(token), annotator_id, _now()])
+        db.execute(
+            "INSERT INTO annotator_tokens (token_hash, annotator_id, created_at) VALUES (?, ?, ?)",
+            [_token_hash(token), annotator_id, _now()],
+        )
     return token
-
-
 
 
 def revoke_tokens(db: sqlite_utils.Database, annotator_id: int) -> int:
@@ -85,10 +88,12 @@ def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: st
     check_name("batch", name)
     if db.execute("SELECT 1 FROM batches WHERE name = ?", [name]).fetchone():
         raise StoreError(f"a batch named {name!r} already exists")
-    return int(db.execute(
-        "INSERT INTO batches (name, dataset_id, task, config, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-        [name, dataset_id, task, json.dumps(config), _now()],
-    ).fetchone()[0])
+    return int(
+        db.execute(
+            "INSERT INTO batches (name, dataset_id, task, config, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+            [name, dataset_id, task, json.dumps(config), _now()],
+        ).fetchone()[0]
+    )
 
 
 def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tuple[int, int, int, int, bool]]) -> None:
@@ -102,9 +107,13 @@ def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tup
 
 def get_batch(db: sqlite_utils.Database, name: str) -> BatchRow:
     """The batch `name` with its dataset name (config decoded), or NotFoundError."""
-    rows = list(db.query(
-        "SELECT batches.*, datasets.name AS dataset FROM batches JOIN datasets ON datasets.id = batches.dataset_id"
-        " WHERE batches.name = ?", [name]))
+    rows = list(
+        db.query(
+            "SELECT batches.*, datasets.name AS dataset FROM batches JOIN datasets ON datasets.id = batches.dataset_id"
+            " WHERE batches.name = ?",
+            [name],
+        )
+    )
     if not rows:
         known = ", ".join(r["name"] for r in db.query("SELECT name FROM batches")) or "none"
         raise NotFoundError(f"no batch named {name!r} (batches: {known})")
@@ -113,7 +122,9 @@ def get_batch(db: sqlite_utils.Database, name: str) -> BatchRow:
 
 def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> BatchRow | None:
     """The crowd batch whose study link carries `token`, or None."""
-    rows = list(db.query(f"SELECT name FROM batches WHERE {dialect.json_text(db, 'config', 'crowd_token')} = ?", [token]))
+    rows = list(
+        db.query(f"SELECT name FROM batches WHERE {dialect.json_text(db, 'config', 'crowd_token')} = ?", [token])
+    )
     return get_batch(db, rows[0]["name"]) if rows else None
 
 
@@ -130,27 +141,40 @@ def list_batches(db: sqlite_utils.Database) -> list[BatchSummary]:
 
 def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
     """Every assignment of a batch with annotator name and whether it is answered."""
-    return list(db.query(
-        "SELECT a.id, a.item_id, a.part, annotators.name AS annotator, a.annotator_id, a.position, a.is_gold,"
-        f" a.opened_at, {_ANSWERED} AS done FROM assignments a"
-        " JOIN annotators ON annotators.id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, a.position",
-        [batch_id]))
+    return list(
+        db.query(
+            "SELECT a.id, a.item_id, a.part, annotators.name AS annotator, a.annotator_id, a.position, a.is_gold,"
+            f" a.opened_at, {_ANSWERED} AS done FROM assignments a"
+            " JOIN annotators ON annotators.id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, a.position",
+            [batch_id],
+        )
+    )
 
 
 def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict[str, Any]]:
     """The batches holding work for one annotator, with their progress."""
-    return list(db.query(
-        "SELECT b.id, b.name, b.task, b.config, COUNT(a.id) AS assigned,"
-        f" SUM({_ANSWERED}) AS done"
-        " FROM assignments a JOIN batches b ON b.id = a.batch_id WHERE a.annotator_id = ?"
-        " GROUP BY b.id ORDER BY b.id", [annotator_id]))
+    return list(
+        db.query(
+            "SELECT b.id, b.name, b.task, b.config, COUNT(a.id) AS assigned,"
+            f" SUM({_ANSWERED}) AS done"
+            " FROM assignments a JOIN batches b ON b.id = a.batch_id WHERE a.annotator_id = ?"
+            " GROUP BY b.id ORDER BY b.id",
+            [annotator_id],
+        )
+    )
 
 
-def unanswered_assignments(db: sqlite_utils.Database, annotator_id: int, batch_id: int, limit: int = 1) -> list[dict[str, Any]]:
+def unanswered_assignments(
+    db: sqlite_utils.Database, annotator_id: int, batch_id: int, limit: int = 1
+) -> list[dict[str, Any]]:
     """The annotator's first `limit` unanswered assignments in the batch, in queue order (the first is the resume point)."""
-    return list(db.query(
-        f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND {_OPEN}"
-        " ORDER BY a.position LIMIT ?", [annotator_id, batch_id, limit]))
+    return list(
+        db.query(
+            f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND {_OPEN}"
+            " ORDER BY a.position LIMIT ?",
+            [annotator_id, batch_id, limit],
+        )
+    )
 
 
 def open_assignment(db: sqlite_utils.Database, assignment_id: int) -> str:
@@ -181,7 +205,9 @@ class LabelWrite:
     comment: str
 
 
-def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: float = 0.0, require_shown: bool = False) -> tuple[int, bool]:
+def save_label(
+    db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: float = 0.0, require_shown: bool = False
+) -> tuple[int, bool]:
     """Store an answer once: (label id, newly stored). A resubmission keeps the first answer.
 
     Checked inside the write transaction, so no lease reassignment can slip in between: the
@@ -196,30 +222,53 @@ def save_label(db: sqlite_utils.Database, label: LabelWrite, *, min_seconds: flo
     with transaction(db, row_locks=True):
         assignment = db.execute(
             "SELECT opened_at, shown_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
-            + dialect.for_update(db), key).fetchone()
+            + dialect.for_update(db),
+            key,
+        ).fetchone()
         if assignment is None:
-            raise LabelRefused("not_in_queue", "This item is not in your queue (any more): its lease may have run out and "
-                               "it went to another annotator. Your answer was not stored.")
-        stored = db.execute("SELECT id FROM labels WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?", key).fetchone()
+            raise LabelRefused(
+                "not_in_queue",
+                "This item is not in your queue (any more): its lease may have run out and "
+                "it went to another annotator. Your answer was not stored.",
+            )
+        stored = db.execute(
+            "SELECT id FROM labels WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?", key
+        ).fetchone()
         if stored is not None:
             return int(stored[0]), False
         opened_at, shown_at = assignment
         if opened_at is None:
             raise LabelRefused("not_opened", "This item was not shown to you yet. Your answer was not stored.")
         if require_shown and shown_at is None:
-            raise LabelRefused("not_shown", "This item had not finished appearing on your screen (its images were still "
-                               "loading). Your answer was not stored: look at the item, then answer.")
+            raise LabelRefused(
+                "not_shown",
+                "This item had not finished appearing on your screen (its images were still "
+                "loading). Your answer was not stored: look at the item, then answer.",
+            )
         started = shown_at or opened_at
         submitted = _now()
         seconds = _seconds_between(started, submitted)
         if seconds is not None and seconds < min_seconds:
-            raise LabelRefused("too_fast", f"This item was on screen for only {seconds:.2f} s, too briefly to be read "
-                               "(a key held down or pressed twice?). Your answer was not stored: look, then answer.")
+            raise LabelRefused(
+                "too_fast",
+                f"This item was on screen for only {seconds:.2f} s, too briefly to be read "
+                "(a key held down or pressed twice?). Your answer was not stored: look, then answer.",
+            )
         label_id = db.execute(
             "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
             " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            [*key, label.task, json.dumps(label.answer), json.dumps(label.displayed_order), json.dumps(label.flags),
-             label.comment, started, submitted, seconds]).fetchone()[0]
+            [
+                *key,
+                label.task,
+                json.dumps(label.answer),
+                json.dumps(label.displayed_order),
+                json.dumps(label.flags),
+                label.comment,
+                started,
+                submitted,
+                seconds,
+            ],
+        ).fetchone()[0]
     return int(label_id), True
 
 
@@ -227,9 +276,14 @@ def mark_shown(db: sqlite_utils.Database, batch_id: int, item_id: int, part: int
     """Record that the annotator's browser has the whole item on screen (once, while it is
     drawn and unanswered); False when it was already marked, or is not theirs to answer now."""
     with transaction(db):
-        return db.execute(
-            f"UPDATE assignments AS a SET shown_at = ? WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
-            f" AND opened_at IS NOT NULL AND shown_at IS NULL AND {_OPEN}", [_now(), batch_id, item_id, part, annotator_id]).rowcount == 1
+        return (
+            db.execute(
+                f"UPDATE assignments AS a SET shown_at = ? WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
+                f" AND opened_at IS NOT NULL AND shown_at IS NULL AND {_OPEN}",
+                [_now(), batch_id, item_id, part, annotator_id],
+            ).rowcount
+            == 1
+        )
 
 
 def _seconds_between(started: str | None, submitted: str) -> float | None:
@@ -238,7 +292,9 @@ def _seconds_between(started: str | None, submitted: str) -> float | None:
     return (datetime.fromisoformat(submitted) - datetime.fromisoformat(started)).total_seconds()
 
 
-def revise_label(db: sqlite_utils.Database, label_id: int, answer: dict[str, Any], *, by: str, reason: str = "") -> None:
+def revise_label(
+    db: sqlite_utils.Database, label_id: int, answer: dict[str, Any], *, by: str, reason: str = ""
+) -> None:
     """The admin changes an answer; the previous one is kept in label_revisions."""
     with transaction(db):
         row = db.execute("SELECT answer FROM labels WHERE id = ?", [label_id]).fetchone()
@@ -246,7 +302,9 @@ def revise_label(db: sqlite_utils.Database, label_id: int, answer: dict[str, Any
             raise NotFoundError(f"no label with id {label_id}")
         db.execute(
             "INSERT INTO label_revisions (label_id, previous_answer, new_answer, revised_by, reason, revised_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)", [label_id, row[0], json.dumps(answer), by, reason, _now()])
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [label_id, row[0], json.dumps(answer), by, reason, _now()],
+        )
         db.execute("UPDATE labels SET answer = ? WHERE id = ?", [json.dumps(answer), label_id])
 
 
@@ -257,7 +315,9 @@ def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[LabelRow]:
         " l.task, l.answer, l.displayed_order, l.flags, l.comment, l.started_at, l.submitted_at, l.seconds,"
         " a.is_gold FROM labels l JOIN annotators ON annotators.id = l.annotator_id JOIN items ON items.id = l.item_id"
         " JOIN assignments a ON a.batch_id = l.batch_id AND a.item_id = l.item_id AND a.part = l.part"
-        " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id", [batch_id])
+        " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id",
+        [batch_id],
+    )
     return [_decode(row, "answer", "displayed_order", "flags") for row in rows]
 
 
@@ -266,24 +326,36 @@ def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[Item
     wanted = sorted(set(item_ids))
     found: list[ItemLabel] = []
     for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
+        chunk = wanted[start : start + 500]
         rows = db.query(
             "SELECT l.item_id AS item, l.part, batches.name AS batch, l.task, annotators.name AS annotator,"
             " l.answer, l.flags, l.comment FROM labels l JOIN batches ON batches.id = l.batch_id"
             f" JOIN annotators ON annotators.id = l.annotator_id WHERE l.item_id IN ({','.join('?' * len(chunk))})"
-            " ORDER BY l.item_id, l.id", chunk)
+            " ORDER BY l.item_id, l.id",
+            chunk,
+        )
         found.extend(_decode(row, "answer", "flags") for row in rows)
     return found
 
 
-def decide(db: sqlite_utils.Database, batch_id: int, item_id: int, part: int, answer: dict[str, Any], *, by: str, reason: str = "") -> None:
+def decide(
+    db: sqlite_utils.Database,
+    batch_id: int,
+    item_id: int,
+    part: int,
+    answer: dict[str, Any],
+    *,
+    by: str,
+    reason: str = "",
+) -> None:
     """Record (or replace) the admin's decision on one question of a batch."""
     with transaction(db):
         db.execute(
             "INSERT INTO decisions (batch_id, item_id, part, answer, decided_by, reason, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (batch_id, item_id, part) DO UPDATE SET answer = excluded.answer,"
             " decided_by = excluded.decided_by, reason = excluded.reason, decided_at = excluded.decided_at",
-            [batch_id, item_id, part, json.dumps(answer), by, reason, _now()])
+            [batch_id, item_id, part, json.dumps(answer), by, reason, _now()],
+        )
 
 
 def batch_decisions(db: sqlite_utils.Database, batch_id: int) -> dict[tuple[int, int], dict[str, Any]]:
@@ -299,16 +371,27 @@ def stale_assignments(
     walked away from the item), or, when `idle_before` is given, never opened and held by an
     annotator with no activity in the batch (joined, opened or answered) since `idle_before`."""
     idle = (
-        " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b WHERE b.batch_id = a.batch_id"
-        " GROUP BY b.annotator_id HAVING " + dialect.greatest(
-            db, "MAX(COALESCE(b.assigned_at, ''))", "MAX(COALESCE(b.opened_at, ''))",
-            "COALESCE((SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), '')")
-        + " < :idle_before))"
-    ) if idle_before else ""
-    return list(db.query(
-        f"SELECT a.* FROM assignments a WHERE a.batch_id = :batch AND {_OPEN}"
-        f" AND ((a.opened_at IS NOT NULL AND a.opened_at < :opened_before){idle}) ORDER BY a.id",
-        {"batch": batch_id, "opened_before": opened_before, "idle_before": idle_before}))
+        (
+            " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b WHERE b.batch_id = a.batch_id"
+            " GROUP BY b.annotator_id HAVING "
+            + dialect.greatest(
+                db,
+                "MAX(COALESCE(b.assigned_at, ''))",
+                "MAX(COALESCE(b.opened_at, ''))",
+                "COALESCE((SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), '')",
+            )
+            + " < :idle_before))"
+        )
+        if idle_before
+        else ""
+    )
+    return list(
+        db.query(
+            f"SELECT a.* FROM assignments a WHERE a.batch_id = :batch AND {_OPEN}"
+            f" AND ((a.opened_at IS NOT NULL AND a.opened_at < :opened_before){idle}) ORDER BY a.id",
+            {"batch": batch_id, "opened_before": opened_before, "idle_before": idle_before},
+        )
+    )
 
 
 def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> bool:
@@ -320,9 +403,13 @@ def delete_assignment(db: sqlite_utils.Database, assignment_id: int) -> bool:
 def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id: int, position: int) -> bool:
     """Give an assignment still unanswered to another annotator, at `position` in their queue,
     unopened; False when it was answered meanwhile and stays."""
-    return db.execute(
-        f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
-        [annotator_id, position, _now(), assignment_id]).rowcount == 1
+    return (
+        db.execute(
+            f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
+            [annotator_id, position, _now(), assignment_id],
+        ).rowcount
+        == 1
+    )
 
 
 def lock_batch(db: sqlite_utils.Database, batch_id: int) -> None:
@@ -344,65 +431,95 @@ def record_join(db: sqlite_utils.Database, batch_id: int, annotator_id: int, ext
     db.execute(
         "INSERT INTO crowd_joins (batch_id, annotator_id, external_id, joined_at, quota) VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT (batch_id, annotator_id) DO UPDATE SET quota = excluded.quota",
-        [batch_id, annotator_id, external_id, _now(), quota])
+        [batch_id, annotator_id, external_id, _now(), quota],
+    )
 
 
 def joined_studies(db: sqlite_utils.Database, annotator_id: int) -> list[dict[str, Any]]:
     """The crowd studies a participant joined, shaped as `annotator_batches` rows (their progress
     counts their assignments now, 0 when every unit went back to the pool)."""
-    return list(db.query(
-        "SELECT b.id, b.name, b.task, b.config,"
-        " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id) AS assigned,"
-        f" (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id AND {_ANSWERED} = 1) AS done"
-        " FROM crowd_joins j JOIN batches b ON b.id = j.batch_id WHERE j.annotator_id = ? ORDER BY b.id", [annotator_id]))
+    return list(
+        db.query(
+            "SELECT b.id, b.name, b.task, b.config,"
+            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id) AS assigned,"
+            f" (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id AND {_ANSWERED} = 1) AS done"
+            " FROM crowd_joins j JOIN batches b ON b.id = j.batch_id WHERE j.annotator_id = ? ORDER BY b.id",
+            [annotator_id],
+        )
+    )
 
 
 def return_study(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> int:
     """A participant returns a crowd study: their unanswered units go back to the pool now and
     they are marked as returned; return how many units went back."""
     with transaction(db):
-        freed = db.execute(f"DELETE FROM assignments AS a WHERE batch_id = ? AND annotator_id = ? AND {_OPEN}", [batch_id, annotator_id]).rowcount
-        db.execute("UPDATE crowd_joins SET returned_at = ? WHERE batch_id = ? AND annotator_id = ?", [_now(), batch_id, annotator_id])
+        freed = db.execute(
+            f"DELETE FROM assignments AS a WHERE batch_id = ? AND annotator_id = ? AND {_OPEN}",
+            [batch_id, annotator_id],
+        ).rowcount
+        db.execute(
+            "UPDATE crowd_joins SET returned_at = ? WHERE batch_id = ? AND annotator_id = ?",
+            [_now(), batch_id, annotator_id],
+        )
     return int(freed)
 
 
 def has_returned(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> bool:
     """Whether a participant returned the study."""
-    row = db.execute("SELECT returned_at FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
+    row = db.execute(
+        "SELECT returned_at FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]
+    ).fetchone()
     return bool(row and row[0])
 
 
 def crowd_quota(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> int | None:
     """The units a participant must answer for their completion code; None if they never joined."""
-    row = db.execute("SELECT quota FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
+    row = db.execute(
+        "SELECT quota FROM crowd_joins WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]
+    ).fetchone()
     return None if row is None else int(row[0])
 
 
 def joins_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
     """How many participants joined a crowd study at or after `since`."""
-    return int(db.execute("SELECT COUNT(*) FROM crowd_joins WHERE batch_id = ? AND joined_at >= ?", [batch_id, since]).fetchone()[0])
+    return int(
+        db.execute(
+            "SELECT COUNT(*) FROM crowd_joins WHERE batch_id = ? AND joined_at >= ?", [batch_id, since]
+        ).fetchone()[0]
+    )
 
 
 def open_units(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> tuple[int, int]:
     """(unanswered, all) assignments a participant holds in a batch: read on every draw, indexed."""
-    row = db.execute(f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END), 0) FROM assignments AS a"
-                     " WHERE batch_id = ? AND annotator_id = ?", [batch_id, annotator_id]).fetchone()
+    row = db.execute(
+        f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN {_OPEN} THEN 1 ELSE 0 END), 0) FROM assignments AS a"
+        " WHERE batch_id = ? AND annotator_id = ?",
+        [batch_id, annotator_id],
+    ).fetchone()
     return int(row[1]), int(row[0])
 
 
 def participants_holding_work(db: sqlite_utils.Database, batch_id: int) -> int:
     """Participants of a batch who hold at least one unanswered assignment (those who finished,
     or whose units went back to the pool, hold no place)."""
-    return int(db.execute(f"SELECT COUNT(DISTINCT annotator_id) FROM assignments AS a WHERE batch_id = ? AND {_OPEN}", [batch_id]).fetchone()[0])
+    return int(
+        db.execute(
+            f"SELECT COUNT(DISTINCT annotator_id) FROM assignments AS a WHERE batch_id = ? AND {_OPEN}", [batch_id]
+        ).fetchone()[0]
+    )
 
 
 def crowd_joins(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
     """Every participant who joined a crowd study: external id, when, and their assignments now."""
-    return list(db.query(
-        "SELECT annotators.name AS annotator, j.external_id, j.joined_at,"
-        " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = j.batch_id AND a.annotator_id = j.annotator_id) AS held,"
-        " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = j.batch_id AND l.annotator_id = j.annotator_id) AS answered"
-        " FROM crowd_joins j JOIN annotators ON annotators.id = j.annotator_id WHERE j.batch_id = ? ORDER BY j.id", [batch_id]))
+    return list(
+        db.query(
+            "SELECT annotators.name AS annotator, j.external_id, j.joined_at,"
+            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = j.batch_id AND a.annotator_id = j.annotator_id) AS held,"
+            " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = j.batch_id AND l.annotator_id = j.annotator_id) AS answered"
+            " FROM crowd_joins j JOIN annotators ON annotators.id = j.annotator_id WHERE j.batch_id = ? ORDER BY j.id",
+            [batch_id],
+        )
+    )
 
 
 def set_batch_closed(db: sqlite_utils.Database, batch_id: int, closed: bool) -> None:

@@ -9,7 +9,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -46,7 +46,9 @@ def check_name(kind: str, name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise InvalidNameError(f"a {kind} name must be non-empty text, got {name!r}")
     if len(name) > MAX_NAME_CHARS:
-        raise InvalidNameError(f"a {kind} name may have at most {MAX_NAME_CHARS} characters, got {len(name)}: {name[:40]!r}...")
+        raise InvalidNameError(
+            f"a {kind} name may have at most {MAX_NAME_CHARS} characters, got {len(name)}: {name[:40]!r}..."
+        )
     bad = _NAME_FORBIDDEN.search(name)
     if bad:
         raise InvalidNameError(f"a {kind} name may not hold control characters, got {bad.group()!r} in {name!r}")
@@ -70,13 +72,12 @@ Migration = Callable[[sqlite_utils.Database], None]
 
 
 def _now() -> str:
-    return timestamp(datetime.now(timezone.utc))
+    return timestamp(datetime.now(UTC))
 
 
 def timestamp(moment: datetime) -> str:
     """The store's text form of a time (UTC, milliseconds): such strings sort in time order."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
-
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
 @contextmanager
@@ -88,7 +89,9 @@ def transaction(db: sqlite_utils.Database, *, row_locks: bool = False) -> Iterat
     `lock_batch`) passes ``row_locks=True`` and writes beside other such callers.
     """
     conn = db.conn
-    with getattr(conn, "session_lock", None) or nullcontext():  # PostgreSQL: one thread's transaction at a time on a connection
+    with (
+        getattr(conn, "session_lock", None) or nullcontext()
+    ):  # PostgreSQL: one thread's transaction at a time on a connection
         with _transaction_on(db, conn, row_locks):
             yield
 
@@ -122,6 +125,7 @@ def _decode(row: dict[str, Any], *columns: str) -> dict[str, Any]:
         if row.get(column) is not None:
             row[column] = json.loads(row[column])
     return row
+
 
 def _token_hash(token: str) -> str:
     # An unkeyed hash suffices: tokens are 128-bit random, so no table of guesses can reach them.

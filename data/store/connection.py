@@ -23,7 +23,9 @@ class StoreBehindError(StoreError):
     """A store opened without migrating is at an older schema than this code."""
 
 
-def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migrate_now: bool = True, shared: bool = False) -> sqlite_utils.Database:
+def open_db(
+    path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migrate_now: bool = True, shared: bool = False
+) -> sqlite_utils.Database:
     """Open (creating if needed) the store at `path`, or in memory when `path` is None; a
     ``postgresql://`` URL opens that PostgreSQL database (which must exist) instead of a file.
 
@@ -42,7 +44,9 @@ def open_db(path: str | Path | None = None, *, upto: int = SCHEMA_VERSION, migra
     if migrate_now:
         migrate(db, upto=upto)
     elif schema_version(db) != upto:
-        raise StoreBehindError(f"{path} is at schema version {schema_version(db)}, this Foil Studio needs {upto}: restart the app, which migrates it at start-up")
+        raise StoreBehindError(
+            f"{path} is at schema version {schema_version(db)}, this Foil Studio needs {upto}: restart the app, which migrates it at start-up"
+        )
     return db
 
 
@@ -56,12 +60,16 @@ def open_existing_db(path: str | Path) -> sqlite_utils.Database:
         db = _connect_postgres(str(path))
         if schema_version(db) == 0:
             db.conn.close()
-            raise StoreError(f"{redacted(path)} holds no Foil Studio store (no migrations applied); nothing was read or written")
+            raise StoreError(
+                f"{redacted(path)} holds no Foil Studio store (no migrations applied); nothing was read or written"
+            )
         migrate(db)
         return db
     file = Path(path)
     if not file.is_file() or file.stat().st_size == 0:
-        raise StoreError(f"no store at {file}: {'it is empty' if file.is_file() else 'no such file'}; nothing was created or copied")
+        raise StoreError(
+            f"no store at {file}: {'it is empty' if file.is_file() else 'no such file'}; nothing was created or copied"
+        )
     check_store_file(file)
     if _stored_schema_version(file) == 0:
         raise StoreError(f"{file} holds no Foil Studio store (no migrations applied); nothing was created or copied")
@@ -78,8 +86,10 @@ def _connect_postgres(url: str) -> PostgresDatabase:
     version = schema_version(db)
     if version > SCHEMA_VERSION:
         db.conn.close()
-        raise StoreError(f"{redacted(url)} was written by a newer Foil Studio (schema version {version}; this one knows up to "
-                         f"{SCHEMA_VERSION}); upgrade Foil Studio to open it. Nothing was written to it.")
+        raise StoreError(
+            f"{redacted(url)} was written by a newer Foil Studio (schema version {version}; this one knows up to "
+            f"{SCHEMA_VERSION}); upgrade Foil Studio to open it. Nothing was written to it."
+        )
     return db
 
 
@@ -152,23 +162,29 @@ def check_store_file(path: Path) -> None:
     with path.open("rb") as handle:
         header = handle.read(100)
     if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
-        raise StoreError(f"{path} is not a Foil Studio store (not an SQLite database); nothing was written to it. "
-                         "Give another --db path.")
+        raise StoreError(
+            f"{path} is not a Foil Studio store (not an SQLite database); nothing was written to it. "
+            "Give another --db path."
+        )
     _check_whole(path, header)
     version = _stored_schema_version(path)
     if version > SCHEMA_VERSION:
-        raise StoreError(f"{path} was written by a newer Foil Studio (schema version {version}; this one knows up to "
-                         f"{SCHEMA_VERSION}); upgrade Foil Studio to open it. Nothing was written to it.")
+        raise StoreError(
+            f"{path} was written by a newer Foil Studio (schema version {version}; this one knows up to "
+            f"{SCHEMA_VERSION}); upgrade Foil Studio to open it. Nothing was written to it."
+        )
 
 
 def _check_whole(path: Path, header: bytes) -> None:
     """A file shorter than the pages its header counts was truncated (header fields per sqlite.org/fileformat)."""
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
-    pages, counter, valid_for = (int.from_bytes(header[i:i + 4], "big") for i in (28, 24, 92))
+    pages, counter, valid_for = (int.from_bytes(header[i : i + 4], "big") for i in (28, 24, 92))
     if counter == valid_for and path.stat().st_size < pages * page_size:
-        raise StoreError(f"{path} is damaged: {path.stat().st_size:,} bytes where its header counts {pages * page_size:,} "
-                         "(a truncated copy?); restore it from a backup. Nothing was written to it.")
+        raise StoreError(
+            f"{path} is damaged: {path.stat().st_size:,} bytes where its header counts {pages * page_size:,} "
+            "(a truncated copy?); restore it from a backup. Nothing was written to it."
+        )
 
 
 def _stored_schema_version(path: Path) -> int:
@@ -178,8 +194,10 @@ def _stored_schema_version(path: Path) -> int:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "schema_migrations" not in tables:
-            raise StoreError(f"{path} is an SQLite database but not a Foil Studio store (it has no schema_migrations "
-                             "table); nothing was written to it. Give another --db path.")
+            raise StoreError(
+                f"{path} is an SQLite database but not a Foil Studio store (it has no schema_migrations "
+                "table); nothing was written to it. Give another --db path."
+            )
         return int(connection.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]) if tables else 0
     except sqlite3.DatabaseError as error:
         raise StoreError(f"{path} is damaged or not a Foil Studio store ({error}); nothing was written to it") from None

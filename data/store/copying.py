@@ -14,12 +14,40 @@ from data.store.schema import schema_version
 
 # Every table but schema_migrations, parents before the rows that reference them.
 COPY_ORDER = (
-    "datasets", "items", "images", "imports", "annotators", "annotator_tokens", "batches", "assignments", "labels",
-    "label_revisions", "decisions", "crowd_joins", "runs", "run_summaries", "scores", "audits", "embeddings",
+    "datasets",
+    "items",
+    "images",
+    "imports",
+    "annotators",
+    "annotator_tokens",
+    "batches",
+    "assignments",
+    "labels",
+    "label_revisions",
+    "decisions",
+    "crowd_joins",
+    "runs",
+    "run_summaries",
+    "scores",
+    "audits",
+    "embeddings",
 )
 _CHUNK = 2000
-_LABEL_COLUMNS = ("id", "batch_id", "item_id", "part", "annotator_id", "task", "answer", "displayed_order", "flags",
-                  "comment", "started_at", "submitted_at", "seconds")
+_LABEL_COLUMNS = (
+    "id",
+    "batch_id",
+    "item_id",
+    "part",
+    "annotator_id",
+    "task",
+    "answer",
+    "displayed_order",
+    "flags",
+    "comment",
+    "started_at",
+    "submitted_at",
+    "seconds",
+)
 
 
 def row_counts(db: sqlite_utils.Database) -> dict[str, int]:
@@ -44,12 +72,16 @@ def copy_store(source: sqlite_utils.Database, target: sqlite_utils.Database) -> 
     one transaction, then check that the row counts and the labels' checksum agree; a
     StoreError otherwise, with nothing kept in `target`. Returns the counts and the checksum."""
     if schema_version(source) != schema_version(target):
-        raise StoreError(f"the two stores are at schema versions {schema_version(source)} and {schema_version(target)}; "
-                         "open both with this Foil Studio first (it migrates them)")
+        raise StoreError(
+            f"the two stores are at schema versions {schema_version(source)} and {schema_version(target)}; "
+            "open both with this Foil Studio first (it migrates them)"
+        )
     held = {table: n for table, n in row_counts(target).items() if n}
     if held:
-        raise StoreError(f"the destination is not empty ({', '.join(f'{n} {t}' for t, n in held.items())}); "
-                         "copy into a new store. Nothing was copied.")
+        raise StoreError(
+            f"the destination is not empty ({', '.join(f'{n} {t}' for t, n in held.items())}); "
+            "copy into a new store. Nothing was copied."
+        )
     with transaction(target):
         for table in COPY_ORDER:
             _copy_table(source, target, table)
@@ -75,8 +107,14 @@ def _copy_table(source: sqlite_utils.Database, target: sqlite_utils.Database, ta
 
 def _restart_identities(db: sqlite_utils.Database) -> None:
     """After ids were copied in, PostgreSQL's identity sequences continue past the largest."""
-    identities = [row[0] for row in db.execute(
-        "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema()"
-        " AND column_name = 'id' AND is_identity = 'YES'").fetchall()]
+    identities = [
+        row[0]
+        for row in db.execute(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND column_name = 'id' AND is_identity = 'YES'"
+        ).fetchall()
+    ]
     for table in identities:
-        db.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE(MAX(id), 0) + 1, false) FROM {table}")
+        db.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE(MAX(id), 0) + 1, false) FROM {table}"
+        )

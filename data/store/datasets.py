@@ -20,18 +20,18 @@ from data.store.rows import DatasetRow, DatasetSummary, ItemRow
 # --- datasets --------------------------------------------------------------------------------
 
 
-def ensure_dataset(
-    db: sqlite_utils.Database, name: str, source_kind: str, image_root: Path | None = None
-) -> int:
+def ensure_dataset(db: sqlite_utils.Database, name: str, source_kind: str, image_root: Path | None = None) -> int:
     """The id of dataset `name`, created if absent; a newly given image root is recorded."""
     check_name("dataset", name)
     row = db.execute("SELECT id, image_root FROM datasets WHERE name = ?", [name]).fetchone()
     root = str(image_root.resolve()) if image_root is not None else None
     if row is None:
-        return int(db.execute(
-            "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-            [name, source_kind, root, _now()],
-        ).fetchone()[0])
+        return int(
+            db.execute(
+                "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [name, source_kind, root, _now()],
+            ).fetchone()[0]
+        )
     if root is not None and row[1] != root:
         db.execute("UPDATE datasets SET image_root = ? WHERE id = ?", [root, row[0]])
     return int(row[0])
@@ -100,9 +100,7 @@ class StoredItem:
     item: Item
 
 
-def upsert_items(
-    db: sqlite_utils.Database, dataset_id: int, items: Iterable[Item]
-) -> list[tuple[int, bool]]:
+def upsert_items(db: sqlite_utils.Database, dataset_id: int, items: Iterable[Item]) -> list[tuple[int, bool]]:
     """Insert the items not yet stored; return (item id, newly inserted) in input order.
 
     Identical items within one input are told apart by their occurrence number, so the same
@@ -124,9 +122,7 @@ def upsert_items(
 def _upsert_item(
     db: sqlite_utils.Database, dataset_id: int, item: Item, item_key: str, text_key: str
 ) -> tuple[int, bool]:
-    found = db.execute(
-        "SELECT id FROM items WHERE dataset_id = ? AND item_key = ?", [dataset_id, item_key]
-    ).fetchone()
+    found = db.execute("SELECT id FROM items WHERE dataset_id = ? AND item_key = ?", [dataset_id, item_key]).fetchone()
     if found:
         return int(found[0]), False
     same_text = db.execute(
@@ -144,9 +140,16 @@ def _upsert_item(
         "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
         " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         [
-            dataset_id, item.kind, item.category, item.source_id, item_key, text_key,
-            json.dumps(list(item.captions)), json.dumps(list(item.images)),
-            json.dumps(item.truth), json.dumps(item.meta),
+            dataset_id,
+            item.kind,
+            item.category,
+            item.source_id,
+            item_key,
+            text_key,
+            json.dumps(list(item.captions)),
+            json.dumps(list(item.images)),
+            json.dumps(item.truth),
+            json.dumps(item.meta),
         ],
     )
     return int(cursor.fetchone()[0]), True
@@ -169,9 +172,7 @@ def known_image_paths(db: sqlite_utils.Database, dataset_id: int) -> dict[str, s
     return dict(db.execute(sql, [dataset_id]).fetchall())
 
 
-def item_ids_by_category(
-    db: sqlite_utils.Database, dataset_id: int, categories: Iterable[str]
-) -> dict[int, str]:
+def item_ids_by_category(db: sqlite_utils.Database, dataset_id: int, categories: Iterable[str]) -> dict[int, str]:
     """Item id -> source id of the dataset's items in the given categories."""
     wanted = list(categories)
     marks = ",".join("?" * len(wanted))
@@ -208,10 +209,11 @@ def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int,
     wanted = sorted(set(item_ids))
     found: dict[int, ItemRow] = {}
     for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
+        chunk = wanted[start : start + 500]
         rows = db.query(
             f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN ({','.join('?' * len(chunk))})",
-            chunk)
+            chunk,
+        )
         found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
     return found
 
@@ -224,7 +226,11 @@ def truth_flag_condition(db: sqlite_utils.Database, flag: str, table: str) -> st
 def truth_flags(db: sqlite_utils.Database, dataset_id: int, flags: list[str]) -> list[str]:
     """Which of `flags` some item of the dataset carries in its truth (the subsets it offers)."""
     sql = "SELECT 1 FROM items WHERE dataset_id = ? AND {} LIMIT 1"
-    return [flag for flag in flags if db.execute(sql.format(dialect.json_has(db, "truth", _plain_flag(flag))), [dataset_id]).fetchone()]
+    return [
+        flag
+        for flag in flags
+        if db.execute(sql.format(dialect.json_has(db, "truth", _plain_flag(flag))), [dataset_id]).fetchone()
+    ]
 
 
 def _plain_flag(flag: str) -> str:
@@ -248,8 +254,12 @@ def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None
 
 def last_import(db: sqlite_utils.Database, dataset_id: int) -> dict[str, Any] | None:
     """The latest import of items (not of a results run) into a dataset: kind, path, when."""
-    rows = list(db.query(
-        "SELECT kind, path, imported_at FROM imports WHERE dataset_id = ? AND run IS NULL ORDER BY id DESC LIMIT 1", [dataset_id]))
+    rows = list(
+        db.query(
+            "SELECT kind, path, imported_at FROM imports WHERE dataset_id = ? AND run IS NULL ORDER BY id DESC LIMIT 1",
+            [dataset_id],
+        )
+    )
     return rows[0] if rows else None
 
 

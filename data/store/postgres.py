@@ -108,8 +108,12 @@ class PostgresDatabase:
         self.conn.raw.execute(postgres_ddl(sql))  # several statements, no parameters: sent as one
 
     def table_names(self) -> list[str]:
-        return [row[0] for row in self.conn.raw.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name")]
+        return [
+            row[0]
+            for row in self.conn.raw.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
+            )
+        ]
 
 
 def connect(url: str) -> PostgresDatabase:

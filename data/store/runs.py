@@ -30,21 +30,19 @@ def ensure_run(
 ) -> int:
     """The id of run `name` on a dataset, created if absent."""
     check_name("run", name)
-    row = db.execute(
-        "SELECT id FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]
-    ).fetchone()
+    row = db.execute("SELECT id FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]).fetchone()
     if row:
         return int(row[0])
-    return int(db.execute(
-        "INSERT INTO runs (name, dataset_id, model, pretrained, kind, meta, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        [name, dataset_id, model, pretrained, kind, json.dumps(meta or {}), _now()],
-    ).fetchone()[0])
+    return int(
+        db.execute(
+            "INSERT INTO runs (name, dataset_id, model, pretrained, kind, meta, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            [name, dataset_id, model, pretrained, kind, json.dumps(meta or {}), _now()],
+        ).fetchone()[0]
+    )
 
 
-def put_outcomes(
-    db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, dict[str, Any]]]
-) -> None:
+def put_outcomes(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, dict[str, Any]]]) -> None:
     """Store (item id, outcome) rows of a run; a re-import merges into the same rows."""
     db.conn.executemany(
         "INSERT INTO scores (run_id, item_id, outcome) VALUES (?, ?, ?)"
@@ -74,7 +72,9 @@ def get_run_summary(db: sqlite_utils.Database, run_id: int, settings: str) -> di
     """A run's stored metrics under these settings, if computed on its current scores."""
     row = db.execute(
         "SELECT s.summary FROM run_summaries s JOIN runs ON runs.id = s.run_id"
-        " WHERE s.run_id = ? AND s.settings = ? AND s.version = runs.version", [run_id, settings]).fetchone()
+        " WHERE s.run_id = ? AND s.settings = ? AND s.version = runs.version",
+        [run_id, settings],
+    ).fetchone()
     return None if row is None else json.loads(row[0])
 
 
@@ -85,7 +85,9 @@ def put_run_summary(db: sqlite_utils.Database, run_id: int, settings: str, summa
             "INSERT INTO run_summaries (run_id, settings, version, summary, created_at)"
             " SELECT id, ?, version, ?, ? FROM runs WHERE id = ?"  # (SQLite needs a WHERE before ON CONFLICT here)
             " ON CONFLICT (run_id, settings) DO UPDATE SET version = excluded.version, summary = excluded.summary,"
-            " created_at = excluded.created_at", [settings, json.dumps(summary), _now(), run_id])
+            " created_at = excluded.created_at",
+            [settings, json.dumps(summary), _now(), run_id],
+        )
 
 
 def update_run_meta(db: sqlite_utils.Database, run_id: int, meta: dict[str, Any]) -> None:
@@ -97,7 +99,7 @@ def get_embeddings(db: sqlite_utils.Database, model: str, modality: str, keys: l
     """Cached vectors of `model` for the given content keys (those present)."""
     found: dict[str, bytes] = {}
     for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
+        chunk = keys[start : start + 500]
         marks = ",".join("?" * len(chunk))
         sql = f"SELECT key, vector FROM embeddings WHERE model = ? AND modality = ? AND key IN ({marks})"
         found.update(db.execute(sql, [model, modality, *chunk]).fetchall())
@@ -128,13 +130,21 @@ def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[Run
         " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items"
         " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
     )
-    rows = db.query(sql + " ORDER BY runs.id") if dataset is None else db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset])
+    rows = (
+        db.query(sql + " ORDER BY runs.id")
+        if dataset is None
+        else db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset])
+    )
     return [_with_precision(row) for row in rows]
 
 
 def _with_precision(row: dict[str, Any]) -> dict[str, Any]:
     meta = json.loads(row.pop("meta") or "{}")
-    return {**{k: v for k, v in row.items() if k != "n_items"}, "precision": meta.get("precision"), "n_items": row["n_items"]}
+    return {
+        **{k: v for k, v in row.items() if k != "n_items"},
+        "precision": meta.get("precision"),
+        "n_items": row["n_items"],
+    }
 
 
 def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> RunRow:
@@ -152,8 +162,10 @@ def delete_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, 
     the model, not the run); return how many of each were deleted."""
     run_id = get_run(db, dataset, name)["id"]
     with transaction(db):
-        counts = {table: int(db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0])
-                  for table in ("scores", "run_summaries")}
+        counts = {
+            table: int(db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0])
+            for table in ("scores", "run_summaries")
+        }
         for table in counts:  # explicit, not left to ON DELETE CASCADE: a store opened without foreign keys keeps none
             db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         db.execute("DELETE FROM runs WHERE id = ?", [run_id])
@@ -189,8 +201,8 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
     subset = f" AND {truth_flag_condition(db, truth_flag, 'items')}" if truth_flag else ""
     rows = db.execute(
         "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, "
-        + dialect.json_text(db, "items.meta", "groups") +
-        f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY scores.item_id",
+        + dialect.json_text(db, "items.meta", "groups")
+        + f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY scores.item_id",
         [run_id],
     ).fetchall()
     ids, kinds, categories, scores, outcomes, groups = zip(*rows) if rows else ((), (), (), (), (), ())
@@ -220,7 +232,7 @@ def _score_array(texts: tuple[str, ...]) -> np.ndarray:
         raise StoreError(f"scores of one run have different shapes ({shape} and others); score one item kind per run")
     padded = np.full((len(rows), max(map(len, rows))), np.nan)
     for number, row in enumerate(rows):
-        padded[number, :len(row)] = row
+        padded[number, : len(row)] = row
     return padded
 
 
