@@ -193,7 +193,7 @@ def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     "runs list",
     arg("dataset", nargs="?"),
 )
-def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
+def cmd_runs(db: sqlite_utils.Database, args: argparse.Namespace) -> list[store.RunSummary]:
     """List model runs (scored here or imported); `./foil runs [DATASET]` says the same."""
     return store.list_runs(db, args.dataset)
 
@@ -394,7 +394,7 @@ def migrate_store_text(result: dict[str, Any]) -> str:
     text=migrate_store_text,
     opens_store=False,
 )
-def cmd_migrate_store(db: None, args: argparse.Namespace) -> dict[str, Any]:
+def cmd_migrate_store(db: sqlite_utils.Database | None, args: argparse.Namespace) -> dict[str, Any]:
     """Copy a whole store to another engine (SQLite to PostgreSQL or back), checked by row counts
     and a checksum of the labels. Files (images, exports) stay where they are."""
     source = store.open_existing_db(
@@ -451,7 +451,7 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
 )
 def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Create an annotation batch: items, overlap, gold share, annotators."""
-    from annotate.batches import BatchSpec, create_batch
+    from annotate.batches import DEFAULT_CONSENT, PROLIFIC_COMPLETION_URL, BatchSpec, create_batch
 
     annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
     crowd = args.crowd_items is not None
@@ -470,8 +470,8 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
         max_participants=args.max_participants,
         window=args.window,
         idle_minutes=args.no_show_minutes,
-        **({"consent": read_text(Path(args.consent_file))} if args.consent_file else {}),
-        **({"completion_url": args.completion_url} if args.completion_url else {}),
+        consent=read_text(Path(args.consent_file)) if args.consent_file else DEFAULT_CONSENT,
+        completion_url=args.completion_url or PROLIFIC_COMPLETION_URL,
     )
     result = create_batch(db, spec)
     base = _base_url(args)
@@ -783,7 +783,7 @@ def _metric_rows(
     category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None
 ) -> list[dict[str, Any]]:
     """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
-    counts = {k: figures[k] for k in ("n", "ties") if k in figures}
+    counts: dict[str, Any] = {k: figures[k] for k in ("n", "ties") if k in figures}
     per = {} if level is None else {"per": level}
     return [
         {

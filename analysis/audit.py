@@ -17,7 +17,7 @@ from data import formats, item_kinds, store
 TextEncoders = Mapping[str, blind.Embedder]  # name shown -> sentence embedder
 
 
-def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[dict[str, Any]]:
+def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[store.ItemRow]:
     """The dataset's items that have a positive and a negative caption (pairs, triples, groups...)."""
     items = store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62)
     return [i for i in items if i["kind"] in item_kinds.CAPTION_PAIR_KINDS]
@@ -196,7 +196,7 @@ def refine_dataset(
         )
     keep = blind.refine(results[scorers[0]].gaps, results[scorers[1]].gaps, grid=grid, seed=seed)
     if out is not None:
-        formats.REGISTRY["sugarcrepe"].write(
+        formats.REGISTRY["sugarcrepe"].write_items(
             [item for item, kept in zip(items, keep) if kept], out, formats.ExportContext(dataset)
         )
     return {

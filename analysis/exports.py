@@ -48,7 +48,7 @@ def export_dataset(
         Path(row["image_root"]) if row["image_root"] else None,
         per_instance_results(db, dataset) if layout.carries_results else {},
     )
-    files = layout.write(items, out, context)
+    files = layout.write_items(items, out, context)
     named = {"subset": subset} if flag else {}
     return {
         "dataset": dataset,

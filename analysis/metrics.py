@@ -113,7 +113,7 @@ def bivlc_outcomes(scores: ArrayLike, ties: str = "wrong") -> dict[str, Credits]
 
 def bivlc_tied(scores: ArrayLike) -> NDArray[np.int_]:
     """Per item: how many of the four BiVLC comparisons were ties."""
-    return sum(tied(a, b) for a, b in _bivlc_comparisons(scores).values())
+    return np.sum([tied(a, b) for a, b in _bivlc_comparisons(scores).values()], axis=0)
 
 
 def bivlc_ties(scores: ArrayLike) -> int:

@@ -151,7 +151,8 @@ def _renamed(summary: dict[str, Any], names: Mapping[str, str | None]) -> dict[s
         return summary
 
     def rename(values: dict[str, Any]) -> dict[str, Any]:
-        return {names.get(k, k): v for k, v in values.items() if names.get(k, k) is not None}
+        renamed = {k: names.get(k, k) for k in values}
+        return {new: values[k] for k, new in renamed.items() if new is not None}
 
     renamed = {**summary, "metrics": rename(summary["metrics"]), "intervals": rename(summary["intervals"])}
     renamed["by_category"] = {c: rename(v) for c, v in summary["by_category"].items()}
@@ -169,8 +170,16 @@ def item_kind(run: Run) -> str:
     return kinds.pop()
 
 
+def _decisions(run: Run) -> list[dict[str, Any]]:
+    """An imported run's decision per item; refused when an item has none (a run of scores)."""
+    decided = [outcome for outcome in run.outcomes if outcome is not None]
+    if len(decided) != len(run.outcomes):
+        raise UnsupportedRunError(f"{len(run.outcomes) - len(decided)} items of this run have no imported decision")
+    return decided
+
+
 def _outcome_column(run: Run, key: str) -> np.ndarray:
-    return np.array([float(bool(outcome[key])) for outcome in run.outcomes])
+    return np.array([float(bool(outcome[key])) for outcome in _decisions(run)])
 
 
 def _no_ties(run: Run) -> np.ndarray:
@@ -308,7 +317,7 @@ def choice_summary(run: Run, settings: Settings) -> dict[str, Any]:
     """
     answers = [
         (category, ordering, answer)
-        for category, outcome in zip(run.categories, run.outcomes)
+        for category, outcome in zip(run.categories, _decisions(run))
         for ordering, answer in sorted(outcome.items())
     ]
     categories = np.array([category for category, _, _ in answers])
@@ -328,13 +337,12 @@ def choice_summary(run: Run, settings: Settings) -> dict[str, Any]:
 def choice_correct(run: Run) -> tuple[np.ndarray, dict[str, list[bool | None]]]:
     """Per item of a choices run: right under every ordering it was asked in, and per ordering
     whether it was right (None where that ordering was not asked)."""
-    orderings = sorted({ordering for outcome in run.outcomes for ordering in outcome})
-    per = {
-        o: [None if o not in outcome else bool(outcome[o]["correct"]) for outcome in run.outcomes] for o in orderings
+    decisions = _decisions(run)
+    orderings = sorted({ordering for outcome in decisions for ordering in outcome})
+    per: dict[str, list[bool | None]] = {
+        o: [None if o not in outcome else bool(outcome[o]["correct"]) for outcome in decisions] for o in orderings
     }
-    every = np.array(
-        [all(bool(answer["correct"]) for answer in outcome.values()) for outcome in run.outcomes], dtype=bool
-    )
+    every = np.array([all(bool(answer["correct"]) for answer in outcome.values()) for outcome in decisions], dtype=bool)
     return every, per
 
 

@@ -182,7 +182,9 @@ def plan_items(
     items: list[store.ItemRow], hashes: dict[str, str]
 ) -> tuple[list[ItemPlan], dict[str, tuple[str, list[float] | None]], dict[str, str]]:
     """Content keys per item, plus the distinct images (path, crop) and captions to encode."""
-    plans, images, texts = [], {}, {}
+    plans: list[ItemPlan] = []
+    images: dict[str, tuple[str, list[float] | None]] = {}
+    texts: dict[str, str] = {}
     for item in items:
         bbox = item["meta"].get("bbox")
         if not item["images"] or any(path not in hashes for path in item["images"]):

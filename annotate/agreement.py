@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
-from typing import Any
+from typing import Any, Literal, cast
 
 import krippendorff
 import numpy as np
@@ -48,7 +48,9 @@ def coded_label(task: str, answer: Mapping[str, Any], question: str = "answer") 
     return task_type(task).agreement_code(str(answer[question]))
 
 
-def ratings_table(labels: list[Mapping[str, Any]], task: str, questions: tuple[str, ...] | None = None) -> pd.DataFrame:
+def ratings_table(
+    labels: Sequence[Mapping[str, Any]], task: str, questions: tuple[str, ...] | None = None
+) -> pd.DataFrame:
     """Units by annotators, holding each annotator's label or NaN.
 
     A unit is (item, part) for single-question tasks and (item, part, question) when several
@@ -72,7 +74,9 @@ def ratings_table(labels: list[Mapping[str, Any]], task: str, questions: tuple[s
     return frame
 
 
-def task_agreement(labels: list[Mapping[str, Any]], task: str, *, n_boot: int = 500, seed: int = 0) -> dict[str, Any]:
+def task_agreement(
+    labels: Sequence[Mapping[str, Any]], task: str, *, n_boot: int = 500, seed: int = 0
+) -> dict[str, Any]:
     """`agreement_report` of a task's labels on the task's scale (ordinal for ranks).
 
     Tasks that ask several questions report the coefficients over all their questions together
@@ -206,7 +210,10 @@ def _alpha_from_codes(codes: np.ndarray, level: str) -> float | None:
     usable = codes[(~np.isnan(codes)).sum(axis=1) >= 2]
     if len(usable) == 0 or len(np.unique(usable[~np.isnan(usable)])) < 2:
         return None
-    return float(krippendorff.alpha(reliability_data=usable.T, level_of_measurement=level))
+    scale = cast(
+        Literal["nominal", "ordinal", "interval", "ratio"], level
+    )  # krippendorff's names, as task types use them
+    return float(krippendorff.alpha(reliability_data=usable.T, level_of_measurement=scale))
 
 
 def gwet_ac1(table: pd.DataFrame) -> tuple[float | None, int, str | None]:

@@ -34,12 +34,12 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
         seconds = [
             lab["seconds"] for lab in answered if lab["seconds"] is not None and SIMULATED not in (lab["flags"] or [])
         ]  # a person's time only
-        gold = [
+        judged = [
             is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"])
             for lab in answered
             if lab["is_gold"]
         ]
-        gold = [g for g in gold if g is not None]
+        gold = [g for g in judged if g is not None]
         rows.append(
             {
                 "annotator": name,

@@ -47,6 +47,11 @@ class BatchError(store.StoreError):
     """A batch cannot be created or answered as asked."""
 
 
+def _pair(a: int, b: int) -> tuple[int, int]:
+    """Two annotators as an unordered pair (the key of how many units they share)."""
+    return (a, b) if a <= b else (b, a)
+
+
 def plan_assignments(n_units: int, annotators: list[int], overlap: int, seed: int | str) -> list[list[int]]:
     """For each unit, the `overlap` distinct annotators who get it (see the module docstring)."""
     if overlap < 1 or overlap > len(annotators):
@@ -59,15 +64,13 @@ def plan_assignments(n_units: int, annotators: list[int], overlap: int, seed: in
         chosen: list[int] = []
         for _ in range(overlap):
             candidates = [a for a in annotators if a not in chosen]
-            best = min(
-                candidates, key=lambda a: (load[a], sum(shared[tuple(sorted((a, c)))] for c in chosen), rng.random())
-            )
+            best = min(candidates, key=lambda a: (load[a], sum(shared[_pair(a, c)] for c in chosen), rng.random()))
             chosen.append(best)
         for a in chosen:
             load[a] += 1
         for i, a in enumerate(chosen):
             for b in chosen[i + 1 :]:
-                shared[tuple(sorted((a, b)))] += 1
+                shared[_pair(a, b)] += 1
         plan.append(chosen)
     return plan
 
@@ -162,7 +165,7 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
 
 
 def _crowd_config(
-    chosen: list[dict[str, Any]], gold: set[int], candidates: list[dict[str, Any]], spec: BatchSpec, rng: random.Random
+    chosen: list[store.ItemRow], gold: set[int], candidates: list[store.ItemRow], spec: BatchSpec, rng: random.Random
 ) -> dict[str, Any]:
     """The unit pool crowd workers draw from, practice items outside the batch, the codes and the cap."""
     units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i["kind"])]
@@ -211,7 +214,7 @@ def _assignment_rows(
     for unit in (u for u in units if u[0] in gold):
         for annotator in annotators:
             queues[annotator].append((unit, True))
-    rows = []
+    rows: list[tuple[int, int, int, int, bool]] = []
     for annotator, queue in queues.items():
         random.Random(f"queue:{spec.seed}:{annotator}").shuffle(queue)
         rows.extend(
@@ -235,7 +238,7 @@ def extend_disagreements(db: sqlite_utils.Database, batch_name: str) -> int:
     disputed = [unit for unit, seen in answers.items() if len(seen) > 1]
     load = Counter(a["annotator_id"] for a in current if not a["done"])
     everyone = sorted({a["annotator_id"] for a in current})
-    rows = []
+    rows: list[tuple[int, int, int, int, bool]] = []
     for unit in disputed:
         holders = {a["annotator_id"] for a in current if (a["item_id"], a["part"]) == unit} | {
             r[2] for r in rows if (r[0], r[1]) == unit

@@ -134,12 +134,14 @@ def dawid_skene(db: sqlite_utils.Database, batch_name: str, *, n_iter: int = 100
         return {"labels": {}, "accuracy": {}}
     frame = pd.DataFrame(rows)
     model = DawidSkene(n_iter=n_iter).fit(frame)
+    assert model.labels_ is not None  # set by fit
     return {"labels": {str(k): v for k, v in model.labels_.items()}, "accuracy": _worker_accuracy(model)}
 
 
 def _worker_accuracy(model: DawidSkene) -> dict[str, float]:
     """Each worker's probability of giving the true label, weighted by the estimated class priors."""
     errors, priors = model.errors_, model.priors_
+    assert errors is not None and priors is not None  # set by fit
     accuracy = {}
     for worker in errors.index.get_level_values(0).unique():
         matrix = errors.loc[worker]  # rows: observed label, columns: true label

@@ -34,7 +34,7 @@ def majority_choice(answers: list[str]) -> str | None:
     return tied[0]
 
 
-def pick_image_survivors(db: sqlite_utils.Database, batch_name: str) -> list[tuple[dict[str, Any], int]]:
+def pick_image_survivors(db: sqlite_utils.Database, batch_name: str) -> list[tuple[store.ItemRow, int]]:
     """(candidate item, chosen candidate index) for every item the batch keeps: a batch of a task
     type with a next step (`TaskType.next_step`: pick_image)."""
     batch = store.get_batch(db, batch_name)

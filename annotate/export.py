@@ -81,7 +81,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
     root = store.get_dataset(db, batch["dataset"])["image_root"]
-    written = formats.REGISTRY[str(fmt)].write(
+    written = formats.REGISTRY[str(fmt)].write_items(
         kept, out, formats.ExportContext(batch["dataset"], Path(root) if root else None)
     )
     provenance = {
@@ -115,7 +115,7 @@ def _dropped_upstream(
     db: sqlite_utils.Database, batch: store.BatchRow, kept: list[store.ItemRow]
 ) -> list[dict[str, Any]]:
     """Candidate sets the pick_image batch before an ambiguity batch dropped (None chosen)."""
-    sources = {i["meta"].get("from_batch") for i in kept} - {None}
+    sources = {str(i["meta"]["from_batch"]) for i in kept if i["meta"].get("from_batch") is not None}
     dropped = []
     for pick in sorted(sources):
         picked = store.get_batch(db, pick)

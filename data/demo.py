@@ -128,7 +128,8 @@ def _edit_with_verdict(
 def _targets(rng: random.Random, n: int, config: DemoConfig) -> list[w.Verdict]:
     n_false_negative = round(n * config.false_negative_share)
     n_ambiguous = round(n * config.ambiguous_share)
-    targets: list[w.Verdict] = ["true"] * n_false_negative + ["ambiguous"] * n_ambiguous
+    targets: list[w.Verdict] = ["true"] * n_false_negative
+    targets += ["ambiguous"] * n_ambiguous
     targets += ["false"] * (n - len(targets))
     rng.shuffle(targets)
     return targets
@@ -171,12 +172,13 @@ def build_pairs(rng: random.Random, config: DemoConfig) -> DemoSet:
 
 
 def _next_pair(
-    rng: random.Random, scene: w.Scene, category: str, quota: Counter[str], misses: Counter[str]
+    rng: random.Random, scene: w.Scene, category: str, quota: Counter[w.Verdict], misses: Counter[str]
 ) -> tuple[w.Claim, w.Claim] | None:
     """An item for the category on this scene, rare verdicts first; updates the quota."""
-    rare = [v for v in ("true", "ambiguous") if quota[v]]
-    for verdict in [*rare, "false"] if quota["false"] else rare:
-        found = _edit_on_scene(rng, scene, category, verdict)  # type: ignore[arg-type]
+    rare: list[w.Verdict] = [v for v in ("true", "ambiguous") if quota[v]]
+    order: list[w.Verdict] = [*rare, "false"] if quota["false"] else rare
+    for verdict in order:
+        found = _edit_on_scene(rng, scene, category, verdict)
         if found is not None:
             quota[verdict] -= 1
             return found
@@ -268,7 +270,8 @@ def build_candidates(rng: random.Random, config: DemoConfig) -> DemoSet:
     for index in range(config.n_candidate_sets):
         category = w.CATEGORIES[index % len(w.CATEGORIES)]
         scene, claim, negative = _require(_edit_with_verdict(rng, category, "false"))
-        scenes, flaws = [], []
+        scenes: list[w.Scene] = []
+        flaws: list[str | None] = []
         for _ in range(4):
             if rng.random() < config.wrong_candidate_share:
                 drawn, flaw = w.corrupt(negative, rng)

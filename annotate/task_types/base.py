@@ -157,7 +157,8 @@ class TaskType:
         say it: each question's value by `describe` (or its option's label), "question: value"
         per question when there are several."""
         labels = {o.value: o.label for o in self.build(item, part, random.Random(0)).options}
-        word = (lambda v: self.describe(item, v)) if self.describe else (lambda v: labels.get(v, v))
+        describe = self.describe
+        word = (lambda v: describe(item, v)) if describe else (lambda v: labels.get(v, v))
         if self.questions == ("answer",):
             return word(str(answer.get("answer")))
         name = (lambda q: self.question_words(item, q)) if self.question_words else (lambda q: q)

@@ -41,7 +41,7 @@ def correct(item: Item, part: int, answer: Answer) -> bool | None:
     if "valid" not in known:
         return None
     choice = answer.get("answer")
-    return choice == "none" if not any(known["valid"]) else choice != "none" and known["valid"][int(choice)]
+    return choice == "none" if not any(known["valid"]) else choice != "none" and known["valid"][int(str(choice))]
 
 
 def chosen_candidate(item: Item, value: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,12 @@ class Format:
     report: Callable[[Parsed], dict[str, Any]] | None = None
     sample_fixture: str = ""
     sample: Callable[[Path], Path] | None = None
+
+    def write_items(self, items: Sequence[StoredItem], out: Path, context: ExportContext) -> list[str]:
+        """Write stored items in this layout (`write`); refused for a format that only reads."""
+        if self.write is None:
+            raise ValueError(f"the {self.name} format is read only: it has no writer")
+        return self.write(list[StoredItem](items), out, context)
 
 
 def write_json_files(out: Path, files: Mapping[str, Any]) -> list[str]:

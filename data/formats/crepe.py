@@ -41,10 +41,11 @@ def parse_crepe(path: Path) -> Parsed:
         if prod:
             sets = {prod["type"]: "hard_negs"}
             category = lambda kind, m=prod: f"prod_{kind}_c{int(m['complexity']):02d}"  # noqa: E731
-            extra = {"complexity": int(prod["complexity"])}
+            extra: dict[str, int | str] = {"complexity": int(prod["complexity"])}
         else:
             sets = {"atom": "valid_hard_negs_atom", "comp": "valid_hard_negs_comp"}
             category = lambda kind, m=syst: f"syst_{kind}_{m['split']}"  # noqa: E731
+            assert syst is not None  # a known file matches one of the two names
             extra = {"split": syst["split"], "trained_on": syst["train"]}
         for number, row in read_csv_rows(file, ("image_id", "caption", *CREPE_BOX, *sets.values())):
             box = _crepe_box(row, file, number)

@@ -64,7 +64,7 @@ class ItemKind:
     n_images: int | None
     caption_roles: Callable[[int], list[str]]
     image_roles: Callable[[int], list[str]]
-    scores_from: Callable[[np.ndarray], object]
+    scores_from: Callable[[np.ndarray], Any]
     gaps: tuple[Gap, ...] = ()
     metric_family: str | None = None
     no_metric_because: str = ""  # said when a run of this kind is asked for metrics

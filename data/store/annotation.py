@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlite_utils
 
@@ -58,7 +58,7 @@ def revoke_tokens(db: sqlite_utils.Database, annotator_id: int) -> int:
 def annotator_by_name(db: sqlite_utils.Database, name: str) -> AnnotatorRow | None:
     """The annotator called `name` (id, name, external id), or None."""
     rows = list(db.query("SELECT id, name, external_id FROM annotators WHERE name = ?", [name]))
-    return rows[0] if rows else None
+    return cast(AnnotatorRow, rows[0]) if rows else None
 
 
 def annotator_by_token(db: sqlite_utils.Database, token: str) -> AnnotatorRow | None:
@@ -67,7 +67,7 @@ def annotator_by_token(db: sqlite_utils.Database, token: str) -> AnnotatorRow | 
     row = db.execute("SELECT token_hash, annotator_id FROM annotator_tokens WHERE token_hash = ?", [wanted]).fetchone()
     if row is None or not hmac.compare_digest(row[0], wanted):
         return None
-    return next(db.query("SELECT id, name, external_id FROM annotators WHERE id = ?", [row[1]]))
+    return cast(AnnotatorRow, next(db.query("SELECT id, name, external_id FROM annotators WHERE id = ?", [row[1]])))
 
 
 def list_annotators(db: sqlite_utils.Database) -> list[dict[str, Any]]:
@@ -117,7 +117,7 @@ def get_batch(db: sqlite_utils.Database, name: str) -> BatchRow:
     if not rows:
         known = ", ".join(r["name"] for r in db.query("SELECT name FROM batches")) or "none"
         raise NotFoundError(f"no batch named {name!r} (batches: {known})")
-    return _decode(rows[0], "config")
+    return cast(BatchRow, _decode(rows[0], "config"))
 
 
 def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> BatchRow | None:
@@ -136,7 +136,7 @@ def list_batches(db: sqlite_utils.Database) -> list[BatchSummary]:
         " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = batches.id) AS n_labels"
         " FROM batches JOIN datasets ON datasets.id = batches.dataset_id ORDER BY batches.id"
     )
-    return list(rows)
+    return cast(list[BatchSummary], list(rows))
 
 
 def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
@@ -318,7 +318,7 @@ def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[LabelRow]:
         " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id",
         [batch_id],
     )
-    return [_decode(row, "answer", "displayed_order", "flags") for row in rows]
+    return [cast(LabelRow, _decode(row, "answer", "displayed_order", "flags")) for row in rows]
 
 
 def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[ItemLabel]:
@@ -334,7 +334,7 @@ def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[Item
             " ORDER BY l.item_id, l.id",
             chunk,
         )
-        found.extend(_decode(row, "answer", "flags") for row in rows)
+        found.extend(cast(ItemLabel, _decode(row, "answer", "flags")) for row in rows)
     return found
 
 

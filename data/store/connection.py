@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import weakref
 from pathlib import Path
+from typing import cast
 
 import psycopg
 import sqlite_utils
@@ -76,11 +77,12 @@ def open_existing_db(path: str | Path) -> sqlite_utils.Database:
     return open_db(file)
 
 
-def _connect_postgres(url: str) -> PostgresDatabase:
+def _connect_postgres(url: str) -> sqlite_utils.Database:
     """A connection to a PostgreSQL store, refused (StoreError) when the server cannot be reached
-    or the database was written by a newer Foil Studio."""
+    or the database was written by a newer Foil Studio. Typed as the sqlite-utils Database whose
+    few methods the store calls, which PostgresDatabase provides."""
     try:
-        db = PostgresDatabase(url)
+        db = cast(sqlite_utils.Database, PostgresDatabase(url))
     except psycopg.OperationalError as error:
         raise StoreError(f"cannot open the PostgreSQL store {redacted(url)}: {str(error).strip()}") from None
     version = schema_version(db)
@@ -127,8 +129,10 @@ def _connect_checked(path: Path, *, shared: bool = False) -> sqlite_utils.Databa
         connection = sqlite3.connect(path, factory=_TrackedConnection, check_same_thread=not shared)
         db = sqlite_utils.Database(connection)
         db.enable_wal()
-        connection.write_lock = _write_locks.setdefault(_file_key(path), threading.RLock())
-        _live_connections.setdefault(_file_key(path), weakref.WeakSet()).add(connection)
+        opened = _file_key(path)
+        assert opened is not None  # the file exists now: sqlite3.connect created it
+        connection.write_lock = _write_locks.setdefault(opened, threading.RLock())
+        _live_connections.setdefault(opened, weakref.WeakSet()).add(connection)
         for gone in [file for file, alive in _live_connections.items() if not alive]:
             del _live_connections[gone]  # files no connection holds any more
     return db
@@ -216,4 +220,4 @@ def db_file(db: sqlite_utils.Database) -> Path | None:
 
 def location(db: sqlite_utils.Database) -> str | Path | None:
     """Where a store lives, as --db takes it: its file, its PostgreSQL URL, or None in memory."""
-    return db.url if is_postgres(db) else db_file(db)
+    return cast(PostgresDatabase, db).url if is_postgres(db) else db_file(db)

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlite_utils
 
@@ -43,7 +43,7 @@ def get_dataset(db: sqlite_utils.Database, name: str) -> DatasetRow:
     if not rows:
         known = ", ".join(r["name"] for r in db.query("SELECT name FROM datasets")) or "none"
         raise NotFoundError(f"no dataset named {name!r} (datasets: {known})")
-    return rows[0]
+    return cast(DatasetRow, rows[0])
 
 
 def delete_dataset(db: sqlite_utils.Database, name: str) -> None:
@@ -61,7 +61,7 @@ def list_datasets(db: sqlite_utils.Database) -> list[DatasetSummary]:
         dataset["n_items"] = sum(dataset["by_category"].values())
         dataset["item_kinds"] = item_kind_counts(db, dataset["id"])
         dataset["images"] = image_status_counts(db, dataset["id"])
-    return datasets
+    return cast(list[DatasetSummary], datasets)
 
 
 def dataset_names(db: sqlite_utils.Database, *, with_runs: bool = False) -> list[str]:
@@ -191,7 +191,7 @@ def list_items(
 ) -> list[ItemRow]:
     """One page of a dataset's items (JSON columns decoded), in import order; with `truth_flag`,
     only the items whose truth sets that flag to true (a named subset, `data.subsets`)."""
-    where, params = "dataset_id = ?", [dataset_id]
+    where, params = "dataset_id = ?", list[Any]([dataset_id])
     if category:
         where, params = where + " AND category = ?", [*params, category]
     if truth_flag:
@@ -201,7 +201,7 @@ def list_items(
         f" WHERE {where} ORDER BY id LIMIT ? OFFSET ?",
         [*params, limit, offset],
     )
-    return [_decode(row, "captions", "images", "truth", "meta") for row in rows]
+    return [cast(ItemRow, _decode(row, "captions", "images", "truth", "meta")) for row in rows]
 
 
 def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, ItemRow]:

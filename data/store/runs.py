@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sqlite_utils
@@ -135,7 +135,7 @@ def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[Run
         if dataset is None
         else db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset])
     )
-    return [_with_precision(row) for row in rows]
+    return [cast(RunSummary, _with_precision(row)) for row in rows]
 
 
 def _with_precision(row: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +154,7 @@ def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> RunRow:
     if not rows:
         known = ", ".join(r["run"] for r in list_runs(db, dataset)) or "none"
         raise NotFoundError(f"no run named {name!r} on dataset {dataset!r} (runs: {known})")
-    return _decode(rows[0], "meta")
+    return cast(RunRow, _decode(rows[0], "meta"))
 
 
 def delete_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, int]:
