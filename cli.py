@@ -610,7 +610,8 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     arg(
         "--format",
         choices=CLEAN_FORMATS,
-        help="the layout (default: the dataset's own, as VALSE or SugarCrepe++, else the task type's: sugarcrepe for validate_negative, bivlc for ambiguity)",
+        help="the layout (default: the dataset's own, as VALSE or SugarCrepe++, else the task type's: sugarcrepe for "
+        "validate_negative, bivlc for ambiguity)",
     ),
     arg("--out", required=True),
 )
@@ -646,7 +647,8 @@ def compare_text(result: dict[str, Any]) -> str:
     arg("--with", dest="other_run", required=True, help="the run to compare with"),
     arg(
         "--other-dataset",
-        help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, caption and negative)",
+        help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, "
+        "caption and negative)",
     ),
     text=compare_text,
 )
@@ -802,7 +804,11 @@ def _metric_rows(
 def parity_text(result: dict[str, Any]) -> str:
     """`parity`: the runs and why each ran in its precision, the headline change with its
     interval, then the items whose decision flips."""
-    change = f"{result['metric']}: {plain_text.cell(result['value_a'])} under A, {plain_text.cell(result['value_b'])} under B, change {plain_text.cell(result['change'])} (95% interval {plain_text.interval_text(result['change_interval'])})"
+    change = (
+        f"{result['metric']}: {plain_text.cell(result['value_a'])} under A, {plain_text.cell(result['value_b'])} under "
+        f"B, change {plain_text.cell(result['change'])} (95% interval "
+        f"{plain_text.interval_text(result['change_interval'])})"
+    )
     why = [
         f"{run} ({result[key]})"
         for run, key in ((result["run_a"], "precision_a"), (result["run_b"], "precision_b"))
@@ -852,7 +858,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--db",
-        help=f"store file or postgresql:// URL (default: $FOIL_DB, else ./foil.db if present, else the demo store {paths.DEMO_STORE.relative_to(paths.REPO)} if built)",
+        help="store file or postgresql:// URL (default: $FOIL_DB, else ./foil.db if present, else the demo store "
+        f"{paths.DEMO_STORE.relative_to(paths.REPO)} if built)",
     )
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
@@ -885,7 +892,7 @@ def with_default_action(argv: list[str]) -> list[str]:
 
     >>> with_default_action(["runs", "demo"]), with_default_action(["runs", "delete", "d", "r"]), with_default_action(["runs", "-h"])
     (['runs', 'list', 'demo'], ['runs', 'delete', 'd', 'r'], ['runs', '-h'])
-    """
+    """  # noqa: E501
     if not argv or argv[0] not in GROUP_DEFAULT:
         return argv
     actions = {c.name for c in COMMANDS if c.group == argv[0]}

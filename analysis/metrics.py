@@ -290,7 +290,7 @@ def summarize(
     >>> summary = summarize({"accuracy": [True, True, True, False]}, ["a", "a", "a", "b"], macro=("accuracy", "macro"), n_boot=10)
     >>> summary["metrics"], summary["by_category"]["b"]
     ({'accuracy': 75.0, 'macro': 50.0}, {'n': 1, 'accuracy': 0.0})
-    """
+    """  # noqa: E501
     arrays = {k: np.asarray(v, dtype=float) for k, v in outcomes.items()}
     labels = np.asarray(categories)
     tie_counts = None if ties is None else np.asarray(ties, dtype=int)

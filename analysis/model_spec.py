@@ -47,7 +47,7 @@ class ModelSpec:
 
         >>> ModelSpec("ViT-B-32", "openai", precision="fp32").run_name, demo_model_spec().run_name, ModelSpec("RN50", precision="bf16").run_name
         ('ViT-B-32-openai', 'foil-demo-clip', 'RN50-bf16')
-        """
+        """  # noqa: E501
         suffix = Path(self.checkpoint).stem if self.checkpoint else self.pretrained
         name = self.arch + (f"-{suffix}" if suffix and suffix != self.arch else "")
         return name if self.precision in ("fp32", "auto") else f"{name}-{self.precision}"

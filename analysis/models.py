@@ -123,7 +123,8 @@ def native_bf16(device: torch.device) -> tuple[bool, str]:
         return True, f"this CPU ({platform.machine()}) has native bf16 ({', '.join(features)})"
     return (
         False,
-        f"this CPU ({platform.machine()}) has no native bf16 (no AVX512-BF16, AMX or Arm BF16), where bf16 is emulated and slower than fp32",
+        f"this CPU ({platform.machine()}) has no native bf16 (no AVX512-BF16, AMX or Arm BF16), where bf16 is emulated "
+        "and slower than fp32",
     )
 
 

@@ -87,8 +87,8 @@ class Scorable:
         if not self.n_skipped:
             return ""
         return (
-            f"{self.n_skipped:,} of the {self.n_items:,} items of {self.dataset} lack an image file and will be skipped; "
-            f"{self.n_scorable:,} will be scored."
+            f"{self.n_skipped:,} of the {self.n_items:,} items of {self.dataset} lack an image file and will be "
+            f"skipped; {self.n_scorable:,} will be scored."
         )
 
 
@@ -114,7 +114,8 @@ def require_scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | No
         raise NothingToScoreError(f"{dataset} has no items to score")
     if found.n_scorable == 0:
         raise NothingToScoreError(
-            f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: {ATTACH_HINT}"
+            f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: "
+            f"{ATTACH_HINT}"
         )
     return found
 

@@ -44,7 +44,7 @@ def coded_label(task: str, answer: Mapping[str, Any], question: str = "answer") 
 
     >>> coded_label("pick_image", {"answer": "2"}), coded_label("rank_captions", {"rank_0": "1", "rank_1": "3"}, "rank_1")
     ('image', '3')
-    """
+    """  # noqa: E501
     return task_type(task).agreement_code(str(answer[question]))
 
 

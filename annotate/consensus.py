@@ -71,7 +71,8 @@ class Exclusion:
         right = round(self.gold_accuracy * self.gold_n / 100)
         return (
             f"{right} of {self.gold_n} gold items right ({self.gold_accuracy:.0f}%; at most "
-            f"{gold_upper_bound(right, self.gold_n):.0f}% with 95% confidence, below the pass mark of {self.gold_pass:.0f}%)"
+            f"{gold_upper_bound(right, self.gold_n):.0f}% with 95% confidence, below the pass mark of "
+            f"{self.gold_pass:.0f}%)"
         )
 
 

@@ -177,9 +177,9 @@ def _who_labelled(batch: store.BatchRow, labels: list[store.LabelRow], regular: 
         return f"No labels have been stored for this {task} batch on {batch['dataset']} yet."
     per_item = count_range(min(per_unit.values()), max(per_unit.values())) if per_unit else "0"
     return (
-        f"{len(annotators)} annotator{'s' if len(annotators) != 1 else ''} labelled {scope} of {batch['dataset']} ({task}); "
-        f"each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, and each annotator labelled "
-        f"{count_range(min(annotators.values()), max(annotators.values()))} items"
+        f"{len(annotators)} annotator{'s' if len(annotators) != 1 else ''} labelled {scope} of {batch['dataset']} "
+        f"({task}); each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, and each annotator "
+        f"labelled {count_range(min(annotators.values()), max(annotators.values()))} items"
         + (
             f", including {n_gold:,} gold item{'s' if n_gold != 1 else ''} with known answers shown to every annotator."
             if n_gold
@@ -200,8 +200,8 @@ def _stimulus_order(labels: list[store.LabelRow]) -> str:
         )
     common, count = orders.most_common(1)[0]
     return (
-        f"The order of each item's captions or images was shuffled per item and annotator with a recorded seed and stored "
-        f"with each label ({len(orders)} different orders among {len(labels):,} labels; the most frequent on "
+        "The order of each item's captions or images was shuffled per item and annotator with a recorded seed and "
+        f"stored with each label ({len(orders)} different orders among {len(labels):,} labels; the most frequent on "
         f"{figure(100 * count / len(labels), 0)}% of them); the answer options kept fixed positions and keys."
     )
 
@@ -241,8 +241,8 @@ def _time_sentence(labels: list[store.LabelRow]) -> str:
     )
     if simulated:
         timing += (
-            f" {simulated:,} of the {len(labels):,} labels were simulated (demo answers from the ground truth, not people's) "
-            "and are left out of the time."
+            f" {simulated:,} of the {len(labels):,} labels were simulated (demo answers from the ground truth, not "
+            "people's) and are left out of the time."
         )
     return timing
 
@@ -256,7 +256,10 @@ def _gold_sentence(db: sqlite_utils.Database, batch: store.BatchRow, labels: lis
         )
     out = excluded_annotators(db, batch["name"])
     rule = rule_text(float(batch["config"].get("gold_pass", GOLD_PASS)))
-    sentence = f"{len(progress) - len(out)} of the {len(progress)} annotators who answered gold items passed the gold screening ({rule})"
+    sentence = (
+        f"{len(progress) - len(out)} of the {len(progress)} annotators who answered gold items passed the gold "
+        f"screening ({rule})"
+    )
     if not out:
         return sentence + "."
     return sentence + "; left out of the vote: " + "; ".join(f"{e.annotator} ({e.reason})" for e in out) + "."

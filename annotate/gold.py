@@ -19,10 +19,10 @@ def rule_text(gold_pass: float = GOLD_PASS) -> str:
 
     >>> rule_text(60.0)
     'an annotator is left out of the vote only when the upper end of the Wilson 95% interval of their gold accuracy is below the 60% pass mark'
-    """
+    """  # noqa: E501
     return (
-        f"an annotator is left out of the vote only when the upper end of the Wilson 95% interval of their gold accuracy "
-        f"is below the {gold_pass:.0f}% pass mark"
+        "an annotator is left out of the vote only when the upper end of the Wilson 95% interval of their gold "
+        f"accuracy is below the {gold_pass:.0f}% pass mark"
     )
 
 

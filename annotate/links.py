@@ -43,7 +43,10 @@ def annotator_link(base: str | None, token: str) -> str:
 
 def crowd_link(base: str | None, crowd_token: str) -> str:
     """The study link to paste into Prolific, which fills in the participant's ids."""
-    return f"{base or ''}/?study={crowd_token}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}&SESSION_ID={{{{%SESSION_ID%}}}}"
+    return (
+        f"{base or ''}/?study={crowd_token}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
+        "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
 
 
 UNKNOWN_ADDRESS = (

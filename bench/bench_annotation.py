@@ -62,7 +62,10 @@ def percentiles(seconds: list[float]) -> str:
     if not seconds:
         return "none"
     ms = np.asarray(seconds) * 1000
-    return f"p50 {np.percentile(ms, 50):.1f} ms, p95 {np.percentile(ms, 95):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms, max {ms.max():.1f} ms"
+    return (
+        f"p50 {np.percentile(ms, 50):.1f} ms, p95 {np.percentile(ms, 95):.1f} ms, p99 {np.percentile(ms, 99):.1f} ms, "
+        f"max {ms.max():.1f} ms"
+    )
 
 
 def build_store(folder: Path, n_items: int) -> Path:
@@ -335,7 +338,8 @@ def main() -> int:
     if not args.no_browser and not args.engines_only:
         seconds, frames = round_trip(path, folder, args.browser_items)
         say(
-            f"browser: key press -> whole next item on screen (640x480 JPEGs, images decoded), {len(seconds)} items: {percentiles(seconds)}"
+            f"browser: key press -> whole next item on screen (640x480 JPEGs, images decoded), {len(seconds)} items: "
+            f"{percentiles(seconds)}"
         )
         say(
             f"browser: {frames['frames']} frames watched; with two items' stimuli at once: {frames['mixed']}; "

@@ -81,7 +81,8 @@ def main() -> int:
     started = time.perf_counter()
     audit(store.open_db(db_file), "large", scorers=AUDIT_SCORERS)
     print(
-        f"hackability audit ({', '.join(AUDIT_SCORERS)}, 5-fold) fitted and stored in {time.perf_counter() - started:.1f} s",
+        f"hackability audit ({', '.join(AUDIT_SCORERS)}, 5-fold) fitted and stored in "
+        f"{time.perf_counter() - started:.1f} s",
         flush=True,
     )
     os.environ.update(FOIL_DB=str(db_file), FOIL_ADMIN_TOKEN="bench-admin-token")
@@ -100,7 +101,8 @@ def main() -> int:
             timings.append(time.perf_counter() - began)
         status = "error: " + app.exception[0].message if app.exception else "ok"
         print(
-            f"{name}: first render {timings[0]:.2f} s, second {timings[1]:.2f} s, after clearing the page caches {timings[2]:.2f} s ({status})",
+            f"{name}: first render {timings[0]:.2f} s, second {timings[1]:.2f} s, after clearing the page caches "
+            f"{timings[2]:.2f} s ({status})",
             flush=True,
         )
         if name == "Inspect runs":
@@ -116,7 +118,8 @@ def time_failure_paging(app) -> None:
     app.number_input(key="fail_page").set_value(1000).run()
     shown = sum(t.value.startswith("#") for t in app.text)
     print(
-        f"Inspect runs, failure browser page 1000 of 'wrong for A, right for B': {time.perf_counter() - began:.2f} s ({shown} items shown)",
+        f"Inspect runs, failure browser page 1000 of 'wrong for A, right for B': {time.perf_counter() - began:.2f} s "
+        f"({shown} items shown)",
         flush=True,
     )
 

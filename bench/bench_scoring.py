@@ -58,7 +58,7 @@ def reference_loop(loaded: models.LoadedModel, items: list[dict], root: Path) ->
         image = loaded.model.encode_image(
             loaded.preprocess(load_image(root, item["images"][0])).unsqueeze(0), normalize=True
         )
-        (positive @ image.T).item() > (negative @ image.T).item()
+        _correct = (positive @ image.T).item() > (negative @ image.T).item()
     return time.perf_counter() - started
 
 
@@ -113,7 +113,8 @@ def main() -> int:
     fp32 = load_model(ModelSpec("ViT-B-32", "none", precision="fp32"), device="cpu")
     reference = reference_loop(fp32, items[: args.reference_sample], root) / args.reference_sample * len(items)
     say(
-        f"items {len(items)}; reference per-item loop (fp32): {reference:.1f} s (timed on {args.reference_sample} items, extrapolated)"
+        f"items {len(items)}; reference per-item loop (fp32): {reference:.1f} s (timed on {args.reference_sample} "
+        "items, extrapolated)"
     )
 
     auto = load_model(ModelSpec("ViT-B-32", "none", precision="auto"), device="cpu")
@@ -128,21 +129,25 @@ def main() -> int:
         )
         runs[loaded.spec.precision] = cold, warm
         say(
-            f"score {loaded.spec.precision} cold: {cold.seconds:.1f} s -> {reference / cold.seconds:.1f}x faster than the reference loop "
-            f"({cold.n_images_encoded} distinct images, {cold.n_texts_encoded} distinct captions; {cold.n_images_encoded / cold.seconds:.1f} images/s, {cold.n_texts_encoded / cold.seconds:.1f} texts/s)"
+            f"score {loaded.spec.precision} cold: {cold.seconds:.1f} s -> {reference / cold.seconds:.1f}x faster than "
+            f"the reference loop ({cold.n_images_encoded} distinct images, {cold.n_texts_encoded} distinct captions; "
+            f"{cold.n_images_encoded / cold.seconds:.1f} images/s, {cold.n_texts_encoded / cold.seconds:.1f} texts/s)"
         )
         say(
-            f"score {loaded.spec.precision} warm cache: {warm.seconds:.3f} s -> {reference / warm.seconds:.0f}x faster than the reference loop ({cold.seconds / warm.seconds:.0f}x faster than cold)"
+            f"score {loaded.spec.precision} warm cache: {warm.seconds:.3f} s -> {reference / warm.seconds:.0f}x faster "
+            f"than the reference loop ({cold.seconds / warm.seconds:.0f}x faster than cold)"
         )
 
     captions = sorted({caption for item in items for caption in item["captions"]})
     floor = compute_floor_gflop(fp32, runs["fp32"][0].n_images_encoded, captions)
     say(
-        f"compute floor: {floor:.0f} GFLOP ({runs['fp32'][0].n_images_encoded} images, {len(captions)} captions at their own trimmed length)"
+        f"compute floor: {floor:.0f} GFLOP ({runs['fp32'][0].n_images_encoded} images, {len(captions)} captions at "
+        "their own trimmed length)"
     )
     rates = {name: matmul_gflops(dtype) for name, dtype in DTYPES.items()}
     say(
-        f"matmul: fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s ({rates['bf16'] / rates['fp32']:.1f}x)"
+        f"matmul: fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s "
+        f"({rates['bf16'] / rates['fp32']:.1f}x)"
     )
     for precision, (cold, _) in runs.items():
         floor_seconds = floor / rates[precision]
@@ -154,8 +159,9 @@ def main() -> int:
     if len(runs) == 2:
         report = parity(db, "demo-sugarcrepe", "fp32", auto.spec.precision)
         say(
-            f"parity {auto.spec.precision} against fp32: {len(report.flips)} of {report.n_items} decisions flip; {report.metric} {report.value_a:.2f} -> {report.value_b:.2f} "
-            f"(change {report.change:+.2f}, 95% interval {report.change_interval[0]:+.2f} to {report.change_interval[1]:+.2f}; random weights: margins are tiny)"
+            f"parity {auto.spec.precision} against fp32: {len(report.flips)} of {report.n_items} decisions flip; "
+            f"{report.metric} {report.value_a:.2f} -> {report.value_b:.2f} (change {report.change:+.2f}, 95% interval "
+            f"{report.change_interval[0]:+.2f} to {report.change_interval[1]:+.2f}; random weights: margins are tiny)"
         )
     return 0
 

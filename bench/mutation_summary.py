@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter, defaultdict
+from pathlib import Path
 
 LINE = re.compile(r"^\s*(?P<module>[\w.]+?)\.x_?(?P<function>\w+?)__mutmut_\d+: (?P<status>.+?)\s*$")
 GROUPS = {
@@ -32,12 +33,13 @@ def summarize(lines: list[str]) -> dict[str, Counter]:
 
 
 def main() -> None:
-    text = open(sys.argv[1]).read() if len(sys.argv) > 1 else sys.stdin.read()
+    text = Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else sys.stdin.read()
     print(f"{'module':<24} {'killed':>7} {'survived':>9} {'not reached':>12} {'score':>7}")
     for module, counts in sorted(summarize(text.splitlines()).items()):
         total = sum(counts.values())
         print(
-            f"{module:<24} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} {100 * counts['killed'] / total:>6.1f}%"
+            f"{module:<24} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} "
+            f"{100 * counts['killed'] / total:>6.1f}%"
         )
 
 

@@ -94,7 +94,8 @@ def attach_images(
         raise BadInputError(
             Path(dataset),
             None,
-            "has no import of items to attach images to (a results file, or the demo); import the benchmark with its images",
+            "has no import of items to attach images to (a results file, or the demo); import the benchmark with its "
+            "images",
         )
     if not Path(images).is_dir():
         raise BadInputError(
@@ -234,7 +235,7 @@ def _differences(
     if not categories:
         return []
     warnings = []
-    for (item_id, new), item, (file, row) in zip(stored, parsed.items, parsed.origins):
+    for (_, new), item, (file, row) in zip(stored, parsed.items, parsed.origins):
         if new and item.category in categories:
             warnings.append(
                 ImportWarning(

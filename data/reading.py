@@ -62,7 +62,10 @@ def limits() -> Limits:
 
 def over_limit(name: str, value: int, limit: int, what: str) -> str:
     """The message for a limit passed: the value, the limit and how to raise it."""
-    return f"{what} is {value:,}, over the limit of {limit:,}; raise it with {Limits.env_name(name)}={max(value, limit * 2)}"
+    return (
+        f"{what} is {value:,}, over the limit of {limit:,}; raise it with "
+        f"{Limits.env_name(name)}={max(value, limit * 2)}"
+    )
 
 
 # C0 control characters other than tab, line feed and carriage return, and DEL.

@@ -172,4 +172,4 @@ WATCH_ITEMS = """() => {
     requestAnimationFrame(tick);
   };
   requestAnimationFrame(tick);
-}"""
+}"""  # noqa: E501

@@ -151,13 +151,16 @@ def test_agreement_cli_contract(db):
         db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 30, seed=6)
     )
     path = str(store.location(db))
-    run = lambda *args: subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )  # noqa: E731
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+
     simulated = json.loads(run("simulate", created["batch"], "--accuracy", "0.9").stdout)
     assert sum(simulated["labels_written"].values()) == 60
     report = json.loads(run("agreement", created["batch"]).stdout)

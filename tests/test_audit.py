@@ -184,13 +184,16 @@ def test_minilm_scorer_runs_offline_from_the_wheel():
 
 def test_audit_cli_contract(tmp_path, fixtures):
     db = tmp_path / "f.db"
-    run = lambda *a: subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )  # noqa: E731
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+
     run("import", "sugarcrepe", str(fixtures / "sugarcrepe" / "data" / "swap_obj.json"))
     done = run("audit", "sugarcrepe", "--scorers", "stats", "ngram", "--json")
     assert done.returncode == 0, done.stderr

@@ -239,7 +239,7 @@ def json_cases() -> list[Case]:
         Case(
             "sugarcrepe-duplicate-id",
             "sugarcrepe",
-            sugarcrepe('{"7": %s, "7": %s}' % (json.dumps(SC), json.dumps(SC))),
+            sugarcrepe(f'{{"7": {json.dumps(SC)}, "7": {json.dumps(SC)}}}'),
             ("appears twice",),
             "row 7",
         ),
@@ -321,9 +321,7 @@ def json_cases() -> list[Case]:
             "gpt4v-duplicate-id",
             "gpt4v",
             in_parent(
-                file_writer(
-                    "negative-first/gpt4v-add_att.json", '{"3": %s, "3": %s}' % (json.dumps(SC), json.dumps(SC))
-                ),
+                file_writer("negative-first/gpt4v-add_att.json", f'{{"3": {json.dumps(SC)}, "3": {json.dumps(SC)}}}'),
                 2,
             ),
             ("appears twice",),
@@ -672,7 +670,8 @@ def jsonl_cases() -> list[Case]:
 # Every field read as a number, a count or an id, given a boolean (JSON's true is Python's 1), a
 # float where a whole number is meant, and a negative count: (kind, writer of one record, field, what it must say).
 def _typed_fields() -> list[tuple[str, Callable[[object], Callable[[Path], Path]], str, bool]]:
-    """(kind, writer given the bad value, field named in the message, whether it is a count/id that refuses floats and negatives)."""
+    """(kind, writer given the bad value, field named in the message, whether it is a count/id that
+    refuses floats and negatives)."""
 
     def valse(vote: str) -> Callable[[object], Callable[[Path], Path]]:
         return lambda v: file_writer(

@@ -72,7 +72,7 @@ def site(tmp_path_factory):
 LINKS_TO_EVIL = """() => [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(
     a => a.name.endsWith('href') && a.value.includes('evil.example'))).length"""
 MARKUP_AROUND_MARKERS = """(markers) => [...document.querySelectorAll('a, b, strong, em, i, span[style*="color"], h1 a')]
-    .filter(e => markers.some(m => e.textContent.includes(m))).map(e => e.outerHTML.slice(0, 120))"""
+    .filter(e => markers.some(m => e.textContent.includes(m))).map(e => e.outerHTML.slice(0, 120))"""  # noqa: E501
 
 
 @pytest.mark.parametrize("page_name", PAGES)

@@ -73,7 +73,7 @@ def test_no_frame_shows_parts_of_two_items_and_the_clock_starts_when_all_is_on_s
     labels, assignments = stored(site, run["batch"])
     assert len(labels) == 6
     shown_at = {item: shown for item, _, shown in assignments}
-    for item, opened, shown in assignments:
+    for _, opened, shown in assignments:
         assert shown is not None and shown >= opened  # the browser's report comes after the server's draw
     assert all(
         label["started_at"] == shown_at[label["item"]] for label in labels
@@ -107,9 +107,12 @@ def test_a_lost_shown_report_is_sent_again_and_the_answer_then_stored(site):
     item = db.execute(
         "SELECT item_id FROM assignments WHERE batch_id = ? AND opened_at IS NOT NULL", [batch_id]
     ).fetchone()[0]
-    wait_for_shown_at = lambda: db.execute(
-        "SELECT shown_at FROM assignments WHERE batch_id = ? AND item_id = ?", [batch_id, item]
-    ).fetchone()[0]  # noqa: E731
+
+    def wait_for_shown_at():
+        return db.execute(
+            "SELECT shown_at FROM assignments WHERE batch_id = ? AND item_id = ?", [batch_id, item]
+        ).fetchone()[0]
+
     deadline = time.monotonic() + 60
     while wait_for_shown_at() is None and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -262,7 +262,8 @@ def test_missing_csv_columns_are_named(fresh_db, tmp_path):
 def test_bad_boolean_names_row_and_column(fresh_db, tmp_path):
     csv_file = tmp_path / "SUGARCREPE_CORRECT_x.csv"
     csv_file.write_text(
-        "filename,caption,negative_caption,type,subtype,correct\na.jpg,a cat,a dog,add,obj,1\nb.jpg,a cow,a pig,add,obj,maybe\n"
+        "filename,caption,negative_caption,type,subtype,correct\n"
+        "a.jpg,a cat,a dog,add,obj,1\nb.jpg,a cow,a pig,add,obj,maybe\n"
     )
     with pytest.raises(BadInputError) as error:
         import_path(fresh_db, "sugarcrepe-correct", csv_file)

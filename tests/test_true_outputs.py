@@ -69,8 +69,8 @@ def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
     paragraph = export.protocol_paragraph(demo_db, name)
     assert paragraph.startswith(f"{len(per_annotator)} annotators labelled ")
     assert (
-        f"each annotator labelled {plain_text.count_range(min(per_annotator.values()), max(per_annotator.values()))} items"
-        in paragraph
+        f"each annotator labelled {plain_text.count_range(min(per_annotator.values()), max(per_annotator.values()))} "
+        "items" in paragraph
     )
     assert (
         f"{len(labels)} of the {len(labels)} labels were simulated" in paragraph
@@ -173,14 +173,17 @@ def test_links_start_with_the_configured_or_requested_address(monkeypatch):
 def test_cli_links_never_guess_a_port(tmp_path, monkeypatch):
     db = tmp_path / "f.db"
     env = {k: v for k, v in __import__("os").environ.items() if k != "FOIL_BASE_URL"}
-    run = lambda *a, **extra: subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db), "--json"],  # noqa: E731
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        env={**env, **extra},
-    )
+
+    def run(*a, **extra):
+        return subprocess.run(
+            [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db), "--json"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env={**env, **extra},
+        )
+
     import json
 
     plain = run("annotator", "add", "ada")

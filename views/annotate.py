@@ -65,7 +65,7 @@ if (!window.__foilKeyboard) {
     if (event.target.closest('[role="option"]')) setTimeout(rest, 50);
   }, true);
 }
-</script>"""
+</script>"""  # noqa: E501
 
 role = st.session_state["role"]
 db = session_db()
@@ -164,7 +164,9 @@ else:
     total = (store.crowd_quota(db, state.batch["id"], role.annotator_id) or state.assigned) if crowd else state.assigned
     st.progress(min(1.0, state.done / max(total, 1)), text=f"{state.done} of {total} done")
 if task is None:
-    if crowd:  # a completion code is what a crowd platform asks for, and only for complete work (a returned study stopped above)
+    # a completion code is what a crowd platform asks for, and only for complete work (a returned
+    # study stopped above)
+    if crowd:
         finish = crowd_studies.finish_crowd(db, batch_name, role.annotator_id)
         if finish.dealt:
             st.session_state["notice"] = ("info", finish.sentence())
@@ -172,7 +174,8 @@ if task is None:
         (st.success if finish.code and finish.passed else st.warning)(finish.sentence())
         if finish.completion_url:
             st.link_button("Complete the study on Prolific", finish.completion_url, type="primary")
-            # Prolific's convention: the finished participant is sent to its completion URL (after a moment to read the code)
+            # Prolific's convention: the finished participant is sent to its completion URL (after a moment
+            # to read the code)
             target = json.dumps(finish.completion_url).replace("<", "\\u003c")  # a JS string that cannot end the script
             st.html(
                 f"<script>setTimeout(() => {{ window.location.href = {target}; }}, 4000);</script>",
@@ -186,7 +189,8 @@ if task is None:
         st.success("All done, thank you. You may close this tab.")
         st.stop()
     st.success(
-        f"This batch is done, thank you. {len(waiting)} more {'batch waits' if len(waiting) == 1 else 'batches wait'} for you."
+        f"This batch is done, thank you. {len(waiting)} more {'batch waits' if len(waiting) == 1 else 'batches wait'} "
+        "for you."
     )
 
     def go_to(name: str) -> None:

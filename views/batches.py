@@ -133,7 +133,8 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
             "App address the links start with",
             DETECTED_ADDRESS,
             key="base_url",
-            help="Detected from the address you opened this page at; behind a proxy, set $FOIL_BASE_URL or type the address annotators reach.",
+            help="Detected from the address you opened this page at; behind a proxy, set $FOIL_BASE_URL or type the "
+            "address annotators reach.",
         )
         st.button(
             "Create batch",
@@ -223,9 +224,9 @@ if report["n_labels"]:
         summary, hide_index=True, width="stretch", column_config={"value": st.column_config.NumberColumn(format="%.2f")}
     )
     st.caption(
-        f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale; 95% intervals "
-        f"from {report['bootstrap']['resamples']:,} bootstrap resamples of items (seed {report['bootstrap']['seed']}), as in the "
-        f"CLI and the protocol paragraph. {report['note']}"
+        f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale; "
+        f"95% intervals from {report['bootstrap']['resamples']:,} bootstrap resamples of items (seed "
+        f"{report['bootstrap']['seed']}), as in the CLI and the protocol paragraph. {report['note']}"
     )
 if "by_question" in report and report["n_labels"]:
     st.dataframe(
@@ -235,7 +236,8 @@ if "by_question" in report and report["n_labels"]:
         column_config={key: st.column_config.NumberColumn(format="%.2f") for key in agreement.COEFFICIENTS},
     )
     st.caption(
-        "Each question of this task is agreed on separately; the table above pools them (each question of each item one unit)."
+        "Each question of this task is agreed on separately; the table above pools them (each question of each item "
+        "one unit)."
     )
 if report["cohen_pairs"]:
     left, right = st.columns(2)
@@ -291,7 +293,8 @@ left_out = (
     else f" (without the {len(excluded)} annotator{'s' if len(excluded) > 1 else ''} left out above)"
 )
 st.caption(
-    f"{len(queue)} questions where annotators disagree{left_out} and no decision was made. Your decision wins and is recorded."
+    f"{len(queue)} questions where annotators disagree{left_out} and no decision was made. Your decision wins and is "
+    "recorded."
 )
 shown = queue[:5]
 kind = task_type(batch_row["task"])
@@ -343,22 +346,22 @@ middle.button(
     args=(name,),
 )
 layout = export.clean_layout(db, name)
-if layout:
-    if right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
-        out = paths.output_dir(paths.db_path(), "cleaned", name)
-        summary = export.export_clean(db, name, layout, out)
-        st.success(
-            f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {text.md(out)} with provenance.json."
-        )
-        st.download_button(
-            f"Download the cleaned benchmark ({layout}, zip)",
-            paths.zip_folder(out),
-            f"{name}-cleaned.zip",
-            "application/zip",
-            key="export_clean_zip",
-        )
-        st.caption("Annotation protocol (for a paper's appendix):")
-        st.code(export.protocol_paragraph(db, name), language=None, wrap_lines=True)
+if layout and right.button(f"Export the cleaned benchmark ({layout})", key="export_clean"):
+    out = paths.output_dir(paths.db_path(), "cleaned", name)
+    summary = export.export_clean(db, name, layout, out)
+    st.success(
+        f"Kept {summary['n_kept']} items, removed {summary['n_removed']}; written to {text.md(out)} with "
+        "provenance.json."
+    )
+    st.download_button(
+        f"Download the cleaned benchmark ({layout}, zip)",
+        paths.zip_folder(out),
+        f"{name}-cleaned.zip",
+        "application/zip",
+        key="export_clean_zip",
+    )
+    st.caption("Annotation protocol (for a paper's appendix):")
+    st.code(export.protocol_paragraph(db, name), language=None, wrap_lines=True)
 next_step = task_type(batch_row["task"]).next_step
 if next_step:
     st.subheader("Next construction step")
@@ -383,8 +386,9 @@ if "crowd_token" in batch_row["config"]:
     config = batch_row["config"]
     st.text(
         f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
-        f"{config.get('joins_per_minute', 20)} may join per minute; each holds at most {config.get('window', 2)} unanswered "
-        f"items at a time; the unopened items of a participant idle for {config.get('idle_minutes', 15):g} minutes go back to the pool."
+        f"{config.get('joins_per_minute', 20)} may join per minute; each holds at most {config.get('window', 2)} "
+        f"unanswered items at a time; the unopened items of a participant idle for {config.get('idle_minutes', 15):g} "
+        "minutes go back to the pool."
     )
     if joins:
         st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")

@@ -34,7 +34,8 @@ st.title("Datasets")
 st.caption(
     "Foil Studio keeps benchmarks, model runs, annotation batches and hackability audits in one store. "
     "Start here: browse a dataset's items below; then **Model scores** for how models do, **Annotation batches** "
-    "to have people check the negatives, **Hackability audit** for what captions alone give away (README.md has the rest)."
+    "to have people check the negatives, **Hackability audit** for what captions alone give away (README.md has the "
+    "rest)."
 )
 table = browse.dataset_table(db)
 
@@ -165,8 +166,8 @@ cards, total = browse.item_cards(
 )
 first = page * page_size + 1
 st.caption(
-    f"{total} items{'' if category == 'all' else ' in ' + text.md(category)}; showing {first}-{page * page_size + len(cards)} "
-    "(numbered within the dataset; # is the store's item id)"
+    f"{total} items{'' if category == 'all' else ' in ' + text.md(category)}; showing "
+    f"{first}-{page * page_size + len(cards)} (numbered within the dataset; # is the store's item id)"
 )
 thumbs = paths.thumbnail_dir(db_file)
 if layout == "grid":

@@ -128,7 +128,8 @@ if len(scorers) >= 2:
             width="stretch",
         )
         st.caption(
-            "After refinement each of the two scorers is right on as many kept items as it is wrong (ties half): 50%, chance."
+            "After refinement each of the two scorers is right on as many kept items as it is wrong (ties half): 50%, "
+            "chance."
         )
         kept = np.array(refined["kept"])
         before_after = pd.DataFrame(

@@ -82,12 +82,13 @@ def draw_parity(report: parity.Parity) -> None:
     """The items whose decision flips from run A to run B, with both margins, and the metric change."""
     st.markdown(
         f"**Decisions that flip from A to B: {len(report.flips)} of {report.n_items} items.** "
-        f"{text.md(report.metric)}: {report.value_a:.2f} under A, {report.value_b:.2f} under B, change {report.change:+.2f} points "
-        f"(95% paired interval {plain_text.interval_text(report.change_interval)})."
+        f"{text.md(report.metric)}: {report.value_a:.2f} under A, {report.value_b:.2f} under B, change "
+        f"{report.change:+.2f} points (95% paired interval {plain_text.interval_text(report.change_interval)})."
     )
     st.caption(
-        "A decision is right or wrong under the benchmark's tie rule and, where both runs have scores, which side wins each score "
-        "gap. Before trusting a faster precision, score in both (`./foil parity DATASET --model ...`) and read these items."
+        "A decision is right or wrong under the benchmark's tie rule and, where both runs have scores, which side wins "
+        "each score gap. Before trusting a faster precision, score in both (`./foil parity DATASET --model ...`) and "
+        "read these items."
     )
     if len(report.flips):
         margins = {
@@ -164,8 +165,8 @@ else:
     )  # after escaping: the only markup
     event = st.plotly_chart(figure, key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
     st.caption(
-        "Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use the "
-        "slider, to list items; the failure browser below then shows those items."
+        "Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use "
+        "the slider, to list items; the failure browser below then shows those items."
     )
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
     # keyed by run and gap: another run or gap starts from its own full range, not the last one's
@@ -237,7 +238,8 @@ if others and st.toggle(
             )
         else:
             st.caption(
-                f"{linked} items of {text.md(other)} share image, caption and negative (compared by their words) with items of {text.md(dataset)}; each run is right on an item by its own benchmark's metric."
+                f"{linked} items of {text.md(other)} share image, caption and negative (compared by their words) with "
+                f"items of {text.md(dataset)}; each run is right on an item by its own benchmark's metric."
             )
             st.dataframe(
                 inspection.comparison_for_people(linked_table),
@@ -250,7 +252,8 @@ humans = human_outcomes(db, db_path, dataset, fingerprint)
 if humans:
     st.subheader(f"{text.md(run_a)} against the humans")
     st.caption(
-        f"Items answered in the dataset's baseline or ranking batches ({len(humans)}); humans are right on an item when the majority answer of each of its questions is."
+        f"Items answered in the dataset's baseline or ranking batches ({len(humans)}); humans are right on an item "
+        "when the majority answer of each of its questions is."
     )
     st.dataframe(
         inspection.comparison_for_people(
@@ -328,6 +331,6 @@ if total:
             st.error(text.md(error))
         else:
             st.success(
-                f"Created {text.md(created['batch'])} with {created['n_items']} items, {overlap} annotators each, for {text.md(', '.join(whom))}; "
-                "their links are on Annotation batches."
+                f"Created {text.md(created['batch'])} with {created['n_items']} items, {overlap} annotators each, for "
+                f"{text.md(', '.join(whom))}; their links are on Annotation batches."
             )

@@ -60,11 +60,13 @@ def score_form() -> None:
             "Precision",
             model_spec.PRECISIONS,
             key="score_precision",
-            help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records which and why.",
+            help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records "
+            "which and why.",
         )
         spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
         st.caption(
-            "Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops with a message."
+            "Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops "
+            "with a message."
         )
     default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
     run = (
@@ -101,7 +103,8 @@ def score_form() -> None:
             skipped = f" {report.n_skipped:,} items without their image files were skipped." if report.n_skipped else ""
             st.session_state["scores_notice"] = (
                 f"Scored {report.n_items} items as run {text.md(report.run)} in {time.perf_counter() - waited:.1f} s "
-                f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown below.{skipped}"
+                f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown "
+                f"below.{skipped}"
             )
             st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
             st.session_state[f"scores_runs:{target}"] = [report.run]
@@ -178,8 +181,9 @@ if with_humans:
         {"humans n": "Int64"}
     )  # whole items, also where a category has none
     st.caption(
-        f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the {first['n_items']} items "
-        "(the humans n column); the models' figures are over every item, so the two differ in sample as well as in who answers."
+        f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the "
+        f"{first['n_items']} items (the humans n column); the models' figures are over every item, so the two differ "
+        "in sample as well as in who answers."
     )
 chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
 shown = table.assign(

@@ -137,7 +137,8 @@ def _copy_image(root: Path | None, reference: str, folder: Path) -> str:
 
 BIVLC = Format(
     "bivlc",
-    "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as paths under `--images` or embedded bytes",
+    "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as "
+    "paths under `--images` or embedded bytes",
     "./foil import bivlc bivlc_test.parquet",
     parse_bivlc,
     write_bivlc,

@@ -35,7 +35,8 @@ def parse_crepe(path: Path) -> Parsed:
         raise BadInputError(
             path,
             None,
-            "no CREPE files here; expected prod_vg_hard_negs_{type}_complexity_{n}.csv or syst_vg_hard_negs_{split}_compounds_in_{dataset}.csv",
+            "no CREPE files here; expected prod_vg_hard_negs_{type}_complexity_{n}.csv or "
+            "syst_vg_hard_negs_{split}_compounds_in_{dataset}.csv",
         )
     for file, prod, syst in known:
         if prod:
@@ -145,7 +146,10 @@ def _write_csv(file: Path, rows: list[list[str]]) -> None:
 
 CREPE = Format(
     "crepe",
-    "CREPE's retrieval CSVs, searched recursively: `prod_vg_hard_negs_{atom,swap,negate}_complexity_{n}.csv` (category `prod_swap_c04`...) and `syst_vg_hard_negs_{seen,unseen}_compounds_in_{dataset}.csv` (categories `syst_atom_unseen`...); images `{image_id}.jpg` (put Visual Genome's two folders in one), cropped to the row's box; Recall@1/3/5",
+    "CREPE's retrieval CSVs, searched recursively: `prod_vg_hard_negs_{atom,swap,negate}_complexity_{n}.csv` (category "
+    "`prod_swap_c04`...) and `syst_vg_hard_negs_{seen,unseen}_compounds_in_{dataset}.csv` (categories "
+    "`syst_atom_unseen`...); images `{image_id}.jpg` (put Visual Genome's two folders in one), cropped to the row's "
+    "box; Recall@1/3/5",
     "./foil import crepe crepe/ --images vg/all_images",
     parse_crepe,
     write_crepe,

@@ -108,7 +108,8 @@ def _parse_gpt4v_file(parsed: Parsed, file: Path, ordering: str) -> None:
 
 GPT4V = Format(
     "gpt4v",
-    "GPT-4V answers in `positive-first/` and `negative-first/`; free-form answers parsed, unparseable ones kept and counted as wrong",
+    "GPT-4V answers in `positive-first/` and `negative-first/`; free-form answers parsed, unparseable ones kept and "
+    "counted as wrong",
     "./foil import gpt4v sugar-crepe/gpt4v",
     parse_gpt4v,
 )

@@ -96,7 +96,8 @@ def write_sugarcrepe_pp(items: list[StoredItem], out: Path, context: ExportConte
 
 SUGARCREPE_PP = Format(
     "sugarcrepe-pp",
-    "one JSON list per category (`replace_att.json`...; Hugging Face names such as `swap_atribute` accepted): `{id, filename, caption, caption2, negative_caption}`; ITT, Image-P1-Neg, Image-P2-Neg and text-only TOT",
+    "one JSON list per category (`replace_att.json`...; Hugging Face names such as `swap_atribute` accepted): `{id, "
+    "filename, caption, caption2, negative_caption}`; ITT, Image-P1-Neg, Image-P2-Neg and text-only TOT",
     "./foil import sugarcrepe-pp scpp/VLMs/data --images coco/val2017",
     parse_sugarcrepe_pp,
     write_sugarcrepe_pp,

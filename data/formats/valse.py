@@ -116,7 +116,9 @@ def write_valse(items: list[StoredItem], out: Path, context: ExportContext) -> l
 
 VALSE = Format(
     "valse",
-    "one JSON file per piece (`existence.json`, `plurals.json`, `counting-hard.json`...): caption, foil, image and the authors' three crowd votes (`mturk`); the import reports the valid foils per piece (`mturk.caption >= 2`); images flat under `--images` or in one folder per source dataset",
+    "one JSON file per piece (`existence.json`, `plurals.json`, `counting-hard.json`...): caption, foil, image and the "
+    "authors' three crowd votes (`mturk`); the import reports the valid foils per piece (`mturk.caption >= 2`); images "
+    "flat under `--images` or in one folder per source dataset",
     "./foil import valse VALSE/data --images valse_images/",
     parse_valse,
     write_valse,

@@ -206,7 +206,9 @@ def sample_whatsup(folder: Path) -> Path:
 
 WHATSUP = Format(
     "whatsup",
-    "What'sUp's `controlled_images_dataset.json`, `controlled_clevr_dataset.json` (four captions, the first right) and `coco_qa_{one,two}_obj.json`, `vg_qa_{one,two}_obj.json` (`[image_id, right, wrong]`); category = subset; individual, pair and set accuracy",
+    "What'sUp's `controlled_images_dataset.json`, `controlled_clevr_dataset.json` (four captions, the first right) and "
+    "`coco_qa_{one,two}_obj.json`, `vg_qa_{one,two}_obj.json` (`[image_id, right, wrong]`); category = subset; "
+    "individual, pair and set accuracy",
     "./foil import whatsup whatsup_vlms/data --images whatsup_vlms/data",
     parse_whatsup,
     write_whatsup,

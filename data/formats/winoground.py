@@ -91,7 +91,8 @@ def sample_winoground(folder: Path, n: int = 6) -> Path:
 
 WINOGROUND = Format(
     "winoground",
-    "`examples.jsonl` (`id, image_0, image_1, caption_0, caption_1, tag, secondary_tag, num_main_preds, collapsed_tag`), images `{image}.png`; category = collapsed tag; text, image and group scores",
+    "`examples.jsonl` (`id, image_0, image_1, caption_0, caption_1, tag, secondary_tag, num_main_preds, "
+    "collapsed_tag`), images `{image}.png`; category = collapsed tag; text, image and group scores",
     "./foil import winoground winoground/data/examples.jsonl --images winoground/data/images",
     parse_winoground,
     write_winoground,

@@ -100,7 +100,8 @@ def add_assignments(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tup
     """Insert (item id, part, annotator id, position, is gold) rows of a batch, handed out now."""
     now = _now()
     db.conn.executemany(
-        "INSERT INTO assignments (batch_id, item_id, part, annotator_id, position, is_gold, assigned_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO assignments (batch_id, item_id, part, annotator_id, position, is_gold, assigned_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [(batch_id, item, part, annotator, position, int(gold), now) for item, part, annotator, position, gold in rows],
     )
 
@@ -145,7 +146,8 @@ def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str
         db.query(
             "SELECT a.id, a.item_id, a.part, annotators.name AS annotator, a.annotator_id, a.position, a.is_gold,"
             f" a.opened_at, {_ANSWERED} AS done FROM assignments a"
-            " JOIN annotators ON annotators.id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, a.position",
+            " JOIN annotators ON annotators.id = a.annotator_id WHERE a.batch_id = ? ORDER BY a.annotator_id, "
+            "a.position",
             [batch_id],
         )
     )
@@ -167,7 +169,8 @@ def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict
 def unanswered_assignments(
     db: sqlite_utils.Database, annotator_id: int, batch_id: int, limit: int = 1
 ) -> list[dict[str, Any]]:
-    """The annotator's first `limit` unanswered assignments in the batch, in queue order (the first is the resume point)."""
+    """The annotator's first `limit` unanswered assignments in the batch, in queue order (the first is
+    the resume point)."""
     return list(
         db.query(
             f"SELECT a.* FROM assignments a WHERE a.annotator_id = ? AND a.batch_id = ? AND {_OPEN}"
@@ -221,8 +224,8 @@ def save_label(
     # (`move_assignment`) or a return to the pool (`delete_assignment`) waits, then sees the label.
     with transaction(db, row_locks=True):
         assignment = db.execute(
-            "SELECT opened_at, shown_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
-            + dialect.for_update(db),
+            "SELECT opened_at, shown_at FROM assignments WHERE batch_id = ? AND item_id = ? AND part = ? AND "
+            "annotator_id = ?" + dialect.for_update(db),
             key,
         ).fetchone()
         if assignment is None:
@@ -278,8 +281,8 @@ def mark_shown(db: sqlite_utils.Database, batch_id: int, item_id: int, part: int
     with transaction(db):
         return (
             db.execute(
-                f"UPDATE assignments AS a SET shown_at = ? WHERE batch_id = ? AND item_id = ? AND part = ? AND annotator_id = ?"
-                f" AND opened_at IS NOT NULL AND shown_at IS NULL AND {_OPEN}",
+                "UPDATE assignments AS a SET shown_at = ? WHERE batch_id = ? AND item_id = ? AND part = ? AND "
+                f"annotator_id = ? AND opened_at IS NOT NULL AND shown_at IS NULL AND {_OPEN}",
                 [_now(), batch_id, item_id, part, annotator_id],
             ).rowcount
             == 1
@@ -351,7 +354,8 @@ def decide(
     """Record (or replace) the admin's decision on one question of a batch."""
     with transaction(db):
         db.execute(
-            "INSERT INTO decisions (batch_id, item_id, part, answer, decided_by, reason, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            "INSERT INTO decisions (batch_id, item_id, part, answer, decided_by, reason, decided_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (batch_id, item_id, part) DO UPDATE SET answer = excluded.answer,"
             " decided_by = excluded.decided_by, reason = excluded.reason, decided_at = excluded.decided_at",
             [batch_id, item_id, part, json.dumps(answer), by, reason, _now()],
@@ -372,13 +376,14 @@ def stale_assignments(
     annotator with no activity in the batch (joined, opened or answered) since `idle_before`."""
     idle = (
         (
-            " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b WHERE b.batch_id = a.batch_id"
-            " GROUP BY b.annotator_id HAVING "
+            " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b"
+            " WHERE b.batch_id = a.batch_id GROUP BY b.annotator_id HAVING "
             + dialect.greatest(
                 db,
                 "MAX(COALESCE(b.assigned_at, ''))",
                 "MAX(COALESCE(b.opened_at, ''))",
-                "COALESCE((SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), '')",
+                "COALESCE((SELECT MAX(l.submitted_at) FROM labels l"
+                " WHERE l.batch_id = a.batch_id AND l.annotator_id = b.annotator_id), '')",
             )
             + " < :idle_before))"
         )
@@ -405,7 +410,8 @@ def move_assignment(db: sqlite_utils.Database, assignment_id: int, annotator_id:
     unopened; False when it was answered meanwhile and stays."""
     return (
         db.execute(
-            f"UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, assigned_at = ? WHERE id = ? AND {_OPEN}",
+            "UPDATE assignments AS a SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, "
+            f"assigned_at = ? WHERE id = ? AND {_OPEN}",
             [annotator_id, position, _now(), assignment_id],
         ).rowcount
         == 1
@@ -441,8 +447,10 @@ def joined_studies(db: sqlite_utils.Database, annotator_id: int) -> list[dict[st
     return list(
         db.query(
             "SELECT b.id, b.name, b.task, b.config,"
-            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id) AS assigned,"
-            f" (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id AND {_ANSWERED} = 1) AS done"
+            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id)"
+            " AS assigned,"
+            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id"
+            f" AND {_ANSWERED} = 1) AS done"
             " FROM crowd_joins j JOIN batches b ON b.id = j.batch_id WHERE j.annotator_id = ? ORDER BY b.id",
             [annotator_id],
         )
@@ -514,8 +522,10 @@ def crowd_joins(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]
     return list(
         db.query(
             "SELECT annotators.name AS annotator, j.external_id, j.joined_at,"
-            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = j.batch_id AND a.annotator_id = j.annotator_id) AS held,"
-            " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = j.batch_id AND l.annotator_id = j.annotator_id) AS answered"
+            " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = j.batch_id AND a.annotator_id = j.annotator_id)"
+            " AS held,"
+            " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = j.batch_id AND l.annotator_id = j.annotator_id)"
+            " AS answered"
             " FROM crowd_joins j JOIN annotators ON annotators.id = j.annotator_id WHERE j.batch_id = ? ORDER BY j.id",
             [batch_id],
         )

@@ -89,11 +89,9 @@ def transaction(db: sqlite_utils.Database, *, row_locks: bool = False) -> Iterat
     `lock_batch`) passes ``row_locks=True`` and writes beside other such callers.
     """
     conn = db.conn
-    with (
-        getattr(conn, "session_lock", None) or nullcontext()
-    ):  # PostgreSQL: one thread's transaction at a time on a connection
-        with _transaction_on(db, conn, row_locks):
-            yield
+    # PostgreSQL: one thread's transaction at a time on a connection
+    with getattr(conn, "session_lock", None) or nullcontext(), _transaction_on(db, conn, row_locks):
+        yield
 
 
 @contextmanager

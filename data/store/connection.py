@@ -46,7 +46,8 @@ def open_db(
         migrate(db, upto=upto)
     elif schema_version(db) != upto:
         raise StoreBehindError(
-            f"{path} is at schema version {schema_version(db)}, this Foil Studio needs {upto}: restart the app, which migrates it at start-up"
+            f"{path} is at schema version {schema_version(db)}, this Foil Studio needs {upto}: restart the app, which "
+            "migrates it at start-up"
         )
     return db
 

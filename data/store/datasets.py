@@ -211,7 +211,8 @@ def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int,
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         rows = db.query(
-            f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+            "SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN "
+            f"({','.join('?' * len(chunk))})",
             chunk,
         )
         found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})

@@ -111,7 +111,8 @@ class PostgresDatabase:
         return [
             row[0]
             for row in self.conn.raw.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY "
+                "table_name"
             )
         ]
 

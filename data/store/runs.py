@@ -202,7 +202,8 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
     rows = db.execute(
         "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, "
         + dialect.json_text(db, "items.meta", "groups")
-        + f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY scores.item_id",
+        + f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY "
+        "scores.item_id",
         [run_id],
     ).fetchall()
     ids, kinds, categories, scores, outcomes, groups = zip(*rows) if rows else ((), (), (), (), (), ())
@@ -242,12 +243,15 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
     row = db.execute(
         "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
         # every write of a run's scores bumps its version: no need to count 100,000s of score rows
-        " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) || ':' || COALESCE(SUM(version), 0) FROM runs WHERE dataset_id = :d),"
+        " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) || ':' || COALESCE(SUM(version), 0)"
+        " FROM runs WHERE dataset_id = :d),"
         " (SELECT COUNT(*) FROM labels JOIN batches ON batches.id = labels.batch_id WHERE batches.dataset_id = :d),"
         # revisions and adjudications change answers without adding labels
-        " (SELECT COUNT(*) FROM label_revisions r JOIN labels ON labels.id = r.label_id JOIN batches ON batches.id = labels.batch_id"
+        " (SELECT COUNT(*) FROM label_revisions r JOIN labels ON labels.id = r.label_id"
+        " JOIN batches ON batches.id = labels.batch_id"
         "  WHERE batches.dataset_id = :d),"
-        " (SELECT COUNT(*) || ':' || COALESCE(MAX(decisions.decided_at), '') FROM decisions JOIN batches ON batches.id = decisions.batch_id"
+        " (SELECT COUNT(*) || ':' || COALESCE(MAX(decisions.decided_at), '')"
+        " FROM decisions JOIN batches ON batches.id = decisions.batch_id"
         "  WHERE batches.dataset_id = :d)",
         {"d": dataset_id},
     ).fetchone()

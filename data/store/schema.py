@@ -260,7 +260,7 @@ _POSTGRES_ANSWERED_TRIGGERS = """
     END $$;
     CREATE TRIGGER labels_answer_assignment AFTER INSERT ON labels FOR EACH ROW EXECUTE FUNCTION labels_mark_assignment();
     CREATE TRIGGER labels_unanswer_assignment AFTER DELETE ON labels FOR EACH ROW EXECUTE FUNCTION labels_mark_assignment();
-"""
+"""  # noqa: E501
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
