@@ -23,10 +23,12 @@ from typing import Any
 import psycopg
 import sqlite_utils
 
+from analysis.blind import SCORERS
 from analysis.metrics import TIE_RULES
 from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.results import BOOTSTRAP
 from annotate import links
+from annotate.batches import SPEC_DEFAULTS
 from annotate.task_types import REGISTRY as TASK_REGISTRY
 from annotate.task_types import TASK_TYPES, TaskError
 from data import formats, paths, plain_text, store
@@ -73,6 +75,20 @@ GROUP_DEFAULT = {"runs": "list"}  # `./foil runs [DATASET]` is `./foil runs list
 def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     """One argument of a command, as `argparse.add_argument` takes it."""
     return flags, options
+
+
+# Options several commands share, declared once.
+SEED = arg("--seed", type=int, default=0, help="random seed: the same seed gives the same result")
+SUBSET = arg(
+    "--subset",
+    choices=["all", *SUBSETS],
+    default="all",
+    help="only the items of a subset the source defines (VALSE: valid)",
+)
+CHECKPOINT = arg("--checkpoint", help="local weights file")
+BATCH_SIZE = arg("--batch-size", type=int, default=64)
+DEVICE = arg("--device", default="auto")
+CACHE_DIR = arg("--cache-dir", help="where open_clip looks for downloaded weights")
 
 
 def command(
@@ -175,12 +191,7 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
     arg("dataset"),
     arg("--format", choices=formats.EXPORT_FORMATS, required=True),
     arg("--out", required=True),
-    arg(
-        "--subset",
-        choices=["all", *SUBSETS],
-        default="all",
-        help="only the items of a subset the source defines (VALSE: valid)",
-    ),
+    SUBSET,
 )
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
@@ -219,18 +230,18 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     arg("dataset"),
     arg("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
     arg("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
-    arg("--checkpoint", help="local weights file"),
+    CHECKPOINT,
     arg(
         "--precision",
         choices=PRECISIONS,
         default="auto",
         help="auto (default): bf16 where the device computes it natively, else fp32; the run records which and why",
     ),
-    arg("--batch-size", type=int, default=64),
+    BATCH_SIZE,
     arg("--limit", type=int, help="score only the first N items"),
     arg("--run", help="run name (default: model-tag, with -bf16 when run in bf16)"),
-    arg("--device", default="auto"),
-    arg("--cache-dir", help="where open_clip looks for downloaded weights"),
+    DEVICE,
+    CACHE_DIR,
 )
 def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Score a dataset with an open_clip model (cached, batched, de-duplicated)."""
@@ -242,19 +253,14 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     arg("dataset"),
     arg("--model", help="open_clip architecture: score the dataset in both precisions (embeddings cached)"),
     arg("--pretrained", help="pretrained tag, or 'none' for random weights"),
-    arg("--checkpoint", help="local weights file"),
+    CHECKPOINT,
     arg("--precision", choices=PRECISIONS, default="auto", help="run B's precision (default auto)"),
     arg("--against", choices=PRECISIONS, default="fp32", help="run A's precision (default fp32)"),
     arg("--runs", nargs=2, metavar=("A", "B"), help="compare two stored runs instead of scoring"),
-    arg("--batch-size", type=int, default=64),
-    arg("--device", default="auto"),
-    arg("--cache-dir", help="where open_clip looks for downloaded weights"),
-    arg(
-        "--subset",
-        choices=["all", *SUBSETS],
-        default="all",
-        help="only the items of a subset the source defines (VALSE: valid)",
-    ),
+    BATCH_SIZE,
+    DEVICE,
+    CACHE_DIR,
+    SUBSET,
     text=lambda result: parity_text(result),
 )
 def cmd_parity(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -307,13 +313,8 @@ def _score_in(
     arg("dataset"),
     arg("--run", required=True),
     arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
-    arg("--seed", type=int, default=0),
-    arg(
-        "--subset",
-        choices=["all", *SUBSETS],
-        default="all",
-        help="only the items of a subset the source defines (VALSE: valid)",
-    ),
+    SEED,
+    SUBSET,
     arg(
         "--ties",
         choices=list(TIE_RULES),
@@ -419,25 +420,30 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     arg("--task", required=True, choices=TASK_TYPES),
     arg("--category", action="append", help="only items of this category (repeatable)"),
     arg("--n", type=int, help="sample this many items (default: all)"),
-    arg("--overlap", type=int, default=2, help="annotators per item"),
-    arg("--gold-share", type=float, default=0.0, help="share of gold items (known answers)"),
+    arg("--overlap", type=int, default=SPEC_DEFAULTS["overlap"], help="annotators per item"),
+    arg("--gold-share", type=float, default=SPEC_DEFAULTS["gold_share"], help="share of gold items (known answers)"),
     arg("--annotators", nargs="+", help="annotator names (created if new; default: all)"),
-    arg("--seed", type=int, default=0),
+    SEED,
     arg("--name"),
     BASE_URL,
-    arg("--lease-minutes", type=float, default=30, help="an opened item unanswered this long goes to someone else"),
+    arg(
+        "--lease-minutes",
+        type=float,
+        default=SPEC_DEFAULTS["lease_minutes"],
+        help="an opened item unanswered this long goes to someone else",
+    ),
     arg("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link"),
     arg("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)"),
     arg(
         "--window",
         type=int,
-        default=2,
+        default=SPEC_DEFAULTS["window"],
         help="crowd study: unanswered units a participant holds at most; more are dealt as they answer",
     ),
     arg(
         "--no-show-minutes",
         type=float,
-        default=5,
+        default=SPEC_DEFAULTS["idle_minutes"],
         help="crowd study: a participant idle this long gives their unopened units back",
     ),
     arg(
@@ -511,7 +517,7 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     arg("batch", help="a pick_image batch"),
     arg("--annotators", nargs="+"),
     arg("--overlap", type=int, default=2),
-    arg("--seed", type=int, default=0),
+    SEED,
     arg("--name"),
 )
 def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -582,7 +588,7 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
     arg("batch"),
     arg("--annotators", type=int, help="answer as the first N annotators of the batch (default: all)"),
     arg("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth"),
-    arg("--seed", type=int, default=0),
+    SEED,
 )
 def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Answer a batch from ground truth with per-annotator noise (same write path as the app)."""
@@ -595,7 +601,7 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
     "baseline",
     arg("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together"),
     arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
-    arg("--seed", type=int, default=0),
+    SEED,
 )
 def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Human baseline of baseline/validation/ranking batches, with the keys of `metrics`."""
@@ -672,8 +678,8 @@ def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
     "audit",
     arg("dataset"),
     arg("--folds", type=int, default=5),
-    arg("--seed", type=int, default=0),
-    arg("--scorers", nargs="+", default=["stats", "ngram", "minilm"], choices=["stats", "ngram", "minilm"]),
+    SEED,
+    arg("--scorers", nargs="+", default=list(SCORERS), choices=SCORERS),
     arg("--text-model", help="also a CLIP text encoder for SugarCrepe++'s TOT: 'demo' or an open_clip architecture"),
     arg("--text-pretrained", help="pretrained tag of --text-model (e.g. openai)"),
 )
@@ -692,9 +698,9 @@ def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
 @command(
     "refine",
     arg("dataset"),
-    arg("--scorers", nargs=2, required=True, choices=["stats", "ngram", "minilm"]),
+    arg("--scorers", nargs=2, required=True, choices=SCORERS),
     arg("--grid", type=int, default=8),
-    arg("--seed", type=int, default=0),
+    SEED,
     arg("--out", required=True),
 )
 def cmd_refine(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:

@@ -28,8 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold
 
 from analysis.metrics import credit
 
@@ -79,6 +77,8 @@ class BlindResult:
 
 def folds(n: int, k: int, seed: int) -> list[tuple[NDArray[np.int_], NDArray[np.int_]]]:
     """Train/test index splits for cross-fitting (a single split when there are few items)."""
+    from sklearn.model_selection import KFold  # imported when used: the CLI reads SCORERS at start
+
     k = max(2, min(k, n))
     return list(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n)))
 
@@ -115,6 +115,8 @@ def embedding_gaps(pairs: Pairs, embed: Embedder, *, k: int = 5, seed: int = 0) 
 
 def _crossfit_linear(differences: NDArray[np.float64], k: int, seed: int) -> NDArray[np.float64]:
     """Decision values on held-out folds of a classifier telling (c - c_n) from (c_n - c)."""
+    from sklearn.linear_model import LogisticRegression
+
     gaps = np.zeros(len(differences))
     for train, test in folds(len(differences), k, seed):
         x = np.vstack([differences[train], -differences[train]])

@@ -23,7 +23,6 @@ Credits = NDArray[np.float64]  # per-item credit in [0, 1]
 TIE_RULES = {"wrong": 0.0, "right": 1.0, "half": 0.5}
 
 BIVLC_KEYS = ("i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i")
-HARD_POSITIVE_KEYS = ("orig_acc", "aug_acc", "brittleness")
 
 
 def tie_credit(ties: str) -> float:

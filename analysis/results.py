@@ -65,8 +65,8 @@ def run_metrics(
     subset: str | None = None,
     ties: str | None = None,
 ) -> dict[str, Any]:
-    """The metrics JSON of cli.md for one run of one dataset (on a named subset of its items:
-    `subset` then names it in the result), ties counted by the benchmark's rule or by `ties`
+    """The metrics JSON of `./foil metrics` (README, Command line) for one run of one dataset (on a
+    named subset of its items: `subset` then names it in the result), ties counted by the benchmark's rule or by `ties`
     (`wrong`, `right` or `half`); `tie_rule` says which, `ties` how many there were.
 
     Computed once per run, subset, tie rule, bootstrap size and seed, then stored until the run's scores change.

@@ -1,1 +1,2 @@
-"""Annotation: the SQLite store, task types, batches, agreement and consensus."""
+"""People: task types, batches, queues and leases, crowd studies, agreement, consensus, cleaned exports
+and human baselines (the store they write to is `data.store`)."""

@@ -22,7 +22,8 @@ import math
 import random
 import secrets
 from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import sqlite_utils
@@ -106,8 +107,18 @@ class BatchSpec:
     completion_url: str = PROLIFIC_COMPLETION_URL  # crowd mode: where a finished participant goes, {code} filled in
 
 
+# Every setting's default, in one place: the page, the CLI and the readers of stored batches use these.
+SPEC_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(BatchSpec)}
+
+
+def setting(config: Mapping[str, Any], key: str) -> Any:
+    """A stored batch's setting (`batch["config"]`), or BatchSpec's default where the batch was
+    stored before the setting existed."""
+    return config.get(key, SPEC_DEFAULTS[key])
+
+
 def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
-    """Choose items, assign them, store the batch; return the `batch create` JSON of cli.md."""
+    """Choose items, assign them, store the batch; return the `batch create` JSON (README, Command line)."""
     if spec.task not in TASK_TYPES:
         raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
     if not spec.annotators and spec.crowd_items is None:

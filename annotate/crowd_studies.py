@@ -14,7 +14,7 @@ from typing import Any
 import sqlite_utils
 
 from annotate.batch_reports import batch_progress
-from annotate.batches import PROLIFIC_COMPLETION_URL, PROLIFIC_ID_PATTERN, BatchError
+from annotate.batches import PROLIFIC_COMPLETION_URL, PROLIFIC_ID_PATTERN, BatchError, setting
 from annotate.task_types import Task, build_task
 from data import store
 
@@ -119,7 +119,7 @@ def top_up(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) 
     return how many were dealt. Reads two counts and returns when nothing is due."""
     unanswered, held = store.open_units(db, batch["id"], annotator_id)
     quota = store.crowd_quota(db, batch["id"], annotator_id)
-    if quota is None or unanswered >= batch["config"].get("window", 2) or held >= quota:
+    if quota is None or unanswered >= setting(batch["config"], "window") or held >= quota:
         return 0
     with store.transaction(db, row_locks=True):
         store.lock_batch(db, batch["id"])
@@ -170,10 +170,10 @@ def _check_study_open(db: sqlite_utils.Database, batch: store.BatchRow, moment: 
     config = batch["config"]
     if batch.get("closed_at"):
         raise BatchError("This study is closed.")
-    if store.participants_holding_work(db, batch["id"]) >= config.get("max_participants", 1 << 30):
+    if store.participants_holding_work(db, batch["id"]) >= (setting(config, "max_participants") or 1 << 30):
         raise BatchError("This study is full right now. Places free up when others leave: please try again later.")
     recent = store.joins_since(db, batch["id"], store.timestamp(moment - timedelta(minutes=1)))
-    if recent >= config.get("joins_per_minute", 20):
+    if recent >= setting(config, "joins_per_minute"):
         raise BatchError("Too many people are joining this study at once. Please try again in a minute.")
 
 
@@ -198,7 +198,7 @@ def _crowd_share(
     holders = Counter((a["item_id"], a["part"]) for a in current)
     mine = [a for a in current if a["annotator_id"] == worker_id]
     theirs = {(a["item_id"], a["part"]) for a in mine}
-    room = config.get("window", 2) - sum(not a["done"] for a in mine)
+    room = setting(config, "window") - sum(not a["done"] for a in mine)
     regular = sorted(
         (
             (i, p)

@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate.batches import MIN_SECONDS, SIMULATED
+from annotate.batches import MIN_SECONDS, SIMULATED, setting
 from annotate.crowd_studies import top_up
 from annotate.task_types import Task, build_task, check_answer
 from data import store
@@ -161,8 +161,8 @@ def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime 
     batch = store.get_batch(db, batch_name)
     moment = now or datetime.now(UTC)
     config, crowd = batch["config"], "crowd_token" in batch["config"]
-    opened_before = store.timestamp(moment - timedelta(minutes=config.get("lease_minutes", 30)))
-    idle_before = store.timestamp(moment - timedelta(minutes=config.get("idle_minutes", 15))) if crowd else None
+    opened_before = store.timestamp(moment - timedelta(minutes=setting(config, "lease_minutes")))
+    idle_before = store.timestamp(moment - timedelta(minutes=setting(config, "idle_minutes"))) if crowd else None
     if not store.stale_assignments(db, batch["id"], opened_before, idle_before):  # the common case: no lock taken
         return 0
     moved = 0

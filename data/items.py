@@ -76,7 +76,7 @@ def normalize_caption(caption: str) -> str:
 
 
 def category_key(type_: str, subtype: str) -> str:
-    """The `{type}_{subtype}` category key of cli.md, in lower case."""
+    """The `{type}_{subtype}` category key (README, Command line), in lower case."""
     return f"{type_.strip().lower()}_{subtype.strip().lower()}"
 
 

@@ -113,7 +113,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
             study["idle_minutes"] = st.number_input(
                 "No-show minutes (unopened items of an idle participant go back)",
                 min_value=1.0,
-                value=5.0,
+                value=float(batches.SPEC_DEFAULTS["idle_minutes"]),
                 key="new_no_show",
             )
         spec = batches.BatchSpec(
@@ -386,9 +386,9 @@ if "crowd_token" in batch_row["config"]:
     config = batch_row["config"]
     st.text(
         f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
-        f"{config.get('joins_per_minute', 20)} may join per minute; each holds at most {config.get('window', 2)} "
-        f"unanswered items at a time; the unopened items of a participant idle for {config.get('idle_minutes', 15):g} "
-        "minutes go back to the pool."
+        f"{batches.setting(config, 'joins_per_minute')} may join per minute; each holds at most "
+        f"{batches.setting(config, 'window')} unanswered items at a time; the unopened items of a participant "
+        f"idle for {batches.setting(config, 'idle_minutes'):g} minutes go back to the pool."
     )
     if joins:
         st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")
