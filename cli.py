@@ -515,8 +515,8 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 @command(
     "batch from-picks",
     arg("batch", help="a pick_image batch"),
-    arg("--annotators", nargs="+"),
-    arg("--overlap", type=int, default=2),
+    arg("--annotators", nargs="+", help="default: the pick batch's annotators"),
+    arg("--overlap", type=int, help="annotators per item (default: two, or one when only one holds the batch)"),
     SEED,
     arg("--name"),
 )
@@ -524,11 +524,9 @@ def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) ->
     """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
     from annotate.construction import create_ambiguity_batch
 
-    holders = args.annotators or sorted(
-        {a["annotator"] for a in store.batch_assignments(db, store.get_batch(db, args.batch)["id"])}
-    )
+    annotators = tuple(args.annotators) if args.annotators else None
     return create_ambiguity_batch(
-        db, args.batch, annotators=tuple(holders), overlap=args.overlap, seed=args.seed, name=args.name
+        db, args.batch, annotators=annotators, overlap=args.overlap, seed=args.seed, name=args.name
     )
 
 

@@ -174,6 +174,24 @@ def blind_row(summary: Mapping[str, Any], dataset: str, scorers: Sequence[str]) 
     return row
 
 
+def audit_table(
+    result: Mapping[str, Any],
+    dataset: str,
+    scorers: Sequence[str],
+    other: Mapping[str, Any] | None = None,
+    compare: str = "",
+) -> list[dict[str, Any]]:
+    """The audit page's table: a row per category and one for the whole set (`blind_row`), with
+    another dataset's blind accuracy per scorer beside them when `other` (named `compare`) is given."""
+    rows = [{"category": c, **blind_row(v, dataset, scorers)} for c, v in result["by_category"].items()]
+    rows.append({"category": "(all)", **blind_row(result, dataset, scorers)})
+    if other is not None:
+        extra = {c: v["blind"] for c, v in other["by_category"].items()} | {"(all)": other["blind"]}
+        for row in rows:
+            row.update({f"{compare} {s}": extra.get(row["category"], {}).get(s) for s in scorers})
+    return rows
+
+
 def refine_dataset(
     db: sqlite_utils.Database,
     dataset: str,

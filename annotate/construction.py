@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlite_utils
 
-from annotate.batches import BatchError, BatchSpec, create_batch
+from annotate.batches import SPEC_DEFAULTS, BatchError, BatchSpec, create_batch
 from annotate.task_types import TASK_TYPES, task_type
 from data import store
 
@@ -53,15 +53,17 @@ def create_ambiguity_batch(
     db: sqlite_utils.Database,
     pick_batch: str,
     *,
-    annotators: tuple[str, ...],
-    overlap: int = 2,
+    annotators: tuple[str, ...] | None = None,
+    overlap: int | None = None,
     seed: int = 0,
     name: str | None = None,
 ) -> dict[str, Any]:
     """Turn the survivors of a pick_image batch into BiVLC groups and an ambiguity batch over them.
 
     The chosen candidate becomes each group's negative image I1; the source image and positive
-    caption are I0 and C0. The groups form a new dataset `<candidates dataset>-constructed`.
+    caption are I0 and C0. The groups form a new dataset `<candidates dataset>-constructed`. By
+    default the pick batch's annotators hold the new batch, each item seen by two of them (or one,
+    when there is only one).
     """
     from data.formats import Parsed
     from data.formats.made_here import CONSTRUCTION
@@ -92,8 +94,11 @@ def create_ambiguity_batch(
         for i in store.list_items(db, store.get_dataset(db, target)["id"], limit=1 << 62)
         if i["meta"].get("from_batch") == pick_batch
     )
-    follow = task_type(store.get_batch(db, pick_batch)["task"]).next_step or ""  # ambiguity
-    return create_batch(db, BatchSpec(target, follow, annotators, overlap, item_ids=ids, seed=seed, name=name))
+    picked = store.get_batch(db, pick_batch)
+    holders = annotators or tuple(sorted({a["annotator"] for a in store.batch_assignments(db, picked["id"])}))
+    overlap = overlap or min(SPEC_DEFAULTS["overlap"], len(holders))
+    follow = task_type(picked["task"]).next_step or ""  # ambiguity
+    return create_batch(db, BatchSpec(target, follow, holders, overlap, item_ids=ids, seed=seed, name=name))
 
 
 def _constructed_truth(item: store.ItemRow, choice: int) -> dict[str, Any]:

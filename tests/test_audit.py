@@ -230,3 +230,17 @@ def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin
     at.button(key="refine").click().run()
     assert not at.exception and any(m.value.startswith("Kept ") for m in at.markdown)
     assert len(at.get("download_button")) == 1
+
+
+def test_audit_table_has_a_row_per_category_and_the_whole_set_with_the_compared_dataset_beside():
+    from analysis.audit import audit_table
+
+    def summary(blind: float) -> dict:
+        return {"n": 4, "same_words": 1, "blind": {"stats": blind}, "ties": {"stats": 1}}
+
+    result = {**summary(50.0), "by_category": {"swap_att": summary(62.5)}}
+    other = {**summary(40.0), "by_category": {"swap_att": summary(30.0)}}
+    rows = audit_table(result, "mine", ["stats"], other, "theirs")
+    assert [r["category"] for r in rows] == ["swap_att", "(all)"]
+    assert [(r["mine stats"], r["theirs stats"], r["stats ties"]) for r in rows] == [(62.5, 30.0, 1), (50.0, 40.0, 1)]
+    assert "theirs stats" not in audit_table(result, "mine", ["stats"])[0]

@@ -368,9 +368,8 @@ if next_step:
     survivors = construction.pick_image_survivors(db, name)
     st.write(f"{len(survivors)} items have a chosen image so far (majority vote; a tie with None drops the item).")
     if survivors and st.button(f"Create an {next_step} batch from the chosen images", key=f"to_{next_step}"):
-        holders = tuple(sorted({a["annotator"] for a in store.batch_assignments(db, batch_row["id"])}))
         try:
-            follow = construction.create_ambiguity_batch(db, name, annotators=holders, overlap=min(2, len(holders)))
+            follow = construction.create_ambiguity_batch(db, name)  # the pick batch's annotators hold it
         except store.StoreError as error:
             st.error(text.md(error))
         else:

@@ -54,14 +54,8 @@ def run(name: str) -> dict:
 
 
 result = run(dataset)
-rows = [{"category": c, **audits.blind_row(v, dataset, scorers)} for c, v in result["by_category"].items()]
-rows.append({"category": "(all)", **audits.blind_row(result, dataset, scorers)})
-table = pd.DataFrame(rows)
-if compare != "(none)":
-    other = run(compare)
-    extra = {c: v["blind"] for c, v in other["by_category"].items()} | {"(all)": other["blind"]}
-    for scorer in scorers:
-        table[f"{compare} {scorer}"] = [extra.get(c, {}).get(scorer) for c in table["category"]]
+other = run(compare) if compare != "(none)" else None
+table = pd.DataFrame(audits.audit_table(result, dataset, scorers, other, compare))
 st.dataframe(table.round(2), hide_index=True, width="stretch")
 long = table.melt(
     id_vars=["category"],
