@@ -18,6 +18,7 @@ from analysis import metrics as m
 from analysis.results import run_metrics
 from annotate.task_types import build_task
 from data import store
+from data.formats.winoground import sample_winoground
 from data.loading import import_path
 from tests.conftest import ADMIN_PAGES, visit_admin_pages
 
@@ -227,27 +228,11 @@ def test_a_run_on_sugarcrepe_pp_is_compared_with_one_on_sugarcrepe_item_by_item(
 
 
 def winoground_folder(folder: Path, n: int = 6) -> Path:
-    tags = ("Object", "Relation", "Both")
-    lines = []
+    """The format's own sample (`sample_winoground`) with an image for every example."""
+    sample_winoground(folder, n)
     for i in range(n):
-        lines.append(
-            json.dumps(
-                {
-                    "id": i,
-                    "image_0": f"ex_{i}_img_0",
-                    "image_1": f"ex_{i}_img_1",
-                    "caption_0": f"a dog bites a man {i}",
-                    "caption_1": f"a man bites a dog {i}",
-                    "tag": "Noun",
-                    "secondary_tag": "Symbolic" if i == 0 else "",
-                    "num_main_preds": 1 + i % 2,
-                    "collapsed_tag": tags[i % 3],
-                }
-            )
-        )
         for k in (0, 1):
             image(folder / "images" / f"ex_{i}_img_{k}.png", 40 * i + 7 * k)
-    (folder / "examples.jsonl").write_text("\n".join(lines) + "\n")
     return folder
 
 
