@@ -171,19 +171,21 @@ st.subheader("Progress")
 def live_progress(batch_name: str) -> None:
     """Per-annotator progress, redrawn every 10 seconds as labels arrive."""
     progress = pd.DataFrame(batch_reports.batch_progress(session_db(), batch_name))
-    numbers = {
-        c: pd.to_numeric(progress[c]) for c in ("median_seconds", "gold_accuracy") if c in progress
-    }  # None -> empty cell, not "None"
+    # a figure nobody has yet (no person's answer, no gold item) is an empty cell: the table
+    # would draw a missing number as "None", so these two columns are written out as text
+    figures = {
+        c: progress[c].map(lambda x: "" if x is None or pd.isna(x) else f"{x:.1f}")
+        for c in ("median_seconds", "gold_accuracy")
+        if c in progress
+    }
     st.dataframe(
-        progress.assign(**numbers),
+        progress.assign(**figures),
         hide_index=True,
         width="stretch",
         column_config={  # headers in words
-            "median_seconds": st.column_config.NumberColumn(
-                "median seconds per item (people's answers)", format="%.1f"
-            ),
-            "gold_n": st.column_config.NumberColumn("gold items answered"),
-            "gold_accuracy": st.column_config.NumberColumn("gold accuracy %", format="%.1f"),
+            "median_seconds": "median seconds per item (people's answers)",
+            "gold_n": "gold items answered",
+            "gold_accuracy": "gold accuracy %",
             "screened_out": st.column_config.CheckboxColumn("left out by the gold screening"),
         },
     )
