@@ -238,7 +238,8 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
         )
     except (TaskError, store.StoreError) as error:
         st.session_state["notice"] = ("error", f"Not stored. {error}")
-        if getattr(error, "reason", None) == "not_shown":  # the browser's report never arrived: ask it again
+        if isinstance(error, store.LabelRefused) and error.reason == "not_shown":
+            # the browser's report that the item is on screen never arrived: ask it again
             st.session_state["report_again"] = st.session_state.get("report_again", 0) + 1
         return
     st.session_state["notice"] = (
