@@ -29,8 +29,8 @@ run: $(VENV)/.runtime $(DEMO_DB)
 	FOIL_DB=$(DEMO_DB) $(PY) -m streamlit run app.py --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
-# README's example outputs, printed by the commands themselves on a fresh demo store, and its tables and
-# choice lists generated from the registries (tests check both).
+# README's example outputs, printed by the commands themselves on a fresh demo store, and its tables
+# generated from the registries (tests check both).
 docs: $(VENV)/.runtime
 	$(PY) docs/readme_tables.py
 	$(PY) docs/readme_outputs.py

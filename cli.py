@@ -78,17 +78,17 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 
 # Options several commands share, declared once.
-SEED = arg("--seed", type=int, default=0, help="random seed: the same seed gives the same result")
+SEED = arg("--seed", type=int, default=0, metavar="S", help="random seed: the same seed gives the same result")
 SUBSET = arg(
     "--subset",
     choices=["all", *SUBSETS],
     default="all",
     help="only the items of a subset the source defines (VALSE: valid)",
 )
-CHECKPOINT = arg("--checkpoint", help="local weights file")
-BATCH_SIZE = arg("--batch-size", type=int, default=64)
-DEVICE = arg("--device", default="auto")
-CACHE_DIR = arg("--cache-dir", help="where open_clip looks for downloaded weights")
+CHECKPOINT = arg("--checkpoint", metavar="FILE", help="local weights file")
+BATCH_SIZE = arg("--batch-size", type=int, default=64, metavar="N")
+DEVICE = arg("--device", default="auto", metavar="auto|cpu|cuda")
+CACHE_DIR = arg("--cache-dir", metavar="DIR", help="where open_clip looks for downloaded weights")
 
 
 def command(
@@ -137,7 +137,7 @@ class TerminalProgress:
 
 @command("demo")
 def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Build (or rebuild) the embedded demo datasets."""
+    """Build (or rebuild, idempotently) the embedded demo datasets and score them with the demo model."""
     from analysis.scoring import score_demo
     from data.demo import install_demo
 
@@ -154,14 +154,15 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
 
 @command(
     "import",
-    arg("kind", choices=formats.IMPORT_KINDS),
+    arg("kind", choices=formats.IMPORT_KINDS, metavar="KIND", help=", ".join(formats.IMPORT_KINDS)),
     arg("path"),
-    arg("--images", help="image root the file's image paths are relative to"),
-    arg("--name", help="dataset name (default: the benchmark's name)"),
-    arg("--run", help="run name for results files (default: from the file name)"),
+    arg("--images", metavar="DIR", help="image root the file's image paths are relative to"),
+    arg("--name", metavar="NAME", help="dataset name (default: the benchmark's name)"),
+    arg("--run", metavar="RUN", help="run name for results files (default: from the file name)"),
 )
 def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Import a benchmark file or folder (or a model's per-instance results)."""
+    """Import a benchmark file or folder, or a model's per-instance results (KIND: one of the import
+    kinds in README's table, which says each one's layout)."""
     from data.loading import import_path
 
     report = import_path(
@@ -190,11 +191,13 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
     "export",
     arg("dataset"),
     arg("--format", choices=formats.EXPORT_FORMATS, required=True),
-    arg("--out", required=True),
+    arg("--out", required=True, metavar="DIR"),
     SUBSET,
 )
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Write a dataset in a layout the field uses; jsonl and parquet carry per-instance results of every run."""
+    """Write a dataset in a benchmark's own layout, which reads back with that benchmark's `import`
+    (BiVLC's images copied), or as JSONL / parquet with every run's per-instance results
+    (`results: {run: {correct, scores}}`; the JSONL imports back with `import jsonl`)."""
     from analysis.exports import export_dataset
 
     return export_dataset(db, args.dataset, args.format, Path(args.out), subset=args.subset)
@@ -228,8 +231,8 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 @command(
     "score",
     arg("dataset"),
-    arg("--model", required=True, help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
-    arg("--pretrained", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
+    arg("--model", required=True, metavar="ARCH", help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
+    arg("--pretrained", metavar="TAG", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
     CHECKPOINT,
     arg(
         "--precision",
@@ -238,21 +241,26 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
         help="auto (default): bf16 where the device computes it natively, else fp32; the run records which and why",
     ),
     BATCH_SIZE,
-    arg("--limit", type=int, help="score only the first N items"),
-    arg("--run", help="run name (default: model-tag, with -bf16 when run in bf16)"),
+    arg("--limit", type=int, metavar="N", help="score only the first N items"),
+    arg("--run", metavar="NAME", help="run name (default: model-tag, with -bf16 when run in bf16)"),
     DEVICE,
     CACHE_DIR,
 )
 def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Score a dataset with an open_clip model (cached, batched, de-duplicated)."""
+    """Score every item with an open_clip model (cached, batched, de-duplicated); precision `auto`
+    is bf16 where the CPU or GPU computes it natively, else fp32."""
     return _score_in(db, args, args.precision, run=args.run, limit=args.limit)
 
 
 @command(
     "parity",
     arg("dataset"),
-    arg("--model", help="open_clip architecture: score the dataset in both precisions (embeddings cached)"),
-    arg("--pretrained", help="pretrained tag, or 'none' for random weights"),
+    arg(
+        "--model",
+        metavar="ARCH",
+        help="open_clip architecture: score the dataset in both precisions (embeddings cached)",
+    ),
+    arg("--pretrained", metavar="TAG", help="pretrained tag, or 'none' for random weights"),
     CHECKPOINT,
     arg("--precision", choices=PRECISIONS, default="auto", help="run B's precision (default auto)"),
     arg("--against", choices=PRECISIONS, default="fp32", help="run A's precision (default fp32)"),
@@ -311,8 +319,14 @@ def _score_in(
 @command(
     "metrics",
     arg("dataset"),
-    arg("--run", required=True),
-    arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
+    arg("--run", required=True, metavar="RUN"),
+    arg(
+        "--bootstrap",
+        type=int,
+        default=BOOTSTRAP,
+        metavar="N",
+        help="resamples for the 95%% intervals (the app uses the same)",
+    ),
     SEED,
     SUBSET,
     arg(
@@ -323,7 +337,9 @@ def _score_in(
     text=lambda result: metrics_text(result),
 )
 def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Benchmark metrics of one run, per category, with bootstrap intervals and tie counts."""
+    """The benchmark's metrics of one run per category, with bootstrap 95% intervals and the number of
+    ties; a tie counts as the benchmark's own code counts it unless --ties says otherwise (`tie_rule`
+    says which and why); --subset valid keeps the items the source's own validation kept."""
     from analysis.results import run_metrics
 
     return run_metrics(
@@ -333,6 +349,7 @@ def cmd_metrics(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
 
 BASE_URL = arg(
     "--base-url",
+    metavar="URL",
     help=f"the app's address links start with (default: ${links.BASE_URL_VARIABLE}; without either, links are paths)",
 )
 
@@ -368,7 +385,8 @@ def cmd_annotator_add(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     BASE_URL,
 )
 def cmd_annotator_link(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Issue a new private link for an annotator whose link was lost (shown once; only its hash is stored)."""
+    """Issue a new private link for an annotator whose link was lost (shown once; only its hash is
+    stored); earlier links keep working unless --revoke-old."""
     from annotate.batches import reissue_link
 
     token = reissue_link(db, args.name, revoke_old=args.revoke_old)
@@ -390,14 +408,14 @@ def migrate_store_text(result: dict[str, Any]) -> str:
 
 @command(
     "migrate-store",
-    arg("source", help="the store to copy: a file or a postgresql:// URL"),
-    arg("destination", help="an empty store: a new file, or an empty PostgreSQL database's URL"),
+    arg("source", metavar="SRC", help="the store to copy: a file or a postgresql:// URL"),
+    arg("destination", metavar="DST", help="an empty store: a new file, or an empty PostgreSQL database's URL"),
     text=migrate_store_text,
     opens_store=False,
 )
 def cmd_migrate_store(db: sqlite_utils.Database | None, args: argparse.Namespace) -> dict[str, Any]:
-    """Copy a whole store to another engine (SQLite to PostgreSQL or back), checked by row counts
-    and a checksum of the labels. Files (images, exports) stay where they are."""
+    """Copy a whole store to another engine (SQLite to PostgreSQL or back) into an empty store,
+    checked by row counts and a checksum of the labels. Files (images, exports) stay where they are."""
     source = store.open_existing_db(
         args.source
     )  # before the destination is created: a wrong source path leaves no file behind
@@ -418,45 +436,67 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     "batch create",
     arg("dataset"),
     arg("--task", required=True, choices=TASK_TYPES),
-    arg("--category", action="append", help="only items of this category (repeatable)"),
-    arg("--n", type=int, help="sample this many items (default: all)"),
-    arg("--overlap", type=int, default=SPEC_DEFAULTS["overlap"], help="annotators per item"),
-    arg("--gold-share", type=float, default=SPEC_DEFAULTS["gold_share"], help="share of gold items (known answers)"),
-    arg("--annotators", nargs="+", help="annotator names (created if new; default: all)"),
+    arg("--category", action="append", metavar="CAT", help="only items of this category (repeatable)"),
+    arg("--n", type=int, metavar="N", help="sample this many items (default: all)"),
+    arg("--overlap", type=int, default=SPEC_DEFAULTS["overlap"], metavar="K", help="annotators per item"),
+    arg(
+        "--gold-share",
+        type=float,
+        default=SPEC_DEFAULTS["gold_share"],
+        metavar="F",
+        help="share of gold items (known answers)",
+    ),
+    arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
     SEED,
-    arg("--name"),
+    arg("--name", metavar="NAME"),
     BASE_URL,
     arg(
         "--lease-minutes",
+        metavar="M",
         type=float,
         default=SPEC_DEFAULTS["lease_minutes"],
         help="an opened item unanswered this long goes to someone else",
     ),
-    arg("--crowd-items", type=int, help="crowd study: items per participant who joins through the study link"),
-    arg("--max-participants", type=int, help="crowd study: participants holding work at once (default: just enough)"),
+    arg(
+        "--crowd-items",
+        type=int,
+        metavar="N",
+        help="crowd study: items per participant who joins through the study link",
+    ),
+    arg(
+        "--max-participants",
+        type=int,
+        metavar="P",
+        help="crowd study: participants holding work at once (default: just enough)",
+    ),
     arg(
         "--window",
+        metavar="W",
         type=int,
         default=SPEC_DEFAULTS["window"],
         help="crowd study: unanswered units a participant holds at most; more are dealt as they answer",
     ),
     arg(
         "--no-show-minutes",
+        metavar="M",
         type=float,
         default=SPEC_DEFAULTS["idle_minutes"],
         help="crowd study: a participant idle this long gives their unopened units back",
     ),
     arg(
         "--consent-file",
+        metavar="FILE",
         help="crowd study: a text file with the consent a participant agrees to (default: a short generic one)",
     ),
     arg(
         "--completion-url",
+        metavar="URL",
         help="crowd study: where a finished participant goes, {code} for the code (default: Prolific's)",
     ),
 )
 def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Create an annotation batch: items, overlap, gold share, annotators."""
+    """Create an annotation batch: items, overlap, gold share, annotators; with --crowd-items, a crowd
+    study whose one link deals units to participants as they join."""
     from annotate.batches import DEFAULT_CONSENT, PROLIFIC_COMPLETION_URL, BatchSpec, create_batch
 
     annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
@@ -515,10 +555,15 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 @command(
     "batch from-picks",
     arg("batch", help="a pick_image batch"),
-    arg("--annotators", nargs="+", help="default: the pick batch's annotators"),
-    arg("--overlap", type=int, help="annotators per item (default: two, or one when only one holds the batch)"),
+    arg("--annotators", nargs="+", metavar="NAME", help="default: the pick batch's annotators"),
+    arg(
+        "--overlap",
+        type=int,
+        metavar="K",
+        help="annotators per item (default: two, or one when only one holds the batch)",
+    ),
     SEED,
-    arg("--name"),
+    arg("--name", metavar="NAME"),
 )
 def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """BiVLC step 2: the chosen images of a pick_image batch become an ambiguity batch."""
@@ -554,10 +599,11 @@ def cmd_assignments(db: sqlite_utils.Database, args: argparse.Namespace) -> list
     "labels",
     arg("batch"),
     arg("--format", choices=["jsonl", "csv"], default="jsonl"),
-    arg("--out"),
+    arg("--out", metavar="FILE"),
 )
 def cmd_labels(db: sqlite_utils.Database, args: argparse.Namespace) -> str | None:
-    """Export a batch's labels as JSONL or CSV (stdout, or --out FILE)."""
+    """Export every label of a batch as JSONL or CSV (stdout, or --out FILE): annotator, item, answer,
+    displayed order, timestamps, seconds."""
     from annotate.batch_reports import export_labels
 
     text = export_labels(db, args.batch, args.format)
@@ -584,8 +630,8 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
 @command(
     "simulate",
     arg("batch"),
-    arg("--annotators", type=int, help="answer as the first N annotators of the batch (default: all)"),
-    arg("--accuracy", type=float, default=0.9, help="chance each answer matches the ground truth"),
+    arg("--annotators", type=int, metavar="N", help="answer as the first N annotators of the batch (default: all)"),
+    arg("--accuracy", type=float, default=0.9, metavar="P", help="chance each answer matches the ground truth"),
     SEED,
 )
 def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -598,11 +644,18 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
 @command(
     "baseline",
     arg("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together"),
-    arg("--bootstrap", type=int, default=BOOTSTRAP, help="resamples for the 95%% intervals (the app uses the same)"),
+    arg(
+        "--bootstrap",
+        type=int,
+        default=BOOTSTRAP,
+        metavar="N",
+        help="resamples for the 95%% intervals (the app uses the same)",
+    ),
     SEED,
 )
 def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Human baseline of baseline/validation/ranking batches, with the keys of `metrics`."""
+    """Human baseline of baseline/validation/ranking batches, with the keys of `metrics` (BiVLC: give
+    the i2t and the t2i batch)."""
     from annotate.baselines import human_baseline
 
     return human_baseline(db, args.batches, n_boot=args.bootstrap, seed=args.seed)
@@ -617,10 +670,11 @@ def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
         help="the layout (default: the dataset's own, as VALSE or SugarCrepe++, else the task type's: sugarcrepe for "
         "validate_negative, bivlc for ambiguity)",
     ),
-    arg("--out", required=True),
+    arg("--out", required=True, metavar="DIR"),
 )
 def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Write the cleaned benchmark a construction batch leaves, with provenance.json."""
+    """Write the cleaned benchmark a construction batch leaves, with `provenance.json`: which batch and
+    rule removed each item, the agreement, a protocol paragraph."""
     from annotate.export import export_clean
 
     return export_clean(db, args.batch, args.format, Path(args.out))
@@ -628,7 +682,8 @@ def cmd_export_clean(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
 
 @command("votes", arg("dataset"))
 def cmd_votes(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Crowd votes shipped with a benchmark (VALSE): valid items and Fleiss' kappa per category."""
+    """Crowd votes shipped with a benchmark (VALSE's `mturk`): valid items by the authors' rule and
+    Fleiss' kappa from the vote counts, per category."""
     from annotate.votes import vote_agreement
 
     return vote_agreement(db, args.dataset)
@@ -647,17 +702,20 @@ def compare_text(result: dict[str, Any]) -> str:
 @command(
     "compare",
     arg("dataset"),
-    arg("--run", required=True),
-    arg("--with", dest="other_run", required=True, help="the run to compare with"),
+    arg("--run", required=True, metavar="A"),
+    arg("--with", dest="other_run", required=True, metavar="B", help="the run to compare with"),
     arg(
         "--other-dataset",
+        metavar="OTHER",
         help="the other run's dataset, when it is another one (SugarCrepe++ against SugarCrepe: items linked by image, "
         "caption and negative)",
     ),
     text=compare_text,
 )
 def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Two runs item by item: right for both, for one only, for neither, and McNemar's test, per category."""
+    """Two runs item by item: right for both, for one only, for neither, and McNemar's test, per
+    category; with --other-dataset, a run on SugarCrepe++ against one on SugarCrepe over the linked
+    items."""
     from analysis.inspection import compare_linked, compare_runs
 
     if args.other_dataset and args.other_dataset != args.dataset:
@@ -675,15 +733,20 @@ def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
 @command(
     "audit",
     arg("dataset"),
-    arg("--folds", type=int, default=5),
+    arg("--folds", type=int, default=5, metavar="K"),
     SEED,
     arg("--scorers", nargs="+", default=list(SCORERS), choices=SCORERS),
-    arg("--text-model", help="also a CLIP text encoder for SugarCrepe++'s TOT: 'demo' or an open_clip architecture"),
-    arg("--text-pretrained", help="pretrained tag of --text-model (e.g. openai)"),
+    arg(
+        "--text-model",
+        metavar="demo|ARCH",
+        help="also a CLIP text encoder for SugarCrepe++'s TOT: 'demo' or an open_clip architecture",
+    ),
+    arg("--text-pretrained", metavar="TAG", help="pretrained tag of --text-model (e.g. openai)"),
 )
 def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Blind text-only baselines: how far captions alone tell positive from negative (and, on
-    SugarCrepe++, the text-only TOT of MiniLM and of a CLIP text encoder)."""
+    """Blind text-only baselines per category: how far captions alone tell positive from negative,
+    and the word-order-only pairs (on SugarCrepe++ also the text-only TOT of MiniLM and of a CLIP
+    text encoder)."""
     from analysis.audit import audit, tot_encoders
 
     encoders = tot_encoders(args.text_model, args.text_pretrained)
@@ -696,13 +759,13 @@ def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
 @command(
     "refine",
     arg("dataset"),
-    arg("--scorers", nargs=2, required=True, choices=SCORERS),
-    arg("--grid", type=int, default=8),
+    arg("--scorers", nargs=2, required=True, choices=SCORERS, metavar=("A", "B"), help=", ".join(SCORERS)),
+    arg("--grid", type=int, default=8, metavar="K"),
     SEED,
-    arg("--out", required=True),
+    arg("--out", required=True, metavar="DIR"),
 )
 def cmd_refine(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Adversarial refinement against two blind scorers; writes the kept subset."""
+    """Adversarial refinement against two blind scorers; writes the kept subset in SugarCrepe's layout."""
     from analysis.audit import refine_dataset
 
     result = refine_dataset(db, args.dataset, tuple(args.scorers), grid=args.grid, seed=args.seed, out=Path(args.out))
@@ -889,6 +952,51 @@ def build_parser() -> argparse.ArgumentParser:
             handler=registered.handler, render=registered.text or as_text, opens_store=registered.opens_store
         )
     return parser
+
+
+def usage(command: Command) -> str:
+    """The command line README shows for `command`, read off its registered arguments.
+
+    >>> usage(next(c for c in COMMANDS if c.name == "labels"))
+    './foil labels BATCH [--format jsonl|csv] [--out FILE]'
+    """
+    words = ["./foil", *([command.group] if command.group else []), command.name]
+    return " ".join(words + [_usage_word(flags, options) for flags, options in command.arguments])
+
+
+def _usage_word(flags: tuple[str, ...], options: dict[str, Any]) -> str:
+    flag = flags[0]
+    optional = (flag.startswith("-") and not options.get("required")) or options.get("nargs") == "?"
+    if options.get("action") in ("store_true", "store_false"):
+        return f"[{flag}]"
+    metavar = options.get("metavar")
+    if isinstance(metavar, tuple):
+        value = " ".join(metavar)
+    elif metavar:
+        value = metavar
+    elif "choices" in options:
+        value = "|".join(map(str, options["choices"]))
+    else:
+        value = (options.get("dest") or flag.lstrip("-")).upper().replace("-", "_")
+    if options.get("nargs") == "+" or options.get("action") == "append":
+        value += " ..."
+    elif isinstance(options.get("nargs"), int) and not isinstance(metavar, tuple):
+        value = " ".join([value] * options["nargs"])
+    word = f"{flag} {value}" if flag.startswith("-") else value
+    return f"[{word}]" if optional else word
+
+
+def command_table() -> str:
+    """README's command table: each command's usage and its handler's first paragraph (`--help`)."""
+    rows = ["| command | what it does |", "| --- | --- |"]
+    for registered in COMMANDS:
+        about = " ".join((registered.handler.__doc__ or "").strip().split("\n\n")[0].split())
+        rows.append(f"| `{_cell(usage(registered))}` | {_cell(about)} |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # a pipe inside a Markdown table cell
 
 
 def with_default_action(argv: list[str]) -> list[str]:

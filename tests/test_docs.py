@@ -1,4 +1,4 @@
-"""README's tables and choice lists are the registries' (`docs/readme_tables.py`, run by `make docs`)."""
+"""README's tables are the registries' (`docs/readme_tables.py`, run by `make docs`)."""
 
 from __future__ import annotations
 
