@@ -103,6 +103,8 @@ class Format:
     writes names a source for the read -> write -> read test: `sample_fixture`, a file or folder
     of the benchmark's own release under the shared fixtures folder (`$FOIL_FIXTURES`), or
     `sample(folder)`, which writes a small source there and returns the path to import.
+    `renames_images` says the writer copies the images beside its files under new names: what is
+    read back is the written folder with itself as the image root, and the same images by content.
     """
 
     name: str
@@ -121,6 +123,7 @@ class Format:
     report: Callable[[Parsed], dict[str, Any]] | None = None
     sample_fixture: str = ""
     sample: Callable[[Path], Path] | None = None
+    renames_images: bool = False
 
     def write_items(self, items: Sequence[StoredItem], out: Path, context: ExportContext) -> list[str]:
         """Write stored items in this layout (`write`); refused for a format that only reads."""

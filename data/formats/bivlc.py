@@ -135,6 +135,34 @@ def _copy_image(root: Path | None, reference: str, folder: Path) -> str:
     return f"images/{name}"
 
 
+def sample_bivlc(folder: Path) -> Path:
+    """A small BiVLC parquet in `folder`, its images embedded as bytes as on Hugging Face."""
+    import io
+
+    import pandas as pd
+    from PIL import Image
+
+    def png(shade: int) -> dict[str, Any]:
+        buffer = io.BytesIO()
+        Image.new("RGB", (8, 8), (shade, 100, 200 - shade)).save(buffer, format="PNG")
+        return {"bytes": buffer.getvalue(), "path": f"{shade}.png"}
+
+    rows = [
+        {
+            "caption": f"a dog {n} on a mat",
+            "negative_caption": f"a mat {n} on a dog",
+            "type": "swap",
+            "subtype": "obj",
+            "image": png(40 * n),
+            "negative_image": png(40 * n + 20),
+        }
+        for n in range(3)
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(folder / "bivlc_test.parquet")
+    return folder / "bivlc_test.parquet"
+
+
 BIVLC = Format(
     "bivlc",
     "BiVLC instances (CSV or parquet): `caption, negative_caption, type, subtype, image, negative_image`, images as "
@@ -145,6 +173,8 @@ BIVLC = Format(
     writes=("group",),
     ties_because="BiVLC compares each pair of scores with a strict >",
     category_types=bivlc_type,
+    sample=sample_bivlc,
+    renames_images=True,
 )
 BIVLC_RESULTS = Format(
     "bivlc-results",
