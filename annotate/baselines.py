@@ -57,13 +57,18 @@ def human_baseline(
     if not by_task:
         raise BaselineError(f"none of {batch_names} is a baseline task {BASELINE_TASKS}")
     items = store.items_by_id(db, {item for outcomes in by_task.values() for item, _ in outcomes})
-    kinds = {item["kind"] for item in items.values()}
     dataset = datasets.pop()
-    if kinds == {"group"}:
+    if _asks_several_parts(by_task, {item["kind"] for item in items.values()}):
         summary = _group_baseline(by_task, items, source_format(db, dataset), n_boot, seed)
     else:
         summary = _single_baseline(by_task, items, n_boot, seed)
     return {"dataset": dataset, "batches": batch_names, **summary}
+
+
+def _asks_several_parts(by_task: dict[str, Outcomes], kinds: set[str]) -> bool:
+    """Whether the tasks ask more than one question of an item of these kinds (`TaskType.parts`: a
+    BiVLC group's two captions or two images), whose outcomes then combine per item as the models' do."""
+    return any(len(REGISTRY[task].parts(kind)) > 1 for task in by_task for kind in kinds)
 
 
 def _single_baseline(
