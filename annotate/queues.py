@@ -70,6 +70,17 @@ def draw(db: sqlite_utils.Database, annotator_id: int, batch_name: str) -> Queue
     return replace(state, started_at=store.open_assignment(db, state.assignment_id))
 
 
+def batches_waiting(progress: list[dict[str, Any]], finished: str) -> list[str]:
+    """The names of an annotator's batches other than `finished` that still hold items for them, in
+    their order (`progress`: `store.annotator_batches` rows).
+
+    >>> batches_waiting([{"name": "a", "done": 2, "assigned": 2}, {"name": "b", "done": None, "assigned": 3},
+    ...                  {"name": "c", "done": 1, "assigned": 1}], "a")
+    ['b']
+    """
+    return [row["name"] for row in progress if row["name"] != finished and (row["done"] or 0) < row["assigned"]]
+
+
 def _task_seed(batch: store.BatchRow, annotator_id: int) -> str:
     return f"{batch['config']['seed']}:{annotator_id}"
 

@@ -184,7 +184,7 @@ if task is None:
         else:
             return_button()
         st.stop()
-    waiting = [name for name, row in progress_of.items() if name != batch_name and (row["done"] or 0) < row["assigned"]]
+    waiting = queues.batches_waiting(mine, batch_name)
     if not waiting:
         st.success("All done, thank you. You may close this tab.")
         st.stop()
