@@ -1,0 +1,315 @@
+"""Benchmark health: what share of a benchmark's negatives are invalid, and the leaderboard on the
+valid items, estimated from a stratified random sample that people validated.
+
+The contract (README, "Benchmark health"):
+
+* **Design.** Strata are categories. In stratum c of N_c items, n_c items are drawn at random
+  without replacement (several batches drawn one after another from the items not yet drawn
+  make one such sample); each drawn item's inclusion probability is n_c / N_c.
+* **Outcome.** Each drawn item's validations end valid, invalid or ambiguous (the majority, a tie
+  being ambiguous); items not yet decided are left out of n_c.
+* **Invalid share of a stratum.** p_c = x_c / n_c with a Clopper-Pearson (exact) 95% interval on
+  the effective sample size n_c (N_c - 1) / (N_c - n_c), the finite-population correction (a
+  census is exact).
+* **Overall share.** p = sum W_c p_c with W_c = N_c / N, variance sum W_c^2 (1 - f_c) p_c (1 - p_c)
+  / (n_c - 1), and a Clopper-Pearson interval on the Korn-Graubard effective sample size p (1 - p)
+  / variance (degrees of freedom n - K), which keeps its coverage when few items are invalid.
+* **Accuracy on valid items.** A ratio estimator: sum_c (N_c / n_c) (valid and right) over
+  sum_c (N_c / n_c) (valid), each run's credit as its metrics count it (ties by the benchmark's
+  rule), with a stratified bootstrap percentile interval; paired differences of two runs from the
+  same resamples, and the share of resamples in which their order differs from the published one.
+* **Horvitz-Thompson.** Where items were drawn with unequal probabilities pi_i (importance
+  sampling), the total of y is sum y_i / pi_i, unbiased whenever every pi_i > 0.
+
+Pure functions of counts and arrays; `annotate.health` reads them off the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+LEVEL = 0.95
+ALLOCATIONS = ("equal", "proportional", "neyman")
+OUTCOMES = ("valid", "invalid", "ambiguous")
+
+
+@dataclass(frozen=True)
+class Share:
+    """An estimated share with its 95% interval, from `invalid` of `decided` items in a population
+    of `size` (for a combination of strata, `decided` and `size` are their sums)."""
+
+    estimate: float
+    low: float
+    high: float
+    invalid: int
+    decided: int
+    size: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: the figures, rounded to four decimals."""
+        return {
+            "estimate": round(self.estimate, 4),
+            "interval": [round(self.low, 4), round(self.high, 4)],
+            "invalid": self.invalid,
+            "decided": self.decided,
+            "size": self.size,
+        }
+
+
+def exact_interval(count: Any, n: Any, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson interval of `count` successes in `n` trials (both may be fractional
+    effective counts, and arrays).
+
+    >>> low, high = exact_interval(0, 10)
+    >>> float(low), round(float(high), 4)
+    (0.0, 0.3085)
+    """
+    count, n = np.asarray(count, dtype=float), np.asarray(n, dtype=float)
+    alpha = 1 - level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(count > 0, stats.beta.ppf(alpha / 2, count, n - count + 1), 0.0)
+        high = np.where(count < n, stats.beta.ppf(1 - alpha / 2, count + 1, n - count), 1.0)
+    return np.nan_to_num(low, nan=0.0), np.nan_to_num(high, nan=1.0)
+
+
+def effective_size(n: Any, size: Any) -> np.ndarray:
+    """The sample size a binomial interval needs to carry the finite-population correction:
+    n (N - 1) / (N - n); infinite for a census.
+
+    >>> round(float(effective_size(10, 10_000)), 3), float(effective_size(50, 100))
+    (10.009, 99.0)
+    """
+    n, size = np.asarray(n, dtype=float), np.asarray(size, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(n < size, n * (size - 1) / np.maximum(size - n, 1e-12), np.inf)
+
+
+def stratum_share(invalid: int, decided: int, size: int, level: float = LEVEL) -> Share:
+    """The invalid share of one stratum: `invalid` of `decided` drawn items, of `size` in all.
+
+    >>> stratum_share(3, 3, 3).low  # a census is exact
+    1.0
+    """
+    if decided < 1:
+        raise ValueError("a stratum needs at least one decided item for an estimate")
+    if decided > size:
+        raise ValueError(f"{decided} decided items in a stratum of {size}")
+    share = invalid / decided
+    if decided == size:
+        return Share(share, share, share, invalid, decided, size)
+    n_eff = effective_size(decided, size)
+    low, high = exact_interval(share * n_eff, n_eff, level)
+    return Share(share, float(low), float(high), invalid, decided, size)
+
+
+def stratified_share(
+    invalid: Sequence[int], decided: Sequence[int], sizes: Sequence[int], level: float = LEVEL
+) -> Share:
+    """The invalid share of the whole population from its strata (every one with a decided item):
+    the stratified estimate with a Korn-Graubard exact interval.
+
+    >>> s = stratified_share([1, 0], [10, 10], [100, 300])
+    >>> round(s.estimate, 4), s.size
+    (0.025, 400)
+    """
+    x, n, size = (np.asarray(v, dtype=float) for v in (invalid, decided, sizes))
+    if len(n) == 0 or (n < 1).any():
+        raise ValueError("every stratum needs at least one decided item for an overall estimate")
+    weights = size / size.sum()
+    shares = x / n
+    estimate = float(weights @ shares)
+    total, population = int(n.sum()), int(size.sum())
+    if total == population:
+        return Share(estimate, estimate, estimate, int(x.sum()), total, population)
+    smoothed = (x + 1) / (n + 2)  # in the variance only: a stratum that showed no invalid item still varies
+    variance = float(np.sum(weights**2 * (1 - n / size) * smoothed * (1 - smoothed) / n))
+    low, high = korn_graubard(estimate, variance, total, float(effective_size(total, population)), len(n), level)
+    return Share(estimate, float(low), float(high), int(x.sum()), total, population)
+
+
+def allocate(
+    sizes: Mapping[str, int],
+    budget: int,
+    method: str = "proportional",
+    estimates: Mapping[str, float] | None = None,
+    taken: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """How many new items to draw per stratum: `budget` in all, at most the items each stratum
+    has not yet given (`taken`). `equal`: the same per stratum; `proportional`: in proportion to
+    its size; `neyman`: to N_c sqrt(p_c (1 - p_c)), p_c from `estimates` (0.5 where none), which
+    minimises the overall share's variance. Rounded by largest remainder; what a full stratum
+    cannot take goes to the others.
+
+    >>> allocate({"a": 100, "b": 300}, 40)
+    {'a': 10, 'b': 30}
+    >>> allocate({"a": 100, "b": 300}, 40, "neyman", {"a": 0.5, "b": 0.0})
+    {'a': 40, 'b': 0}
+    """
+    if method not in ALLOCATIONS:
+        raise ValueError(f"unknown allocation {method!r}; expected one of {list(ALLOCATIONS)}")
+    if budget < 0:
+        raise ValueError(f"a budget of {budget} items; expected 0 or more")
+    taken = taken or {}
+    room = {c: max(int(sizes[c]) - int(taken.get(c, 0)), 0) for c in sizes}
+    wanted = {c: _allocation_weight(method, sizes[c], (estimates or {}).get(c)) for c in sizes}
+    result = dict.fromkeys(sizes, 0)
+    left = min(budget, sum(room.values()))
+    while left > 0:
+        open_strata = [c for c in sizes if room[c] > result[c]]
+        weights = np.array([wanted[c] for c in open_strata], dtype=float)
+        if weights.sum() <= 0:  # nothing left to learn where weights are zero: spread evenly
+            weights = np.ones(len(open_strata))
+        quotas = left * weights / weights.sum()
+        whole = np.floor(quotas).astype(int)
+        for i in np.argsort(-(quotas - whole), kind="stable")[: left - whole.sum()]:
+            whole[i] += 1
+        for c, extra in zip(open_strata, whole):
+            result[c] += min(int(extra), room[c] - result[c])
+        left = min(budget, sum(room.values())) - sum(result.values())
+    return result
+
+
+def _allocation_weight(method: str, size: int, estimate: float | None) -> float:
+    if method == "equal":
+        return 1.0
+    if method == "proportional":
+        return float(size)
+    share = 0.5 if estimate is None else float(estimate)
+    return float(size) * float(np.sqrt(share * (1 - share)))
+
+
+def smoothed_share(invalid: int, decided: int) -> float:
+    """A stratum's share for planning the next draw: (x + 0.5) / (n + 1), never exactly 0 or 1,
+    so a stratum with no invalid item yet still gets some of a Neyman allocation; 0.5 with no data."""
+    return (invalid + 0.5) / (decided + 1)
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Each run's accuracy on valid items with its interval, and the pairwise comparisons."""
+
+    runs: list[str]
+    estimate: np.ndarray  # per run
+    low: np.ndarray
+    high: np.ndarray
+    difference: dict[tuple[str, str], tuple[float, float, float]]  # (a, b) -> (a - b, low, high)
+    order_flip: dict[tuple[str, str], float]  # (a, b) -> share of resamples ordering them unlike `published`
+
+
+def valid_accuracy(
+    strata: Sequence[str],
+    valid: np.ndarray,
+    credits: np.ndarray,
+    sizes: Mapping[str, int],
+    runs: Sequence[str],
+    published: Sequence[float] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> Leaderboard:
+    """Accuracy on valid items per run (ratio estimator over strata) with stratified bootstrap
+    intervals. `strata[i]`, `valid[i]` and `credits[i, r]` describe drawn item i (credit of run r:
+    1 right, 0 wrong, 0.5 a half-counted tie); `sizes` gives each stratum's N_c.
+
+    The bootstrap resamples each stratum's items with replacement (`_resample_size` of them); since
+    an item enters only through its (valid, credits) pattern, each stratum is resampled as
+    multinomial counts over its distinct patterns, which is the same resample and fast on any
+    number of items.
+    """
+    strata_arr = np.asarray(strata, dtype=str)
+    valid = np.asarray(valid, dtype=bool)
+    credits = np.asarray(credits, dtype=float).reshape(len(strata_arr), len(runs))
+    rng = np.random.default_rng(seed)
+    numerator = np.zeros((n_boot + 1, len(runs)))
+    denominator = np.zeros(n_boot + 1)
+    for stratum in np.unique(strata_arr):
+        rows = strata_arr == stratum
+        n = int(rows.sum())
+        patterns, counts = np.unique(
+            np.column_stack([valid[rows], credits[rows]]).astype(float), axis=0, return_counts=True
+        )
+        m = _resample_size(n, sizes[stratum])
+        drawn = np.vstack([counts / n, rng.multinomial(m, counts / n, size=n_boot) / m])  # row 0: the sample
+        numerator += sizes[stratum] * drawn @ (patterns[:, :1] * patterns[:, 1:])
+        denominator += sizes[stratum] * drawn @ patterns[:, 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = numerator / denominator[:, None]
+    alpha = 1 - level
+    drawn_valid = int(valid.sum())
+    cap = float(effective_size(drawn_valid, max(round(float(denominator[0])), drawn_valid)))
+    variance = np.nanvar(accuracy[1:], axis=0, ddof=1)
+    low, high = korn_graubard(accuracy[0], variance, drawn_valid, cap, len(np.unique(strata_arr)), level)
+    difference: dict[tuple[str, str], tuple[float, float, float]] = {}
+    flips: dict[tuple[str, str], float] = {}
+    for a in range(len(runs)):
+        for b in range(a + 1, len(runs)):
+            gap = accuracy[:, a] - accuracy[:, b]
+            d_low, d_high = np.nanquantile(gap[1:], [alpha / 2, 1 - alpha / 2])
+            difference[(runs[a], runs[b])] = (float(gap[0]), float(d_low), float(d_high))
+            if published is not None:
+                order = np.sign(published[a] - published[b])
+                flips[(runs[a], runs[b])] = float(np.mean(np.sign(gap[1:]) != order))
+    return Leaderboard(list(runs), accuracy[0], low, high, difference, flips)
+
+
+def korn_graubard(
+    estimate: Any, variance: Any, n: int, cap: float, n_strata: int, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray]:
+    """Korn and Graubard's (1998) interval for a proportion estimated from a complex sample: the
+    Clopper-Pearson interval on the effective sample size p (1 - p) / variance, scaled by
+    (t_{n-1} / t_{n-K})^2 for the K strata's degrees of freedom and never above `cap` (the sample's
+    own size, finite-population corrected), so strata that happened to show no variation do not
+    make it falsely narrow. `estimate` and `variance` may be arrays (one per run).
+
+    >>> low, high = korn_graubard(0.0, 0.0, 40, 40.0, 4)
+    >>> float(low), round(float(high), 4)
+    (0.0, 0.0881)
+    """
+    estimate, variance = np.asarray(estimate, dtype=float), np.asarray(variance, dtype=float)
+    alpha = 1 - level
+    factor = (stats.t.ppf(1 - alpha / 2, max(n - 1, 1)) / stats.t.ppf(1 - alpha / 2, max(n - n_strata, 1))) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.where(variance > 0, estimate * (1 - estimate) / variance * factor, cap)
+    n_eff = np.clip(np.nan_to_num(n_eff, nan=cap), 1, cap)
+    return exact_interval(estimate * n_eff, n_eff, level)
+
+
+def _resample_size(n: int, size: int) -> int:
+    """McCarthy and Snowden's (1985) bootstrap sample size for a stratum of `size` with `n` drawn:
+    (n - 1) / (1 - n / size) resampled with replacement gives the stratified estimator's variance
+    unbiased, finite-population correction included (n of n would understate it by (n - 1) / n)."""
+    if n >= size:
+        return 1_000_000  # a census: resampling varies (almost) nothing
+    return max(1, round((n - 1) / (1 - n / size)))
+
+
+def horvitz_thompson_total(values: np.ndarray, inclusion: np.ndarray) -> float:
+    """The Horvitz-Thompson estimate of a population total from drawn items' values and their
+    inclusion probabilities (each above zero).
+
+    >>> horvitz_thompson_total(np.array([1.0, 0.0, 1.0]), np.array([0.5, 0.5, 0.25]))
+    6.0
+    """
+    inclusion = np.asarray(inclusion, dtype=float)
+    if (inclusion <= 0).any() or (inclusion > 1).any():
+        raise ValueError("every inclusion probability must be above 0 and at most 1")
+    return float(np.sum(np.asarray(values, dtype=float) / inclusion))
+
+
+def poisson_sample(
+    priority: np.ndarray, budget: float, floor: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Importance sampling: each item drawn independently with probability proportional to its
+    `priority`, expected `budget` items in all, and never below `floor` (> 0, so every estimate
+    stays unbiased). Returns the drawn positions and every item's inclusion probability."""
+    if floor <= 0:
+        raise ValueError("the floor of the inclusion probabilities must be above 0")
+    priority = np.asarray(priority, dtype=float)
+    inclusion = np.clip(budget * priority / max(priority.sum(), 1e-12), floor, 1.0)
+    drawn = np.flatnonzero(rng.random(len(priority)) < inclusion)
+    return drawn, inclusion
