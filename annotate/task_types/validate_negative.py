@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, truth
-from data.item_kinds import CAPTION_PAIR_KINDS
+from data.item_kinds import CAPTION_PAIR_KINDS, item_kind
+from data.item_kinds.truth import negative_verdict
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -35,11 +36,13 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     )
 
 
+ANSWER_OF_VERDICT = {"valid": "negative_false", "invalid": "negative_true", "ambiguous": "unsure"}
+
+
 def expected(item: Item, part: int) -> dict[str, str] | None:
-    known = truth(item)
-    if "negative" not in known:
-        return None
-    return {"answer": {"false": "negative_false", "true": "negative_true"}.get(known["negative"], "unsure")}
+    """The answer the item's source gives (`negative_verdict`: the demo's truth, VALSE's crowd rule)."""
+    verdict = negative_verdict(item_kind(item["kind"]).truth_keys, truth(item))
+    return None if verdict is None else {"answer": ANSWER_OF_VERDICT[verdict]}
 
 
 TASK_TYPE = TaskType(

@@ -35,10 +35,12 @@ class Shown:
 @dataclass(frozen=True)
 class TruthKey:
     """One key of an item's ``truth``: ``said(value, shown)`` is its sentence for a newcomer (None:
-    said elsewhere, as candidates' validity on their images)."""
+    said elsewhere, as candidates' validity on their images); ``verdict(value)``, for a key that
+    judges the item's negative, is that judgement: "valid", "invalid" or "ambiguous"."""
 
     name: str
     said: Callable[[Any, Shown], str | None]
+    verdict: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True)

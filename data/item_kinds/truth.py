@@ -18,7 +18,14 @@ def is_true(value: Any) -> bool:
 def _negative(value: Any, shown: Shown) -> str:
     if is_true(value):
         return "The altered caption is also true of the image: not a valid negative."
+    if str(value).lower() == "ambiguous":
+        return "Whether the altered caption is true of the image is ambiguous: not a clear negative."
     return "The altered caption is false for the image: a valid negative."
+
+
+def _negative_verdict(value: Any) -> str:
+    """The demo's verdict on its altered caption ("true": also true, so an invalid negative)."""
+    return {"true": "invalid", "ambiguous": "ambiguous"}.get(str(value).lower(), "valid")
 
 
 def _positive_variant(value: Any, shown: Shown) -> str:
@@ -64,11 +71,24 @@ def crowd_votes_sentence(valid: bool, votes: Mapping[str, int] | None) -> str:
     return f"Crowd validation: {counts}, {votes.get('other', 0)} neither: {verdict} {KEPT_WHEN}."
 
 
-NEGATIVE = TruthKey("negative", _negative)  # the altered caption's verdict in the image (demo)
+NEGATIVE = TruthKey("negative", _negative, _negative_verdict)  # the altered caption's verdict in the image (demo)
 POSITIVE_VARIANT = TruthKey("positive_variant", _positive_variant)  # the hard positive's verdict
 AMBIGUOUS = TruthKey("ambiguous", _ambiguous)  # BiVLC: the positive caption fits the generated image too
 CORRECT = TruthKey("correct", _correct)  # retrieval: the index of the true caption
 BEST = TruthKey("best", _best)  # candidates: the best valid candidate, or None
 VALID = TruthKey("valid", on_the_images)  # candidates: which show the caption
 AMBIGUOUS_CANDIDATES = TruthKey("ambiguous_candidates", on_the_images)
-VALID_FOIL = TruthKey("valid_foil", lambda value, shown: crowd_votes_sentence(bool(value), shown.votes))  # VALSE
+VALID_FOIL = TruthKey(  # VALSE's authors' crowd rule
+    "valid_foil",
+    lambda value, shown: crowd_votes_sentence(bool(value), shown.votes),
+    lambda value: "valid" if value else "invalid",
+)
+
+
+def negative_verdict(keys: tuple[TruthKey, ...], truth: Mapping[str, Any]) -> str | None:
+    """How the item's source judged its negative ("valid", "invalid", "ambiguous"), from the first
+    of the kind's truth keys that judges it and is present; None where the source says nothing."""
+    for key in keys:
+        if key.verdict is not None and key.name in truth:
+            return key.verdict(truth[key.name])
+    return None
