@@ -40,13 +40,13 @@ OUTCOMES = ("valid", "invalid", "ambiguous")
 
 @dataclass(frozen=True)
 class Share:
-    """An estimated share with its 95% interval, from `invalid` of `decided` items in a population
-    of `size` (for a combination of strata, `decided` and `size` are their sums)."""
+    """An estimated share with its 95% interval, from `count` of `decided` items (the invalid ones,
+    or the ambiguous ones) in a population of `size` (for strata combined, their sums)."""
 
     estimate: float
     low: float
     high: float
-    invalid: int
+    count: int
     decided: int
     size: int
 
@@ -55,7 +55,7 @@ class Share:
         return {
             "estimate": round(self.estimate, 4),
             "interval": [round(self.low, 4), round(self.high, 4)],
-            "invalid": self.invalid,
+            "count": self.count,
             "decided": self.decided,
             "size": self.size,
         }
@@ -136,18 +136,19 @@ def allocate(
     sizes: Mapping[str, int],
     budget: int,
     method: str = "proportional",
-    estimates: Mapping[str, float] | None = None,
+    *,
     taken: Mapping[str, int] | None = None,
+    spreads: Mapping[str, float] | None = None,
 ) -> dict[str, int]:
     """How many new items to draw per stratum: `budget` in all, at most the items each stratum
     has not yet given (`taken`). `equal`: the same per stratum; `proportional`: in proportion to
-    its size; `neyman`: to N_c sqrt(p_c (1 - p_c)), p_c from `estimates` (0.5 where none), which
-    minimises the overall share's variance. Rounded by largest remainder; what a full stratum
-    cannot take goes to the others.
+    its size; `neyman`: to N_c S_c, S_c the stratum's spread of what is estimated (`spreads`;
+    sqrt(p_c (1 - p_c)) for a share, 0.5 where unknown), which minimises the estimate's variance.
+    Rounded by largest remainder; what a full stratum cannot take goes to the others.
 
     >>> allocate({"a": 100, "b": 300}, 40)
     {'a': 10, 'b': 30}
-    >>> allocate({"a": 100, "b": 300}, 40, "neyman", {"a": 0.5, "b": 0.0})
+    >>> allocate({"a": 100, "b": 300}, 40, "neyman", spreads={"a": 0.5, "b": 0.0})
     {'a': 40, 'b': 0}
     """
     if method not in ALLOCATIONS:
@@ -156,7 +157,7 @@ def allocate(
         raise ValueError(f"a budget of {budget} items; expected 0 or more")
     taken = taken or {}
     room = {c: max(int(sizes[c]) - int(taken.get(c, 0)), 0) for c in sizes}
-    wanted = {c: _allocation_weight(method, sizes[c], (estimates or {}).get(c)) for c in sizes}
+    wanted = {c: _allocation_weight(method, sizes[c], (spreads or {}).get(c, 0.5)) for c in sizes}
     result = dict.fromkeys(sizes, 0)
     left = min(budget, sum(room.values()))
     while left > 0:
@@ -174,13 +175,12 @@ def allocate(
     return result
 
 
-def _allocation_weight(method: str, size: int, estimate: float | None) -> float:
+def _allocation_weight(method: str, size: int, spread: float) -> float:
     if method == "equal":
         return 1.0
     if method == "proportional":
         return float(size)
-    share = 0.5 if estimate is None else float(estimate)
-    return float(size) * float(np.sqrt(share * (1 - share)))
+    return float(size) * float(spread)
 
 
 def smoothed_share(invalid: int, decided: int) -> float:

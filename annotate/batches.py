@@ -105,6 +105,7 @@ class BatchSpec:
     window: int = 2  # crowd mode: units a participant holds unanswered at most; more are dealt as they answer
     consent: str = DEFAULT_CONSENT  # crowd mode: what a participant agrees to before the first item
     completion_url: str = PROLIFIC_COMPLETION_URL  # crowd mode: where a finished participant goes, {code} filled in
+    health: dict[str, Any] | None = None  # a benchmark-health sample's design (`annotate.health`)
 
 
 # Every setting's default, in one place: the page, the CLI and the readers of stored batches use these.

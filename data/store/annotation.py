@@ -121,6 +121,16 @@ def get_batch(db: sqlite_utils.Database, name: str) -> BatchRow:
     return cast(BatchRow, _decode(rows[0], "config"))
 
 
+def batches_with_setting(db: sqlite_utils.Database, dataset_id: int, key: str) -> list[BatchRow]:
+    """The dataset's batches whose config holds `key` (say, a health sample's design), oldest first."""
+    rows = db.query(
+        f"SELECT name FROM batches WHERE dataset_id = ? AND {dialect.json_text(db, 'config', key)} IS NOT NULL"
+        " ORDER BY id",
+        [dataset_id],
+    )
+    return [get_batch(db, row["name"]) for row in list(rows)]
+
+
 def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> BatchRow | None:
     """The crowd batch whose study link carries `token`, or None."""
     rows = list(

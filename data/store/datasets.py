@@ -180,6 +180,15 @@ def item_ids_by_category(db: sqlite_utils.Database, dataset_id: int, categories:
     return dict(db.execute(sql, [dataset_id, *wanted]).fetchall())
 
 
+def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[int, str]]:
+    """(item id, category) of the dataset's items of the given kinds, by id: the sampling frame of a
+    stratified sample, read without decoding any item (fast on 100,000 items)."""
+    wanted = list(kinds)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT id, category FROM items WHERE dataset_id = ? AND kind IN ({marks}) ORDER BY id"
+    return [(int(i), str(c)) for i, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
+
+
 def list_items(
     db: sqlite_utils.Database,
     dataset_id: int,
