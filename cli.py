@@ -24,6 +24,7 @@ import psycopg
 import sqlite_utils
 
 from analysis.blind import SCORERS
+from analysis.health import ALLOCATIONS
 from analysis.metrics import TIE_RULES
 from analysis.model_spec import PRECISIONS, ModelUnavailableError
 from analysis.results import BOOTSTRAP
@@ -65,6 +66,7 @@ class Command:
 
 COMMANDS: list[Command] = []
 GROUP_HELP = {
+    "health": "benchmark health: how many negatives are invalid, and the leaderboard without them",
     "batch": "annotation batches",
     "annotator": "manage annotators",
     "runs": "model runs: list (the default) or delete",
@@ -573,6 +575,89 @@ def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) ->
     return create_ambiguity_batch(
         db, args.batch, annotators=annotators, overlap=args.overlap, seed=args.seed, name=args.name
     )
+
+
+HEALTH_DRAW = (
+    arg("dataset"),
+    arg("--budget", type=int, metavar="N", help="items to draw in all (or --per-category)"),
+    arg("--per-category", type=int, metavar="N", help="items to draw from each category instead of a budget"),
+    arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
+    arg(
+        "--overlap", type=int, default=3, metavar="K", help="annotators per item (default 3: a majority always exists)"
+    ),
+    SEED,
+    arg("--name", metavar="NAME"),
+)
+
+
+def _health_batch(db: sqlite_utils.Database, args: argparse.Namespace, **plan: Any) -> dict[str, Any]:
+    from annotate.health import create_sample_batch, plan_sample
+
+    drawn = plan_sample(db, args.dataset, args.budget, per_category=args.per_category, seed=args.seed, **plan)
+    annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
+    return create_sample_batch(db, drawn, annotators, overlap=args.overlap, name=args.name)
+
+
+@command(
+    "health sample",
+    *HEALTH_DRAW,
+    arg("--allocation", choices=ALLOCATIONS, default="proportional", help="how the budget is spread over categories"),
+)
+def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark health, step 1: a validate_negative batch over a stratified random sample of the
+    dataset's items (strata: categories), recording its design (sizes, sample sizes, inclusion
+    probabilities, seed); refused when the dataset has a health sample already (`health next`)."""
+    from annotate.health import HealthError, health_batches
+
+    if health_batches(db, args.dataset):
+        raise HealthError(f"{args.dataset} has a health sample already; draw more with `./foil health next`")
+    return _health_batch(db, args, allocation=args.allocation)
+
+
+@command(
+    "health next",
+    *HEALTH_DRAW,
+    arg("--target", choices=("share", "rank"), default="share", help="what the new items should sharpen"),
+    arg("--runs", nargs=2, metavar=("A", "B"), help="with --target rank: the two runs whose order matters"),
+)
+def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
+    Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
+    interval of two runs' accuracy difference on valid items."""
+    return _health_batch(db, args, allocation="neyman", target=args.target, runs=tuple(args.runs or ()))
+
+
+def _health_text(result: dict[str, Any]) -> str:
+    from annotate.health import report_markdown
+
+    written = "".join(f"\nwrote {path}" for path in result.get("files", []))
+    return report_markdown(result).rstrip() + written
+
+
+@command(
+    "health report",
+    arg("dataset"),
+    arg("--runs", nargs="+", metavar="RUN", help="runs for the leaderboard (default: every run of the dataset)"),
+    arg("--ties", choices=list(TIE_RULES), help="how a tie counts (default: the benchmark's own rule)"),
+    arg("--bootstrap", type=int, default=BOOTSTRAP, metavar="N", help="resamples for the leaderboard's intervals"),
+    SEED,
+    arg("--out", metavar="DIR", help="also write report.md and report.json there"),
+    text=_health_text,
+)
+def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark health card: the sample's design, the validations' agreement, the invalid and
+    ambiguous shares per category and overall with 95% intervals (beside the dataset's own verdicts
+    where it has them), each run on all items and on valid items, and a methods paragraph."""
+    from annotate.health import health_report, report_markdown
+
+    report = health_report(db, args.dataset, args.runs, ties=args.ties, n_boot=args.bootstrap, seed=args.seed)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(report_markdown(report), encoding="utf-8")
+        (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        report["files"] = [str(out / "report.md"), str(out / "report.json")]
+    return report
 
 
 @command(

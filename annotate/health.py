@@ -431,7 +431,7 @@ def _percent(share: Mapping[str, Any]) -> str:
 def methods_paragraph(report: Mapping[str, Any]) -> str:
     """The report's methods paragraph: every number in it is a figure of the report's tables."""
     design, overall = report["design"], report["overall"]
-    allocations = sorted({b["allocation"] for b in design["batches"]})
+    allocations = list(dict.fromkeys(b["allocation"] for b in design["batches"]))
     overlaps = sorted({b["overlap"] for b in design["batches"] if b["overlap"]})
     sentences = [
         f"We drew a stratified random sample without replacement of {design['drawn']} of the {design['items']} "
