@@ -11,9 +11,11 @@ The contract (README, "Benchmark health"):
 * **Invalid share of a stratum.** p_c = x_c / n_c with a Clopper-Pearson (exact) 95% interval on
   the effective sample size n_c (N_c - 1) / (N_c - n_c), the finite-population correction (a
   census is exact).
-* **Overall share.** p = sum W_c p_c with W_c = N_c / N, variance sum W_c^2 (1 - f_c) p_c (1 - p_c)
-  / (n_c - 1), and a Clopper-Pearson interval on the Korn-Graubard effective sample size p (1 - p)
-  / variance (degrees of freedom n - K), which keeps its coverage when few items are invalid.
+* **Overall share.** p = sum W_c p_c with W_c = N_c / N; its variance sum W_c^2 (1 - f_c) q_c (1 - q_c)
+  / n_c on smoothed shares q_c = (x_c + 1) / (n_c + 2), so a stratum that showed no invalid item
+  still counts as varying; a Clopper-Pearson interval on the Korn-Graubard effective sample size
+  q (1 - q) / variance (q = sum W_c q_c; degrees of freedom n - K; at most n, corrected for the
+  population), which keeps its coverage when few items are invalid.
 * **Accuracy on valid items.** A ratio estimator: sum_c (N_c / n_c) (valid and right) over
   sum_c (N_c / n_c) (valid), each run's credit as its metrics count it (ties by the benchmark's
   rule), with a stratified bootstrap percentile interval; paired differences of two runs from the
@@ -97,8 +99,8 @@ def stratum_share(invalid: int, decided: int, size: int, level: float = LEVEL) -
     """
     if decided < 1:
         raise ValueError("a stratum needs at least one decided item for an estimate")
-    if decided > size:
-        raise ValueError(f"{decided} decided items in a stratum of {size}")
+    if decided > size or not 0 <= invalid <= decided:
+        raise ValueError(f"{invalid} of {decided} decided items in a stratum of {size}")
     share = invalid / decided
     if decided == size:
         return Share(share, share, share, invalid, decided, size)
@@ -126,9 +128,13 @@ def stratified_share(
     total, population = int(n.sum()), int(size.sum())
     if total == population:
         return Share(estimate, estimate, estimate, int(x.sum()), total, population)
-    smoothed = (x + 1) / (n + 2)  # in the variance only: a stratum that showed no invalid item still varies
+    # Smoothed shares (x + 1) / (n + 2) in the variance and in the effective size's numerator alike:
+    # a stratum that showed no invalid item still varies, and its zero does not shrink the sample
+    smoothed = (x + 1) / (n + 2)
     variance = float(np.sum(weights**2 * (1 - n / size) * smoothed * (1 - smoothed) / n))
-    low, high = korn_graubard(estimate, variance, total, float(effective_size(total, population)), len(n), level)
+    centre = float(weights @ smoothed)
+    cap = float(effective_size(total, population))
+    low, high = korn_graubard(estimate, variance, total, cap, len(n), level, centre=centre)
     return Share(estimate, float(low), float(high), int(x.sum()), total, population)
 
 
@@ -252,29 +258,32 @@ def valid_accuracy(
             d_low, d_high = np.nanquantile(gap[1:], [alpha / 2, 1 - alpha / 2])
             difference[(runs[a], runs[b])] = (float(gap[0]), float(d_low), float(d_high))
             if published is not None:
+                # a resample that ties the two runs orders them neither way: not counted as a flip
                 order = np.sign(published[a] - published[b])
-                flips[(runs[a], runs[b])] = float(np.mean(np.sign(gap[1:]) != order))
+                flips[(runs[a], runs[b])] = float(np.mean(np.sign(gap[1:]) == -order)) if order else 0.0
     return Leaderboard(list(runs), accuracy[0], low, high, difference, flips)
 
 
 def korn_graubard(
-    estimate: Any, variance: Any, n: int, cap: float, n_strata: int, level: float = LEVEL
+    estimate: Any, variance: Any, n: int, cap: float, n_strata: int, level: float = LEVEL, centre: Any = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Korn and Graubard's (1998) interval for a proportion estimated from a complex sample: the
     Clopper-Pearson interval on the effective sample size p (1 - p) / variance, scaled by
     (t_{n-1} / t_{n-K})^2 for the K strata's degrees of freedom and never above `cap` (the sample's
     own size, finite-population corrected), so strata that happened to show no variation do not
-    make it falsely narrow. `estimate` and `variance` may be arrays (one per run).
+    make it falsely narrow. `estimate` and `variance` may be arrays (one per run); `centre`, where
+    given, is the share whose p (1 - p) matches the variance (a smoothed one), else `estimate`.
 
     >>> low, high = korn_graubard(0.0, 0.0, 40, 40.0, 4)
     >>> float(low), round(float(high), 4)
     (0.0, 0.0881)
     """
     estimate, variance = np.asarray(estimate, dtype=float), np.asarray(variance, dtype=float)
+    centre = estimate if centre is None else np.asarray(centre, dtype=float)
     alpha = 1 - level
     factor = (stats.t.ppf(1 - alpha / 2, max(n - 1, 1)) / stats.t.ppf(1 - alpha / 2, max(n - n_strata, 1))) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_eff = np.where(variance > 0, estimate * (1 - estimate) / variance * factor, cap)
+        n_eff = np.where(variance > 0, centre * (1 - centre) / variance * factor, cap)
     n_eff = np.clip(np.nan_to_num(n_eff, nan=cap), 1, cap)
     return exact_interval(estimate * n_eff, n_eff, level)
 
@@ -305,8 +314,8 @@ def poisson_sample(
     priority: np.ndarray, budget: float, floor: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Importance sampling: each item drawn independently with probability proportional to its
-    `priority`, expected `budget` items in all, and never below `floor` (> 0, so every estimate
-    stays unbiased). Returns the drawn positions and every item's inclusion probability."""
+    `priority` (about `budget` items in all; the floor adds a few), never below `floor` (> 0, so
+    every estimate stays unbiased). Returns the drawn positions and every item's inclusion probability."""
     if floor <= 0:
         raise ValueError("the floor of the inclusion probabilities must be above 0")
     priority = np.asarray(priority, dtype=float)

@@ -243,6 +243,7 @@ def authors_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, dict[st
         c: {
             "invalid_share": round(n["invalid"] / sum(n.values()), 4),
             "ambiguous_share": round(n["ambiguous"] / sum(n.values()), 4),
+            "invalid": n["invalid"],
             "items": sum(n.values()),
         }
         for c, n in sorted(counts.items())
@@ -317,7 +318,7 @@ def _overall(
     }
     if authors is not None:
         total = sum(authors[c]["items"] for c in decided)
-        invalid = sum(authors[c]["invalid_share"] * authors[c]["items"] for c in decided)
+        invalid = sum(authors[c]["invalid"] for c in decided)
         overall["authors_invalid_share"] = round(invalid / total, 4)
     return overall
 

@@ -42,6 +42,7 @@ PAGES: tuple[Page, ...] = (
     Page("views/inspect_runs.py", "Inspect runs", ":material/troubleshoot:", "admin", dataset_key="inspect_dataset"),
     Page("views/batches.py", "Annotation batches", ":material/group_work:", "admin"),
     Page("views/hackability.py", "Hackability audit", ":material/policy:", "admin", dataset_key="audit_dataset"),
+    Page("views/health.py", "Benchmark health", ":material/health_and_safety:", "admin", dataset_key="health_dataset"),
     Page("views/annotate.py", "My queue", ":material/checklist:", "annotator", default=True),
     Page("views/sign_in.py", "Sign in", ":material/key:", "anonymous", default=True),
 )

@@ -1,0 +1,254 @@
+"""Benchmark health over the store: the sample's design, outcomes from validations, the report and
+its methods paragraph, the CLI and the page, the demo's known flaws and VALSE's crowd votes
+(`annotate.health`; the estimators' coverage is `test_health_coverage.py`)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from analysis import health as h
+from annotate import health
+from annotate.batches import SIMULATED
+from annotate.queues import draw as draw_next
+from annotate.queues import submit_answer
+from annotate.simulation import simulate
+from data import store
+from data.loading import import_path
+from tests.test_app import ADMIN, app  # noqa: F401, F811  (the fixture)
+from tests.test_cli import run_cli
+
+DATASET = "demo-sugarcrepe"
+
+
+def draw(db, budget=70, name="health-1", **plan):
+    drawn = health.plan_sample(db, DATASET, budget, **plan)
+    return health.create_sample_batch(db, drawn, ("ann-a", "ann-b", "ann-c"), overlap=3, name=name)
+
+
+def test_a_sample_records_its_design_and_draws_without_replacement(demo_db):
+    frame = health.sampling_frame(demo_db, DATASET)
+    created = draw(demo_db, 70, allocation="proportional")
+    design = store.get_batch(demo_db, "health-1")["config"]["health"]
+    assert created["drawn"] == 70 == len(design["items"])
+    for category, stratum in design["strata"].items():
+        assert stratum["size"] == len(frame[category]) and stratum["before"] == 0
+    sizes = {c: len(items) for c, items in frame.items()}
+    assert {c: s["drawn"] for c, s in design["strata"].items()} == h.allocate(sizes, 70, "proportional")
+    for item, entry in design["items"].items():
+        assert int(item) in frame[entry["category"]]
+        assert entry["inclusion"] == round(design["strata"][entry["category"]]["drawn"] / sizes[entry["category"]], 6)
+    draw(demo_db, 50, name="health-2", allocation="neyman")
+    second = store.get_batch(demo_db, "health-2")["config"]["health"]
+    assert not set(second["items"]) & set(design["items"]), "a later batch drew an item again"
+    for category, stratum in second["strata"].items():
+        assert stratum["before"] == design["strata"][category]["drawn"]
+        total = stratum["before"] + stratum["drawn"]
+        assert all(
+            e["inclusion"] == round(total / sizes[category], 6)
+            for e in second["items"].values()
+            if e["category"] == category
+        )
+
+
+def test_the_same_seed_draws_the_same_items(demo_db, tmp_path):
+    first = health.plan_sample(demo_db, DATASET, 40, seed=7).item_ids
+    assert health.plan_sample(demo_db, DATASET, 40, seed=7).item_ids == first
+    assert health.plan_sample(demo_db, DATASET, 40, seed=8).item_ids != first
+
+
+def test_per_category_and_refusals(demo_db):
+    plan = health.plan_sample(demo_db, DATASET, per_category=3)
+    assert all(len(items) == 3 for items in plan.drawn.values())
+    with pytest.raises(health.HealthError, match="not both"):
+        health.plan_sample(demo_db, DATASET, 10, per_category=3)
+    with pytest.raises(health.HealthError, match="two runs"):
+        health.plan_sample(demo_db, DATASET, 10, target="rank", runs=("demo-clip",))
+    with pytest.raises(health.HealthError, match="no health sample"):
+        health.health_report(demo_db, DATASET)
+
+
+def test_outcomes_follow_the_majority_and_a_tie_is_ambiguous(demo_db):
+    draw(demo_db, 7, allocation="equal")
+    batch = store.get_batch(demo_db, "health-1")
+    items = sorted(int(i) for i in batch["config"]["health"]["items"])
+    answers = {
+        items[0]: ("negative_false", "negative_false", "negative_true"),  # valid
+        items[1]: ("negative_true", "negative_true", "unsure"),  # invalid
+        items[2]: ("unsure", "unsure", "negative_false"),  # ambiguous: a majority of Unsure
+        items[3]: ("negative_true", "negative_false", "unsure"),  # ambiguous: a three-way tie
+    }
+    annotators = {a["name"]: a["id"] for a in store.list_annotators(demo_db)}
+    for position, name in enumerate(("ann-a", "ann-b", "ann-c")):
+        while (state := draw_next(demo_db, annotators[name], "health-1")).task is not None:
+            item = state.task.item_id
+            answer = answers[item][position] if item in answers else "negative_false"
+            assert submit_answer(
+                demo_db, annotators[name], "health-1", state.task, {"answer": answer}, flags=[SIMULATED]
+            )
+    outcomes = health.item_outcomes(demo_db, DATASET)
+    assert {item: outcomes[item] for item in answers} == {
+        items[0]: "valid",
+        items[1]: "invalid",
+        items[2]: "ambiguous",
+        items[3]: "ambiguous",
+    }
+    assert len(outcomes) == 7 and all(outcomes[i] == "valid" for i in items[4:])
+
+
+def numbers(text: str) -> list[str]:
+    return re.findall(r"\d+(?:\.\d+)?", text)
+
+
+def test_the_methods_paragraph_says_only_figures_of_the_tables(demo_db):
+    draw(demo_db, 70)
+    simulate(demo_db, "health-1", accuracies=0.95, seed=0)
+    draw(demo_db, 35, name="health-2", allocation="neyman")
+    simulate(demo_db, "health-2", accuracies=0.95, seed=1)
+    report = health.health_report(demo_db, DATASET, n_boot=200)
+    markdown = health.report_markdown(report)
+    tables = markdown.split("## Sample", 1)[1]
+    said = numbers(report["methods"])
+    assert said, report["methods"]
+    # each number of the paragraph is in the tables below it (the dataset's own name aside)
+    allowed = set(numbers(tables)) | {"95"} | set(numbers(DATASET))
+    assert [n for n in said if n not in allowed] == [], report["methods"]
+    overall = report["overall"]["invalid_share"]
+    assert f"{100 * overall['estimate']:.1f}%" in report["methods"]
+    assert report["design"]["drawn"] == 105 and "proportional then neyman" in report["methods"]
+
+
+def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):
+    """The demo knows which of its negatives are also true. Annotators who answer right give every
+    drawn item its true outcome (the whole path: batch, queues, consensus), and over ten seeds'
+    samples the overall interval holds the true share in all but the odd one (95% intervals)."""
+    from data import item_kinds
+    from data.item_kinds.truth import negative_verdict
+
+    from analysis.models import ModelSpec, load_model
+    from analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="demo-clip")
+    draw(demo_db, 100)
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    outcomes = health.item_outcomes(demo_db, DATASET)
+    rows = store.items_by_id(demo_db, outcomes)
+    verdict = {i: negative_verdict(item_kinds.item_kind(r["kind"]).truth_keys, r["truth"]) for i, r in rows.items()}
+    assert outcomes == verdict and len(outcomes) == 100
+    report = health.health_report(demo_db, DATASET, n_boot=200)
+    assert report["leaderboard"]["runs"], report["leaderboard"]
+    run = report["leaderboard"]["runs"][0]
+    assert run["run"] == "demo-clip" and run["valid_interval"][0] <= run["valid"] <= run["valid_interval"][1], report["leaderboard"]
+
+    truth = health.authors_shares(demo_db, DATASET)
+    every = {r["id"]: r for r in store.list_items(demo_db, store.get_dataset(demo_db, DATASET)["id"], limit=1 << 20)}
+    true_share = sum(t["invalid"] for t in truth.values()) / sum(t["items"] for t in truth.values())
+    held = 0
+    for seed in range(1, 11):
+        plan = health.plan_sample(demo_db, DATASET, 60, seed=seed)  # from the items health-1 left
+        invalid = [
+            sum(
+                negative_verdict(item_kinds.item_kind(every[i]["kind"]).truth_keys, every[i]["truth"]) == "invalid"
+                for i in items
+            )
+            for items in plan.drawn.values()
+        ]
+        sizes = [plan.sizes[c] - plan.before.get(c, 0) for c in plan.drawn]
+        remaining = [
+            sum(1 for i in health.sampling_frame(demo_db, DATASET)[c] if i not in outcomes) for c in plan.drawn
+        ]
+        assert sizes == remaining
+        left_truth = sum(
+            negative_verdict(item_kinds.item_kind(every[i]["kind"]).truth_keys, every[i]["truth"]) == "invalid"
+            for c in plan.drawn
+            for i in health.sampling_frame(demo_db, DATASET)[c]
+            if i not in outcomes
+        ) / sum(sizes)
+        share = h.stratified_share(invalid, [len(items) for items in plan.drawn.values()], sizes)
+        held += share.low <= left_truth <= share.high
+    assert held >= 9, held
+    assert 0 < true_share < 0.2
+
+
+def test_valse_pieces_estimated_from_40_items_each_hold_the_crowds_share(fresh_db, fixtures):
+    """VALSE's three votes per foil are the population's truth; 40 items per piece answered as the
+    crowd's majority did: each piece's interval holds its true invalid share for most seeds."""
+    held, total = 0, 0
+    for seed in range(5):
+        name = f"valse-{seed}"  # a fresh copy per seed: each draws its own sample
+        import_path(fresh_db, "valse", fixtures / "valse" / "data", name=name)
+        truth = health.authors_shares(fresh_db, name)
+        assert truth is not None
+        plan = health.plan_sample(fresh_db, name, per_category=40, seed=seed)
+        health.create_sample_batch(fresh_db, plan, ("v1", "v2", "v3"), overlap=3, name=f"{name}-health")
+        simulate(fresh_db, f"{name}-health", accuracies=1.0, seed=seed)
+        report = health.health_report(fresh_db, name, n_boot=100)
+        for row in report["strata"]:
+            low, high = row["invalid_share"]["interval"]
+            held += low <= truth[row["category"]]["invalid_share"] <= high
+            total += 1
+            assert row["authors_invalid_share"] == truth[row["category"]]["invalid_share"]
+    assert total >= 5 * 10 and held / total >= 0.85, (held, total)
+
+
+def test_cli_sample_next_report(demo_db, tmp_path):
+    db = store.location(demo_db)
+    first = json.loads(
+        run_cli(
+            "health",
+            "sample",
+            DATASET,
+            "--budget",
+            "35",
+            "--annotators",
+            "x",
+            "y",
+            "z",
+            "--name",
+            "hs",
+            "--json",
+            db=db,
+        ).stdout
+    )
+    assert first["drawn"] == 35 and first["design"]["allocation"] == "proportional"
+    again = run_cli("health", "sample", DATASET, "--budget", "5", db=db)
+    assert again.returncode == 1 and "health next" in again.stderr
+    run_cli("simulate", "hs", db=db)
+    nxt = json.loads(
+        run_cli("health", "next", DATASET, "--budget", "20", "--annotators", "x", "y", "z", "--json", db=db).stdout
+    )
+    assert nxt["drawn"] == 20 and nxt["design"]["allocation"] == "neyman"
+    out = tmp_path / "card"
+    shown = run_cli("health", "report", DATASET, "--bootstrap", "100", "--out", str(out), db=db).stdout
+    assert shown.startswith(f"# Benchmark health: {DATASET}") and (out / "report.md").read_text() in shown + "\n"
+    written = json.loads((out / "report.json").read_text())
+    assert written["design"]["drawn"] == 55 and written["methods"] in shown
+
+
+def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
+    at = app(ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    assert any("No health sample" in i.value for i in at.info)
+    store.ensure_annotator(demo_db, "ann-a")
+    at = app(ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    at.number_input[0].set_value(21)
+    next(b for b in at.button if b.label == "Draw the sample").click().run()
+    assert not at.exception
+    batches = health.health_batches(demo_db, DATASET)
+    assert len(batches) == 1 and len(batches[0]["config"]["health"]["items"]) == 21
+    simulate(demo_db, batches[0]["name"], accuracies=1.0, seed=0)
+    at = app(ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    assert not at.exception
+    report = health.health_report(demo_db, DATASET)
+    shown = " ".join(m.value for m in at.markdown)
+    assert f"{100 * report['overall']['invalid_share']['estimate']:.1f}%" in shown.replace("\\", "")
+    assert at.dataframe[0].value["category"].tolist() == [row["category"] for row in report["strata"]]
+    assert np.isclose(at.dataframe[0].value["items"].sum(), report["design"]["items"])
