@@ -47,3 +47,22 @@ def test_scoring_bench_compares_auto_with_the_reference_and_reports_parity():
     assert re.search(r"score fp32 cold: [\d.]+ s -> [\d.]+x faster", out) and "% of the floor's speed" in out
     if "auto chose bf16" in out:
         assert re.search(r"parity bf16 against fp32: \d+ of 14 decisions flip", out)
+
+
+def test_health_bench_times_the_estimates_against_the_budget():
+    out = run_bench("bench/bench_health.py", "--items", "3000", "--strata", "3", "--runs", "2", "--n-boot", "50")
+    assert "items 3000 decided" in out and "in 3 strata" in out
+    assert re.search(r"invalid share: [\d.]+ s .*95% interval [\d.]+ to [\d.]+", out)
+    assert re.search(r"accuracy on valid items: [\d.]+ s \(2 runs, 1 paired differences", out)
+    assert re.search(r"estimate and bootstrap: [\d.]+ s = \d+% of the 2 s budget \([\d.]+x under it\)", out)
+
+
+def test_health_coverage_table_prints_every_condition():
+    from tests.test_health_coverage import conditions
+
+    out = run_bench("bench/health_coverage.py", "--reps", "20")
+    rows = re.findall(
+        r"^\| (single stratum|overall share|valid accuracy) \| .+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 20 \|", out, re.M
+    )
+    assert len(rows) == len(conditions())
+    assert re.search(r"Horvitz-Thompson, 20 Poisson samples .* standard errors off", out)
