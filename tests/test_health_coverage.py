@@ -272,12 +272,6 @@ def test_horvitz_thompson_is_unbiased_under_importance_sampling():
     assert abs(found["naive"] - found["truth"]) > 10 * found["se"], f"{where}: the unweighted estimate is unbiased too"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stratified_share's Korn-Graubard size p (1 - p) / variance takes the raw estimate over a variance of "
-    "smoothed shares: with no invalid item found (or one, in a small stratum) it falls to 1, the interval to "
-    "[0, 0.975]",
-)
 def test_few_invalid_items_found_give_an_overall_interval_near_zero():
     """No invalid item among 800 drawn, 200 from each of the four strata: one stratum of 5,000 alone
     bounds its share below 0.018 (`stratum_share(0, 200, 5000)`); the whole cannot be less known."""
