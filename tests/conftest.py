@@ -158,3 +158,23 @@ def stimulus_captions(at) -> list[tuple[str, str]]:
         if block.proto.component_name == "foil_stimulus"
         for c in json.loads(block.proto.json)["captions"]
     ]
+
+
+APP_ADMIN = "test-admin-token"  # the admin token of the `app` fixture's app
+
+
+@pytest.fixture
+def app(demo_db, monkeypatch):
+    """Start the app on a private copy of the demo store (tests may write to it): `app(token)`."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FOIL_DB", str(store.location(demo_db)))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", APP_ADMIN)
+
+    def start(token: str | None):
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+        if token is not None:
+            at.query_params["token"] = token
+        return at.run()
+
+    return start

@@ -12,24 +12,8 @@ from streamlit.testing.v1 import AppTest
 
 from data import store
 from tests.conftest import ADMIN_PAGES, REPO, SMALL_DEMO, visit_admin_pages
+from tests.conftest import APP_ADMIN as ADMIN
 from views.registry import PAGES, ROLES
-
-ADMIN = "test-admin-token"
-
-
-@pytest.fixture
-def app(demo_db, monkeypatch):
-    """Start the app on a private copy of the demo store (tests may write to it)."""
-    monkeypatch.setenv("FOIL_DB", str(store.location(demo_db)))
-    monkeypatch.setenv("FOIL_ADMIN_TOKEN", ADMIN)
-
-    def start(token: str | None) -> AppTest:
-        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-        if token is not None:
-            at.query_params["token"] = token
-        return at.run()
-
-    return start
 
 
 def texts(at: AppTest) -> list[str]:
@@ -432,6 +416,7 @@ def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin
     import_path(demo_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv")
     import_path(demo_db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
     visited = visit_admin_pages(admin_page, store.location(demo_db))
-    # 5 demo and 2 imported datasets on every dataset page; the audit lists the 5 with caption pairs
-    per_page = {page: 5 if page == "views/hackability.py" else 7 for page, _ in ADMIN_PAGES}
+    # 5 demo and 2 imported datasets on every dataset page; the audit and health list the 5 with caption pairs
+    caption_pair_pages = {"views/hackability.py", "views/health.py"}
+    per_page = {page: 5 if page in caption_pair_pages else 7 for page, _ in ADMIN_PAGES}
     assert Counter(page for page, _ in visited) == per_page

@@ -18,7 +18,7 @@ from annotate.queues import submit_answer
 from annotate.simulation import simulate
 from data import store
 from data.loading import import_path
-from tests.test_app import ADMIN, app  # noqa: F401, F811  (the fixture)
+from tests.conftest import APP_ADMIN as ADMIN
 from tests.test_cli import run_cli
 
 DATASET = "demo-sugarcrepe"
@@ -125,11 +125,10 @@ def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):
     """The demo knows which of its negatives are also true. Annotators who answer right give every
     drawn item its true outcome (the whole path: batch, queues, consensus), and over ten seeds'
     samples the overall interval holds the true share in all but the odd one (95% intervals)."""
-    from data import item_kinds
-    from data.item_kinds.truth import negative_verdict
-
     from analysis.models import ModelSpec, load_model
     from analysis.scoring import score_dataset
+    from data import item_kinds
+    from data.item_kinds.truth import negative_verdict
 
     score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="demo-clip")
     draw(demo_db, 100)
@@ -141,7 +140,9 @@ def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):
     report = health.health_report(demo_db, DATASET, n_boot=200)
     assert report["leaderboard"]["runs"], report["leaderboard"]
     run = report["leaderboard"]["runs"][0]
-    assert run["run"] == "demo-clip" and run["valid_interval"][0] <= run["valid"] <= run["valid_interval"][1], report["leaderboard"]
+    assert run["run"] == "demo-clip" and run["valid_interval"][0] <= run["valid"] <= run["valid_interval"][1], report[
+        "leaderboard"
+    ]
 
     truth = health.authors_shares(demo_db, DATASET)
     every = {r["id"]: r for r in store.list_items(demo_db, store.get_dataset(demo_db, DATASET)["id"], limit=1 << 20)}
