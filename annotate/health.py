@@ -20,6 +20,7 @@ import numpy as np
 import sqlite_utils
 
 from analysis import health as h
+from analysis.audit import audit, stored_audit
 from analysis.results import UnsupportedRunError, load_run, run_family, source_format
 from annotate.agreement import COEFFICIENT_NAMES, COEFFICIENTS
 from annotate.batch_reports import batch_agreement
@@ -280,12 +281,30 @@ def health_report(
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "strata": strata,
         "overall": _overall(decided, sizes, counts, authors),
+        "hackability": hackability(db, dataset),
         "leaderboard": None,
     }
     if decided:
         report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
     report["methods"] = methods_paragraph(report)
     return report
+
+
+BLIND_SCORERS = ("stats", "ngram")  # the blind scorers of the card: fitted in seconds, no model to download
+
+
+def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
+    """Blind text-only accuracy (percent, a tie counted half) overall and per category, from the
+    stored audit with the card's scorers, else fitted now (and stored)."""
+    result = stored_audit(db, dataset, scorers=BLIND_SCORERS) or audit(db, dataset, scorers=BLIND_SCORERS)
+    return {
+        "scorers": list(BLIND_SCORERS),
+        "ties": "half",
+        "overall": {s: round(result["blind"][s], 2) for s in BLIND_SCORERS},
+        "by_category": {
+            c: {s: round(v["blind"][s], 2) for s in BLIND_SCORERS} for c, v in sorted(result["by_category"].items())
+        },
+    }
 
 
 def _stratum_row(
@@ -454,6 +473,13 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             f"{_percent(overall['ambiguous_share'])} ambiguous{covers} (stratified estimator; exact intervals on "
             "the Korn-Graubard effective sample size)."
         )
+    blind = report.get("hackability")
+    if blind:
+        figures = " and ".join(f"{blind['overall'][s]:.2f}% ({s})" for s in blind["scorers"])
+        sentences.append(
+            f"Blind text-only scorers that never see the image choose the positive caption on {figures} of all "
+            "items (a tie counted half; 50% is chance)."
+        )
     board = report.get("leaderboard") or {}
     if board.get("runs"):
         parts = [
@@ -499,7 +525,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         cells = [_with_interval(row[key], row["intervals"].get(key)) for key in COEFFICIENTS]
         lines.append(f"| {row['batch']} | {row['n_items']} | " + " | ".join(cells) + " |")
     header = "| category | items | drawn | decided | invalid | ambiguous | invalid % (95% CI) | ambiguous % (95% CI) |"
-    lines += ["", "## Invalid negatives per category", "", header + (" authors' invalid % |" if authors else "")]
+    lines += ["", "## Invalid negatives per category", "", header + (" dataset's own invalid % |" if authors else "")]
     lines.append("| --- " * (8 + authors) + "|")
     for row in report["strata"]:
         cells = [row["category"], row["size"], row["drawn"], row["decided"], row["invalid"], row["ambiguous"]]
@@ -517,6 +543,12 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         if authors:
             cells.append(f"{100 * overall['authors_invalid_share']:.1f}" if "authors_invalid_share" in overall else "")
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    blind = report.get("hackability")
+    if blind:
+        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half)", ""]
+        lines += ["| category | " + " | ".join(blind["scorers"]) + " |", "| --- " * (1 + len(blind["scorers"])) + "|"]
+        rows = [*blind["by_category"].items(), ("all", blind["overall"])]
+        lines += ["| " + " | ".join([c, *(f"{v[s]:.2f}" for s in blind["scorers"])]) + " |" for c, v in rows]
     board = report.get("leaderboard") or {}
     if board.get("runs"):
         lines += ["", "## Leaderboard: all items (published) and valid items", ""]

@@ -10,7 +10,8 @@ A block in README.md is
     ```
     <!-- end output -->
 
-and `| PREFIX` after the command keeps only the table's header and the rows starting with PREFIX.
+and `| PREFIX` after the command keeps only the table's header and the rows starting with PREFIX;
+`A && B` runs A first and shows what B prints.
 The commands run on a demo store built afresh (the one `make run` builds), or on `--db`.
 """
 
@@ -34,7 +35,11 @@ BLOCK = re.compile(r"(<!-- output: (?P<command>.+?) -->\n```text\n)(?P<body>.*?)
 
 
 def command_output(command: str, db: Path) -> str:
-    """What `./foil ...` prints on `db`, filtered by an optional `| PREFIX`."""
+    """What `./foil ...` prints on `db`, filtered by an optional `| PREFIX`; in `A && B`, the
+    commands before the last run first and only the last one's output is kept."""
+    *before, command = command.split(" && ")
+    for setup in before:
+        command_output(setup, db)
     line, _, keep = command.partition(" | ")
     argv = shlex.split(line)
     if argv[0] != "./foil":
