@@ -545,7 +545,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     blind = report.get("hackability")
     if blind:
-        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half)", ""]
+        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
         lines += ["| category | " + " | ".join(blind["scorers"]) + " |", "| --- " * (1 + len(blind["scorers"])) + "|"]
         rows = [*blind["by_category"].items(), ("all", blind["overall"])]
         lines += ["| " + " | ".join([c, *(f"{v[s]:.2f}" for s in blind["scorers"])]) + " |" for c, v in rows]

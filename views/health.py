@@ -48,11 +48,13 @@ def draw_form(first: bool) -> None:
             runs = tuple(st.multiselect("The pair of runs (for a pair's order)", run_names, max_selections=2))
         overlap = right.number_input("Annotators per item", min_value=1, value=3)
         chosen = st.multiselect("Annotators", annotators, default=annotators[:3])
+        extra = st.text_input("New annotators (comma separated)", placeholder="ada, ben, cy")
         name = st.text_input("Batch name (optional)")
         seed = st.number_input("Seed", min_value=0, value=0)
         submitted = st.form_submit_button("Draw the sample" if first else "Draw the next batch", type="primary")
     if not submitted:
         return
+    chosen = list(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
     try:
         plan = health.plan_sample(
             db, dataset, int(budget), allocation=allocation, target=target, runs=runs, seed=int(seed)
@@ -75,11 +77,25 @@ with st.expander("Draw the next batch"):
     draw_form(first=False)
 
 report = health.health_report(db, dataset)
+overall = report["overall"]
+if overall["invalid_share"] is not None:
+    first, second, third = st.columns(3)
+    for column, label, share in (
+        (first, "Invalid negatives", overall["invalid_share"]),
+        (second, "Ambiguous", overall["ambiguous_share"]),
+    ):
+        low, high = share["interval"]
+        column.metric(label, f"{100 * share['estimate']:.1f}%", help="stratified estimate over the categories")
+        column.caption(f"95% interval {100 * low:.1f} to {100 * high:.1f}%")
+    third.metric("Decided items", f"{report['design']['decided']} of {report['design']['drawn']} drawn")
+    third.caption(f"from {report['design']['items']} items in {report['design']['categories']} categories")
 st.subheader("Methods")
 st.markdown(text.md(report["methods"]))
-overall = report["overall"]
 if overall["invalid_share"] is None:
-    st.info("No drawn item is decided yet: the estimates appear once annotators have validated some.")
+    st.info(
+        "No drawn item is decided yet: the estimates appear as annotators validate them on their queues "
+        "(for the demo: Simulate annotators on Annotation batches)."
+    )
     st.stop()
 
 shares = [row for row in report["strata"] if row["invalid_share"] is not None]
@@ -142,8 +158,32 @@ table = pd.DataFrame(
         }
         for row in report["strata"]
     ]
+    + [
+        {
+            "category": "all",
+            "items": overall["covers"],
+            "drawn": report["design"]["drawn"],
+            "decided": report["design"]["decided"],
+            "invalid": overall["invalid_share"]["count"],
+            "ambiguous": overall["ambiguous_share"]["count"],
+            "invalid % (95% CI)": share_text(overall["invalid_share"]),
+            "ambiguous % (95% CI)": share_text(overall["ambiguous_share"]),
+            **(
+                {"dataset's own invalid %": round(100 * overall["authors_invalid_share"], 1)}
+                if "authors_invalid_share" in overall
+                else {}
+            ),
+        }
+    ]
 )
 st.dataframe(table, hide_index=True, width="stretch")
+blind = report["hackability"]
+with st.expander(f"Hackability: blind text-only accuracy ({', '.join(blind['scorers'])}; a tie counted half)"):
+    rows = [*blind["by_category"].items(), ("all", blind["overall"])]
+    st.dataframe(
+        pd.DataFrame([{"category": c, **{f"{s} %": v[s] for s in blind["scorers"]}} for c, v in rows]),
+        hide_index=True,
+    )
 
 board = report["leaderboard"] or {}
 if board.get("runs"):
@@ -155,17 +195,22 @@ if board.get("runs"):
             x=[row["published"], row["valid"]],
             y=[row["run"], row["run"]],
             mode="lines",
-            line={"color": "#999"},
+            line={"color": "#888", "width": 3},
             showlegend=False,
             hoverinfo="skip",
         )
     dumbbell.add_scatter(
-        x=[row["published"] for row in runs], y=[row["run"] for row in runs], mode="markers", name="all items"
+        x=[row["published"] for row in runs],
+        y=[row["run"] for row in runs],
+        mode="markers",
+        marker={"color": "#444", "size": 11},
+        name="all items (published)",
     )
     dumbbell.add_scatter(
         x=[row["valid"] for row in runs],
         y=[row["run"] for row in runs],
         mode="markers",
+        marker={"color": "#0068c9", "size": 12, "symbol": "diamond"},
         name="valid items (95% interval)",
         error_x={
             "type": "data",
@@ -176,7 +221,7 @@ if board.get("runs"):
     )
     dumbbell.update_layout(
         xaxis_title=f"accuracy % (ties counted {board['ties']})",
-        height=120 + 50 * len(runs),
+        height=140 + 40 * len(runs),
         legend={"orientation": "h", "y": -0.4},
         margin={"t": 20, "b": 10},
     )
