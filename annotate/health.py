@@ -23,6 +23,7 @@ from analysis import health as h
 from analysis.audit import audit, stored_audit
 from analysis.results import UnsupportedRunError, load_run, run_family, source_format
 from annotate.agreement import COEFFICIENT_NAMES, COEFFICIENTS
+from annotate.baselines import dataset_baseline
 from annotate.batch_reports import batch_agreement
 from annotate.batches import BatchError, BatchSpec, create_batch
 from annotate.consensus import decisions
@@ -282,12 +283,29 @@ def health_report(
         "strata": strata,
         "overall": _overall(decided, sizes, counts, authors),
         "hackability": hackability(db, dataset),
+        "human_baseline": _human_baseline(db, dataset),
         "leaderboard": None,
     }
     if decided:
         report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
     report["methods"] = methods_paragraph(report)
     return report
+
+
+def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
+    """The dataset's human baseline (its baseline batches, as Model scores draws it), or None."""
+    found = dataset_baseline(db, dataset)
+    if found is None:
+        return None
+    return {
+        "batches": found["batches"],
+        "n": found["n"],
+        "metrics": [
+            {"metric": key, "value": round(value, 2), "interval": [round(x, 2) for x in found["intervals"][key]]}
+            for key, value in found["metrics"].items()
+            if found["intervals"].get(key)
+        ],
+    }
 
 
 BLIND_SCORERS = ("stats", "ngram")  # the blind scorers of the card: fitted in seconds, no model to download
@@ -480,6 +498,13 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             f"Blind text-only scorers that never see the image choose the positive caption on {figures} of all "
             "items (a tie counted half; 50% is chance)."
         )
+    humans = report.get("human_baseline")
+    if humans and humans["metrics"]:
+        first = humans["metrics"][0]
+        sentences.append(
+            f"Humans answering the models' own question ({', '.join(humans['batches'])}, {humans['n']} items) reach "
+            f"{first['metric']} {first['value']:.2f} (95% CI {first['interval'][0]:.2f} to {first['interval'][1]:.2f})."
+        )
     board = report.get("leaderboard") or {}
     if board.get("runs"):
         parts = [
@@ -569,6 +594,14 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                 f"| {100 * p['order_differs']:.1f}% |"
                 for p in board["pairs"]
             ]
+    humans = report.get("human_baseline")
+    if humans and humans["metrics"]:
+        lines += ["", f"## Human baseline ({', '.join(humans['batches'])}; {humans['n']} items)", ""]
+        lines += ["| metric | value (95% CI) |", "| --- | --- |"]
+        lines += [
+            f"| {m['metric']} | {m['value']:.2f} ({m['interval'][0]:.2f} to {m['interval'][1]:.2f}) |"
+            for m in humans["metrics"]
+        ]
     return "\n".join(lines) + "\n"
 
 

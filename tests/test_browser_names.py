@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from annotate import batches, simulation
+from annotate import batches, health, simulation
 from data import store
 from data.loading import import_path
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
@@ -62,6 +62,9 @@ def site(tmp_path_factory):
         db, batches.BatchSpec(DATASET, "validate_negative", ANNOTATORS, 2, 30, name=BATCH, min_seconds=0)
     )
     simulation.simulate(db, created["batch"], accuracies=0.7, seed=1)
+    plan = health.plan_sample(db, DATASET, per_category=10)
+    health.create_sample_batch(db, plan, ANNOTATORS, overlap=2, name="health-of-evil")
+    simulation.simulate(db, "health-of-evil", accuracies=0.9, seed=2)
     db.conn.close()
     with streamlit_server(db_file, folder / "streamlit.log") as base, playwright_api.sync_playwright() as p:
         browser = launch(p)
@@ -98,6 +101,7 @@ def test_names_with_markup_show_as_literal_text(site, page_name):
         "inspect_runs": [RUN],
         "batches": list(ANNOTATORS),
         "hackability": [DATASET],
+        "health": [DATASET, CATEGORY, RUN],
     }[page_name]  # the batch name shows only in tables (canvas)
     for name in expected:
         assert name in shown, (page_name, name)

@@ -243,6 +243,15 @@ if board.get("runs"):
             hide_index=True,
             width="stretch",
         )
+humans = report.get("human_baseline")
+if humans and humans["metrics"]:
+    st.caption(
+        f"Human baseline ({text.md(', '.join(humans['batches']))}; {humans['n']} items): "
+        + "; ".join(
+            f"{m['metric']} {m['value']:.2f} (95% CI {m['interval'][0]:.2f} to {m['interval'][1]:.2f})"
+            for m in humans["metrics"]
+        )
+    )
 for run, why in (board.get("skipped") or {}).items():
     st.caption(f"{text.md(run)} left out: {text.md(why)}")
 

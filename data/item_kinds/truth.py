@@ -87,7 +87,11 @@ VALID_FOIL = TruthKey(  # VALSE's authors' crowd rule
 
 def negative_verdict(keys: tuple[TruthKey, ...], truth: Mapping[str, Any]) -> str | None:
     """How the item's source judged its negative ("valid", "invalid", "ambiguous"), from the first
-    of the kind's truth keys that judges it and is present; None where the source says nothing."""
+    of `keys` (its kind's truth keys) that judges it and is present; None where the source says nothing.
+
+    >>> negative_verdict((NEGATIVE, VALID_FOIL), {"valid_foil": False}), negative_verdict((NEGATIVE,), {})
+    ('invalid', None)
+    """
     for key in keys:
         if key.verdict is not None and key.name in truth:
             return key.verdict(truth[key.name])
