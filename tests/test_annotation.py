@@ -424,7 +424,7 @@ def open_study(created: dict, participant: str, checks=None) -> AppTest:
     at.run()
     if checks:
         checks(at)
-    at.checkbox(key="consent_box").check().run()
+    at.checkbox(key="consent_box").check()  # in a form: sent with the Continue press
     at.button(key="consent").click().run()
     at.button(key="start").click().run()
     return at

@@ -296,3 +296,29 @@ def test_enter_presses_start_after_a_batch_is_chosen_from_the_list(site):
     seen = page.inner_text("body")
     assert "ivo-batch" not in seen and "ivo-second" not in seen  # no internal batch names on screen
     context.close()
+
+
+def test_ticking_consent_by_keyboard_keeps_the_focus_and_enter_goes_on(site):
+    """A participant on the consent box presses Space, Tab, Enter at once: the tick reruns nothing
+    (a form), so Continue is already enabled and next in the tab order, and Enter continues. (With
+    the box outside a form, the tick reran the page and Continue was still disabled when Tab came:
+    the focus fell elsewhere and Enter did nothing.)"""
+    db = store.open_db(site["db"])
+    spec = batches.BatchSpec(
+        DATASET_FOR_TASK["validate_negative"], "validate_negative", (), 1, 4, name="consent-study", crowd_items=2
+    )
+    study = batches.create_batch(db, spec)["crowd_url"]
+    participant = f"{77:024x}"
+    page = site["browser"].new_context(viewport={"width": 1280, "height": 720}).new_page()
+    page.goto(f"{site['base']}/{study.lstrip('/')}&PROLIFIC_PID={participant}&STUDY_ID=s&SESSION_ID=x")
+    box = page.get_by_role("checkbox", name="I agree to take part")
+    expect(box).to_be_visible(timeout=30_000)
+    wait_idle(page, expect)
+    box.focus()
+    page.keyboard.press("Space")  # then at once Tab and Enter, as a person does, before any rerun could land
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("Instructions")).to_be_visible(timeout=20_000)
+    joined = store.crowd_joins(db, store.get_batch(db, "consent-study")["id"])
+    assert len(joined) == 1
+    page.context.close()

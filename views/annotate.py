@@ -133,10 +133,15 @@ if crowd and store.has_returned(db, state.batch["id"], role.annotator_id):
 if crowd and not st.session_state.get(f"consent:{batch_name}") and state.done == 0:
     st.subheader("Consent")
     st.text(state.batch["config"].get("consent", batches.DEFAULT_CONSENT))
-    agreed = st.checkbox("I agree to take part", key="consent_box")
-    if st.button("Continue", key="consent", type="primary", disabled=not agreed):
+    # a form: ticking the box by keyboard reruns nothing, so the focus stays on it (then Tab, Enter)
+    with st.form("consent_form", border=False):
+        agreed = st.checkbox("I agree to take part", key="consent_box")
+        go = st.form_submit_button("Continue", key="consent", type="primary")
+    if go and agreed:
         st.session_state[f"consent:{batch_name}"] = True
         st.rerun()
+    if go:
+        st.warning('Tick "I agree to take part" first, or close this tab to leave the study.')
     st.stop()
 
 if not st.session_state.get(f"read:{batch_name}") and state.done == 0 and state.started_at is None:

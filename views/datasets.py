@@ -34,8 +34,8 @@ st.title("Datasets")
 st.caption(
     "Foil Studio keeps benchmarks, model runs, annotation batches and hackability audits in one store. "
     "Start here: browse a dataset's items below; then **Model scores** for how models do, **Annotation batches** "
-    "to have people check the negatives, **Hackability audit** for what captions alone give away (README.md has the "
-    "rest)."
+    "to have people check the negatives, **Hackability audit** for what captions alone give away, **Benchmark "
+    "health** for how many negatives are wrong and the leaderboard without them (README.md has the rest)."
 )
 table = browse.dataset_table(db)
 
