@@ -256,6 +256,16 @@ def selected_range(selection: Mapping[str, Any] | None) -> GapRange | None:
     return GapRange(min(low, high), max(low, high), tuple(sorted(caught)))
 
 
+def clamped(chosen: GapRange, lowest: float, highest: float) -> tuple[float, float]:
+    """The range as a slider over [lowest, highest] can hold it.
+
+    >>> clamped(GapRange(-3.0, 0.5), -2.0, 4.0)
+    (-2.0, 0.5)
+    """
+    low, high = max(chosen.low, lowest), min(chosen.high, highest)
+    return (low, max(low, high))
+
+
 def in_range(table: pd.DataFrame, gap: str, chosen: GapRange) -> pd.DataFrame:
     """Items whose `gap` lies in the range (and categories, if any are named), smallest gap first."""
     mask = (table[gap] >= chosen.low) & (table[gap] <= chosen.high)

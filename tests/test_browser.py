@@ -157,7 +157,7 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         page.mouse.down()
         page.mouse.move(*end, steps=10)
         page.mouse.up()
-        listing = page.get_by_text(re.compile(r"items of demo-clip with .* \(the box drawn on the chart\)"))
+        listing = page.get_by_text(re.compile(r"items of demo-clip with .* \(from the box drawn on the chart"))
         expect(listing).to_be_visible(timeout=30_000)
         caption = listing.inner_text()
         failures = page.get_by_text(re.compile(r"^\d+ items, worst margin first in the gap range above"))
@@ -165,6 +165,8 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         shown_failures = int(failures.inner_text().split()[0])
         wait_idle(page, expect)  # the run drawing the cards has ended: none of the last run's cards remain
         headings = [t for t in page.locator("[data-testid=stText]").all_inner_texts() if t.startswith("#")]
+        thumbs = [float(v) for v in page.get_by_role("slider").evaluate_all("s => s.map(t => t.value)")]
+        failures_category = page.get_by_role("combobox", name="Category").input_value()
         browser.close()
     shown, low, high, category = re.match(
         r"(\d+) items of demo-clip with .* in \[(\S+), (\S+)\] in (\w+)", caption
@@ -178,6 +180,9 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
     )  # caption rounds to 3 decimals
     assert abs(shown_failures - int((~in_facet["correct"]).sum())) <= 1, (shown_failures, caption)
     assert all(" add_att " in h for h in headings), headings
+    # one range on screen: the slider's thumbs moved to the box, the failures' Category to its facet
+    assert abs(thumbs[0] - float(low)) < 5e-3 and abs(thumbs[1] - float(high)) < 5e-3, (thumbs, low, high)
+    assert "add_att" in failures_category, failures_category
 
 
 def test_links_carry_the_port_and_host_the_admin_opened_the_app_at(server, monkeypatch):

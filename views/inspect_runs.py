@@ -170,20 +170,22 @@ else:
     )
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
     # keyed by run and gap: another run or gap starts from its own full range, not the last one's
-    slider = st.slider(
-        "List the items with a gap in",
-        lowest,
-        highest,
-        (lowest, min(0.0, highest)),
-        key=f"gap_range:{dataset}:{run_a}:{gap}",
-    )
+    range_key = f"gap_range:{dataset}:{run_a}:{gap}"
+    st.session_state.setdefault(range_key, (lowest, min(0.0, highest)))
     box = inspection.selected_range(event.selection if event else None)
-    chosen = box or inspection.GapRange(*slider)
+    if box is not None and st.session_state.get(f"synced:{range_key}") != box:
+        # a new box moves the slider (and the failures' Category) to it: one range on screen, never two
+        st.session_state[range_key] = inspection.clamped(box, lowest, highest)
+        st.session_state[f"synced:{range_key}"] = box
+        if len(box.categories) == 1:
+            st.session_state[f"fail_category:{dataset}"] = box.categories[0]
+    slider = st.slider("List the items with a gap in", lowest, highest, key=range_key)
+    chosen = inspection.GapRange(*slider, box.categories if box else ())
     listed = inspection.in_range(table_a, gap, chosen)
     where = f" in {text.md(', '.join(chosen.categories))}" if chosen.categories else ""
     st.caption(
         f"{len(listed)} items of {text.md(run_a)} with {text.md(gap)} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}"
-        + (" (the box drawn on the chart)" if box else "")
+        + (" (from the box drawn on the chart; double-click the chart to clear it)" if box else "")
     )
     st.dataframe(listed, hide_index=True, width="stretch")
     in_range = {int(i) for i in listed["item"]}
