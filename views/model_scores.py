@@ -192,7 +192,9 @@ shown = table.assign(
         for name in [*chosen, *(["humans"] if with_humans else [])]
     }
 )
-st.dataframe(shown, hide_index=True, width="stretch", column_config=two_decimals(shown))
+# the category stays in view while the runs' columns scroll sideways (three runs are wider than the page)
+columns = {**two_decimals(shown), "category": st.column_config.TextColumn(pinned=True)}
+st.dataframe(shown, hide_index=True, width="stretch", column_config=columns)
 for sentence in results.tie_rules_said(summaries, chosen):
     st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")
 
