@@ -87,6 +87,13 @@ SUBSET = arg(
     default="all",
     help="only the items of a subset the source defines (VALSE: valid)",
 )
+BOOTSTRAP_RESAMPLES = arg(
+    "--bootstrap",
+    type=int,
+    default=BOOTSTRAP,
+    metavar="N",
+    help="resamples for the 95%% intervals (the app uses the same)",
+)
 CHECKPOINT = arg("--checkpoint", metavar="FILE", help="local weights file")
 BATCH_SIZE = arg("--batch-size", type=int, default=64, metavar="N")
 DEVICE = arg("--device", default="auto", metavar="auto|cpu|cuda")
@@ -322,13 +329,7 @@ def _score_in(
     "metrics",
     arg("dataset"),
     arg("--run", required=True, metavar="RUN"),
-    arg(
-        "--bootstrap",
-        type=int,
-        default=BOOTSTRAP,
-        metavar="N",
-        help="resamples for the 95%% intervals (the app uses the same)",
-    ),
+    BOOTSTRAP_RESAMPLES,
     SEED,
     SUBSET,
     arg(
@@ -639,7 +640,7 @@ def _health_text(result: dict[str, Any]) -> str:
     arg("dataset"),
     arg("--runs", nargs="+", metavar="RUN", help="runs for the leaderboard (default: every run of the dataset)"),
     arg("--ties", choices=list(TIE_RULES), help="how a tie counts (default: the benchmark's own rule)"),
-    arg("--bootstrap", type=int, default=BOOTSTRAP, metavar="N", help="resamples for the leaderboard's intervals"),
+    BOOTSTRAP_RESAMPLES,
     SEED,
     arg("--out", metavar="DIR", help="also write report.md and report.json there"),
     text=_health_text,
@@ -729,13 +730,7 @@ def cmd_simulate(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[st
 @command(
     "baseline",
     arg("batches", nargs="+", metavar="BATCH", help="one batch, or BiVLC's i2t and t2i batches together"),
-    arg(
-        "--bootstrap",
-        type=int,
-        default=BOOTSTRAP,
-        metavar="N",
-        help="resamples for the 95%% intervals (the app uses the same)",
-    ),
+    BOOTSTRAP_RESAMPLES,
     SEED,
 )
 def cmd_baseline(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:

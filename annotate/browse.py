@@ -12,7 +12,7 @@ import sqlite_utils
 from annotate.task_types import is_correct, task_type
 from data import store
 from data.images import existing_image, thumbnail
-from data.item_kinds import item_kind
+from data.item_kinds import CAPTION_PAIR_KINDS, item_kind
 from data.item_kinds.base import Shown
 
 
@@ -28,6 +28,11 @@ class ItemCard:
     images: list[tuple[str, Path | None]]
     truth: dict[str, Any]
     votes: dict[str, int] | None = None  # crowd votes shipped with the benchmark (VALSE's mturk)
+
+
+def caption_pair_datasets(db: sqlite_utils.Database) -> list[str]:
+    """The datasets holding items with a caption and its negative (what audits and validations read)."""
+    return [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(CAPTION_PAIR_KINDS)]
 
 
 def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:

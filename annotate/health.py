@@ -21,7 +21,7 @@ import sqlite_utils
 
 from analysis import health as h
 from analysis.audit import audit, stored_audit
-from analysis.results import UnsupportedRunError, load_run, run_family, source_format
+from analysis.results import BOOTSTRAP, UnsupportedRunError, load_run, run_family, source_format
 from annotate.agreement import COEFFICIENT_NAMES, COEFFICIENTS
 from annotate.baselines import dataset_baseline
 from annotate.batch_reports import batch_agreement
@@ -258,7 +258,7 @@ def health_report(
     runs: Sequence[str] | None = None,
     *,
     ties: str | None = None,
-    n_boot: int = 1000,
+    n_boot: int = BOOTSTRAP,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's

@@ -8,7 +8,8 @@ import streamlit as st
 
 from analysis import audit as audits
 from analysis import blind, results
-from data import item_kinds, paths, store
+from annotate import browse
+from data import paths, store
 from views import text
 from views.session import session_db
 
@@ -34,7 +35,7 @@ st.caption(
     "ties are counted beside each accuracy. Far from 50% either way, captions alone give the answer away: "
     "above, the scorer exploits how negatives were written; below, its opposite choice would."
 )
-names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(item_kinds.CAPTION_PAIR_KINDS)]
+names = browse.caption_pair_datasets(db)
 if not names:
     st.info("No dataset with caption pairs yet.")
     st.stop()

@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.health import ALLOCATIONS
-from annotate import health
-from data import item_kinds, store
+from annotate import browse, health
+from data import store
 from views import text
 from views.session import session_db
 
@@ -20,7 +20,7 @@ st.caption(
     "and does leaving them out change which model is better? Draw a stratified random sample, let annotators "
     "validate it on their queues, and read the estimates here with 95% intervals."
 )
-names = [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(item_kinds.CAPTION_PAIR_KINDS)]
+names = browse.caption_pair_datasets(db)
 if not names:
     st.info("No dataset with caption pairs yet: import one on Datasets.")
     st.stop()
