@@ -166,8 +166,8 @@ def _share_spreads(db: sqlite_utils.Database, dataset: str) -> dict[str, float]:
 
 
 def _difference_spreads(db: sqlite_utils.Database, dataset: str, runs: Sequence[str]) -> dict[str, float]:
-    """Per category the spread of two runs' paired credit difference on decided valid items
-    (0.5, the largest a difference of 0/1 credits can have, where fewer than two are known)."""
+    """Per category the spread of two runs' paired credit difference on decided valid items (1, the
+    largest a difference of credits in [0, 1] can have, where fewer than two are known)."""
     outcomes = item_outcomes(db, dataset)
     drawn = drawn_items(db, dataset)
     credit = [_credits_by_item(db, dataset, run) for run in runs]
@@ -175,7 +175,8 @@ def _difference_spreads(db: sqlite_utils.Database, dataset: str, runs: Sequence[
     for item, outcome in outcomes.items():
         if outcome == "valid" and all(item in c for c in credit):
             differences.setdefault(drawn[item], []).append(credit[0][item] - credit[1][item])
-    return {c: float(np.std(d, ddof=1)) if len(d) > 1 else 0.5 for c, d in differences.items()}
+    spread = {c: float(np.std(d, ddof=1)) for c, d in differences.items() if len(d) > 1}
+    return {c: spread.get(c, 1.0) for c in sampling_frame(db, dataset)}
 
 
 def create_sample_batch(

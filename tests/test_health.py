@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from analysis import health as h
@@ -272,3 +273,37 @@ def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
     assert f"{100 * report['overall']['invalid_share']['estimate']:.1f}%" in shown.replace("\\", "")
     assert at.dataframe[0].value["category"].tolist() == [row["category"] for row in report["strata"]] + ["all"]
     assert at.dataframe[0].value["items"].iloc[-1] == report["design"]["items"] == report["overall"]["covers"]
+
+
+def test_a_rank_target_draws_where_the_two_runs_disagree(demo_db):
+    """`health next --target rank`: Neyman allocation on the spread of the two runs' paired credit
+    difference per category, from the valid items decided so far (1 where fewer than two)."""
+    from analysis.models import ModelSpec, demo_model_spec, load_model
+    from analysis.results import load_run, run_family
+    from analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="trained")
+    score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    draw(demo_db, 70)
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    outcomes = health.item_outcomes(demo_db, DATASET)
+    drawn = health.drawn_items(demo_db, DATASET)
+    credit = {}
+    for run in ("trained", "random"):
+        loaded = load_run(demo_db, DATASET, run)
+        credit[run] = dict(zip(loaded.item_ids.tolist(), run_family(loaded).credits(loaded, "wrong").tolist()))
+    spreads = {}
+    for category in health.sampling_frame(demo_db, DATASET):
+        gaps = [
+            credit["trained"][i] - credit["random"][i]
+            for i, outcome in outcomes.items()
+            if outcome == "valid" and drawn[i] == category
+        ]
+        spreads[category] = float(np.std(gaps, ddof=1)) if len(gaps) > 1 else 1.0
+    plan = health.plan_sample(demo_db, DATASET, 40, target="rank", runs=("trained", "random"), seed=3)
+    sizes = {c: len(items) for c, items in health.sampling_frame(demo_db, DATASET).items()}
+    expected = h.allocate(sizes, 40, "neyman", taken=plan.before, spreads=spreads)
+    assert {c: len(items) for c, items in plan.drawn.items()} == {c: n for c, n in expected.items() if n > 0}
+    assert plan.allocation == "neyman" and plan.target == "rank" and len(plan.item_ids) == 40
+    assert not set(plan.item_ids) & set(drawn)
+    assert len(set(spreads.values())) > 1  # the categories differ, so the allocation is not even by chance
