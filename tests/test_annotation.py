@@ -573,3 +573,67 @@ def test_a_bad_participant_id_is_told_why_without_the_admin_sign_in_form(app_db)
     at.run()
     assert not at.exception and any("valid participant id" in e.value for e in at.error)
     assert len(at.text_input) == 0  # no token form: a participant has nothing to sign in with
+
+
+def test_truth_keys_say_each_value_in_the_sentence_of_its_meaning():
+    """Every truth key's sentence and verdict, per value, written out by hand."""
+    import numpy as np
+
+    from data.item_kinds import base, paraphrase, truth
+
+    shown = base.Shown(caption_roles=("positive", "negative"), votes={"caption": 2, "foil": 1, "other": 1})
+    assert [truth.is_true(v) for v in ("true", "TRUE", True, "false", False, None, 1)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    said = {key.name: key.said for key in ITEM_KINDS["pair"].truth_keys}
+    assert said["negative"]("True", shown) == "The altered caption is also true of the image: not a valid negative."
+    assert said["negative"]("AMBIGUOUS", shown) == (
+        "Whether the altered caption is true of the image is ambiguous: not a clear negative."
+    )
+    assert said["negative"]("false", shown) == "The altered caption is false for the image: a valid negative."
+    assert [truth.NEGATIVE.verdict(v) for v in ("True", "Ambiguous", "false", None)] == [
+        "invalid",
+        "ambiguous",
+        "valid",
+        "valid",
+    ]
+    assert truth.POSITIVE_VARIANT.said(True, shown) == "The hard positive is true of the image."
+    assert truth.POSITIVE_VARIANT.said("false", shown) == "The hard positive is false for the image."
+    assert truth.AMBIGUOUS.said(True, shown) == "The generated image also fits the positive caption: ambiguous."
+    assert truth.AMBIGUOUS.said(False, shown) == "The generated image fits only its own caption."
+    assert truth.CORRECT.said(1, shown) == "The true caption is the negative one."
+    assert truth.CORRECT.said(0, shown) == "The true caption is the positive one."
+    assert [truth.CORRECT.said(v, shown) for v in (2, -1, "1")] == ["correct: 2", "correct: -1", "correct: 1"]
+    assert truth.BEST.said(None, shown) == "Best candidate: none."
+    assert [truth.BEST.said(v, shown) for v in (0, 2)] == ["Best candidate: A.", "Best candidate: C."]
+    assert truth.VALID.said([0], shown) is None
+    assert truth.VALID_FOIL.said(1, shown) == (
+        "Crowd validation: 2 of 4 workers chose the caption, 1 the foil, 1 neither: a valid foil "
+        "(the authors keep it when 2 or more choose the caption)."
+    )
+    assert truth.crowd_votes_sentence(True, {"caption": 3}).startswith(
+        "Crowd validation: 3 of 3 workers chose the caption, 0 the foil, 0 neither: a valid foil"
+    )
+    assert truth.crowd_votes_sentence(False, {"foil": 2}) == (
+        "Crowd validation: 0 of 2 workers chose the caption, 2 the foil, 0 neither: not a valid foil "
+        "(the authors keep it when 2 or more choose the caption)."
+    )
+    assert truth.crowd_votes_sentence(False, None) == "Crowd validation: not a valid foil."
+    assert truth.crowd_votes_sentence(True, {}) == "Crowd validation: a valid foil."
+    assert [truth.VALID_FOIL.verdict(v) for v in (True, 0)] == ["valid", "invalid"]
+    assert truth.negative_verdict((truth.NEGATIVE, truth.VALID_FOIL), {"negative": "true", "valid_foil": True}) == (
+        "invalid"
+    )
+    assert truth.negative_verdict((truth.CORRECT, truth.VALID_FOIL), {"correct": 0, "valid_foil": True}) == "valid"
+    assert ITEM_KINDS["pair"].truth_key("negative") is truth.NEGATIVE
+    assert ITEM_KINDS["pair"].truth_key("no such key") is None
+    cosines = np.array([[1.0, 0.2, 0.9], [0.2, 1.0, 0.3], [0.9, 0.3, 1.0]])
+    assert paraphrase.caption_cosines(cosines) == [0.9, 0.2, 0.3]  # cos(p1,p2), cos(p1,n), cos(p2,n)
+    assert base.one_image(2) == ["image", "image"]
+    assert base.first_image_row(np.array([[0.1, 0.2], [0.3, 0.4]])) == [0.1, 0.2]

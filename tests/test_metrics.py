@@ -592,3 +592,194 @@ def test_a_summary_stored_by_an_older_version_is_computed_anew(demo_db):
     store.put_run_summary(demo_db, run_id, "n_boot=20;seed=0;ties=wrong", old_shape)  # the key an older version wrote
     result = results.run_metrics(demo_db, "demo-bivlc", "demo-clip", n_boot=20)
     assert "replace" in result["by_type"] and "replace" not in result["by_category"]
+
+
+# The page helpers and the imported-decision paths of `analysis.results`, on hand-made runs and
+# summaries whose every figure is counted by hand in the comments.
+def _columns(run_kind, categories, outcomes=None, scores=None, kind="pair"):
+    from data.store import RunColumns
+
+    n = len(categories)
+    return RunColumns(
+        run_kind=run_kind,
+        item_ids=np.arange(1, n + 1),
+        kinds=np.array([kind] * n),
+        categories=np.array(categories),
+        scores=None if scores is None else np.array(scores, dtype=float),
+        outcomes=outcomes if outcomes is not None else [None] * n,
+    )
+
+
+def _answer(correct, parsed=True, reported=False):
+    return {"correct": correct, "parsed": parsed, "reported_correct": reported}
+
+
+def test_a_choices_run_is_right_only_under_every_order_and_pools_its_answers():
+    from analysis import results
+    from data import formats
+
+    run = _columns(
+        "choices",
+        ["a", "a", "b"],
+        [
+            {"ba": _answer(False, parsed=False, reported=True), "ab": _answer(True, reported=True)},
+            {"ab": _answer(True)},
+            {"ab": _answer(False), "ba": _answer(True)},
+        ],
+    )
+    every, per = results.choice_correct(run)
+    assert every.tolist() == [False, True, False] and every.dtype == bool
+    assert per == {"ab": [True, True, False], "ba": [False, None, True]}
+    family = results.run_family(run)
+    assert family.name == "choices"
+    assert family.credits(run).tolist() == [0.0, 1.0, 0.0]
+    shown = family.per_item(run)
+    assert set(shown) == {"correct", "right when ab", "right when ba"}
+    assert shown["correct"].tolist() == [False, True, False] and shown["right when ba"] == [False, None, True]
+    assert results.choice_outcomes(run, "wrong")[1].tolist() == [0, 0, 0]
+    summary = results.summarize_run(run, results.Settings(formats.source_format("gpt4v"), n_boot=50))
+    # five answers: right 3 of 5, reported right 2 of 5 (the first item's two), one unparsed
+    assert summary["metrics"]["accuracy"] == pytest.approx(60.0)
+    assert summary["metrics"]["accuracy_reported"] == pytest.approx(40.0)
+    assert summary["metrics"]["n_unparsed"] == 1
+    assert summary["n"] == 3
+    assert summary["by_category"]["a"]["n"] == 2 and summary["by_category"]["b"]["n"] == 1  # items, not answers
+    assert summary["by_ordering"] == {
+        "ab": {"n": 3, "accuracy": pytest.approx(200 / 3), "n_unparsed": 0},
+        "ba": {"n": 2, "accuracy": pytest.approx(50.0), "n_unparsed": 1},
+    }
+
+
+def test_imported_decisions_are_read_per_item_and_a_missing_one_is_refused():
+    from analysis import results
+
+    run = _columns("correct", ["a", "a", "b"], [{"correct": 1}, {"correct": 0}, {"correct": True}])
+    outcomes, tied = results.pair_outcomes(run, "wrong")
+    assert outcomes["accuracy_micro"].tolist() == [1.0, 0.0, 1.0]
+    assert tied.tolist() == [0, 0, 0] and tied.dtype.kind == "i"
+    gap = _columns("correct", ["a", "a", "b"], [{"correct": 1}, None, None])
+    with pytest.raises(results.UnsupportedRunError, match="^2 items of this run have no imported decision"):
+        results.pair_outcomes(gap, "wrong")
+    mixed = _columns("scores", ["a", "b"], scores=[[0.2, 0.1], [0.3, 0.4]])
+    mixed.kinds[1] = "triple"
+    with pytest.raises(results.UnsupportedRunError, match="mixes item kinds"):
+        results.item_kind(mixed)
+
+
+def test_caption_means_are_the_plain_means_overall_and_per_category():
+    from analysis import results
+
+    run = _columns("scores", ["a", "a", "b"], scores=[[0.3, 0.1, 0.2], [0.5, 0.3, 0.4], [0.9, 0.2, 0.1]], kind="triple")
+    summary = {"metrics": {}, "by_category": {"a": {}, "b": {}}}
+    results.add_caption_means(summary, run, {}, None)
+    means = ("mean_s_c", "mean_s_cn", "mean_s_cp")
+    assert [summary["metrics"][k] for k in means] == pytest.approx([1.7 / 3, 0.2, 0.7 / 3])
+    assert [summary["by_category"]["a"][k] for k in means] == pytest.approx([0.4, 0.2, 0.3])
+    assert [summary["by_category"]["b"][k] for k in means] == pytest.approx([0.9, 0.2, 0.1])
+    untouched = {"metrics": {}, "by_category": {"a": {}}}
+    results.add_caption_means(untouched, _columns("correct", ["a"], [{"correct": 1}]), {}, None)
+    assert untouched == {"metrics": {}, "by_category": {"a": {}}}
+
+
+SUMMARIES = {
+    "r1": {
+        "n": 3,
+        "metrics": {"acc": 50.0, "mean_s_c": 0.2, "n_unparsed": 0},
+        "intervals": {"acc": [40.0, 60.0]},
+        "by_category": {"a": {"n": 2, "acc": 100.0, "ties": 1}, "b": {"n": 1, "acc": 0.0}},
+        "category_intervals": {"a": {"acc": [90.0, 100.0]}},
+        "tie_rule": {"rule": "wrong", "why": "its own rule"},
+        "ties": 1,
+    },
+    "r2": {
+        "n": 3,
+        "metrics": {"acc": 25.0},
+        "intervals": {},
+        "by_category": {"a": {"n": 2, "acc": 50.0}},
+        "by_type": {"t": {"n": 3, "acc": 10.0}},
+        "type_intervals": {"t": {"acc": [5.0, 15.0]}},
+    },
+    "r3": {"n": 3, "metrics": {}, "intervals": {}, "tie_rule": {"rule": "half", "why": "chosen"}},
+    "r4": {"n": 3, "metrics": {}, "intervals": {}, "tie_rule": {"rule": "wrong", "why": "its own rule"}},
+}
+
+
+def test_category_table_lists_each_runs_figure_interval_and_ties_per_category():
+    from analysis.results import category_table
+
+    assert category_table(SUMMARIES, ["r1", "r2"], "acc") == [
+        {"category": "a", "n": 2, "r1": 100.0, "r1 95% CI": [90.0, 100.0], "r1 ties": 1, "r2": 50.0, "r2 95% CI": None},
+        {"category": "b", "n": 1, "r1": 0.0, "r1 95% CI": None, "r1 ties": 0},
+        {
+            "category": "(all)",
+            "n": 3,
+            "r1": 50.0,
+            "r1 95% CI": [40.0, 60.0],
+            "r1 ties": 1,
+            "r2": 25.0,
+            "r2 95% CI": None,
+        },
+    ]
+    assert category_table(SUMMARIES, ["r2"], "acc", level="type") == [
+        {"category": "t", "n": 3, "r2": 10.0, "r2 95% CI": [5.0, 15.0]},
+        {"category": "(all)", "n": 3, "r2": 25.0, "r2 95% CI": None},
+    ]
+
+
+def test_tie_rules_said_once_per_rule_of_the_runs_asked_for():
+    from analysis.results import tie_rules_said
+
+    assert tie_rules_said(SUMMARIES, ["r1", "r2", "r4"]) == ["A tie counts as wrong: its own rule."]
+    assert tie_rules_said(SUMMARIES, ["r3", "r1"]) == [
+        "A tie counts as half: chosen.",
+        "A tie counts as wrong: its own rule.",
+    ]
+
+
+def test_error_bars_are_the_distances_to_the_interval_ends():
+    from analysis.results import error_bars
+
+    assert error_bars([50.0, 20.0], [[40.0, 70.0], None]) == {
+        "type": "data",
+        "symmetric": False,
+        "array": [20.0, 0.0],
+        "arrayminus": [10.0, 0.0],
+        "thickness": 1,
+    }
+
+
+def test_overview_rows_carry_the_metrics_or_the_note_and_name_only_headline_metrics():
+    from analysis.results import overview_metrics, runs_overview
+
+    rows = runs_overview(
+        [{"run": "r1", "model": "m", "n_items": 3}, {"run": "x", "model": "n"}],
+        {"r1": SUMMARIES["r1"], "x": {"note": "no scores"}},
+    )
+    assert rows == [
+        {"run": "r1", "model": "m", "n_items": 3, "acc": 50.0, "mean_s_c": 0.2, "n_unparsed": 0},
+        {"run": "x", "model": "n", "note": "no scores"},
+    ]
+    assert overview_metrics(rows[0]) == ["acc"] and overview_metrics(rows[1]) == []
+
+
+def test_chance_levels_take_the_summarys_own_else_the_metrics_constant():
+    from analysis.results import chance_levels
+
+    summary = {"chance": {"(all)": {"recall_at_1": 30.0}, "a": {"recall_at_1": 25.0}}}
+    assert chance_levels(summary, "recall_at_1", ["(all)", "a", "b"]) == [30.0, 25.0, m.chance_level("recall_at_1")]
+    assert chance_levels({}, "group", ["(all)"]) == [pytest.approx(100 / 6)]
+
+
+def test_run_summaries_are_the_cli_metrics_of_every_run(demo_db):
+    from analysis import results
+    from analysis.models import ModelSpec, load_model
+    from analysis.scoring import score_dataset
+    from data import store
+
+    dataset = "demo-sugarcrepe"
+    score_dataset(demo_db, dataset, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
+    summaries = results.run_summaries(demo_db, dataset)
+    names = [r["run"] for r in store.list_runs(demo_db, dataset)]
+    assert list(summaries) == names and names
+    for name in names:
+        assert summaries[name] == results.run_metrics(demo_db, dataset, name, n_boot=results.BOOTSTRAP)

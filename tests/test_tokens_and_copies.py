@@ -99,3 +99,41 @@ def test_migrate_store_keeps_ids_with_gaps_row_by_row(demo_db, tmp_path):
 def _columns(db, table: str) -> list[str]:
     row = db.execute(f"SELECT * FROM {table} LIMIT 1")
     return [d[0] for d in row.description]
+
+
+def test_a_generated_admin_token_is_made_once_private_and_read_back(tmp_path, monkeypatch):
+    import stat
+
+    monkeypatch.delenv(roles.ADMIN_TOKEN_ENV, raising=False)
+    token = roles.admin_token(tmp_path / "foil.db")
+    kept = tmp_path / "foil_files" / "admin_token"
+    assert kept.read_text() == token and len(token) == 32  # token_urlsafe(24): 24 bytes in base64
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert roles.admin_token(tmp_path / "foil.db") == token
+    monkeypatch.setenv(roles.ADMIN_TOKEN_ENV, "  \n")  # blank counts as unset
+    assert roles.admin_token(tmp_path / "foil.db") == token
+    kept.write_text("  written-by-another-process  \n")
+    assert roles.admin_token(tmp_path / "foil.db") == "written-by-another-process"
+    monkeypatch.setenv(roles.ADMIN_TOKEN_ENV, "x" * roles.MIN_ADMIN_TOKEN_CHARS)  # exactly enough
+    assert roles.admin_token(tmp_path / "foil.db") == "x" * 16
+    monkeypatch.setenv(roles.ADMIN_TOKEN_ENV, "y" * 15)
+    with pytest.raises(roles.AdminTokenError) as short:
+        roles.admin_token(tmp_path / "foil.db")
+    assert str(short.value) == (
+        "FOIL_ADMIN_TOKEN has 15 characters; it needs at least 16 (unset it and one is generated for you)"
+    )
+    monkeypatch.delenv(roles.ADMIN_TOKEN_ENV)
+    with pytest.raises(roles.AdminTokenError) as remote:
+        roles.admin_token("postgresql://foil@db/foil")
+    assert str(remote.value) == (
+        "a PostgreSQL store takes its admin token from $FOIL_ADMIN_TOKEN (at least 16 characters, the same on "
+        "every server): set it (docs/deploy.md)"
+    )
+
+
+def test_a_token_resolves_to_the_admin_its_annotator_or_nobody(fresh_db):
+    created = store.ensure_annotator(fresh_db, "zia")
+    assert roles.resolve_role(fresh_db, ADMIN, ADMIN) == roles.Role("admin")
+    assert roles.resolve_role(fresh_db, created["token"], ADMIN) == roles.Role("annotator", created["id"], "zia")
+    assert roles.resolve_role(fresh_db, None, ADMIN) == roles.ANONYMOUS == roles.Role("anonymous")
+    assert roles.resolve_role(fresh_db, ADMIN + "x", ADMIN) == roles.ANONYMOUS
