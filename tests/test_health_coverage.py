@@ -31,7 +31,7 @@ RIGHT = {True: 0.7, False: 0.4}  # a run is right on a valid item with 0.7, on a
 ABOVE_BOUND = {
     "single stratum: N=500 share=0.05 n=50": "0.993 (0.992 exactly, from the hypergeometric pmf): Clopper-Pearson's "
     "discreteness at 2.5 expected invalid items, the price of an exact interval",
-    "overall share: mixed [.4 .05 .2 .01] n_c=50": "0.999: stratified_share's variance smooths each stratum's share "
+    "overall share: mixed [.4 .05 .2 .01] n_c=50": "0.996: stratified_share's variance smooths each stratum's share "
     "as (x + 1) / (n + 2), which overstates a 1% stratum's variance 2-4x at n_c = 50, and here that stratum "
     "weighs 66%",
 }

@@ -171,7 +171,7 @@ else:
     lowest, highest = float(table_a[gap].min()), float(table_a[gap].max())
     # keyed by run and gap: another run or gap starts from its own full range, not the last one's
     range_key = f"gap_range:{dataset}:{run_a}:{gap}"
-    st.session_state.setdefault(range_key, (lowest, min(0.0, highest)))
+    st.session_state.setdefault(range_key, (lowest, max(lowest, min(0.0, highest))))  # up to 0, the failures
     box = inspection.selected_range(event.selection if event else None)
     if box is not None and st.session_state.get(f"synced:{range_key}") != box:
         # a new box moves the slider (and the failures' Category) to it: one range on screen, never two
