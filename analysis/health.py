@@ -233,7 +233,8 @@ def valid_accuracy(
     rng = np.random.default_rng(seed)
     numerator = np.zeros((n_boot + 1, len(runs)))
     denominator = np.zeros(n_boot + 1)
-    for stratum in np.unique(strata_arr):
+    strata_present = np.unique(strata_arr)
+    for stratum in strata_present:
         rows = strata_arr == stratum
         n = int(rows.sum())
         patterns, counts = np.unique(
@@ -249,7 +250,7 @@ def valid_accuracy(
     drawn_valid = int(valid.sum())
     cap = float(effective_size(drawn_valid, max(round(float(denominator[0])), drawn_valid)))
     variance = np.nanvar(accuracy[1:], axis=0, ddof=1)
-    low, high = korn_graubard(accuracy[0], variance, drawn_valid, cap, len(np.unique(strata_arr)), level)
+    low, high = korn_graubard(accuracy[0], variance, drawn_valid, cap, len(strata_present), level)
     difference: dict[tuple[str, str], tuple[float, float, float]] = {}
     flips: dict[tuple[str, str], float] = {}
     for a in range(len(runs)):

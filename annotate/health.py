@@ -28,8 +28,9 @@ from annotate.batch_reports import batch_agreement
 from annotate.batches import BatchError, BatchSpec, create_batch
 from annotate.consensus import decisions
 from annotate.task_types import task_type
-from data import item_kinds, store
-from data.item_kinds.truth import negative_verdict
+from data import store
+from data.item_kinds import source_verdict
+from data.plain_text import figure, interval_text
 
 TASK = "validate_negative"
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
@@ -96,25 +97,63 @@ def health_batches(db: sqlite_utils.Database, dataset: str) -> list[store.BatchR
 
 def drawn_items(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
     """Item -> category of every item a health batch of the dataset drew."""
-    return {
-        int(item): entry["category"]
-        for batch in health_batches(db, dataset)
-        for item, entry in batch["config"][DESIGN_KEY]["items"].items()
-    }
+    return _drawn(health_batches(db, dataset))
 
 
 def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
     """Item -> valid / invalid / ambiguous for every drawn item its validations decide: the
     majority answer (annotators screened out by gold left out), an admin's decision where one was
     made, a tie or a majority of "Unsure" counting as ambiguous. Undecided items are absent."""
+    return _outcomes(db, health_batches(db, dataset))
+
+
+def _drawn(batches: Sequence[store.BatchRow]) -> dict[int, str]:
+    return {int(item): entry["category"] for b in batches for item, entry in b["config"][DESIGN_KEY]["items"].items()}
+
+
+def _outcomes(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
     result: dict[int, str] = {}
-    for batch in health_batches(db, dataset):
+    for batch in batches:
         for decision in decisions(db, batch["name"]):
             if decision.part == 0 and decision.rule == "unresolved":
                 result[decision.item] = "ambiguous"
             elif decision.part == 0 and decision.answer is not None:
                 result[decision.item] = OUTCOME_OF_ANSWER[decision.answer]
     return result
+
+
+@dataclass(frozen=True)
+class HealthSample:
+    """What the store holds of a dataset's health sample, read once: the sampling frame (category
+    -> item ids), the health batches, the drawn items (item -> category) and their outcomes."""
+
+    dataset: str
+    frame: dict[str, list[int]]
+    batches: list[store.BatchRow]
+    drawn: dict[int, str]
+    outcomes: dict[int, str]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Category -> its number of items (N_c)."""
+        return {c: len(items) for c, items in self.frame.items()}
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Category -> drawn, decided, valid, invalid and ambiguous items."""
+        counts: dict[str, dict[str, int]] = {}
+        for item, category in self.drawn.items():
+            row = counts.setdefault(category, {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0})
+            row["drawn"] += 1
+            if item in self.outcomes:
+                row["decided"] += 1
+                row[self.outcomes[item]] += 1
+        return counts
+
+
+def read_sample(db: sqlite_utils.Database, dataset: str) -> HealthSample:
+    """The dataset's health sample as the store holds it now (empty before the first batch)."""
+    batches = health_batches(db, dataset)
+    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(batches), _outcomes(db, batches))
 
 
 def plan_sample(
@@ -138,45 +177,43 @@ def plan_sample(
         raise HealthError("give a budget (items in all) or a number per category, not both")
     if target == "rank" and len(runs) != 2:
         raise HealthError("a rank target needs two runs, the pair whose order matters")
-    frame = sampling_frame(db, dataset)
-    taken = drawn_items(db, dataset)
-    sizes = {c: len(items) for c, items in frame.items()}
+    sample = read_sample(db, dataset)
+    sizes, taken = sample.sizes, sample.drawn
     before = dict(Counter(taken.values()))
     if per_category is not None:
         wanted = {c: min(per_category, sizes[c] - before.get(c, 0)) for c in sizes}
     else:
         assert budget is not None
-        spreads = _difference_spreads(db, dataset, runs) if target == "rank" else _share_spreads(db, dataset)
+        spreads = _difference_spreads(db, sample, runs) if target == "rank" else _share_spreads(sample)
         wanted = h.allocate(sizes, budget, "neyman" if target == "rank" else allocation, taken=before, spreads=spreads)
-    rng = random.Random(f"health:{dataset}:{seed}:{len(health_batches(db, dataset))}")
-    drawn = {c: sorted(rng.sample([i for i in frame[c] if i not in taken], n)) for c, n in wanted.items() if n > 0}
+    rng = random.Random(f"health:{dataset}:{seed}:{len(sample.batches)}")
+    drawn = {
+        c: sorted(rng.sample([i for i in sample.frame[c] if i not in taken], n)) for c, n in wanted.items() if n > 0
+    }
     if not drawn:
         raise HealthError(f"every item of {dataset} with a negative is in a health sample already")
     return SamplePlan(dataset, "neyman" if target == "rank" else allocation, target, seed, sizes, before, drawn)
 
 
-def _share_spreads(db: sqlite_utils.Database, dataset: str) -> dict[str, float]:
+def _share_spreads(sample: HealthSample) -> dict[str, float]:
     """Per category sqrt(p (1 - p)) of the smoothed current invalid share (0.5 with no data)."""
-    counts = _stratum_counts(drawn_items(db, dataset), item_outcomes(db, dataset))
     spreads = {}
-    for c, row in counts.items():
+    for c, row in sample.counts().items():
         share = h.smoothed_share(row["invalid"], row["decided"])
         spreads[c] = float(np.sqrt(share * (1 - share)))
     return spreads
 
 
-def _difference_spreads(db: sqlite_utils.Database, dataset: str, runs: Sequence[str]) -> dict[str, float]:
+def _difference_spreads(db: sqlite_utils.Database, sample: HealthSample, runs: Sequence[str]) -> dict[str, float]:
     """Per category the spread of two runs' paired credit difference on decided valid items (1, the
     largest a difference of credits in [0, 1] can have, where fewer than two are known)."""
-    outcomes = item_outcomes(db, dataset)
-    drawn = drawn_items(db, dataset)
-    credit = [_credits_by_item(db, dataset, run) for run in runs]
+    credit = [_credits_by_item(db, sample.dataset, run) for run in runs]
     differences: dict[str, list[float]] = {}
-    for item, outcome in outcomes.items():
+    for item, outcome in sample.outcomes.items():
         if outcome == "valid" and all(item in c for c in credit):
-            differences.setdefault(drawn[item], []).append(credit[0][item] - credit[1][item])
+            differences.setdefault(sample.drawn[item], []).append(credit[0][item] - credit[1][item])
     spread = {c: float(np.std(d, ddof=1)) for c, d in differences.items() if len(d) > 1}
-    return {c: spread.get(c, 1.0) for c in sampling_frame(db, dataset)}
+    return {c: spread.get(c, 1.0) for c in sample.frame}
 
 
 def create_sample_batch(
@@ -190,6 +227,7 @@ def create_sample_batch(
 ) -> dict[str, Any]:
     """Store the plan's draw as a validate_negative batch recording its design; the `batch create`
     JSON plus the design."""
+    design = plan.design()
     spec = BatchSpec(
         plan.dataset,
         TASK,
@@ -199,26 +237,14 @@ def create_sample_batch(
         seed=plan.seed,
         name=name,
         crowd_items=crowd_items,
-        health=plan.design(),
+        health=design,
     )
     created = create_batch(db, spec)
-    design = plan.design()
     return {
         **created,
         "design": {key: value for key, value in design.items() if key != "items"},
         "drawn": len(plan.item_ids),
     }
-
-
-def _stratum_counts(drawn: Mapping[int, str], outcomes: Mapping[int, str]) -> dict[str, dict[str, int]]:
-    counts: dict[str, dict[str, int]] = {}
-    for item, category in drawn.items():
-        row = counts.setdefault(category, {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0})
-        row["drawn"] += 1
-        if item in outcomes:
-            row["decided"] += 1
-            row[outcomes[item]] += 1
-    return counts
 
 
 def _credits_by_item(db: sqlite_utils.Database, dataset: str, run: str, ties: str | None = None) -> dict[int, float]:
@@ -232,16 +258,13 @@ def _credits_by_item(db: sqlite_utils.Database, dataset: str, run: str, ties: st
 def authors_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, dict[str, Any]] | None:
     """Per category the invalid share the dataset's own truth gives over all its items (VALSE's
     crowd votes, the demo's known flaws); None when its items carry no such verdict."""
-    kinds = task_type(TASK).item_kinds
     counts: dict[str, Counter[str]] = {}
     dataset_id = store.get_dataset(db, dataset)["id"]
-    for item in store.list_items(db, dataset_id, limit=1 << 62):
-        if item["kind"] not in kinds:
-            continue
-        verdict = negative_verdict(item_kinds.item_kind(item["kind"]).truth_keys, item["truth"] or {})
+    for category, truth in store.item_truths(db, dataset_id, task_type(TASK).item_kinds):
+        verdict = source_verdict(truth)
         if verdict is None:
             return None
-        counts.setdefault(item["category"], Counter())[verdict] += 1
+        counts.setdefault(category, Counter())[verdict] += 1
     return {
         c: {
             "invalid_share": round(n["invalid"] / sum(n.values()), 4),
@@ -266,14 +289,16 @@ def health_report(
     design, the validations' agreement, the invalid and ambiguous shares per category and overall
     with 95% intervals (beside the dataset's own verdicts where it carries them), and each run's
     accuracy on all items (published) and on valid items, with paired differences."""
-    frame = sampling_frame(db, dataset)
-    batches = health_batches(db, dataset)
+    sample = read_sample(db, dataset)
+    batches, drawn, outcomes, sizes, counts = (
+        sample.batches,
+        sample.drawn,
+        sample.outcomes,
+        sample.sizes,
+        sample.counts(),
+    )
     if not batches:
         raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
-    drawn = drawn_items(db, dataset)
-    outcomes = item_outcomes(db, dataset)
-    counts = _stratum_counts(drawn, outcomes)
-    sizes = {c: len(items) for c, items in frame.items()}
     authors = authors_shares(db, dataset)
     strata = [_stratum_row(c, sizes[c], counts.get(c), (authors or {}).get(c)) for c in sorted(sizes)]
     decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
@@ -423,20 +448,21 @@ def _leaderboard(
     skipped.update({n: "did not score every drawn item" for n in credit if n not in scored})
     if not scored:
         return {"runs": [], "skipped": skipped}
+    published = [float(np.mean(list(credit[name].values()))) for name in scored]  # the all-items accuracy
     board = h.valid_accuracy(
         [drawn[i] for i in items],
         np.array([outcomes[i] == "valid" for i in items]),
         np.array([[credit[name][i] for name in scored] for i in items]),
         {c: sizes[c] for c in decided},
         scored,
-        published=[float(np.mean(list(credit[name].values()))) for name in scored],
+        published=published,
         n_boot=n_boot,
         seed=seed,
     )
     rows = [
         {
             "run": name,
-            "published": round(100 * float(np.mean(list(credit[name].values()))), 2),
+            "published": round(100 * published[r], 2),
             "valid": round(100 * float(board.estimate[r]), 2),
             "valid_interval": [round(100 * float(board.low[r]), 2), round(100 * float(board.high[r]), 2)],
         }
@@ -523,90 +549,138 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
     return " ".join(sentences)
 
 
-def _interval_text(share: Mapping[str, Any] | None) -> str:
+def share_text(share: Mapping[str, Any] | None) -> str:
+    """A share in percent with its interval, one decimal: "10.0 (1.6 to 29.1)"; "" without one."""
     if share is None:
         return ""
-    low, high = share["interval"]
-    return f"{100 * share['estimate']:.1f} ({100 * low:.1f} to {100 * high:.1f})"
-
-
-def report_markdown(report: Mapping[str, Any]) -> str:
-    """The benchmark card in Markdown: the same figures as the JSON report, as tables."""
-    authors = any("authors_invalid_share" in row for row in report["strata"])
-    lines = [f"# Benchmark health: {report['dataset']}", "", "## Methods", "", report["methods"], ""]
-    lines += [
-        "## Sample",
-        "",
-        "| batch | allocation | target | seed | drawn | annotators per item |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {b['batch']} | {b['allocation']} | {b['target']} | {b['seed']} | {b['drawn']} | {b['overlap']} |"
-        for b in report["design"]["batches"]
-    ]
-    names = [COEFFICIENT_NAMES[key] for key in COEFFICIENTS]
-    lines += ["", "## Agreement of the validations", "", "| batch | items | " + " | ".join(names) + " |"]
-    lines.append("| --- " * (2 + len(names)) + "|")
-    for row in report["agreement"]:
-        cells = [_with_interval(row[key], row["intervals"].get(key)) for key in COEFFICIENTS]
-        lines.append(f"| {row['batch']} | {row['n_items']} | " + " | ".join(cells) + " |")
-    header = "| category | items | drawn | decided | invalid | ambiguous | invalid % (95% CI) | ambiguous % (95% CI) |"
-    lines += ["", "## Invalid negatives per category", "", header + (" dataset's own invalid % |" if authors else "")]
-    lines.append("| --- " * (8 + authors) + "|")
-    for row in report["strata"]:
-        cells = [row["category"], row["size"], row["drawn"], row["decided"], row["invalid"], row["ambiguous"]]
-        cells += [_interval_text(row["invalid_share"]), _interval_text(row["ambiguous_share"])]
-        if authors:
-            cells.append(
-                f"{100 * row['authors_invalid_share']:.1f}" if row.get("authors_invalid_share") is not None else ""
-            )
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    overall = report["overall"]
-    if overall["invalid_share"] is not None:
-        cells = ["all", overall["covers"], report["design"]["drawn"], report["design"]["decided"]]
-        cells += [overall["invalid_share"]["count"], overall["ambiguous_share"]["count"]]
-        cells += [_interval_text(overall["invalid_share"]), _interval_text(overall["ambiguous_share"])]
-        if authors:
-            cells.append(f"{100 * overall['authors_invalid_share']:.1f}" if "authors_invalid_share" in overall else "")
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    blind = report.get("hackability")
-    if blind:
-        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
-        lines += ["| category | " + " | ".join(blind["scorers"]) + " |", "| --- " * (1 + len(blind["scorers"])) + "|"]
-        rows = [*blind["by_category"].items(), ("all", blind["overall"])]
-        lines += ["| " + " | ".join([c, *(f"{v[s]:.2f}" for s in blind["scorers"])]) + " |" for c, v in rows]
-    board = report.get("leaderboard") or {}
-    if board.get("runs"):
-        lines += ["", "## Leaderboard: all items (published) and valid items", ""]
-        lines += ["| run | all items % | valid items % (95% CI) |", "| --- | --- | --- |"]
-        lines += [
-            f"| {r['run']} | {r['published']:.2f} | {r['valid']:.2f} ({r['valid_interval'][0]:.2f} to "
-            f"{r['valid_interval'][1]:.2f}) |"
-            for r in board["runs"]
-        ]
-        if board["pairs"]:
-            lines += [
-                "",
-                "| run A | run B | A - B on valid items, points (95% CI) | resamples ordering them unlike all items |",
-                "| --- | --- | --- | --- |",
-            ]
-            lines += [
-                f"| {p['a']} | {p['b']} | {p['difference']:.2f} ({p['interval'][0]:.2f} to {p['interval'][1]:.2f}) "
-                f"| {100 * p['order_differs']:.1f}% |"
-                for p in board["pairs"]
-            ]
-    humans = report.get("human_baseline")
-    if humans and humans["metrics"]:
-        lines += ["", f"## Human baseline ({', '.join(humans['batches'])}; {humans['n']} items)", ""]
-        lines += ["| metric | value (95% CI) |", "| --- | --- |"]
-        lines += [
-            f"| {m['metric']} | {m['value']:.2f} ({m['interval'][0]:.2f} to {m['interval'][1]:.2f}) |"
-            for m in humans["metrics"]
-        ]
-    return "\n".join(lines) + "\n"
+    low, high = (100 * x for x in share["interval"])
+    return f"{figure(100 * share['estimate'], 1)} ({figure(low, 1)} to {figure(high, 1)})"
 
 
 def _with_interval(value: float | None, interval: Sequence[float] | None) -> str:
     if value is None:
         return ""
-    return f"{value:.2f}" + (f" ({interval[0]:.2f} to {interval[1]:.2f})" if interval else "")
+    return figure(value) + (f" ({interval_text(interval)})" if interval else "")
+
+
+def design_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sample's batches: allocation, target, seed, items drawn, annotators per item."""
+    keys = {"batch": "batch", "allocation": "allocation", "target": "target", "seed": "seed", "drawn": "drawn"}
+    return [
+        {**{label: b[key] for label, key in keys.items()}, "annotators per item": b["overlap"]}
+        for b in report["design"]["batches"]
+    ]
+
+
+def agreement_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each batch's agreement coefficients with their intervals (as Annotation batches names them)."""
+    return [
+        {
+            "batch": row["batch"],
+            "items": row["n_items"],
+            **{COEFFICIENT_NAMES[key]: _with_interval(row[key], row["intervals"].get(key)) for key in COEFFICIENTS},
+        }
+        for row in report["agreement"]
+    ]
+
+
+def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per category, and "all" over them, the items, drawn, decided, invalid and ambiguous counts and
+    shares in percent with intervals (the dataset's own invalid share beside them where known)."""
+    authors = any("authors_invalid_share" in row for row in report["strata"])
+
+    def row_of(category: str, counts: Mapping[str, Any], invalid: Any, ambiguous: Any, own: float | None) -> dict:
+        row = {"category": category, **counts}
+        row |= {"invalid % (95% CI)": share_text(invalid), "ambiguous % (95% CI)": share_text(ambiguous)}
+        return row | ({"dataset's own invalid %": None if own is None else round(100 * own, 1)} if authors else {})
+
+    keys = ("drawn", "decided", "invalid", "ambiguous")
+    rows = [
+        row_of(
+            r["category"],
+            {"items": r["size"], **{k: r[k] for k in keys}},
+            r["invalid_share"],
+            r["ambiguous_share"],
+            r.get("authors_invalid_share"),
+        )
+        for r in report["strata"]
+    ]
+    overall = report["overall"]
+    if overall["invalid_share"] is not None:
+        design = report["design"]
+        counts = {"items": overall["covers"], "drawn": design["drawn"], "decided": design["decided"]}
+        counts |= {"invalid": overall["invalid_share"]["count"], "ambiguous": overall["ambiguous_share"]["count"]}
+        invalid, ambiguous = overall["invalid_share"], overall["ambiguous_share"]
+        rows.append(row_of("all", counts, invalid, ambiguous, overall.get("authors_invalid_share")))
+    return rows
+
+
+def blind_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Blind text-only accuracy (percent, a tie counted half) per category and over all items."""
+    blind = report["hackability"]
+    rows = [*blind["by_category"].items(), ("all", blind["overall"])]
+    return [{"category": c, **{s: figure(v[s]) for s in blind["scorers"]}} for c, v in rows]
+
+
+def leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each run's accuracy on all items (published) and on valid items with its interval."""
+    return [
+        {
+            "run": r["run"],
+            "all items %": figure(r["published"]),
+            "valid items % (95% CI)": f"{figure(r['valid'])} ({interval_text(r['valid_interval'])})",
+        }
+        for r in (report.get("leaderboard") or {}).get("runs", [])
+    ]
+
+
+def pairs_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each pair of runs: A - B on valid items with its interval, and the resamples ordering them
+    unlike their all-items figures."""
+    return [
+        {
+            "run A": p["a"],
+            "run B": p["b"],
+            "A - B on valid items, points (95% CI)": f"{figure(p['difference'])} ({interval_text(p['interval'])})",
+            "resamples ordering them unlike all items": f"{figure(100 * p['order_differs'], 1)}%",
+        }
+        for p in (report.get("leaderboard") or {}).get("pairs", [])
+    ]
+
+
+def human_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The human baseline's metrics with their intervals (empty without baseline batches)."""
+    humans = report.get("human_baseline") or {"metrics": []}
+    return [
+        {"metric": m["metric"], "value (95% CI)": f"{figure(m['value'])} ({interval_text(m['interval'])})"}
+        for m in humans["metrics"]
+    ]
+
+
+def _markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    cells = [[("" if v is None else str(v)) for v in row.values()] for row in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "| --- " * len(rows[0]) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def report_markdown(report: Mapping[str, Any]) -> str:
+    """The benchmark card in Markdown: the same figures as the JSON report, in the tables the page shows."""
+    lines = [f"# Benchmark health: {report['dataset']}", "", "## Methods", "", report["methods"], ""]
+    lines += ["## Sample", "", *_markdown_table(design_table(report))]
+    lines += ["", "## Agreement of the validations", "", *_markdown_table(agreement_table(report))]
+    lines += ["", "## Invalid negatives per category", "", *_markdown_table(strata_table(report))]
+    if report.get("hackability"):
+        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
+        lines += _markdown_table(blind_table(report))
+    if leaderboard_table(report):
+        lines += ["", "## Leaderboard: all items (published) and valid items", ""]
+        lines += _markdown_table(leaderboard_table(report))
+        if pairs_table(report):
+            lines += ["", *_markdown_table(pairs_table(report))]
+    humans = report.get("human_baseline")
+    if humans and human_table(report):
+        lines += ["", f"## Human baseline ({', '.join(humans['batches'])}; {humans['n']} items)", ""]
+        lines += _markdown_table(human_table(report))
+    return "\n".join(lines) + "\n"

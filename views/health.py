@@ -132,58 +132,10 @@ figure.update_layout(
 st.plotly_chart(text.literal_figure(figure), width="stretch")
 
 
-def share_text(share: dict | None) -> str:
-    if share is None:
-        return ""
-    low, high = share["interval"]
-    return f"{100 * share['estimate']:.1f} ({100 * low:.1f} to {100 * high:.1f})"
-
-
-table = pd.DataFrame(
-    [
-        {
-            "category": row["category"],
-            "items": row["size"],
-            "drawn": row["drawn"],
-            "decided": row["decided"],
-            "invalid": row["invalid"],
-            "ambiguous": row["ambiguous"],
-            "invalid % (95% CI)": share_text(row["invalid_share"]),
-            "ambiguous % (95% CI)": share_text(row["ambiguous_share"]),
-            **(
-                {"dataset's own invalid %": round(100 * row["authors_invalid_share"], 1)}
-                if "authors_invalid_share" in row
-                else {}
-            ),
-        }
-        for row in report["strata"]
-    ]
-    + [
-        {
-            "category": "all",
-            "items": overall["covers"],
-            "drawn": report["design"]["drawn"],
-            "decided": report["design"]["decided"],
-            "invalid": overall["invalid_share"]["count"],
-            "ambiguous": overall["ambiguous_share"]["count"],
-            "invalid % (95% CI)": share_text(overall["invalid_share"]),
-            "ambiguous % (95% CI)": share_text(overall["ambiguous_share"]),
-            **(
-                {"dataset's own invalid %": round(100 * overall["authors_invalid_share"], 1)}
-                if "authors_invalid_share" in overall
-                else {}
-            ),
-        }
-    ]
-)
-st.dataframe(table, hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="stretch")
 blind = report["hackability"]
-with st.expander(f"Hackability: blind text-only accuracy ({', '.join(blind['scorers'])}; a tie counted half)"):
-    rows = [*blind["by_category"].items(), ("all", blind["overall"])]
-    st.dataframe(
-        pd.DataFrame([{"category": c, **{f"{s} %": v[s] for s in blind["scorers"]}} for c, v in rows]),
-        hide_index=True,
-    )
+with st.expander(f"Hackability: blind text-only accuracy, % ({', '.join(blind['scorers'])}; a tie counted half)"):
+    st.dataframe(pd.DataFrame(health.blind_table(report)), hide_index=True)
 
 board = report["leaderboard"] or {}
 if board.get("runs"):
@@ -227,30 +179,12 @@ if board.get("runs"):
     )
     st.plotly_chart(text.literal_figure(dumbbell), width="stretch")
     if board["pairs"]:
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "run A": p["a"],
-                        "run B": p["b"],
-                        "A - B on valid items (95% CI)": f"{p['difference']:.2f} "
-                        f"({p['interval'][0]:.2f} to {p['interval'][1]:.2f})",
-                        "resamples ordering them unlike all items": f"{100 * p['order_differs']:.1f}%",
-                    }
-                    for p in board["pairs"]
-                ]
-            ),
-            hide_index=True,
-            width="stretch",
-        )
+        st.dataframe(pd.DataFrame(health.pairs_table(report)), hide_index=True, width="stretch")
 humans = report.get("human_baseline")
 if humans and humans["metrics"]:
     st.caption(
         f"Human baseline ({text.md(', '.join(humans['batches']))}; {humans['n']} items): "
-        + "; ".join(
-            f"{m['metric']} {m['value']:.2f} (95% CI {m['interval'][0]:.2f} to {m['interval'][1]:.2f})"
-            for m in humans["metrics"]
-        )
+        + "; ".join(f"{row['metric']} {row['value (95% CI)']}" for row in health.human_table(report))
     )
 for run, why in (board.get("skipped") or {}).items():
     st.caption(f"{text.md(run)} left out: {text.md(why)}")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 from annotate.task_types.base import Baseline, Item, Option, Task, TaskType, truth
-from data.item_kinds import CAPTION_PAIR_KINDS, REGISTRY, item_kind
-from data.item_kinds.truth import negative_verdict
+from data.item_kinds import CAPTION_PAIR_KINDS, source_verdict
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -36,17 +35,12 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
     )
 
 
-# every truth key that judges a negative, of the kinds this task asks about
-VERDICT_KEYS = tuple(
-    dict.fromkeys(key for kind in CAPTION_PAIR_KINDS for key in REGISTRY[kind].truth_keys if key.verdict is not None)
-)
 ANSWER_OF_VERDICT = {"valid": "negative_false", "invalid": "negative_true", "ambiguous": "unsure"}
 
 
 def expected(item: Item, part: int) -> dict[str, str] | None:
-    """The answer the item's source gives (`negative_verdict`: the demo's truth, VALSE's crowd rule)."""
-    keys = item_kind(item["kind"]).truth_keys if "kind" in item else VERDICT_KEYS  # a bare {"truth": ...} too
-    verdict = negative_verdict(keys, truth(item))
+    """The answer the item's source gives (`source_verdict`: the demo's truth, VALSE's crowd rule)."""
+    verdict = source_verdict(truth(item))
     return None if verdict is None else {"answer": ANSWER_OF_VERDICT[verdict]}
 
 

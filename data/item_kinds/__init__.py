@@ -6,8 +6,12 @@ branching on its name; a new kind is a new module defining ``ITEM_KIND`` and one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from data.item_kinds import candidates, group, pair, paraphrase, retrieval, triple
-from data.item_kinds.base import Gap, ItemKind
+from data.item_kinds.base import Gap, ItemKind, TruthKey
+from data.item_kinds.truth import negative_verdict
 
 REGISTRY: dict[str, ItemKind] = {
     k.name: k
@@ -24,7 +28,31 @@ ITEM_KINDS = tuple(REGISTRY)
 # Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
 CAPTION_PAIR_KINDS = ("pair", "triple", "paraphrase", "group")
 
-__all__ = ["REGISTRY", "ITEM_KINDS", "CAPTION_PAIR_KINDS", "Gap", "ItemKind", "item_kind"]
+# Every truth key that judges an item's negative, whichever kind carries it (a key means one thing).
+VERDICT_KEYS: tuple[TruthKey, ...] = tuple(
+    dict.fromkeys(key for kind in REGISTRY.values() for key in kind.truth_keys if key.verdict is not None)
+)
+
+__all__ = [
+    "REGISTRY",
+    "ITEM_KINDS",
+    "CAPTION_PAIR_KINDS",
+    "VERDICT_KEYS",
+    "Gap",
+    "ItemKind",
+    "item_kind",
+    "source_verdict",
+]
+
+
+def source_verdict(truth: Mapping[str, Any] | None) -> str | None:
+    """How an item's source judged its negative ("valid", "invalid", "ambiguous"; None: it says
+    nothing), from the truth keys that judge one (`TruthKey.verdict`).
+
+    >>> source_verdict({"negative": "true"}), source_verdict({"valid_foil": True}), source_verdict({})
+    ('invalid', 'valid', None)
+    """
+    return negative_verdict(VERDICT_KEYS, truth or {})
 
 
 def item_kind(name: str) -> ItemKind:

@@ -124,6 +124,7 @@ from data.store.datasets import (
     item_ids_by_category,
     item_kind_counts,
     item_strata,
+    item_truths,
     items_by_id,
     known_image_paths,
     last_import,

@@ -189,6 +189,15 @@ def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]
     return [(int(i), str(c)) for i, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
 
 
+def item_truths(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(category, truth) of the dataset's items of the given kinds, by id: their ground truth without
+    decoding captions, images or meta."""
+    wanted = list(kinds)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT category, truth FROM items WHERE dataset_id = ? AND kind IN ({marks}) ORDER BY id"
+    return [(str(c), json.loads(t) if t else {}) for c, t in db.execute(sql, [dataset_id, *wanted]).fetchall()]
+
+
 def list_items(
     db: sqlite_utils.Database,
     dataset_id: int,
