@@ -7,10 +7,12 @@ PORT ?= 8501
 
 .PHONY: run test check lint types demo docs clean chromium postgresql mutation
 
-$(VENV)/.runtime: requirements.txt
+# The checkout is installed editable: `foil` and `python -m foil_studio.cli` run this tree.
+$(VENV)/.runtime: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
 $(VENV)/.testing: $(VENV)/.runtime requirements-test.txt
@@ -18,16 +20,14 @@ $(VENV)/.testing: $(VENV)/.runtime requirements-test.txt
 	touch $@
 
 $(DEMO_DB): | $(VENV)/.runtime
-	$(PY) cli.py demo --db $(DEMO_DB)
+	$(PY) -m foil_studio.cli demo --db $(DEMO_DB)
 
 demo: $(VENV)/.runtime
-	$(PY) cli.py demo --db $(DEMO_DB)
+	$(PY) -m foil_studio.cli demo --db $(DEMO_DB)
 
+# `foil serve` prints the admin link for the port it serves on, then runs the app until Ctrl-C.
 run: $(VENV)/.runtime $(DEMO_DB)
-	@echo "Admin link: http://localhost:$(PORT)/?token=$$($(PY) cli.py admin-token --db $(DEMO_DB))"
-	@echo "Command line (another terminal): ./foil datasets, ./foil --help"
-	FOIL_DB=$(DEMO_DB) $(PY) -m streamlit run app.py --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+	$(PY) -m foil_studio.cli serve --db $(DEMO_DB) --port $(PORT)
 
 # README's example outputs, printed by the commands themselves on a fresh demo store, and its tables
 # generated from the registries (tests check both).

@@ -44,9 +44,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests.browser_support
 
-from annotate import batches, queues
-from data import store
-from data.demo import DemoConfig, install_demo
+from foil_studio.annotate import batches, queues
+from foil_studio.data import store
+from foil_studio.data.demo import DemoConfig, install_demo
 
 DATASET = "demo-sugarcrepe"
 ANSWER = {"answer": "negative_false"}
@@ -263,7 +263,7 @@ def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) ->
     counts of `WATCH_ITEMS` (screens with two items' stimuli, or an image not yet decoded)."""
     from playwright.sync_api import expect, sync_playwright
 
-    from data.demo_photos import photo_dataset
+    from foil_studio.data.demo_photos import photo_dataset
     from tests.browser_support import WATCH_ITEMS, focus_page, launch, start_queue, streamlit_server, wait_idle
 
     db = store.open_db(path)

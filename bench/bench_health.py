@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.health import stratified_share, stratum_share, valid_accuracy
+from foil_studio.analysis.health import stratified_share, stratum_share, valid_accuracy
 
 BUDGET = 2.0  # seconds: the health page recomputes these on every visit
 

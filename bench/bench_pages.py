@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.audit import audit
-from data import store
-from data.formats import Parsed
-from data.items import Item
-from data.loading import store_parsed
+from foil_studio.analysis.audit import audit
+from foil_studio.data import store
+from foil_studio.data.formats import Parsed
+from foil_studio.data.items import Item
+from foil_studio.data.loading import store_parsed
 
 CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 AUDIT_SCORERS = ("stats", "ngram")  # the page's default
@@ -86,7 +86,7 @@ def main() -> int:
         flush=True,
     )
     os.environ.update(FOIL_DB=str(db_file), FOIL_ADMIN_TOKEN="bench-admin-token")
-    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600)
+    app = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "foil_studio" / "app.py"), default_timeout=600)
     app.query_params["token"] = "bench-admin-token"
     app.run()
     for name, page in PAGES.items():

@@ -27,12 +27,12 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis import models
-from analysis.models import ModelSpec, load_model, token_lengths, trimmed_text_features
-from analysis.parity import parity
-from analysis.scoring import ScoreReport, load_image, score_dataset
-from data import store
-from data.demo import DemoConfig, install_demo
+from foil_studio.analysis import models
+from foil_studio.analysis.models import ModelSpec, load_model, token_lengths, trimmed_text_features
+from foil_studio.analysis.parity import parity
+from foil_studio.analysis.scoring import ScoreReport, load_image, score_dataset
+from foil_studio.data import store
+from foil_studio.data.demo import DemoConfig, install_demo
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 

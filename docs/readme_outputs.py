@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import cli  # noqa: E402  (the checkout's own CLI, wherever this is run from)
+from foil_studio import cli  # noqa: E402  (the checkout's own CLI, wherever this is run from)
 
 BLOCK = re.compile(r"(<!-- output: (?P<command>.+?) -->\n```text\n)(?P<body>.*?)(```\n<!-- end output -->)", re.S)
 

@@ -21,9 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
-from annotate.task_types import task_table  # noqa: E402
-from data.formats import import_table  # noqa: E402
+from foil_studio import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
+from foil_studio.annotate.task_types import task_table  # noqa: E402
+from foil_studio.data.formats import import_table  # noqa: E402
 
 SECTION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 SECTIONS: dict[str, Callable[[], str]] = {

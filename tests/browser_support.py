@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from foil_studio import server
 from tests.conftest import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -39,8 +40,9 @@ def free_port() -> int:
 
 @contextmanager
 def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> Iterator[str]:
-    """Serve app.py on `db_file` (a store file or a PostgreSQL URL) on a free port; yield its base
-    URL; stop it afterwards. The server inherits this process's environment (``FOIL_FILES``...).
+    """Serve the app (as `foil serve` does) on `db_file` (a store file or a PostgreSQL URL) on a
+    free port; yield its base URL; stop it afterwards. The server inherits this process's
+    environment (``FOIL_FILES``...).
 
     A port found free can be taken before Streamlit binds it (Streamlit then exits): another
     port is tried.
@@ -51,23 +53,9 @@ def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> 
         port = free_port()
         with log_file.open("a") as log:
             process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "streamlit",
-                    "run",
-                    str(REPO / "app.py"),
-                    "--server.headless",
-                    "true",
-                    "--server.port",
-                    str(port),
-                    "--browser.gatherUsageStats",
-                    "false",
-                    "--server.fileWatcherType",
-                    "none",
-                ],
+                server.streamlit_command(sys.executable, port),
                 cwd=REPO,
-                env={**os.environ, "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN},
+                env={**server.app_environment(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -8,16 +8,22 @@ PostgreSQL database each, the demo one copied from the demo store by ``store.cop
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from annotate.task_types import REGISTRY as TASK_TYPE_REGISTRY
-from data import store
-from data.demo import DEMO_DATASETS, DemoConfig, install_demo
-from views.registry import PAGES
+from foil_studio.annotate.task_types import REGISTRY as TASK_TYPE_REGISTRY
+from foil_studio.data import store
+from foil_studio.data.demo import DEMO_DATASETS, DemoConfig, install_demo
+from foil_studio.views.registry import PAGES
 
 REPO = Path(__file__).resolve().parents[1]
+APP_SCRIPT = REPO / "foil_studio" / "app.py"
+FOIL_CLI = [sys.executable, "-m", "foil_studio.cli"]  # the command line, as `foil` runs it
+# Subprocesses (the command line, the Streamlit server) import this checkout's package, whatever
+# else the venv has installed.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 FIXTURES = Path(os.environ.get("FOIL_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
 # A smaller world than the shipped demo keeps tests quick; the invariants do not depend on size.
@@ -115,7 +121,7 @@ def admin_page(monkeypatch):
     def open_page(db_file: Path, page: str, timeout: int = 120) -> AppTest:
         monkeypatch.setenv("FOIL_DB", str(db_file))
         monkeypatch.setenv("FOIL_ADMIN_TOKEN", "page-test-admin-token")
-        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=timeout)
+        at = AppTest.from_file(str(APP_SCRIPT), default_timeout=timeout)
         at.query_params["token"] = "page-test-admin-token"
         return at.run().switch_page(page).run()
 
@@ -172,7 +178,7 @@ def app(demo_db, monkeypatch):
     monkeypatch.setenv("FOIL_ADMIN_TOKEN", APP_ADMIN)
 
     def start(token: str | None):
-        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+        at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
         if token is not None:
             at.query_params["token"] = token
         return at.run()

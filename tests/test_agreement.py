@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -14,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import agreement, batch_reports, batches, simulation
-from data import store
-from tests.conftest import REPO
+from foil_studio.annotate import agreement, batch_reports, batches, simulation
+from foil_studio.data import store
+from tests.conftest import FOIL_CLI, REPO
 
 pytestmark = pytest.mark.both_engines
 
@@ -154,7 +153,7 @@ def test_agreement_cli_contract(db):
 
     def run(*args):
         return subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"],
+            [*FOIL_CLI, *args, "--db", path, "--json"],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -185,7 +184,7 @@ def test_agreement_cli_contract(db):
 
 
 def bivlc_baseline(db, accuracy: float) -> dict:
-    from annotate.baselines import human_baseline
+    from foil_studio.annotate.baselines import human_baseline
 
     names = []
     for task in ("baseline_i2t", "baseline_t2i"):
@@ -212,7 +211,7 @@ def test_noisy_humans_group_never_exceeds_i2t_or_t2i(db):
 
 
 def test_validation_baseline_per_category(db):
-    from annotate.baselines import human_baseline
+    from foil_studio.annotate.baselines import human_baseline
 
     created = batches.create_batch(
         db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 70, seed=8)
@@ -253,7 +252,7 @@ def test_each_question_of_a_two_question_task_is_agreed_on_alone_and_together():
     that question's answers; pooled, each (item, question) is one unit."""
     from sklearn.metrics import cohen_kappa_score
 
-    from annotate import agreement
+    from foil_studio.annotate import agreement
 
     sense_a, sense_b = ["1", "2", "tie", "1", "2", "1"], ["1", "2", "1", "1", "tie", "1"]
     grammar_a, grammar_b = ["2", "2", "1", "1", "tie", "2"], ["1", "2", "2", "1", "1", "2"]
@@ -275,7 +274,7 @@ def test_each_question_of_a_two_question_task_is_agreed_on_alone_and_together():
 def test_ranks_are_agreed_on_as_ordinal_per_caption():
     import krippendorff
 
-    from annotate import agreement
+    from foil_studio.annotate import agreement
 
     ada = [
         {"rank_0": "1", "rank_1": "3", "rank_2": "2"},
@@ -304,7 +303,7 @@ def test_ranks_are_agreed_on_as_ordinal_per_caption():
 
 
 def test_pick_image_agreement_is_on_image_versus_none():
-    from annotate import agreement
+    from foil_studio.annotate import agreement
 
     labels = _labels(
         {
@@ -320,7 +319,7 @@ def test_pick_image_agreement_is_on_image_versus_none():
 def test_gwet_ac1_matches_the_published_formula_with_missing_labels():
     """Values checked against irrCAC 0.4.4 (Gwet's own package, ported): pa and pe there are
     17/21 and 2/7 for the three-rater table with gaps, 0.7 and 0.3275 for the two-rater one."""
-    from annotate import agreement
+    from foil_studio.annotate import agreement
 
     gaps = pd.DataFrame(
         {
@@ -336,7 +335,7 @@ def test_gwet_ac1_matches_the_published_formula_with_missing_labels():
 
 
 def test_fleiss_counts_the_items_it_could_use_and_says_why_it_is_undefined():
-    from annotate import agreement
+    from foil_studio.annotate import agreement
 
     gaps = pd.DataFrame(
         {
@@ -352,7 +351,7 @@ def test_fleiss_counts_the_items_it_could_use_and_says_why_it_is_undefined():
 
 
 def test_agreement_report_intervals_use_the_resamples_asked_for_and_name_undefined_coefficients():
-    from annotate import agreement
+    from foil_studio.annotate import agreement
 
     table = pd.DataFrame({"a": list("xxyxyxxy"), "b": list("xyyxyxyy"), "c": list("xxyxxxxy")})
     single = agreement.agreement_report(table, n_boot=1)

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from annotate import batch_reports, batches, consensus, construction, crowd_studies, queues, simulation
-from annotate.task_types import REGISTRY as TASK_REGISTRY
-from annotate.task_types import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
-from data import store
-from data.item_kinds import REGISTRY as ITEM_KINDS
-from data.items import Item
-from tests.conftest import DATASET_FOR_TASK, REPO
+from foil_studio.annotate import batch_reports, batches, consensus, construction, crowd_studies, queues, simulation
+from foil_studio.annotate.task_types import REGISTRY as TASK_REGISTRY
+from foil_studio.annotate.task_types import TASK_TYPES, TaskError, build_task, check_answer, expected_answer, is_correct
+from foil_studio.data import store
+from foil_studio.data.item_kinds import REGISTRY as ITEM_KINDS
+from foil_studio.data.items import Item
+from tests.conftest import APP_SCRIPT, DATASET_FOR_TASK
 
 ADMIN = "annotation-admin-token"
 pytestmark = pytest.mark.both_engines
@@ -273,7 +273,7 @@ def app_db(db, monkeypatch):
 
 
 def open_app(token: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
     at.query_params["token"] = token
     return at.run()
 
@@ -419,7 +419,7 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
 def open_study(created: dict, participant: str, checks=None) -> AppTest:
     """A participant follows the study link, consents and presses Start (`checks(at)` on the first screen)."""
     token = created["crowd_url"].split("study=")[1].split("&")[0]
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
     at.query_params.update({"study": token, "PROLIFIC_PID": participant, "STUDY_ID": "s1", "SESSION_ID": "x"})
     at.run()
     if checks:
@@ -515,10 +515,10 @@ def test_admin_dashboard_shows_agreement_and_records_adjudication(app_db):
 def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
     from PIL import Image
 
-    from data.formats import Parsed
-    from data.items import Item
-    from data.loading import store_parsed
-    from data.paths import thumbnail_dir
+    from foil_studio.data.formats import Parsed
+    from foil_studio.data.items import Item
+    from foil_studio.data.loading import store_parsed
+    from foil_studio.data.paths import thumbnail_dir
 
     images = tmp_path / "images"
     images.mkdir()
@@ -568,7 +568,7 @@ def test_a_finished_lab_batch_leads_to_the_next_one_without_a_completion_code(ap
 def test_a_bad_participant_id_is_told_why_without_the_admin_sign_in_form(app_db):
     created = make_crowd_batch(app_db, n=4, overlap=1, per_worker=2)
     token = created["crowd_url"].split("study=")[1].split("&")[0]
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
     at.query_params.update({"study": token, "PROLIFIC_PID": "not-an-id", "STUDY_ID": "s1", "SESSION_ID": "x"})
     at.run()
     assert not at.exception and any("valid participant id" in e.value for e in at.error)
@@ -579,7 +579,7 @@ def test_truth_keys_say_each_value_in_the_sentence_of_its_meaning():
     """Every truth key's sentence and verdict, per value, written out by hand."""
     import numpy as np
 
-    from data.item_kinds import base, paraphrase, truth
+    from foil_studio.data.item_kinds import base, paraphrase, truth
 
     shown = base.Shown(caption_roles=("positive", "negative"), votes={"caption": 2, "foil": 1, "other": 1})
     assert [truth.is_true(v) for v in ("true", "TRUE", True, "false", False, None, 1)] == [

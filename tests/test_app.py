@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from data import store
-from tests.conftest import ADMIN_PAGES, REPO, SMALL_DEMO, visit_admin_pages
+from foil_studio.data import store
+from foil_studio.views.registry import PAGES, ROLES
+from tests.conftest import ADMIN_PAGES, FOIL_CLI, REPO, SMALL_DEMO, visit_admin_pages
 from tests.conftest import APP_ADMIN as ADMIN
-from views.registry import PAGES, ROLES
 
 
 def texts(at: AppTest) -> list[str]:
@@ -124,7 +124,7 @@ def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixt
 def test_a_broken_image_file_is_named_not_a_crash(app, demo_db, tmp_path):
     from PIL import Image
 
-    from data.loading import import_path
+    from foil_studio.data.loading import import_path
 
     Image.new("RGB", (900, 900), "white").save(tmp_path / "fine.jpg")
     (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
@@ -169,7 +169,7 @@ def downloads(monkeypatch):
 
 
 def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downloads):
-    from analysis.exports import export_archive
+    from foil_studio.analysis.exports import export_archive
 
     at = app(ADMIN)
     at.selectbox(key="dataset").set_value("demo-bivlc").run()
@@ -192,9 +192,9 @@ def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downlo
 
 def test_captions_are_plain_text_not_markup(app, demo_db):
     db = demo_db
-    from data.formats import Parsed
-    from data.items import Item
-    from data.loading import store_parsed
+    from foil_studio.data.formats import Parsed
+    from foil_studio.data.items import Item
+    from foil_studio.data.loading import store_parsed
 
     parsed = Parsed("jsonl", "html")
     parsed.add(Item("pair", "add_obj", "x", ("<b>bold</b> <script>alert(1)</script>", "**not bold**")), "x.jsonl", 1)
@@ -249,8 +249,8 @@ def test_every_registered_page_opens_for_its_role_and_no_other(app, demo_db, pag
 
 
 def test_model_scores_page_compares_runs_per_category(app, demo_db):
-    from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.scoring import score_dataset
 
     db = demo_db
     loaded = load_model(ModelSpec("foil-demo-clip", "none"), device="cpu")
@@ -278,16 +278,14 @@ def test_model_scores_page_compares_runs_per_category(app, demo_db):
 def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
     """One computation, one seed: the page's 95% intervals are the CLI's, to the digit shown."""
     import subprocess
-    import sys
 
-    from analysis.models import demo_model_spec, load_model
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
 
     score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
     done = subprocess.run(
         [
-            sys.executable,
-            str(REPO / "cli.py"),
+            *FOIL_CLI,
             "metrics",
             "demo-sugarcrepe",
             "--run",
@@ -316,8 +314,8 @@ def test_the_app_shows_the_intervals_the_cli_prints(app, demo_db):
 
 
 def test_retrieval_scores_draw_the_chance_of_their_own_number_of_captions(app, demo_db):
-    from analysis.models import demo_model_spec, load_model
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
 
     score_dataset(demo_db, "demo-crepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
     at = app(ADMIN)
@@ -329,9 +327,9 @@ def test_retrieval_scores_draw_the_chance_of_their_own_number_of_captions(app, d
 
 
 def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
-    from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
-    from annotate import batches, simulation
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.annotate import batches, simulation
 
     score_dataset(demo_db, "demo-bivlc", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="model")
     for task in ("baseline_i2t", "baseline_t2i"):
@@ -384,7 +382,7 @@ def test_score_now_with_an_open_clip_model_names_the_run_after_it(app, demo_db):
     assert not at.exception
     import torch
 
-    from analysis.models import resolve_precision
+    from foil_studio.analysis.models import resolve_precision
 
     precision, why = resolve_precision("auto", torch.device("cpu"))  # this machine's answer, read at run time
     run = "foil-demo-clip-none" + ("-bf16" if precision == "bf16" else "")
@@ -405,9 +403,9 @@ def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_pat
 def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin_page):
     """A smoke test over everything the store can hold: demo datasets of all five item kinds,
     scored, plus imported BiVLC, SugarCrepe-correct and GPT-4V runs; no page may fail on any."""
-    from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
-    from data.loading import import_path
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.data.loading import import_path
 
     model = load_model(ModelSpec("foil-demo-clip", "none"), device="cpu")
     for name in store.dataset_names(demo_db):

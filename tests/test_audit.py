@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from analysis import blind
-from analysis.audit import audit, refine_dataset, stored_audit
-from data.formats import Parsed
-from data.items import Item
-from data.loading import import_path, store_parsed
-from tests.conftest import REPO
+from foil_studio.analysis import blind
+from foil_studio.analysis.audit import audit, refine_dataset, stored_audit
+from foil_studio.data.formats import Parsed
+from foil_studio.data.items import Item
+from foil_studio.data.loading import import_path, store_parsed
+from tests.conftest import FOIL_CLI, REPO
 
 NOUNS = [
     "dog",
@@ -171,7 +170,7 @@ def test_same_word_pairs_of_real_sugarcrepe_swap_att_count_half_for_the_stats_sc
 
 
 def fresh_db_items(db, dataset: str) -> list[dict]:
-    from data import store
+    from foil_studio.data import store
 
     return store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62)
 
@@ -187,7 +186,7 @@ def test_audit_cli_contract(tmp_path, fixtures):
 
     def run(*a):
         return subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db)],
+            [*FOIL_CLI, *a, "--db", str(db)],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -207,7 +206,7 @@ def test_audit_cli_contract(tmp_path, fixtures):
 
 
 def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin_page):
-    from data import store
+    from foil_studio.data import store
 
     db = store.open_db(tmp_path / "foil.db")
     import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
@@ -233,7 +232,7 @@ def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin
 
 
 def test_audit_table_has_a_row_per_category_and_the_whole_set_with_the_compared_dataset_beside():
-    from analysis.audit import audit_table
+    from foil_studio.analysis.audit import audit_table
 
     def summary(blind: float) -> dict:
         return {"n": 4, "same_words": 1, "blind": {"stats": blind}, "ties": {"stats": 1}}

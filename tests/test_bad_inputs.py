@@ -14,7 +14,6 @@ import os
 import sqlite3
 import struct
 import subprocess
-import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from annotate import batches
-from data import store
-from data.formats import BadInputError
-from data.loading import import_path
-from tests.conftest import REPO
+from foil_studio.annotate import batches
+from foil_studio.data import store
+from foil_studio.data.formats import BadInputError
+from foil_studio.data.loading import import_path
+from tests.conftest import FOIL_CLI, REPO
 
 SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
 VALSE = {
@@ -887,7 +886,7 @@ def test_a_bad_store_is_refused_in_one_line_and_left_untouched(case, tmp_path):
     assert str(path) in str(caught.value)
     assert (digest(path) if path.is_file() else None) == before
     done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), "datasets", "--db", str(path)],
+        [*FOIL_CLI, "datasets", "--db", str(path)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -938,7 +937,7 @@ def test_bad_names_are_refused_on_the_way_in(case, where, seeded_store):
 
 
 def test_a_short_admin_token_is_refused(tmp_path, monkeypatch):
-    from annotate import roles
+    from foil_studio.annotate import roles
 
     monkeypatch.setenv("FOIL_ADMIN_TOKEN", "x")
     with pytest.raises(roles.AdminTokenError, match="at least 16"):
@@ -948,7 +947,7 @@ def test_a_short_admin_token_is_refused(tmp_path, monkeypatch):
 
 
 def test_the_generated_admin_token_file_is_private_from_the_start(tmp_path, monkeypatch):
-    from annotate import roles
+    from foil_studio.annotate import roles
 
     monkeypatch.delenv("FOIL_ADMIN_TOKEN", raising=False)
     old = os.umask(0)  # even with a permissive umask, the file is never readable by others

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from analysis import metrics as m
-from analysis.results import run_metrics
-from annotate.task_types import build_task
-from data import store
-from data.formats.winoground import sample_winoground
-from data.loading import import_path
-from tests.conftest import ADMIN_PAGES, visit_admin_pages
+from foil_studio.analysis import metrics as m
+from foil_studio.analysis.results import run_metrics
+from foil_studio.annotate.task_types import build_task
+from foil_studio.data import store
+from foil_studio.data.formats.winoground import sample_winoground
+from foil_studio.data.loading import import_path
+from tests.conftest import ADMIN_PAGES, APP_SCRIPT, visit_admin_pages
 
 PP_COUNTS = {"replace_att": 788, "replace_obj": 1652, "replace_rel": 1406, "swap_att": 666, "swap_obj": 245}
 
@@ -43,7 +43,7 @@ def image(path: Path, shade: int) -> None:
 
 
 def test_sugarcrepe_pp_reads_every_category_of_the_real_files(tmp_path, fixtures, capsys):
-    from cli import main
+    from foil_studio.cli import main
 
     db_file = tmp_path / "pp.db"
     assert (
@@ -102,7 +102,7 @@ def test_tot_agrees_with_the_definition_on_random_cosines():
 
 
 def test_the_audit_reports_tot_of_minilm_per_category_on_the_real_files(fresh_db, fixtures, tmp_path):
-    from analysis.audit import audit
+    from foil_studio.analysis.audit import audit
 
     for name in ("swap_obj.json", "replace_att.json"):
         shutil.copy(fixtures / "sugarcrepe_pp" / "data" / name, tmp_path / name)
@@ -119,7 +119,7 @@ def test_the_audit_reports_tot_of_minilm_per_category_on_the_real_files(fresh_db
 
 
 def test_the_audit_tot_uses_each_encoder_it_is_given(fresh_db, tmp_path):
-    from analysis.audit import audit
+    from foil_studio.analysis.audit import audit
 
     records = [
         {"id": 0, "filename": "a.jpg", "caption": "red cup", "caption2": "cup red", "negative_caption": "blue cup"},
@@ -145,8 +145,8 @@ def test_the_audit_tot_uses_each_encoder_it_is_given(fresh_db, tmp_path):
 @pytest.fixture
 def linked_store(fixtures, tmp_path):
     """swap_obj of both benchmarks, first 12 records each, with generated images, scored by the demo model."""
-    from analysis.models import demo_model_spec, load_model
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
 
     pp = json.loads((fixtures / "sugarcrepe_pp" / "data" / "swap_obj.json").read_text())[:12]
     sc = dict(list(json.loads((fixtures / "sugarcrepe" / "data" / "swap_obj.json").read_text()).items())[:12])
@@ -166,7 +166,7 @@ def linked_store(fixtures, tmp_path):
 
 
 def test_linked_items_share_image_caption_and_negative_and_their_image_scores(linked_store):
-    from data.links import linked_items
+    from foil_studio.data.links import linked_items
 
     db = linked_store
     links = linked_items(db, "sugarcrepe-pp", "sugarcrepe")
@@ -191,7 +191,7 @@ def test_linked_items_share_image_caption_and_negative_and_their_image_scores(li
 
 
 def test_a_run_on_sugarcrepe_pp_is_compared_with_one_on_sugarcrepe_item_by_item(linked_store, capsys):
-    from cli import main
+    from foil_studio.cli import main
 
     db = linked_store
     db_file = str(store.location(db))
@@ -368,8 +368,8 @@ def test_validate_negative_shows_the_negative_of_valse_and_sugarcrepe_pp(fresh_d
 def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_page):
     """Smoke test: VALSE, SugarCrepe++, Winoground and What'sUp, scored by the demo model, on
     every admin page with every dataset, run and metric; no page may fail on any."""
-    from analysis.models import demo_model_spec, load_model
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
 
     db = store.open_db(tmp_path / "pages.db")
     pp = json.loads((fixtures / "sugarcrepe_pp" / "data" / "replace_rel.json").read_text())[:10]
@@ -409,7 +409,7 @@ def test_every_admin_page_renders_every_new_benchmark(fixtures, tmp_path, admin_
 
 
 def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_linked_items(linked_store, admin_page):
-    from analysis.inspection import compare_linked, comparison_for_people
+    from foil_studio.analysis.inspection import compare_linked, comparison_for_people
 
     db_file = store.location(linked_store)
     expected, linked = compare_linked(linked_store, "sugarcrepe-pp", "demo", "sugarcrepe", "demo")
@@ -428,8 +428,8 @@ def test_inspect_runs_compares_a_sugarcrepe_pp_run_with_a_sugarcrepe_run_on_link
     ("fmt", "source"), [("sugarcrepe-pp", "sugarcrepe_pp/data/swap_obj.json"), ("valse", "valse/data/existence.json")]
 )
 def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, source, fresh_db, fixtures, tmp_path):
-    from annotate import batches, simulation
-    from annotate.export import export_clean
+    from foil_studio.annotate import batches, simulation
+    from foil_studio.annotate.export import export_clean
 
     import_path(fresh_db, fmt, fixtures / source)
     created = batches.create_batch(fresh_db, batches.BatchSpec(fmt, "validate_negative", ("ada", "ben"), 2, 12, seed=3))
@@ -450,8 +450,8 @@ def test_validated_negatives_are_cleaned_into_the_benchmarks_own_layout(fmt, sou
 def test_an_annotator_labels_sugarcrepe_pp_items_in_the_app(task, fixtures, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from annotate import batches
-    from tests.conftest import REPO, stimulus_captions
+    from foil_studio.annotate import batches
+    from tests.conftest import stimulus_captions
     from tests.test_annotation import _answer_on_page
 
     pp = json.loads((fixtures / "sugarcrepe_pp" / "data" / "swap_att.json").read_text())[:3]
@@ -465,7 +465,7 @@ def test_an_annotator_labels_sugarcrepe_pp_items_in_the_app(task, fixtures, tmp_
     created = batches.create_batch(db, batches.BatchSpec("sugarcrepe-pp", task, ("ada",), 1, 3, seed=2, min_seconds=0))
     monkeypatch.setenv("FOIL_DB", str(tmp_path / "queue.db"))
     monkeypatch.setenv("FOIL_ADMIN_TOKEN", "benchmarks-admin-token")
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
     at.query_params["token"] = created["annotators"][0]["token"]
     at.run().button(key="start").click().run()
     shown = " ".join(caption for _, caption in stimulus_captions(at))  # the item's block (views/stimulus.py) as drawn

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import batch_reports, batches
-from data import store
+from foil_studio.annotate import batch_reports, batches
+from foil_studio.data import store
+from foil_studio.views.registry import pages_for
 from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server, wait_idle
-from views.registry import pages_for
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 ADMIN = pages_for("admin")  # every admin page (`views/registry.py`)
@@ -134,9 +134,9 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
     the gap range and the category of the facet the box was drawn on."""
     import re
 
-    from analysis import inspection
-    from analysis.models import demo_model_spec, load_model
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis import inspection
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
 
     db = store.open_db(server["db"])
     score_dataset(db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")

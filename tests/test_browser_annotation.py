@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from annotate import batches
-from annotate.task_types import TASK_TYPES
-from data import store
+from foil_studio.annotate import batches
+from foil_studio.annotate.task_types import TASK_TYPES
+from foil_studio.data import store
 from tests.browser_support import focus_page, launch, press_when_idle, start_queue, streamlit_server, wait_idle
 from tests.conftest import DATASET_FOR_TASK
 

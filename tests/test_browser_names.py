@@ -11,12 +11,12 @@ import random
 
 import pytest
 
-from annotate import batches, health, simulation
-from data import store
-from data.loading import import_path
+from foil_studio.annotate import batches, health, simulation
+from foil_studio.data import store
+from foil_studio.data.loading import import_path
+from foil_studio.views.registry import pages_for
+from foil_studio.views.text import WORD_JOINER
 from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
-from views.registry import pages_for
-from views.text import WORD_JOINER
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from annotate import batches
-from data import store
-from data.demo_photos import photo_dataset
+from foil_studio.annotate import batches
+from foil_studio.data import store
+from foil_studio.data.demo_photos import photo_dataset
 from tests.browser_support import WATCH_ITEMS, focus_page, launch, start_queue, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")

@@ -13,15 +13,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import cli
-from data.formats import IMPORT_KINDS as PARSERS
-from data.store import db_file as store_file
-from tests.conftest import REPO
+from foil_studio import cli
+from foil_studio.data.formats import IMPORT_KINDS as PARSERS
+from foil_studio.data.store import db_file as store_file
+from tests.conftest import FOIL_CLI, REPO
 
 
 def run_cli(*args: str, db) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)],
+        [*FOIL_CLI, *args, "--db", str(db)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -92,9 +92,9 @@ def test_every_import_kind_has_a_readme_example(kind):
 
 
 def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
-    from analysis.models import demo_model_spec, load_model
-    from analysis.results import run_metrics
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.results import run_metrics
+    from foil_studio.analysis.scoring import score_dataset
 
     score_dataset(demo_db, "demo-sugarcrepe", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
     db_file = store_file(demo_db)
@@ -157,7 +157,7 @@ def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
 
 
 def test_progress_is_one_bar_per_stage_and_silent_off_a_terminal(fixtures, tmp_path, capsys, monkeypatch):
-    from cli import TerminalProgress, main
+    from foil_studio.cli import TerminalProgress, main
 
     made = []
     import tqdm

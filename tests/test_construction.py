@@ -5,15 +5,14 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import sys
 
 import pytest
 
-from annotate import batch_reports, batches, consensus, construction, simulation
-from annotate.baselines import human_baseline
-from annotate.export import export_clean
-from data import store
-from tests.conftest import REPO
+from foil_studio.annotate import batch_reports, batches, consensus, construction, simulation
+from foil_studio.annotate.baselines import human_baseline
+from foil_studio.annotate.export import export_clean
+from foil_studio.data import store
+from tests.conftest import FOIL_CLI, REPO
 
 
 def test_bivlc_construction_ends_in_a_cleaned_set_whose_provenance_matches_the_labels(demo_db, tmp_path):
@@ -117,7 +116,7 @@ def test_construction_from_the_cli(demo_db, tmp_path):
 
     def run(*args):
         done = subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), *args, "--db", path, "--json"],
+            [*FOIL_CLI, *args, "--db", path, "--json"],
             capture_output=True,
             text=True,
             cwd=REPO,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import sys
 from collections import Counter
 
 import krippendorff
@@ -13,16 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotate import agreement, batch_reports, batches, simulation
-from data import store
-from tests.conftest import REPO
+from foil_studio.annotate import agreement, batch_reports, batches, simulation
+from foil_studio.data import store
+from tests.conftest import FOIL_CLI, REPO
 
 
 def cli(db_file, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     import os
 
     done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db_file)],
+        [*FOIL_CLI, *args, "--db", str(db_file)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -112,7 +111,7 @@ def test_cli_admin_token_comes_from_the_environment_or_one_private_file(tmp_path
     env = {k: v for k, v in os.environ.items() if k != "FOIL_ADMIN_TOKEN"}
     first, second = (
         subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), "admin-token", "--db", str(path)],
+            [*FOIL_CLI, "admin-token", "--db", str(path)],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -204,9 +203,9 @@ def test_batches_page_heatmap_holds_each_pairs_kappa(demo_db, admin_page):
 
 
 def test_model_scores_page_draws_the_chance_line_and_interval_columns(demo_db, admin_page):
-    from analysis.models import ModelSpec, load_model
-    from analysis.results import run_metrics
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.results import run_metrics
+    from foil_studio.analysis.scoring import score_dataset
 
     score_dataset(
         demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random"
@@ -227,8 +226,8 @@ def test_model_scores_page_draws_the_chance_line_and_interval_columns(demo_db, a
 
 
 def test_aro_macro_accuracy_averages_relations_not_items(tmp_path):
-    from analysis.results import run_metrics
-    from data.loading import import_path
+    from foil_studio.analysis.results import run_metrics
+    from foil_studio.data.loading import import_path
 
     # 3 items of "on" (2 right), 1 of "under" (right): micro 75%, macro (66.7 + 100) / 2 = 83.3%
     records = [
@@ -259,7 +258,7 @@ def test_aro_macro_accuracy_averages_relations_not_items(tmp_path):
 def test_aro_crop_takes_the_union_box_from_the_image(tmp_path):
     from PIL import Image
 
-    from analysis.scoring import load_image
+    from foil_studio.analysis.scoring import load_image
 
     image = Image.new("RGB", (40, 30), (0, 0, 255))
     image.paste((255, 0, 0), (10, 5, 20, 15))  # a red square at x 10-20, y 5-15
@@ -269,7 +268,7 @@ def test_aro_crop_takes_the_union_box_from_the_image(tmp_path):
 
 
 def test_fp16_embeddings_agree_with_fp32():
-    from analysis import models
+    from foil_studio.analysis import models
 
     loaded = {
         p: models.load_model(models.ModelSpec(models.DEMO_ARCH, "none", precision=p), device="cpu")
@@ -286,7 +285,7 @@ def test_openai_weights_are_loaded_with_quick_gelu(monkeypatch):
     """Without network weights: the loader asks open_clip for QuickGELU exactly when the tag wants it."""
     import open_clip
 
-    from analysis import models
+    from foil_studio.analysis import models
 
     asked = {}
 

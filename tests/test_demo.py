@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from data import demo_world as w
-from data import store
-from data.demo import DemoConfig, build_world, claim_from_data, install_demo, scene_from_data
+from foil_studio.data import demo_world as w
+from foil_studio.data import store
+from foil_studio.data.demo import DemoConfig, build_world, claim_from_data, install_demo, scene_from_data
 from tests.conftest import SMALL_DEMO
 
 SHAPE_WORDS = {**{s: s for s in w.SHAPES}, "box": "square"}

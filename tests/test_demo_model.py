@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from analysis import models
-from analysis.results import run_metrics
-from analysis.scoring import score_dataset
-from analysis.train_demo_model import TrainConfig, train, verify_checkpoint
+from foil_studio.analysis import models
+from foil_studio.analysis.results import run_metrics
+from foil_studio.analysis.scoring import score_dataset
+from foil_studio.analysis.train_demo_model import TrainConfig, train, verify_checkpoint
 
 
 def test_training_script_runs_a_few_steps_and_saves_a_loadable_checkpoint(tmp_path):

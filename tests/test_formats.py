@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.exports import export_dataset
-from data import formats, store
-from data.images import existing_image
-from data.loading import import_path
+from foil_studio.analysis.exports import export_dataset
+from foil_studio.data import formats, store
+from foil_studio.data.images import existing_image
+from foil_studio.data.loading import import_path
 from tests.conftest import REPO
 
 
@@ -22,7 +22,7 @@ def test_the_readme_import_table_is_the_registry():
 
 
 def test_every_import_kind_is_offered_by_the_cli_and_the_datasets_form():
-    from cli import COMMANDS
+    from foil_studio.cli import COMMANDS
 
     importing = next(c for c in COMMANDS if c.group is None and c.name == "import")
     choices = next(options["choices"] for flags, options in importing.arguments if flags == ("kind",))

@@ -10,14 +10,14 @@ import re
 import numpy as np
 import pytest
 
-from analysis import health as h
-from annotate import health
-from annotate.batches import SIMULATED
-from annotate.queues import draw as draw_next
-from annotate.queues import submit_answer
-from annotate.simulation import simulate
-from data import store
-from data.loading import import_path
+from foil_studio.analysis import health as h
+from foil_studio.annotate import health
+from foil_studio.annotate.batches import SIMULATED
+from foil_studio.annotate.queues import draw as draw_next
+from foil_studio.annotate.queues import submit_answer
+from foil_studio.annotate.simulation import simulate
+from foil_studio.data import store
+from foil_studio.data.loading import import_path
 from tests.conftest import APP_ADMIN as ADMIN
 from tests.test_cli import run_cli
 
@@ -108,7 +108,7 @@ def test_the_methods_paragraph_says_only_figures_of_the_tables(demo_db):
     simulate(demo_db, "health-1", accuracies=0.95, seed=0)
     draw(demo_db, 35, name="health-2", allocation="neyman")
     simulate(demo_db, "health-2", accuracies=0.95, seed=1)
-    from annotate.batches import BatchSpec, create_batch
+    from foil_studio.annotate.batches import BatchSpec, create_batch
 
     create_batch(demo_db, BatchSpec(DATASET, "baseline_i2t", ("p", "q"), n=40, name="humans"))
     simulate(demo_db, "humans", accuracies=0.9, seed=2)
@@ -130,10 +130,10 @@ def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):
     """The demo knows which of its negatives are also true. Annotators who answer right give every
     drawn item its true outcome (the whole path: batch, queues, consensus), and over ten seeds'
     samples the overall interval holds the true share in all but the odd one (95% intervals)."""
-    from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
-    from data import item_kinds
-    from data.item_kinds.truth import negative_verdict
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.data import item_kinds
+    from foil_studio.data.item_kinds.truth import negative_verdict
 
     score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="demo-clip")
     draw(demo_db, 100)
@@ -184,8 +184,8 @@ def test_valse_pieces_estimated_from_40_items_each_hold_the_crowds_share(fresh_d
     crowd's majority did, through the whole path once (batch, queues, consensus, report: the report
     shows both figures), then for ten more seeds' samples: each piece's interval holds its true
     invalid share in the large majority of cases."""
-    from data import item_kinds
-    from data.item_kinds.truth import negative_verdict
+    from foil_studio.data import item_kinds
+    from foil_studio.data.item_kinds.truth import negative_verdict
 
     import_path(fresh_db, "valse", fixtures / "valse" / "data", name="valse")
     truth = health.authors_shares(fresh_db, "valse")
@@ -278,9 +278,9 @@ def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
 def test_a_rank_target_draws_where_the_two_runs_disagree(demo_db):
     """`health next --target rank`: Neyman allocation on the spread of the two runs' paired credit
     difference per category, from the valid items decided so far (1 where fewer than two)."""
-    from analysis.models import ModelSpec, demo_model_spec, load_model
-    from analysis.results import load_run, run_family
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import ModelSpec, demo_model_spec, load_model
+    from foil_studio.analysis.results import load_run, run_family
+    from foil_studio.analysis.scoring import score_dataset
 
     score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="trained")
     score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")

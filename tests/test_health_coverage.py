@@ -19,7 +19,13 @@ from functools import cache
 import numpy as np
 import pytest
 
-from analysis.health import horvitz_thompson_total, poisson_sample, stratified_share, stratum_share, valid_accuracy
+from foil_studio.analysis.health import (
+    horvitz_thompson_total,
+    poisson_sample,
+    stratified_share,
+    stratum_share,
+    valid_accuracy,
+)
 
 LOWEST, HIGHEST = 0.93, 0.99  # coverage bounds; the highest only where `Condition.bounded`
 REPS = {"single stratum": 5000, "overall share": 1000, "valid accuracy": 500}

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from data import store
-from data.formats import BadInputError
-from data.formats.gpt4v import parse_choice
-from data.loading import import_path
+from foil_studio.data import store
+from foil_studio.data.formats import BadInputError
+from foil_studio.data.formats.gpt4v import parse_choice
+from foil_studio.data.loading import import_path
 
 SUGARCREPE_COUNTS = {
     "add_att": 692,
@@ -219,7 +219,7 @@ def test_paths_escaping_the_image_root_are_refused(fresh_db, tmp_path, bad_path)
 
 
 def test_symlink_out_of_the_root_is_refused(tmp_path):
-    from data.images import UnsafeImagePathError, resolve_image
+    from foil_studio.data.images import UnsafeImagePathError, resolve_image
 
     (tmp_path / "root").mkdir()
     (tmp_path / "outside.png").write_bytes(_png())
@@ -396,7 +396,7 @@ def _all_items(db, dataset: str) -> list[dict]:
 
 
 def test_large_images_get_a_cached_thumbnail(tmp_path):
-    from data.images import thumbnail
+    from foil_studio.data.images import thumbnail
 
     big = tmp_path / "big.png"
     Image.new("RGB", (1200, 800), (10, 200, 10)).save(big)
@@ -514,9 +514,9 @@ def test_crepe_bad_negatives_name_the_file_and_row(fresh_db, tmp_path):
 
 
 def test_crepe_sets_of_different_sizes_score_and_rank(fresh_db, tmp_path):
-    from analysis.models import ModelSpec, load_model
-    from analysis.results import run_metrics
-    from analysis.scoring import score_dataset
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.results import run_metrics
+    from foil_studio.analysis.scoring import score_dataset
 
     images = tmp_path / "vg"
     images.mkdir()

@@ -7,13 +7,13 @@ import json
 import pytest
 from scipy.stats import binomtest
 
-from analysis import inspection
-from analysis.models import ModelSpec, demo_model_spec, load_model
-from analysis.results import UnsupportedRunError
-from analysis.scoring import score_dataset
-from annotate import baselines, batches, browse, simulation
-from data import plain_text, store
-from data.loading import import_path
+from foil_studio.analysis import inspection
+from foil_studio.analysis.models import ModelSpec, demo_model_spec, load_model
+from foil_studio.analysis.results import UnsupportedRunError
+from foil_studio.analysis.scoring import score_dataset
+from foil_studio.annotate import baselines, batches, browse, simulation
+from foil_studio.data import plain_text, store
+from foil_studio.data.loading import import_path
 
 
 def bivlc_group_discordance(fixtures) -> tuple[int, int]:
@@ -246,7 +246,7 @@ def test_inspect_page_on_imported_sugarcrepe_per_instance_results(tmp_path, fixt
 
 
 def test_gpt4v_choices_are_inspected_per_caption_order_and_against_clip(tmp_path, fixtures, admin_page):
-    from analysis.results import run_metrics
+    from foil_studio.analysis.results import run_metrics
 
     db = store.open_db(tmp_path / "foil.db")
     import_path(db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_ViT-B-32.csv")

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotate import batch_reports, batches, consensus, crowd_studies, queues, simulation
-from annotate.task_types import TASK_TYPES, expected_answer, is_correct, task_type
-from data import store
-from tests.conftest import DATASET_FOR_TASK
+from foil_studio.annotate import batch_reports, batches, consensus, crowd_studies, queues, simulation
+from foil_studio.annotate.task_types import TASK_TYPES, expected_answer, is_correct, task_type
+from foil_studio.data import store
+from tests.conftest import DATASET_FOR_TASK, FOIL_CLI
 
 pytestmark = pytest.mark.both_engines
 
@@ -487,14 +487,13 @@ def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page
 
 def test_cli_agreement_on_a_ranking_batch_reports_each_question(demo_db):
     import subprocess
-    import sys
 
     from tests.conftest import REPO
 
     batch = make(demo_db, task="rank_captions", n=15, overlap=2)
     simulation.simulate(demo_db, batch, accuracies=0.8, seed=5)
     done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), "agreement", batch, "--db", str(store.location(demo_db)), "--json"],
+        [*FOIL_CLI, "agreement", batch, "--db", str(store.location(demo_db)), "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import metrics as m
-from analysis.results import run_metrics
-from data.loading import import_path
-from tests.conftest import REPO
+from foil_studio.analysis import metrics as m
+from foil_studio.analysis.results import run_metrics
+from foil_studio.data.loading import import_path
+from tests.conftest import FOIL_CLI, REPO
 
 # SugarCrepe paper, Table 6, OpenAI ViT-B-32; "Average" is the macro mean over categories.
 SUGARCREPE_VIT_B_32 = {
@@ -78,9 +77,9 @@ def test_bivlc_table_from_per_instance_file(fresh_db, fixtures):
 def test_a_group_benchmark_with_underscores_in_its_categories_is_not_taken_for_bivlc(fresh_db, tmp_path):
     """Types come from a format's declaration (`Format.category_types`: BiVLC's), never from a `_`
     in a category's name: a new group benchmark keeps its own categories and no BiVLC types."""
-    from analysis import results
-    from cli import metrics_text
-    from data import formats, store
+    from foil_studio.analysis import results
+    from foil_studio.cli import metrics_text
+    from foil_studio.data import formats, store
 
     path = tmp_path / "eqben.jsonl"
     path.write_text(
@@ -135,7 +134,7 @@ def test_metrics_cli_prints_the_contract(tmp_path, fixtures):
         ["metrics", "bivlc", "--run", "ViT-B-32", "--json", "--bootstrap", "20"],
     ):
         done = subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), *args, "--db", str(db)],
+            [*FOIL_CLI, *args, "--db", str(db)],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -301,10 +300,10 @@ def test_fast_intervals_match_resampling_items():
 
 
 def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypatch):
-    from data import store
-    from data.formats import Parsed
-    from data.items import Item
-    from data.loading import store_parsed
+    from foil_studio.data import store
+    from foil_studio.data.formats import Parsed
+    from foil_studio.data.items import Item
+    from foil_studio.data.loading import store_parsed
 
     parsed = Parsed("jsonl", "tiny")
     for n in range(40):
@@ -339,7 +338,7 @@ def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypa
 
 
 def test_every_comparison_is_strict_and_ties_are_counted():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     a, b = [1.0, 1.0, 2.0, 0.0], [1.0, 0.5, 2.0, 0.5]
     assert m.credit(a, b).tolist() == [0.0, 1.0, 0.0, 0.0] and int(m.tied(a, b).sum()) == 2
@@ -357,7 +356,7 @@ TIE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(TIE_CASES))
 def test_a_tie_fails_its_bivlc_direction_and_the_groups_built_on_it(case):
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     cell, value, (ipos2t, ineg2t, tpos2i, tneg2i) = TIE_CASES[case]
     s = np.array([[[0.9, 0.1], [0.2, 0.8]]])
@@ -377,14 +376,14 @@ def test_a_tie_fails_its_bivlc_direction_and_the_groups_built_on_it(case):
 
 
 def test_bivlc_ties_count_each_of_the_four_comparisons():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     assert m.bivlc_ties(np.full((3, 2, 2), 0.5)) == 12  # every comparison of every item
     assert m.bivlc_ties(np.array([[[0.9, 0.1], [0.2, 0.8]]])) == 0
 
 
 def test_hard_positive_outcomes_are_strict_at_every_boundary():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     c, cn, cp = [0.5, 0.5, 0.9, 0.9, 0.2], [0.5, 0.3, 0.4, 0.4, 0.4], [0.1, 0.3, 0.4, 0.6, 0.6]
     outcomes = {k: v.tolist() for k, v in m.hard_positive_outcomes(c, cn, cp).items()}
@@ -396,7 +395,7 @@ def test_hard_positive_outcomes_are_strict_at_every_boundary():
 
 
 def test_recall_at_k_counts_ties_against_the_true_caption():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     scores = [[0.5, 0.4, 0.3, 0.2], [0.5, 0.5, 0.3, 0.2], [0.3, 0.5, 0.4, 0.2], [0.1, 0.5, 0.4, 0.2]]
     assert [m.recall_at_k(scores, k).tolist() for k in (1, 2, 3)] == [
@@ -407,14 +406,14 @@ def test_recall_at_k_counts_ties_against_the_true_caption():
 
 
 def test_per_category_counts_and_shares_in_sorted_order():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     result = m.per_category([True, False, True, True, False], ["b", "a", "b", "a", "a"])
     assert list(result) == ["a", "b"] and result == {"a": (3, pytest.approx(100 / 3)), "b": (2, 100.0)}
 
 
 def test_chance_levels_of_every_metric():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     expected = {
         "accuracy_micro": 50,
@@ -437,7 +436,7 @@ def test_chance_levels_of_every_metric():
 
 @pytest.mark.parametrize("n", [40, 400])
 def test_share_interval_holds_the_value_matches_the_normal_width_and_follows_its_level(n):
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     outcomes = np.arange(n) % 4 != 0  # 75% true
     low, high = m.share_interval(outcomes, n_boot=4000, seed=1)
@@ -458,7 +457,7 @@ def test_share_interval_holds_the_value_matches_the_normal_width_and_follows_its
     ids=["large categories", "categories of one or two items"],
 )
 def test_macro_interval_agrees_with_resampling_items_explicitly(sizes, accuracies):
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     rng = np.random.default_rng(5)
     categories = np.repeat([f"c{n}" for n in range(len(sizes))], sizes)
@@ -471,7 +470,7 @@ def test_macro_interval_agrees_with_resampling_items_explicitly(sizes, accuracie
 
 
 def test_summarize_reports_every_outcome_and_category_with_intervals_around_them():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     outcomes = {"x": [True, True, False, True, False, True], "y": [False, False, True, True, True, True]}
     summary = m.summarize(outcomes, ["b", "a", "b", "a", "a", "b"], macro=("x", "x_macro"), n_boot=500)
@@ -493,7 +492,7 @@ def test_summarize_reports_every_outcome_and_category_with_intervals_around_them
 
 
 def test_summarize_splits_by_the_right_category_and_uses_the_resamples_asked_for():
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     outcomes, categories = {"x": [True, True, True, False, False, True]}, ["a", "a", "a", "b", "b", "b"]
     summary = m.summarize(outcomes, categories, macro=("x", "x_macro"), n_boot=1)
@@ -506,7 +505,7 @@ def test_summarize_splits_by_the_right_category_and_uses_the_resamples_asked_for
 def test_brittleness_needs_strict_orders():
     """Brittle: right on the original pair but the negative beats the hard positive, or the hard
     positive beats the negative while the negative beats the caption. Ties are not orders."""
-    from analysis import metrics as m
+    from foil_studio.analysis import metrics as m
 
     s_c, s_cn, s_cp = [0.5, 0.5, 0.4, 0.3], [0.5, 0.4, 0.4, 0.4], [0.6, 0.4, 0.5, 0.4]
     assert m.hard_positive_outcomes(s_c, s_cn, s_cp)["brittleness"].tolist() == [False, False, False, False]
@@ -515,7 +514,7 @@ def test_brittleness_needs_strict_orders():
 
 def _tied_sugarcrepe_run(db, fixtures):
     """SugarCrepe's swap_obj file scored so that items 0-9 tie, the rest are right."""
-    from data import store
+    from foil_studio.data import store
 
     import_path(db, "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_obj.json")
     dataset_id = store.get_dataset(db, "sugarcrepe")["id"]
@@ -546,14 +545,13 @@ def test_each_benchmark_says_its_tie_rule_and_an_override_changes_only_the_tied_
 
 def test_metrics_cli_takes_a_tie_rule_and_refuses_an_unknown_one(tmp_path, fixtures):
     db_file = tmp_path / "t.db"
-    from data import store
+    from foil_studio.data import store
 
     db = store.open_db(db_file)
     n = _tied_sugarcrepe_run(db, fixtures)
     db.conn.close()
     command = [
-        sys.executable,
-        str(REPO / "cli.py"),
+        *FOIL_CLI,
         "metrics",
         "sugarcrepe",
         "--run",
@@ -574,10 +572,10 @@ def test_metrics_cli_takes_a_tie_rule_and_refuses_an_unknown_one(tmp_path, fixtu
 def test_a_summary_stored_by_an_older_version_is_computed_anew(demo_db):
     """Summaries are stored per run and settings; one stored before the summary's keys changed
     (BiVLC's types mixed into `by_category`) must not be served as it was."""
-    from analysis import results
-    from analysis.models import demo_model_spec, load_model
-    from analysis.scoring import score_dataset
-    from data import store
+    from foil_studio.analysis import results
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.data import store
 
     score_dataset(demo_db, "demo-bivlc", load_model(demo_model_spec(), device="cpu"), run="demo-clip")
     run_id = store.get_run(demo_db, "demo-bivlc", "demo-clip")["id"]
@@ -597,7 +595,7 @@ def test_a_summary_stored_by_an_older_version_is_computed_anew(demo_db):
 # The page helpers and the imported-decision paths of `analysis.results`, on hand-made runs and
 # summaries whose every figure is counted by hand in the comments.
 def _columns(run_kind, categories, outcomes=None, scores=None, kind="pair"):
-    from data.store import RunColumns
+    from foil_studio.data.store import RunColumns
 
     n = len(categories)
     return RunColumns(
@@ -615,8 +613,8 @@ def _answer(correct, parsed=True, reported=False):
 
 
 def test_a_choices_run_is_right_only_under_every_order_and_pools_its_answers():
-    from analysis import results
-    from data import formats
+    from foil_studio.analysis import results
+    from foil_studio.data import formats
 
     run = _columns(
         "choices",
@@ -651,7 +649,7 @@ def test_a_choices_run_is_right_only_under_every_order_and_pools_its_answers():
 
 
 def test_imported_decisions_are_read_per_item_and_a_missing_one_is_refused():
-    from analysis import results
+    from foil_studio.analysis import results
 
     run = _columns("correct", ["a", "a", "b"], [{"correct": 1}, {"correct": 0}, {"correct": True}])
     outcomes, tied = results.pair_outcomes(run, "wrong")
@@ -667,7 +665,7 @@ def test_imported_decisions_are_read_per_item_and_a_missing_one_is_refused():
 
 
 def test_caption_means_are_the_plain_means_overall_and_per_category():
-    from analysis import results
+    from foil_studio.analysis import results
 
     run = _columns("scores", ["a", "a", "b"], scores=[[0.3, 0.1, 0.2], [0.5, 0.3, 0.4], [0.9, 0.2, 0.1]], kind="triple")
     summary = {"metrics": {}, "by_category": {"a": {}, "b": {}}}
@@ -705,7 +703,7 @@ SUMMARIES = {
 
 
 def test_category_table_lists_each_runs_figure_interval_and_ties_per_category():
-    from analysis.results import category_table
+    from foil_studio.analysis.results import category_table
 
     assert category_table(SUMMARIES, ["r1", "r2"], "acc") == [
         {"category": "a", "n": 2, "r1": 100.0, "r1 95% CI": [90.0, 100.0], "r1 ties": 1, "r2": 50.0, "r2 95% CI": None},
@@ -727,7 +725,7 @@ def test_category_table_lists_each_runs_figure_interval_and_ties_per_category():
 
 
 def test_tie_rules_said_once_per_rule_of_the_runs_asked_for():
-    from analysis.results import tie_rules_said
+    from foil_studio.analysis.results import tie_rules_said
 
     assert tie_rules_said(SUMMARIES, ["r1", "r2", "r4"]) == ["A tie counts as wrong: its own rule."]
     assert tie_rules_said(SUMMARIES, ["r3", "r1"]) == [
@@ -737,7 +735,7 @@ def test_tie_rules_said_once_per_rule_of_the_runs_asked_for():
 
 
 def test_error_bars_are_the_distances_to_the_interval_ends():
-    from analysis.results import error_bars
+    from foil_studio.analysis.results import error_bars
 
     assert error_bars([50.0, 20.0], [[40.0, 70.0], None]) == {
         "type": "data",
@@ -749,7 +747,7 @@ def test_error_bars_are_the_distances_to_the_interval_ends():
 
 
 def test_overview_rows_carry_the_metrics_or_the_note_and_name_only_headline_metrics():
-    from analysis.results import overview_metrics, runs_overview
+    from foil_studio.analysis.results import overview_metrics, runs_overview
 
     rows = runs_overview(
         [{"run": "r1", "model": "m", "n_items": 3}, {"run": "x", "model": "n"}],
@@ -763,7 +761,7 @@ def test_overview_rows_carry_the_metrics_or_the_note_and_name_only_headline_metr
 
 
 def test_chance_levels_take_the_summarys_own_else_the_metrics_constant():
-    from analysis.results import chance_levels
+    from foil_studio.analysis.results import chance_levels
 
     summary = {"chance": {"(all)": {"recall_at_1": 30.0}, "a": {"recall_at_1": 25.0}}}
     assert chance_levels(summary, "recall_at_1", ["(all)", "a", "b"]) == [30.0, 25.0, m.chance_level("recall_at_1")]
@@ -771,10 +769,10 @@ def test_chance_levels_take_the_summarys_own_else_the_metrics_constant():
 
 
 def test_run_summaries_are_the_cli_metrics_of_every_run(demo_db):
-    from analysis import results
-    from analysis.models import ModelSpec, load_model
-    from analysis.scoring import score_dataset
-    from data import store
+    from foil_studio.analysis import results
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.data import store
 
     dataset = "demo-sugarcrepe"
     score_dataset(demo_db, dataset, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")

@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
-from annotate import batches, simulation
-from data import store
-from tests.conftest import REPO
+from foil_studio.annotate import batches, simulation
+from foil_studio.data import store
+from tests.conftest import FOIL_CLI, REPO
 
 
 def foil(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), *args], capture_output=True, text=True, cwd=REPO, timeout=300, env=env
-    )
+    return subprocess.run([*FOIL_CLI, *args], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
 
 
 def test_a_store_with_labels_goes_to_postgresql_and_back_unchanged(demo_db, postgres, tmp_path):

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from annotate import batch_reports, batches, consensus, export, queues, simulation
-from data import store
+from foil_studio.annotate import batch_reports, batches, consensus, export, queues, simulation
+from foil_studio.data import store
 
 
 def validate_batch(db, n: int, annotators=("ada", "ben"), seed: int = 3) -> str:
@@ -91,7 +91,7 @@ def test_the_adjudication_queue_holds_the_disputed_undecided_questions_only(demo
 
 def _answer_gold(db, batch: str, shares: dict[str, float]) -> None:
     """Each annotator answers every item, right on gold items while their share of gold allows."""
-    from annotate.task_types import expected_answer, is_correct
+    from foil_studio.annotate.task_types import expected_answer, is_correct
 
     items = store.items_by_id(db, {a["item_id"] for a in store.batch_assignments(db, store.get_batch(db, batch)["id"])})
     for name, right_share in shares.items():
@@ -160,7 +160,7 @@ def test_a_single_gold_miss_excludes_nobody(demo_db):
 
 def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo_db):
     """Three annotators, two always right: the estimated label of each question is the truth."""
-    from annotate.task_types import expected_answer
+    from foil_studio.annotate.task_types import expected_answer
 
     batch = validate_batch(demo_db, n=10, annotators=("ada", "ben", "cleo"))
     items = store.items_by_id(
@@ -182,7 +182,7 @@ def test_dawid_skene_labels_every_question_and_agrees_with_a_clear_majority(demo
 def test_truth_rules_at_their_edges():
     """rank_captions: a three-way tie does not separate the negative; pick_image: None is wrong
     when some candidate is valid; no known truth gives no verdict."""
-    from annotate.task_types import is_correct
+    from foil_studio.annotate.task_types import is_correct
 
     ranked = {"truth": {"negative": 1}}
     assert is_correct("rank_captions", ranked, 0, {"rank_0": "1", "rank_1": "2", "rank_2": "1"}) is True

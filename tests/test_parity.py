@@ -6,19 +6,18 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from analysis import models, parity
-from analysis.models import ModelSpec, load_model
-from analysis.results import run_metrics
-from analysis.scoring import score_dataset
-from data import store
-from tests.conftest import REPO
+from foil_studio.analysis import models, parity
+from foil_studio.analysis.models import ModelSpec, load_model
+from foil_studio.analysis.results import run_metrics
+from foil_studio.analysis.scoring import score_dataset
+from foil_studio.data import store
+from tests.conftest import FOIL_CLI, REPO
 
 DEMO_IN = {
     precision: ModelSpec(models.DEMO_ARCH, checkpoint=str(models.DEMO_CHECKPOINT), precision=precision)
@@ -124,8 +123,7 @@ def test_cli_parity_scores_both_ways_and_prints_the_flips(demo_store, tmp_path):
     db_file = tmp_path / "parity.db"
     db_file.write_bytes(demo_store.read_bytes())
     command = [
-        sys.executable,
-        str(REPO / "cli.py"),
+        *FOIL_CLI,
         "parity",
         "demo-sugarcrepe",
         "--model",

@@ -14,8 +14,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from annotate import batches
-from data import store
+from foil_studio.annotate import batches
+from foil_studio.data import store
 from tests.browser_support import CHROMIUM, LAUNCH_ARGS, streamlit_server
 
 async_api = pytest.importorskip("playwright.async_api")

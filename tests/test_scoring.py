@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from analysis import models
-from analysis.models import ModelSpec, load_model
-from analysis.results import run_metrics
-from analysis.scoring import load_image, score_dataset
-from data import store
-from tests.conftest import REPO
+from foil_studio.analysis import models
+from foil_studio.analysis.models import ModelSpec, load_model
+from foil_studio.analysis.results import run_metrics
+from foil_studio.analysis.scoring import load_image, score_dataset
+from foil_studio.data import store
+from tests.conftest import FOIL_CLI, REPO
 
 CAPTIONS = [
     "a red circle",
@@ -79,8 +78,7 @@ def test_missing_weights_offline_give_a_clear_one_line_error(demo_db, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     done = subprocess.run(  # a dataset with its images: the weights are what is missing
         [
-            sys.executable,
-            str(REPO / "cli.py"),
+            *FOIL_CLI,
             "score",
             "demo-sugarcrepe",
             "--model",
@@ -150,10 +148,10 @@ def test_an_interrupted_run_resumes_from_the_cache(demo_db, random_demo_model, m
             raise KeyboardInterrupt
         return real(loaded, images)
 
-    monkeypatch.setattr("analysis.scoring.encode_images", failing)
+    monkeypatch.setattr("foil_studio.analysis.scoring.encode_images", failing)
     with pytest.raises(KeyboardInterrupt):
         score_dataset(db, "demo-crepe", random_demo_model, run="resume", batch_size=8)
-    monkeypatch.setattr("analysis.scoring.encode_images", real)
+    monkeypatch.setattr("foil_studio.analysis.scoring.encode_images", real)
     resumed = score_dataset(db, "demo-crepe", random_demo_model, run="resume", batch_size=8)
     assert resumed.cache_hits >= 8 and resumed.n_images_encoded == resumed.n_items - 8
 
@@ -190,7 +188,7 @@ def test_low_precision_models_encode_and_stamp_their_precision():
 
 
 def _sugarcrepe_without_images(db, fixtures) -> None:
-    from data.loading import import_path
+    from foil_studio.data.loading import import_path
 
     import_path(
         db, "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_att.json"
@@ -198,7 +196,7 @@ def _sugarcrepe_without_images(db, fixtures) -> None:
 
 
 def test_a_dataset_without_images_is_refused_before_anything_is_stored(fresh_db, fixtures, random_demo_model):
-    from analysis.scoring import NothingToScoreError, require_scorable
+    from foil_studio.analysis.scoring import NothingToScoreError, require_scorable
 
     _sugarcrepe_without_images(fresh_db, fixtures)
     with pytest.raises(
@@ -214,8 +212,7 @@ def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_p
     db = tmp_path / "f.db"
     subprocess.run(
         [
-            sys.executable,
-            str(REPO / "cli.py"),
+            *FOIL_CLI,
             "import",
             "sugarcrepe",
             str(fixtures / "sugarcrepe" / "data" / "swap_att.json"),
@@ -229,7 +226,7 @@ def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_p
     )
     # a model that cannot exist: the refusal must come before any attempt to load it
     done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), "score", "sugarcrepe", "--model", "no-such-arch", "--db", str(db)],
+        [*FOIL_CLI, "score", "sugarcrepe", "--model", "no-such-arch", "--db", str(db)],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -239,7 +236,7 @@ def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_p
 
 
 def test_skipped_items_are_said_before_and_counted_after(demo_db, random_demo_model):
-    from analysis.scoring import require_scorable
+    from foil_studio.analysis.scoring import require_scorable
 
     dataset = store.get_dataset(demo_db, "demo-sugarcrepe")
     first = store.list_items(demo_db, dataset["id"], limit=1)[0]
@@ -259,7 +256,7 @@ def test_skipped_items_are_said_before_and_counted_after(demo_db, random_demo_mo
 
 @pytest.mark.both_engines
 def test_a_run_is_deleted_with_its_scores_and_summaries(demo_db):
-    from analysis.results import run_summaries
+    from foil_studio.analysis.results import run_summaries
 
     for dataset in ("demo-sugarcrepe", "demo-bivlc"):
         row = store.get_dataset(demo_db, dataset)
@@ -293,8 +290,8 @@ def test_sugarcrepe_pp_text_cosines_are_stored_in_the_order_tot_reads_them(
 
     from PIL import Image
 
-    from analysis import scoring
-    from data.loading import import_path
+    from foil_studio.analysis import scoring
+    from foil_studio.data.loading import import_path
 
     (tmp_path / "img").mkdir()
     Image.new("RGB", (32, 32), "red").save(tmp_path / "img" / "a.png")

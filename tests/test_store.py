@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from data import store
-from data.items import Item
+from foil_studio.data import store
+from foil_studio.data.items import Item
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,7 +137,7 @@ UNDO_MIGRATION_10 = {
 
 @pytest.mark.both_engines
 def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_store, new_store, engine):
-    from annotate import batches, queues
+    from foil_studio.annotate import batches, queues
 
     old = store.open_db(new_store)
     store.copy_store(store.open_db(demo_store), old)
@@ -173,7 +173,7 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
 
 @pytest.mark.both_engines
 def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
-    from annotate import batches, simulation
+    from foil_studio.annotate import batches, simulation
 
     dataset = "demo-sugarcrepe"
     created = batches.create_batch(demo_db, batches.BatchSpec(dataset, "validate_negative", ("ada",), 1, 4, seed=1))
@@ -195,7 +195,7 @@ def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
 
 APP_PROCESS = """
 import sys
-from data import store
+from foil_studio.data import store
 kept = store.open_db(sys.argv[1])  # a session that stays open, as in the running app
 with store.transaction(kept):
     kept.execute("INSERT INTO seen VALUES (0)")

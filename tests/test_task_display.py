@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.task_types import REGISTRY, TASK_TYPES, build_task, parts_for
-from data import store
+from foil_studio.annotate.task_types import REGISTRY, TASK_TYPES, build_task, parts_for
+from foil_studio.data import store
 from tests.conftest import DATASET_FOR_TASK
 
 

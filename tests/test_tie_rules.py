@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import results
-from data import store
+from foil_studio.analysis import results
+from foil_studio.data import store
 
 # (family, item kind, shape of one item's scores): values from a small set, so that ties are common
 SHAPES = {
@@ -65,8 +65,8 @@ def test_a_tie_is_counted_where_scores_are_equal(family):
 
 @pytest.mark.parametrize("ties", ["wrong", "right"])
 def test_the_parity_flip_table_follows_the_benchmarks_tie_rule_and_sees_a_move_to_an_exact_tie(ties):
-    from analysis.inspection import run_table
-    from analysis.parity import decision_flips
+    from foil_studio.analysis.inspection import run_table
+    from foil_studio.analysis.parity import decision_flips
 
     a = run_of("pair", np.array([[0.2, 0.3], [0.3, 0.3], [0.4, 0.1]]))  # wrong by a margin; tied; right
     b = run_of("pair", np.array([[0.3, 0.3], [0.3, 0.3], [0.4, 0.1]]))  # the first moves to an exact tie
@@ -80,7 +80,7 @@ def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
     """What'sUp's pair (set) accuracy under `half`: the chance that every item of the pair (set) is
     right when each tie is a fair coin, the product of the items' credits; checked on half credits,
     where a product, a minimum and a mean differ."""
-    from data import formats
+    from foil_studio.data import formats
 
     # a set of four retrieval items in two pairs: right; tied once (half); tied once (half); wrong
     scores = np.array([[0.9, 0.1, 0.1, 0.1], [0.5, 0.5, 0.1, 0.1], [0.5, 0.5, 0.1, 0.1], [0.1, 0.9, 0.1, 0.1]])

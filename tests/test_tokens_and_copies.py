@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotate import agreement, batches, roles, simulation
-from data import store
+from foil_studio.annotate import agreement, batches, roles, simulation
+from foil_studio.data import store
 
 ADMIN = "an-admin-token-of-enough-length"
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
-from annotate import batch_reports, batches, browse, export, simulation
-from data import plain_text, store
-from tests.conftest import REPO
+from foil_studio.annotate import batch_reports, batches, browse, export, simulation
+from foil_studio.data import plain_text, store
+from tests.conftest import FOIL_CLI, REPO
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)")  # figures with decimals: the coefficients and their intervals
 
@@ -84,7 +83,7 @@ def test_counts_in_the_paragraph_are_the_stored_ones(demo_db):
 def test_mcnemar_p_reads_the_same_in_the_cli_and_on_the_page(demo_db, tmp_path):
     import pandas as pd
 
-    from analysis.inspection import compare_correctness, comparison_for_people
+    from foil_studio.analysis.inspection import compare_correctness, comparison_for_people
 
     a = pd.DataFrame({"item": range(60), "category": ["x"] * 60, "correct": [True] * 60})
     b = pd.DataFrame({"item": range(60), "correct": [False] * 50 + [True] * 10})
@@ -102,7 +101,7 @@ def test_p_values_and_intervals_are_written_one_way():
 
 
 def test_valse_truth_is_said_with_its_crowd_votes(fresh_db, fixtures):
-    from data.loading import import_path
+    from foil_studio.data.loading import import_path
 
     import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json")
     items = store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=5)
@@ -148,9 +147,7 @@ def test_an_answer_is_said_in_the_same_words_on_the_item_cards_and_in_the_answer
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_the_help_make_run_points_to_works_from_a_terminal(flag):
-    done = subprocess.run(
-        [sys.executable, str(REPO / "cli.py"), flag], capture_output=True, text=True, cwd=REPO, timeout=120
-    )
+    done = subprocess.run([*FOIL_CLI, flag], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr and "migrate-store" in done.stdout
 
 
@@ -158,7 +155,7 @@ def test_the_help_make_run_points_to_works_from_a_terminal(flag):
 
 
 def test_links_start_with_the_configured_or_requested_address(monkeypatch):
-    from annotate import links
+    from foil_studio.annotate import links
 
     monkeypatch.delenv(links.BASE_URL_VARIABLE, raising=False)
     assert links.app_address("http://10.0.0.5:8765/batches?token=t") == "http://10.0.0.5:8765"
@@ -176,7 +173,7 @@ def test_cli_links_never_guess_a_port(tmp_path, monkeypatch):
 
     def run(*a, **extra):
         return subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), *a, "--db", str(db), "--json"],
+            [*FOIL_CLI, *a, "--db", str(db), "--json"],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -196,7 +193,7 @@ def test_cli_links_never_guess_a_port(tmp_path, monkeypatch):
     assert given["url"].startswith("http://lab:9100/?token=")
     configured = json.loads(
         subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), "annotator", "link", "ada", "--db", str(db), "--json"],
+            [*FOIL_CLI, "annotator", "link", "ada", "--db", str(db), "--json"],
             capture_output=True,
             text=True,
             cwd=REPO,
@@ -252,8 +249,8 @@ def test_an_export_with_its_images_imports_back_elsewhere(demo_db, tmp_path):
     import io
     import zipfile
 
-    from analysis import exports
-    from data.loading import import_path
+    from foil_studio.analysis import exports
+    from foil_studio.data.loading import import_path
 
     report, archive = exports.export_archive(demo_db, "demo-sugarcrepe", "jsonl", tmp_path / "out", with_images=True)
     unpacked = tmp_path / "elsewhere"

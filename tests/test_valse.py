@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from annotate.votes import vote_agreement
-from cli import main
-from data import store
-from data.loading import import_path
+from foil_studio.annotate.votes import vote_agreement
+from foil_studio.cli import main
+from foil_studio.data import store
+from foil_studio.data.loading import import_path
 
 PIECES = (
     "actant-swap",
@@ -128,7 +128,7 @@ def scored_as_the_crowd_judged(db) -> None:
 
 
 def test_metrics_on_the_valid_subset_count_only_valid_foils(fresh_db, fixtures, tmp_path, capsys):
-    from analysis.results import run_metrics
+    from foil_studio.analysis.results import run_metrics
 
     import_path(fresh_db, "valse", fixtures / "valse" / "data")
     scored_as_the_crowd_judged(fresh_db)
@@ -140,7 +140,7 @@ def test_metrics_on_the_valid_subset_count_only_valid_foils(fresh_db, fixtures, 
 
 
 def test_the_valid_subset_exports_and_reads_back_with_only_valid_foils(fresh_db, fixtures, tmp_path):
-    from analysis.exports import export_dataset
+    from foil_studio.analysis.exports import export_dataset
 
     import_path(fresh_db, "valse", fixtures / "valse" / "data" / "plurals.json")
     report = export_dataset(fresh_db, "valse", "valse", tmp_path / "out", subset="valid")

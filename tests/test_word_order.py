@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from data.word_order import (
+from foil_studio.data.word_order import (
     ADJECTIVE_TAGS,
     INSTALL_HINT,
     NOUN_TAGS,

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
-from data.formats.base import write_json_files
-from data.reading import read_json
+from foil_studio.data.formats.base import ExportContext, Format, Parsed, StoredItem, json_files, make_item, require_keys
+from foil_studio.data.formats.base import write_json_files
+from foil_studio.data.reading import read_json
 
 
 def parse_toy(path: Path) -> Parsed:
@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import random
 
-from annotate.task_types.base import Item, Option, Task, TaskType
+from foil_studio.annotate.task_types.base import Item, Option, Task, TaskType
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -83,8 +83,8 @@ TOY_PAGE = '''"""Toy page: how many datasets the store holds."""
 
 import streamlit as st
 
-from data import store
-from views.session import session_db
+from foil_studio.data import store
+from foil_studio.views.session import session_db
 
 st.title("Toy page")
 st.write(f"{len(store.dataset_names(session_db()))} datasets")
@@ -92,26 +92,26 @@ st.write(f"{len(store.dataset_names(session_db()))} datasets")
 
 # file -> (text after which the registry line goes, the registry line, the import it needs)
 REGISTRY_LINES = {
-    "data/formats/__init__.py": (
+    "foil_studio/data/formats/__init__.py": (
         "        jsonl.PARQUET,\n",
         "        toy_pairs.TOY,\n",
-        "from data.formats import toy_pairs\n",
+        "from foil_studio.data.formats import toy_pairs\n",
     ),
-    "annotate/task_types/__init__.py": (
+    "foil_studio/annotate/task_types/__init__.py": (
         "        compare_negatives.TASK_TYPE,\n",
         "        grammar_check.TASK_TYPE,\n",
-        "from annotate.task_types import grammar_check\n",
+        "from foil_studio.annotate.task_types import grammar_check\n",
     ),
-    "views/registry.py": (
+    "foil_studio/views/registry.py": (
         '"anonymous", default=True),\n',
         '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin"),\n',
         "",
     ),
 }
 NEW_FILES = {
-    "data/formats/toy_pairs.py": TOY_FORMAT,
-    "annotate/task_types/grammar_check.py": TOY_TASK,
-    "views/toy_page.py": TOY_PAGE,
+    "foil_studio/data/formats/toy_pairs.py": TOY_FORMAT,
+    "foil_studio/annotate/task_types/grammar_check.py": TOY_TASK,
+    "foil_studio/views/toy_page.py": TOY_PAGE,
 }
 # What the generic tests must run for the toys (and nothing they run may fail).
 GENERIC_TESTS = [

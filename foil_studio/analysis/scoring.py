@@ -1,0 +1,266 @@
+"""Score every item of a dataset with one model: each distinct image and caption encoded once.
+
+Images are keyed by content hash (plus the ARO crop), captions by their text, and embeddings are
+cached in the store per model identity: a re-run encodes nothing, an interrupted run resumes
+from the last finished batch. Similarities are then read off the cached vectors for each item
+kind (see ``item_scores``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+from PIL import Image, ImageOps
+
+from foil_studio.analysis.models import LoadedModel, encode_images, encode_texts, token_lengths
+from foil_studio.data import store
+from foil_studio.data.images import resolve_image
+from foil_studio.data.item_kinds import item_kind
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class ScoreReport:
+    """What `cli.py score --json` prints."""
+
+    run: str
+    dataset: str
+    n_items: int
+    n_images_encoded: int
+    n_texts_encoded: int
+    cache_hits: int
+    seconds: float
+    n_skipped: int  # items whose image files are missing or unreadable
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ItemPlan:
+    """The content keys of one item's images and captions, in the item's order."""
+
+    item_id: int
+    kind: str
+    image_keys: tuple[str, ...]
+    text_keys: tuple[str, ...]
+
+
+def text_key(caption: str) -> str:
+    """Cache key of a caption: the exact text the model reads."""
+    return hashlib.sha256(caption.encode()).hexdigest()
+
+
+def image_key(sha256: str, bbox: list[float] | None) -> str:
+    """Cache key of an image: its content hash, plus the crop when one is applied."""
+    return sha256 if not bbox else f"{sha256}:crop={','.join(f'{v:g}' for v in bbox)}"
+
+
+class NothingToScoreError(store.StoreError):
+    """A dataset none of whose (first `limit`) items has every image file it names."""
+
+
+@dataclass(frozen=True)
+class Scorable:
+    """How many of a dataset's items can be scored: those whose every image file was found."""
+
+    dataset: str
+    n_items: int
+    n_scorable: int
+
+    @property
+    def n_skipped(self) -> int:
+        """Items left out for a missing or unreadable image file."""
+        return self.n_items - self.n_scorable
+
+    def skipped_sentence(self) -> str:
+        """What is left out, said before scoring ("" when nothing is)."""
+        if not self.n_skipped:
+            return ""
+        return (
+            f"{self.n_skipped:,} of the {self.n_items:,} items of {self.dataset} lack an image file and will be "
+            f"skipped; {self.n_scorable:,} will be scored."
+        )
+
+
+ATTACH_HINT = (
+    'attach its image folder (Datasets page: "Attach an image folder"; or import the benchmark again with '
+    "--images DIR), then score again"
+)
+
+
+def scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = None) -> Scorable:
+    """How many of the dataset's (first `limit`) items have every image file they name."""
+    row = store.get_dataset(db, dataset)
+    items = store.list_items(db, row["id"], limit=limit if limit is not None else 1 << 62)
+    plans, _, _ = plan_items(items, store.image_hashes(db, row["id"]))
+    return Scorable(dataset, len(items), len(plans))
+
+
+def require_scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = None) -> Scorable:
+    """`scorable`, refused with NothingToScoreError (what is missing, how to attach it) when no
+    item can be scored: no run is made of nothing, and no model loaded for it."""
+    found = scorable(db, dataset, limit=limit)
+    if found.n_items == 0:
+        raise NothingToScoreError(f"{dataset} has no items to score")
+    if found.n_scorable == 0:
+        raise NothingToScoreError(
+            f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: "
+            f"{ATTACH_HINT}"
+        )
+    return found
+
+
+def score_dataset(
+    db: sqlite_utils.Database,
+    dataset: str,
+    loaded: LoadedModel,
+    *,
+    run: str | None = None,
+    batch_size: int = 64,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> ScoreReport:
+    """Score the dataset's items with `loaded`, store them as a run, report what was encoded
+    (NothingToScoreError, before anything is stored, when no item has its images)."""
+    started = time.perf_counter()
+    require_scorable(db, dataset, limit=limit)
+    row = store.get_dataset(db, dataset)
+    root = Path(row["image_root"]) if row["image_root"] else None
+    items = store.list_items(db, row["id"], limit=limit if limit is not None else 1 << 62)
+    hashes = store.image_hashes(db, row["id"])
+    plans, image_sources, text_sources = plan_items(items, hashes)
+    model_id = loaded.identity
+    image_vectors, image_hits, n_images = _embed(
+        db,
+        model_id,
+        "image",
+        image_sources,
+        lambda batch: encode_images(loaded, [load_image(root, *src) for src in batch]),
+        batch_size,
+        progress,
+    )
+    text_vectors, text_hits, n_texts = _embed(
+        db,
+        model_id,
+        "text",
+        text_sources,
+        lambda batch: encode_texts(loaded, list(batch)),
+        batch_size,
+        progress,
+        order=lambda keys: _by_token_length(loaded, keys, text_sources),
+    )
+    scores = [(plan.item_id, item_scores(plan, image_vectors, text_vectors)) for plan in plans]
+    name = run or loaded.spec.run_name
+    with store.transaction(db):
+        run_id = store.ensure_run(
+            db, row["id"], name, kind="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained
+        )
+        store.put_scores(db, run_id, scores)
+        store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
+    return ScoreReport(
+        run=name,
+        dataset=dataset,
+        n_items=len(scores),
+        n_images_encoded=n_images,
+        n_texts_encoded=n_texts,
+        cache_hits=image_hits + text_hits,
+        seconds=time.perf_counter() - started,
+        n_skipped=len(items) - len(plans),
+    )
+
+
+def plan_items(
+    items: list[store.ItemRow], hashes: dict[str, str]
+) -> tuple[list[ItemPlan], dict[str, tuple[str, list[float] | None]], dict[str, str]]:
+    """Content keys per item, plus the distinct images (path, crop) and captions to encode."""
+    plans: list[ItemPlan] = []
+    images: dict[str, tuple[str, list[float] | None]] = {}
+    texts: dict[str, str] = {}
+    for item in items:
+        bbox = item["meta"].get("bbox")
+        if not item["images"] or any(path not in hashes for path in item["images"]):
+            continue
+        image_keys = tuple(image_key(hashes[path], bbox) for path in item["images"])
+        images.update({key: (path, bbox) for key, path in zip(image_keys, item["images"])})
+        text_keys = tuple(text_key(caption) for caption in item["captions"])
+        texts.update(zip(text_keys, item["captions"]))
+        plans.append(ItemPlan(item["id"], item["kind"], image_keys, text_keys))
+    return plans, images, texts
+
+
+def item_scores(plan: ItemPlan, images: dict[str, np.ndarray], texts: dict[str, np.ndarray]) -> Any:
+    """The similarities an item kind needs (cosine of normalised embeddings).
+
+    pair / triple / retrieval: ``[s(caption_k, I)]``; group: ``[[s(C0,I0), s(C1,I0)],
+    [s(C0,I1), s(C1,I1)]]``; candidates: ``[s(caption, img_k)]``; paraphrase: the image scores,
+    then the text encoder's cosines between captions.
+    """
+    kind = item_kind(plan.kind)
+    text_matrix = np.stack([texts[k] for k in plan.text_keys])
+    image_matrix = np.stack([images[k] for k in plan.image_keys])
+    scores = kind.scores_from(image_matrix @ text_matrix.T)  # rows: images, columns: captions
+    return scores if kind.text_scores_from is None else [*scores, *kind.text_scores_from(text_matrix @ text_matrix.T)]
+
+
+def load_image(root: Path | None, path: str, bbox: list[float] | None = None) -> Image.Image:
+    """An RGB image, EXIF-rotated, cropped to the ARO bounding box (x, y, w, h) when given."""
+    if root is None:
+        raise FileNotFoundError(f"no image root for {path}")
+    with Image.open(resolve_image(root, path)) as raw:
+        image = ImageOps.exif_transpose(raw).convert("RGB")
+    if bbox:
+        x, y, w, h = bbox
+        image = image.crop((x, y, x + w, y + h))
+    return image
+
+
+def _by_token_length(loaded: LoadedModel, keys: list[str], texts: dict[str, str]) -> list[str]:
+    """Caption keys ordered by token count, so that each trimmed batch wastes little padding."""
+    lengths = token_lengths(loaded, [texts[k] for k in keys]) if keys else []
+    return [keys[i] for i in np.argsort(lengths, kind="stable")]
+
+
+def _embed(
+    db: sqlite_utils.Database,
+    model_id: str,
+    modality: str,
+    sources: dict[str, Any],
+    encode: Callable[[list[Any]], np.ndarray],
+    batch_size: int,
+    progress: Progress | None,
+    order: Callable[[list[str]], list[str]] | None = None,
+) -> tuple[dict[str, np.ndarray], int, int]:
+    """Vectors for every key: cached ones read, the rest encoded in batches (in `order`) and cached."""
+    cached = store.get_embeddings(db, model_id, modality, list(sources))
+    vectors = {key: np.frombuffer(blob, dtype=np.float32) for key, blob in cached.items()}
+    missing = [key for key in sources if key not in vectors]
+    if order is not None:
+        missing = order(missing)  # only what is encoded: a warm run tokenizes nothing
+    for start in range(0, len(missing), batch_size):
+        keys = missing[start : start + batch_size]
+        encoded = encode([sources[k] for k in keys]).astype(np.float32)
+        store.put_embeddings(db, model_id, modality, [(k, v.tobytes()) for k, v in zip(keys, encoded)])
+        vectors.update(zip(keys, encoded))
+        if progress:
+            progress(f"{modality}s", start + len(keys), len(missing))
+    return vectors, len(cached), len(missing)
+
+
+def score_demo(db: sqlite_utils.Database, datasets: list[str], progress: Progress | None = None) -> list[ScoreReport]:
+    """Score the demo datasets with the shipped demo model (skipped if its checkpoint is absent)."""
+    from foil_studio.analysis.models import DEMO_CHECKPOINT, DEMO_RUN, demo_model_spec, load_model
+
+    if not DEMO_CHECKPOINT.is_file():
+        return []
+    loaded = load_model(demo_model_spec(), device="cpu")
+    return [score_dataset(db, name, loaded, run=DEMO_RUN, progress=progress) for name in datasets]

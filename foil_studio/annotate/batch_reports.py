@@ -1,0 +1,122 @@
+"""What the admin reads off a batch: progress and gold accuracy per annotator, agreement (overall
+and per category) and every label as JSONL or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from typing import Any
+
+import sqlite_utils
+
+from foil_studio.annotate.batches import SIMULATED, BatchError
+from foil_studio.annotate.gold import GOLD_PASS, fails_gold
+from foil_studio.annotate.task_types import is_correct
+from foil_studio.data import store
+
+AGREEMENT_BOOTSTRAP, AGREEMENT_SEED = 1000, 0  # behind every agreement interval, wherever it is shown
+
+
+def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
+    """Per annotator: done, remaining, median seconds per item (people's answers, not simulated
+    ones), gold accuracy and whether the
+    gold answers screen them out (`annotate.gold`'s rule)."""
+    batch = store.get_batch(db, batch_name)
+    assignments = store.batch_assignments(db, batch["id"])
+    labels = store.batch_labels(db, batch["id"])
+    items = store.items_by_id(db, {label["item"] for label in labels if label["is_gold"]})
+    rows = []
+    for name in sorted({a["annotator"] for a in assignments}):
+        mine = [a for a in assignments if a["annotator"] == name]
+        answered = [lab for lab in labels if lab["annotator"] == name]
+        seconds = [
+            lab["seconds"] for lab in answered if lab["seconds"] is not None and SIMULATED not in (lab["flags"] or [])
+        ]  # a person's time only
+        judged = [
+            is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"])
+            for lab in answered
+            if lab["is_gold"]
+        ]
+        gold = [g for g in judged if g is not None]
+        rows.append(
+            {
+                "annotator": name,
+                "done": len(answered),
+                "remaining": len(mine) - len(answered),
+                "median_seconds": statistics.median(seconds) if seconds else None,
+                "gold_n": len(gold),
+                "gold_accuracy": 100.0 * sum(gold) / len(gold) if gold else None,
+                "screened_out": fails_gold(sum(gold), len(gold), float(batch["config"].get("gold_pass", GOLD_PASS))),
+            }
+        )
+    return rows
+
+
+def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
+    """The `cli.py agreement` report of a batch (gold items excluded: they test, not measure).
+
+    Its intervals come from `AGREEMENT_BOOTSTRAP` resamples of items with seed 0, the one setting
+    of the page, the CLI, the protocol paragraph and the exports, so a coefficient has one
+    interval wherever it is shown (`bootstrap` in the report says which).
+    """
+    from foil_studio.annotate.agreement import task_agreement
+
+    batch = store.get_batch(db, batch_name)
+    labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
+    report = task_agreement(labels, batch["task"], n_boot=AGREEMENT_BOOTSTRAP, seed=AGREEMENT_SEED)
+    return {"batch": batch_name, **report, "bootstrap": {"resamples": AGREEMENT_BOOTSTRAP, "seed": AGREEMENT_SEED}}
+
+
+def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
+    """Percent agreement, mean Cohen's kappa and Krippendorff's alpha per item category."""
+    from foil_studio.annotate.agreement import task_agreement
+
+    batch = store.get_batch(db, batch_name)
+    labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
+    rows = []
+    for category in sorted({label["category"] for label in labels}):
+        report = task_agreement([x for x in labels if x["category"] == category], batch["task"], n_boot=0)
+        rows.append(
+            {
+                "category": category,
+                "n_items": report["n_items"],
+                "percent_agreement": report["percent_agreement"],
+                "cohen_mean": report["cohen_mean"],
+                "krippendorff_alpha": report["krippendorff_alpha"],
+                "gwet_ac1": report["gwet_ac1"],
+            }
+        )
+    return rows
+
+
+def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
+    """All labels of a batch as JSONL or CSV text (answers and orders as JSON strings in CSV)."""
+    rows = store.batch_labels(db, store.get_batch(db, batch_name)["id"])
+    if fmt == "jsonl":
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if fmt != "csv":
+        raise BatchError(f"unknown label format {fmt!r}; expected jsonl or csv")
+    buffer = io.StringIO()
+    columns = [
+        "annotator",
+        "item",
+        "source_id",
+        "category",
+        "part",
+        "task",
+        "answer",
+        "displayed_order",
+        "flags",
+        "comment",
+        "started_at",
+        "submitted_at",
+        "seconds",
+        "is_gold",
+    ]
+    writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, **{k: json.dumps(row[k]) for k in ("answer", "displayed_order", "flags")}})
+    return buffer.getvalue()

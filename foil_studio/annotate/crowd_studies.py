@@ -1,0 +1,241 @@
+"""Crowd studies (e.g. Prolific): participants join through the study's link and are dealt units
+on demand, up to a window of unanswered ones; practice items first; a completion code (or the
+screen-out code, when gold checks fail) once their work is complete; returning the study; closing it."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlite_utils
+
+from foil_studio.annotate.batch_reports import batch_progress
+from foil_studio.annotate.batches import PROLIFIC_COMPLETION_URL, PROLIFIC_ID_PATTERN, BatchError, setting
+from foil_studio.annotate.task_types import Task, build_task
+from foil_studio.data import store
+
+
+def join_crowd(
+    db: sqlite_utils.Database, crowd_token: str, external_id: str, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """Register a crowd worker (e.g. a Prolific PID) and deal them their first units; safe to repeat.
+
+    Units are dealt on demand: a participant holds at most the study's `window` unanswered units
+    and gets more as they answer (`draw`), so made-up ids that join and leave hold little, and
+    only until the no-show time (`idle_minutes`) returns it. Refused with a BatchError saying why
+    when the link is wrong, the id implausible, the participant returned the study, or the study
+    is closed or full, too many people joined in the last minute, or no work is left. A
+    participant who holds open work, or finished, gets a new session and nothing more.
+    """
+    batch = store.batch_by_crowd_token(db, crowd_token)
+    if batch is None:
+        raise BatchError("This study link is not valid.")
+    worker_id = external_id.strip()
+    if not re.fullmatch(batch["config"].get("worker_id_pattern", PROLIFIC_ID_PATTERN), worker_id):
+        raise BatchError("This link does not carry a valid participant id. Open the study from the recruiting site.")
+    name = f"crowd-{worker_id}"
+    with store.transaction(db, row_locks=True):  # one joiner at a time: the cap and the rate hold under concurrency
+        store.lock_batch(db, batch["id"])
+        known = store.annotator_by_name(db, name)
+        if known is not None and store.has_returned(db, batch["id"], known["id"]):
+            raise BatchError("You returned this study, so it cannot be taken up again.")
+        if known is None or not _holds_or_finished(db, batch, known["id"]):
+            _check_study_open(db, batch, now or datetime.now(UTC))
+            worker = store.ensure_annotator(db, name, external_id=worker_id)
+            if not _deal(db, batch, worker["id"], worker_id):
+                raise BatchError("Every item of this study is taken right now. Please try again later.")
+        else:
+            worker = {**known, "token": None}
+    return {**worker, "token": worker["token"] or store.issue_token(db, worker["id"])}  # older sessions stay valid
+
+
+@dataclass(frozen=True)
+class CrowdFinish:
+    """What a crowd participant with nothing left in their queue is told.
+
+    `code` is set only when their work is complete: every unit dealt to them answered and either
+    their quota reached or nothing left in the study for them. Otherwise `answered` of `quota`
+    were, and `dealt` new units were dealt now (0: none is free for them at the moment).
+    """
+
+    code: str | None
+    passed: bool
+    answered: int
+    quota: int
+    dealt: int = 0
+    completion_url: str | None = None
+
+    def sentence(self) -> str:
+        """The participant's message, in words."""
+        if self.code is not None:
+            return (
+                f"All done, thank you. Your completion code: {self.code}"
+                if self.passed
+                else f"Thank you. Some attention checks were missed; your code: {self.code}"
+            )
+        so_far = f"You answered {self.answered} of your {self.quota} items."
+        if self.dealt:
+            return f"{so_far} Here {'is 1 more item' if self.dealt == 1 else f'are {self.dealt} more items'}."
+        return (
+            f"{so_far} No item is free for you right now (others hold them), so there is no completion code yet: "
+            "please come back in a few minutes, or return the study."
+        )
+
+
+def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int) -> CrowdFinish:
+    """For a participant whose queue is empty: their code if their work is complete; else new
+    units in place of those that went back to the pool (as many as are free)."""
+    batch = store.get_batch(db, batch_name)
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        answered, quota = _answered_and_quota(db, batch, annotator_id)
+        if answered >= quota or _nothing_left_for(batch, annotator_id, store.batch_assignments(db, batch["id"])):
+            code, passed = final_code(db, batch, annotator_id)
+            url = (
+                batch["config"].get("completion_url", PROLIFIC_COMPLETION_URL).replace("{code}", code)
+                if passed
+                else None
+            )
+            return CrowdFinish(code, passed, answered, quota, completion_url=url)
+        dealt = 0 if store.has_returned(db, batch["id"], annotator_id) else _deal(db, batch, annotator_id, None)
+    return CrowdFinish(None, True, answered, quota, dealt)
+
+
+def return_study(db: sqlite_utils.Database, batch_name: str, annotator_id: int) -> int:
+    """A participant returns the study (Prolific's "return"): their unanswered units go back to the
+    pool at once, they get no code and cannot take the study up again; return how many units went back."""
+    batch = store.get_batch(db, batch_name)
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        return store.return_study(db, batch["id"], annotator_id)
+
+
+def top_up(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> int:
+    """Deal a crowd participant units up to the study's window as they answer (called by `draw`);
+    return how many were dealt. Reads two counts and returns when nothing is due."""
+    unanswered, held = store.open_units(db, batch["id"], annotator_id)
+    quota = store.crowd_quota(db, batch["id"], annotator_id)
+    if quota is None or unanswered >= setting(batch["config"], "window") or held >= quota:
+        return 0
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        if store.has_returned(db, batch["id"], annotator_id):
+            return 0
+        return _deal(db, batch, annotator_id, None)
+
+
+def _answered_and_quota(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[int, int]:
+    unanswered, held = store.open_units(db, batch["id"], annotator_id)
+    return held - unanswered, store.crowd_quota(db, batch["id"], annotator_id) or held
+
+
+def _holds_or_finished(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> bool:
+    """A known participant who holds open units, or reached their quota, is dealt nothing on joining again."""
+    unanswered, held = store.open_units(db, batch["id"], annotator_id)
+    quota = store.crowd_quota(db, batch["id"], annotator_id)
+    return unanswered > 0 or (quota is not None and held - unanswered >= quota)
+
+
+def _nothing_left_for(batch: store.BatchRow, annotator_id: int, current: list[dict[str, Any]]) -> bool:
+    """No unit the participant has not answered can ever be dealt to them: every regular one is
+    answered by as many others as the overlap asks, and every gold one answered by them."""
+    config = batch["config"]
+    answered = Counter((a["item_id"], a["part"]) for a in current if a["done"])
+    theirs = {(a["item_id"], a["part"]) for a in current if a["annotator_id"] == annotator_id and a["done"]}
+    return all(
+        (i, p) in theirs or (not gold and answered[(i, p)] >= config["overlap"]) for i, p, gold in config["units"]
+    )
+
+
+def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int, external_id: str | None) -> int:
+    """Inside the batch's lock: deal a participant units up to the window (regular units short of
+    their overlap, and gold), record their quota on their first deal; return how many were dealt."""
+    config = batch["config"]
+    current = store.batch_assignments(db, batch["id"])
+    share = _crowd_share(batch, annotator_id, current)
+    store.add_assignments(db, batch["id"], share)
+    if external_id is not None:
+        n_regular = sum(not gold for *_, gold in config["units"])
+        quota = min(config["crowd_items"], n_regular) + sum(bool(gold) for *_, gold in config["units"])
+        store.record_join(db, batch["id"], annotator_id, external_id, quota)
+    return len(share)
+
+
+def _check_study_open(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> None:
+    """Raise BatchError when a crowd study takes no new participant now (closed, full, or joined too fast)."""
+    config = batch["config"]
+    if batch.get("closed_at"):
+        raise BatchError("This study is closed.")
+    if store.participants_holding_work(db, batch["id"]) >= (setting(config, "max_participants") or 1 << 30):
+        raise BatchError("This study is full right now. Places free up when others leave: please try again later.")
+    recent = store.joins_since(db, batch["id"], store.timestamp(moment - timedelta(minutes=1)))
+    if recent >= setting(config, "joins_per_minute"):
+        raise BatchError("Too many people are joining this study at once. Please try again in a minute.")
+
+
+def close_study(db: sqlite_utils.Database, batch_name: str, closed: bool = True) -> None:
+    """Stop (or resume) taking new participants through a crowd study's link."""
+    store.set_batch_closed(db, store.get_batch(db, batch_name)["id"], closed)
+
+
+def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
+    """Who joined a crowd study, when, and what they hold and answered (for the admin)."""
+    return store.crowd_joins(db, store.get_batch(db, batch_name)["id"])
+
+
+def _crowd_share(
+    batch: store.BatchRow, worker_id: int, current: list[dict[str, Any]]
+) -> list[tuple[int, int, int, int, bool]]:
+    """The next units of a participant, up to the window of unanswered ones: regular units short
+    of their overlap that they never held, fewest holders first, while they are short of the
+    items per participant, and gold units they never held, mixed in at seeded random places
+    (each slot is gold with the share of gold among what they still lack)."""
+    config = batch["config"]
+    holders = Counter((a["item_id"], a["part"]) for a in current)
+    mine = [a for a in current if a["annotator_id"] == worker_id]
+    theirs = {(a["item_id"], a["part"]) for a in mine}
+    room = setting(config, "window") - sum(not a["done"] for a in mine)
+    regular = sorted(
+        (
+            (i, p)
+            for i, p, gold in config["units"]
+            if not gold and holders[(i, p)] < config["overlap"] and (i, p) not in theirs
+        ),
+        key=lambda unit: holders[unit],
+    )
+    regular = regular[: max(0, config["crowd_items"] - sum(not a["is_gold"] for a in mine))]
+    gold = [(i, p) for i, p, is_gold in config["units"] if is_gold and (i, p) not in theirs]
+    rng = random.Random(f"queue:{config['seed']}:{worker_id}:{len(mine)}")
+    rng.shuffle(gold)
+    share = []
+    while room > 0 and (regular or gold):
+        pick_gold = bool(gold) and (not regular or rng.random() < len(gold) / (len(gold) + len(regular)))
+        share.append((gold.pop(), True) if pick_gold else (regular.pop(0), False))
+        room -= 1
+    start = max((a["position"] for a in mine), default=-1) + 1
+    return [(item, part, worker_id, start + n, is_gold) for n, ((item, part), is_gold) in enumerate(share)]
+
+
+def practice_tasks(
+    db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int
+) -> list[tuple[Task, store.ItemRow]]:
+    """The crowd batch's practice questions (items outside the batch with known answers)."""
+    items = store.items_by_id(db, batch["config"].get("practice_items", []))
+    return [
+        (build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i])
+        for i in batch["config"].get("practice_items", [])
+    ]
+
+
+def final_code(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[str, bool]:
+    """(code to show, passed): the completion code, or the screen-out code when gold checks fail.
+    Only for complete work: `finish_crowd` calls it once every dealt unit is answered."""
+    config = batch["config"]
+    name = next(a["name"] for a in store.list_annotators(db) if a["id"] == annotator_id)
+    row = next((r for r in batch_progress(db, batch["name"]) if r["annotator"] == name), None)
+    failed = "screen_out_code" in config and row is not None and row["screened_out"]
+    return (config["screen_out_code"], False) if failed else (config["completion_code"], True)

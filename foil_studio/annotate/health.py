@@ -1,0 +1,686 @@
+"""Benchmark health over the store: stratified samples of a dataset's negatives sent to
+validate_negative batches (each batch records its design), each drawn item's outcome from its
+validations, and the report that joins them with the runs (`analysis.health` has the statistics
+and their definitions).
+
+Several health batches of one dataset make one sample: each draws, per category, at random from
+the items no earlier health batch drew, so the union is a simple random sample per stratum and
+every drawn item's inclusion probability is (items drawn in its stratum) / (items in it).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from foil_studio.analysis import health as h
+from foil_studio.analysis.audit import audit, stored_audit
+from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, load_run, run_family, source_format
+from foil_studio.annotate.agreement import COEFFICIENT_NAMES, COEFFICIENTS
+from foil_studio.annotate.baselines import dataset_baseline
+from foil_studio.annotate.batch_reports import batch_agreement
+from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
+from foil_studio.annotate.consensus import decisions
+from foil_studio.annotate.task_types import task_type
+from foil_studio.data import store
+from foil_studio.data.item_kinds import source_verdict
+from foil_studio.data.plain_text import figure, interval_text
+
+TASK = "validate_negative"
+DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
+OUTCOME_OF_ANSWER = {"negative_false": "valid", "negative_true": "invalid", "unsure": "ambiguous"}
+TARGETS = ("share", "rank")
+
+
+class HealthError(BatchError):
+    """A health sample or report cannot be made as asked."""
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """The next draw: per category its size N_c, the items drawn before, and the new items."""
+
+    dataset: str
+    allocation: str
+    target: str
+    seed: int
+    sizes: dict[str, int]
+    before: dict[str, int]
+    drawn: dict[str, list[int]]
+
+    @property
+    def item_ids(self) -> list[int]:
+        """Every newly drawn item, category by category."""
+        return [item for items in self.drawn.values() for item in items]
+
+    def design(self) -> dict[str, Any]:
+        """What the batch records: strata sizes, sample sizes before and now, each new item's
+        category and inclusion probability (of the sample as it stands after this draw), the seed."""
+        strata = {
+            c: {"size": self.sizes[c], "before": self.before.get(c, 0), "drawn": len(self.drawn.get(c, []))}
+            for c in self.sizes
+        }
+        return {
+            "allocation": self.allocation,
+            "target": self.target,
+            "seed": self.seed,
+            "strata": strata,
+            "items": {
+                str(item): {"category": c, "inclusion": round((self.before.get(c, 0) + len(items)) / self.sizes[c], 6)}
+                for c, items in self.drawn.items()
+                for item in items
+            },
+        }
+
+
+def sampling_frame(db: sqlite_utils.Database, dataset: str) -> dict[str, list[int]]:
+    """Category -> the ids of the dataset's items a validate_negative batch can ask about."""
+    frame: dict[str, list[int]] = {}
+    kinds = task_type(TASK).item_kinds
+    for item, category in store.item_strata(db, store.get_dataset(db, dataset)["id"], kinds):
+        frame.setdefault(category, []).append(item)
+    if not frame:
+        raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(kinds)} items)")
+    return frame
+
+
+def health_batches(db: sqlite_utils.Database, dataset: str) -> list[store.BatchRow]:
+    """The dataset's health sample batches, oldest first."""
+    return store.batches_with_setting(db, store.get_dataset(db, dataset)["id"], DESIGN_KEY)
+
+
+def drawn_items(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
+    """Item -> category of every item a health batch of the dataset drew."""
+    return _drawn(health_batches(db, dataset))
+
+
+def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
+    """Item -> valid / invalid / ambiguous for every drawn item its validations decide: the
+    majority answer (annotators screened out by gold left out), an admin's decision where one was
+    made, a tie or a majority of "Unsure" counting as ambiguous. Undecided items are absent."""
+    return _outcomes(db, health_batches(db, dataset))
+
+
+def _drawn(batches: Sequence[store.BatchRow]) -> dict[int, str]:
+    return {int(item): entry["category"] for b in batches for item, entry in b["config"][DESIGN_KEY]["items"].items()}
+
+
+def _outcomes(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
+    result: dict[int, str] = {}
+    for batch in batches:
+        for decision in decisions(db, batch["name"]):
+            if decision.part == 0 and decision.rule == "unresolved":
+                result[decision.item] = "ambiguous"
+            elif decision.part == 0 and decision.answer is not None:
+                result[decision.item] = OUTCOME_OF_ANSWER[decision.answer]
+    return result
+
+
+@dataclass(frozen=True)
+class HealthSample:
+    """What the store holds of a dataset's health sample, read once: the sampling frame (category
+    -> item ids), the health batches, the drawn items (item -> category) and their outcomes."""
+
+    dataset: str
+    frame: dict[str, list[int]]
+    batches: list[store.BatchRow]
+    drawn: dict[int, str]
+    outcomes: dict[int, str]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Category -> its number of items (N_c)."""
+        return {c: len(items) for c, items in self.frame.items()}
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Category -> drawn, decided, valid, invalid and ambiguous items."""
+        counts: dict[str, dict[str, int]] = {}
+        for item, category in self.drawn.items():
+            row = counts.setdefault(category, {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0})
+            row["drawn"] += 1
+            if item in self.outcomes:
+                row["decided"] += 1
+                row[self.outcomes[item]] += 1
+        return counts
+
+
+def read_sample(db: sqlite_utils.Database, dataset: str) -> HealthSample:
+    """The dataset's health sample as the store holds it now (empty before the first batch)."""
+    batches = health_batches(db, dataset)
+    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(batches), _outcomes(db, batches))
+
+
+def plan_sample(
+    db: sqlite_utils.Database,
+    dataset: str,
+    budget: int | None = None,
+    *,
+    allocation: str = "proportional",
+    per_category: int | None = None,
+    target: str = "share",
+    runs: Sequence[str] = (),
+    seed: int = 0,
+) -> SamplePlan:
+    """The next stratified draw from the items no health batch drew yet: `per_category` items from
+    each category, or `budget` items allocated `equal`, `proportional` or `neyman` (from the current
+    estimates, 0.5 where none). `target="rank"` with two `runs` allocates to shrink the interval of
+    their accuracy difference on valid items (Neyman on the spread of the paired difference)."""
+    if target not in TARGETS:
+        raise HealthError(f"unknown target {target!r}; expected one of {list(TARGETS)}")
+    if (budget is None) == (per_category is None):
+        raise HealthError("give a budget (items in all) or a number per category, not both")
+    if target == "rank" and len(runs) != 2:
+        raise HealthError("a rank target needs two runs, the pair whose order matters")
+    sample = read_sample(db, dataset)
+    sizes, taken = sample.sizes, sample.drawn
+    before = dict(Counter(taken.values()))
+    if per_category is not None:
+        wanted = {c: min(per_category, sizes[c] - before.get(c, 0)) for c in sizes}
+    else:
+        assert budget is not None
+        spreads = _difference_spreads(db, sample, runs) if target == "rank" else _share_spreads(sample)
+        wanted = h.allocate(sizes, budget, "neyman" if target == "rank" else allocation, taken=before, spreads=spreads)
+    rng = random.Random(f"health:{dataset}:{seed}:{len(sample.batches)}")
+    drawn = {
+        c: sorted(rng.sample([i for i in sample.frame[c] if i not in taken], n)) for c, n in wanted.items() if n > 0
+    }
+    if not drawn:
+        raise HealthError(f"every item of {dataset} with a negative is in a health sample already")
+    return SamplePlan(dataset, "neyman" if target == "rank" else allocation, target, seed, sizes, before, drawn)
+
+
+def _share_spreads(sample: HealthSample) -> dict[str, float]:
+    """Per category sqrt(p (1 - p)) of the smoothed current invalid share (0.5 with no data)."""
+    spreads = {}
+    for c, row in sample.counts().items():
+        share = h.smoothed_share(row["invalid"], row["decided"])
+        spreads[c] = float(np.sqrt(share * (1 - share)))
+    return spreads
+
+
+def _difference_spreads(db: sqlite_utils.Database, sample: HealthSample, runs: Sequence[str]) -> dict[str, float]:
+    """Per category the spread of two runs' paired credit difference on decided valid items (1, the
+    largest a difference of credits in [0, 1] can have, where fewer than two are known)."""
+    credit = [_credits_by_item(db, sample.dataset, run) for run in runs]
+    differences: dict[str, list[float]] = {}
+    for item, outcome in sample.outcomes.items():
+        if outcome == "valid" and all(item in c for c in credit):
+            differences.setdefault(sample.drawn[item], []).append(credit[0][item] - credit[1][item])
+    spread = {c: float(np.std(d, ddof=1)) for c, d in differences.items() if len(d) > 1}
+    return {c: spread.get(c, 1.0) for c in sample.frame}
+
+
+def create_sample_batch(
+    db: sqlite_utils.Database,
+    plan: SamplePlan,
+    annotators: Sequence[str],
+    *,
+    overlap: int = 3,
+    name: str | None = None,
+    crowd_items: int | None = None,
+) -> dict[str, Any]:
+    """Store the plan's draw as a validate_negative batch recording its design; the `batch create`
+    JSON plus the design."""
+    design = plan.design()
+    spec = BatchSpec(
+        plan.dataset,
+        TASK,
+        tuple(annotators),
+        overlap=overlap,
+        item_ids=tuple(plan.item_ids),
+        seed=plan.seed,
+        name=name,
+        crowd_items=crowd_items,
+        health=design,
+    )
+    created = create_batch(db, spec)
+    return {
+        **created,
+        "design": {key: value for key, value in design.items() if key != "items"},
+        "drawn": len(plan.item_ids),
+    }
+
+
+def _credits_by_item(db: sqlite_utils.Database, dataset: str, run: str, ties: str | None = None) -> dict[int, float]:
+    """Each scored item's credit on the run's headline metric (ties by the benchmark's rule)."""
+    loaded = load_run(db, dataset, run)
+    rule = ties or source_format(db, dataset).ties
+    credits = run_family(loaded).credits(loaded, rule)
+    return dict(zip(loaded.item_ids.tolist(), credits.tolist()))
+
+
+def authors_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, dict[str, Any]] | None:
+    """Per category the invalid share the dataset's own truth gives over all its items (VALSE's
+    crowd votes, the demo's known flaws); None when its items carry no such verdict."""
+    counts: dict[str, Counter[str]] = {}
+    dataset_id = store.get_dataset(db, dataset)["id"]
+    for category, truth in store.item_truths(db, dataset_id, task_type(TASK).item_kinds):
+        verdict = source_verdict(truth)
+        if verdict is None:
+            return None
+        counts.setdefault(category, Counter())[verdict] += 1
+    return {
+        c: {
+            "invalid_share": round(n["invalid"] / sum(n.values()), 4),
+            "ambiguous_share": round(n["ambiguous"] / sum(n.values()), 4),
+            "invalid": n["invalid"],
+            "items": sum(n.values()),
+        }
+        for c, n in sorted(counts.items())
+    }
+
+
+def health_report(
+    db: sqlite_utils.Database,
+    dataset: str,
+    runs: Sequence[str] | None = None,
+    *,
+    ties: str | None = None,
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's
+    design, the validations' agreement, the invalid and ambiguous shares per category and overall
+    with 95% intervals (beside the dataset's own verdicts where it carries them), and each run's
+    accuracy on all items (published) and on valid items, with paired differences."""
+    sample = read_sample(db, dataset)
+    batches, drawn, outcomes, sizes, counts = (
+        sample.batches,
+        sample.drawn,
+        sample.outcomes,
+        sample.sizes,
+        sample.counts(),
+    )
+    if not batches:
+        raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
+    authors = authors_shares(db, dataset)
+    strata = [_stratum_row(c, sizes[c], counts.get(c), (authors or {}).get(c)) for c in sorted(sizes)]
+    decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
+    report: dict[str, Any] = {
+        "dataset": dataset,
+        "design": _design_summary(batches, sizes, counts),
+        "agreement": [_agreement_row(db, b["name"]) for b in batches],
+        "strata": strata,
+        "overall": _overall(decided, sizes, counts, authors),
+        "hackability": hackability(db, dataset),
+        "human_baseline": _human_baseline(db, dataset),
+        "leaderboard": None,
+    }
+    if decided:
+        report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
+    report["methods"] = methods_paragraph(report)
+    return report
+
+
+def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
+    """The dataset's human baseline (its baseline batches, as Model scores draws it), or None."""
+    found = dataset_baseline(db, dataset)
+    if found is None:
+        return None
+    return {
+        "batches": found["batches"],
+        "n": found["n"],
+        "metrics": [
+            {"metric": key, "value": round(value, 2), "interval": [round(x, 2) for x in found["intervals"][key]]}
+            for key, value in found["metrics"].items()
+            if found["intervals"].get(key)
+        ],
+    }
+
+
+BLIND_SCORERS = ("stats", "ngram")  # the blind scorers of the card: fitted in seconds, no model to download
+
+
+def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
+    """Blind text-only accuracy (percent, a tie counted half) overall and per category, from the
+    stored audit with the card's scorers, else fitted now (and stored)."""
+    result = stored_audit(db, dataset, scorers=BLIND_SCORERS) or audit(db, dataset, scorers=BLIND_SCORERS)
+    return {
+        "scorers": list(BLIND_SCORERS),
+        "ties": "half",
+        "overall": {s: round(result["blind"][s], 2) for s in BLIND_SCORERS},
+        "by_category": {
+            c: {s: round(v["blind"][s], 2) for s in BLIND_SCORERS} for c, v in sorted(result["by_category"].items())
+        },
+    }
+
+
+def _stratum_row(
+    category: str, size: int, counts: Mapping[str, int] | None, authors: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    counts = counts or {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
+    row: dict[str, Any] = {"category": category, "size": size, **counts, "invalid_share": None, "ambiguous_share": None}
+    if counts["decided"]:
+        row["invalid_share"] = h.stratum_share(counts["invalid"], counts["decided"], size).as_dict()
+        row["ambiguous_share"] = h.stratum_share(counts["ambiguous"], counts["decided"], size).as_dict()
+    if authors is not None:
+        row["authors_invalid_share"] = authors["invalid_share"]
+    return row
+
+
+def _overall(
+    decided: list[str], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]], authors: Any
+) -> dict[str, Any]:
+    """The stratified shares over the categories with a decided item (`covers`: their items)."""
+    if not decided:
+        return {"covers": 0, "size": sum(sizes.values()), "invalid_share": None, "ambiguous_share": None}
+    n = [counts[c]["decided"] for c in decided]
+    size = [sizes[c] for c in decided]
+    overall: dict[str, Any] = {
+        "covers": sum(size),
+        "size": sum(sizes.values()),
+        "categories_without_decided_items": sorted(set(sizes) - set(decided)),
+        "invalid_share": h.stratified_share([counts[c]["invalid"] for c in decided], n, size).as_dict(),
+        "ambiguous_share": h.stratified_share([counts[c]["ambiguous"] for c in decided], n, size).as_dict(),
+    }
+    if authors is not None:
+        total = sum(authors[c]["items"] for c in decided)
+        invalid = sum(authors[c]["invalid"] for c in decided)
+        overall["authors_invalid_share"] = round(invalid / total, 4)
+    return overall
+
+
+def _design_summary(
+    batches: list[store.BatchRow], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
+    designs = [b["config"][DESIGN_KEY] for b in batches]
+    return {
+        "batches": [
+            {
+                "batch": b["name"],
+                "allocation": d["allocation"],
+                "target": d["target"],
+                "seed": d["seed"],
+                "drawn": sum(s["drawn"] for s in d["strata"].values()),
+                "overlap": b["config"].get("overlap"),
+            }
+            for b, d in zip(batches, designs)
+        ],
+        "items": sum(sizes.values()),
+        "categories": len(sizes),
+        "drawn": sum(c["drawn"] for c in counts.values()),
+        "decided": sum(c["decided"] for c in counts.values()),
+    }
+
+
+def _agreement_row(db: sqlite_utils.Database, batch: str) -> dict[str, Any]:
+    """The coefficients the Annotation batches page shows for a batch, with their intervals."""
+    report = batch_agreement(db, batch)
+    return {
+        "batch": batch,
+        "n_items": report["n_items"],
+        **{key: report[key] for key in COEFFICIENTS},
+        "intervals": report["intervals"],
+    }
+
+
+def _leaderboard(
+    db: sqlite_utils.Database,
+    dataset: str,
+    runs: Sequence[str] | None,
+    decided: list[str],
+    drawn: Mapping[int, str],
+    outcomes: Mapping[int, str],
+    sizes: Mapping[str, int],
+    ties: str | None,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """Published (all items) against valid-item accuracy per run, with paired differences."""
+    names = list(runs) if runs else [r["run"] for r in store.list_runs(db, dataset)]
+    credit: dict[str, dict[int, float]] = {}
+    skipped: dict[str, str] = {}
+    for name in names:
+        try:
+            credit[name] = _credits_by_item(db, dataset, name, ties)
+        except (UnsupportedRunError, store.NotFoundError) as error:
+            if runs:
+                raise
+            skipped[name] = str(error)
+    items = sorted(i for i in outcomes if drawn[i] in decided)
+    scored = [name for name in credit if all(i in credit[name] for i in items)]
+    skipped.update({n: "did not score every drawn item" for n in credit if n not in scored})
+    if not scored:
+        return {"runs": [], "skipped": skipped}
+    published = [float(np.mean(list(credit[name].values()))) for name in scored]  # the all-items accuracy
+    board = h.valid_accuracy(
+        [drawn[i] for i in items],
+        np.array([outcomes[i] == "valid" for i in items]),
+        np.array([[credit[name][i] for name in scored] for i in items]),
+        {c: sizes[c] for c in decided},
+        scored,
+        published=published,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    rows = [
+        {
+            "run": name,
+            "published": round(100 * published[r], 2),
+            "valid": round(100 * float(board.estimate[r]), 2),
+            "valid_interval": [round(100 * float(board.low[r]), 2), round(100 * float(board.high[r]), 2)],
+        }
+        for r, name in enumerate(scored)
+    ]
+    pairs = [
+        {
+            "a": a,
+            "b": b,
+            "difference": round(100 * d, 2),
+            "interval": [round(100 * lo, 2), round(100 * hi, 2)],
+            "order_differs": round(board.order_flip.get((a, b), 0.0), 4),
+        }
+        for (a, b), (d, lo, hi) in board.difference.items()
+    ]
+    tie_rule = ties or source_format(db, dataset).ties
+    return {
+        "runs": rows,
+        "pairs": pairs,
+        "ties": tie_rule,
+        "bootstrap": {"resamples": n_boot, "seed": seed},
+        "skipped": skipped,
+    }
+
+
+def _percent(share: Mapping[str, Any]) -> str:
+    low, high = share["interval"]
+    return f"{100 * share['estimate']:.1f}% (95% CI {100 * low:.1f} to {100 * high:.1f})"
+
+
+def methods_paragraph(report: Mapping[str, Any]) -> str:
+    """The report's methods paragraph: every number in it is a figure of the report's tables."""
+    design, overall = report["design"], report["overall"]
+    allocations = list(dict.fromkeys(b["allocation"] for b in design["batches"]))
+    overlaps = sorted({b["overlap"] for b in design["batches"] if b["overlap"]})
+    sentences = [
+        f"We drew a stratified random sample without replacement of {design['drawn']} of the {design['items']} "
+        f"items of {report['dataset']} with a negative caption (strata: its {design['categories']} categories; "
+        f"{' then '.join(allocations)} allocation; {len(design['batches'])} "
+        f"batch{'es' if len(design['batches']) != 1 else ''}).",
+        f"Each drawn item was validated by {' or '.join(map(str, overlaps))} annotators, who judged whether the "
+        "altered caption is wrong for the image; an item's outcome is the majority answer, a tie or a majority "
+        f"of Unsure counting as ambiguous. {design['decided']} of the {design['drawn']} drawn items are decided.",
+    ]
+    if overall["invalid_share"] is not None:
+        covers = (
+            ""
+            if overall["covers"] == overall["size"]
+            else f" (over the {overall['covers']} items of categories with a decided item)"
+        )
+        sentences.append(
+            f"We estimate that {_percent(overall['invalid_share'])} of the negatives are invalid and "
+            f"{_percent(overall['ambiguous_share'])} ambiguous{covers} (stratified estimator; exact intervals on "
+            "the Korn-Graubard effective sample size)."
+        )
+    blind = report.get("hackability")
+    if blind:
+        figures = " and ".join(f"{blind['overall'][s]:.2f}% ({s})" for s in blind["scorers"])
+        sentences.append(
+            f"Blind text-only scorers that never see the image choose the positive caption on {figures} of all "
+            "items (a tie counted half; 50% is chance)."
+        )
+    humans = report.get("human_baseline")
+    if humans and humans["metrics"]:
+        first = humans["metrics"][0]
+        sentences.append(
+            f"Humans answering the models' own question ({', '.join(humans['batches'])}, {humans['n']} items) reach "
+            f"{first['metric']} {first['value']:.2f} (95% CI {first['interval'][0]:.2f} to {first['interval'][1]:.2f})."
+        )
+    board = report.get("leaderboard") or {}
+    if board.get("runs"):
+        parts = [
+            f"{row['run']} {row['published']:.2f}% on all items and {row['valid']:.2f}% "
+            f"(95% CI {row['valid_interval'][0]:.2f} to {row['valid_interval'][1]:.2f}) on valid items"
+            for row in board["runs"]
+        ]
+        sentences.append(
+            "Accuracy on valid items (invalid and ambiguous items left out; a ratio estimator over the strata, "
+            "exact intervals on the effective sample size implied by the variance of "
+            f"{board['bootstrap']['resamples']} stratified bootstrap resamples; ties counted {board['ties']}): "
+            + "; ".join(parts)
+            + "."
+        )
+    return " ".join(sentences)
+
+
+def share_text(share: Mapping[str, Any] | None) -> str:
+    """A share in percent with its interval, one decimal: "10.0 (1.6 to 29.1)"; "" without one."""
+    if share is None:
+        return ""
+    low, high = (100 * x for x in share["interval"])
+    return f"{figure(100 * share['estimate'], 1)} ({figure(low, 1)} to {figure(high, 1)})"
+
+
+def _with_interval(value: float | None, interval: Sequence[float] | None) -> str:
+    if value is None:
+        return ""
+    return figure(value) + (f" ({interval_text(interval)})" if interval else "")
+
+
+def design_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sample's batches: allocation, target, seed, items drawn, annotators per item."""
+    keys = {"batch": "batch", "allocation": "allocation", "target": "target", "seed": "seed", "drawn": "drawn"}
+    return [
+        {**{label: b[key] for label, key in keys.items()}, "annotators per item": b["overlap"]}
+        for b in report["design"]["batches"]
+    ]
+
+
+def agreement_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each batch's agreement coefficients with their intervals (as Annotation batches names them)."""
+    return [
+        {
+            "batch": row["batch"],
+            "items": row["n_items"],
+            **{COEFFICIENT_NAMES[key]: _with_interval(row[key], row["intervals"].get(key)) for key in COEFFICIENTS},
+        }
+        for row in report["agreement"]
+    ]
+
+
+def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per category, and "all" over them, the items, drawn, decided, invalid and ambiguous counts and
+    shares in percent with intervals (the dataset's own invalid share beside them where known)."""
+    authors = any("authors_invalid_share" in row for row in report["strata"])
+
+    def row_of(category: str, counts: Mapping[str, Any], invalid: Any, ambiguous: Any, own: float | None) -> dict:
+        row = {"category": category, **counts}
+        row |= {"invalid % (95% CI)": share_text(invalid), "ambiguous % (95% CI)": share_text(ambiguous)}
+        return row | ({"dataset's own invalid %": None if own is None else round(100 * own, 1)} if authors else {})
+
+    keys = ("drawn", "decided", "invalid", "ambiguous")
+    rows = [
+        row_of(
+            r["category"],
+            {"items": r["size"], **{k: r[k] for k in keys}},
+            r["invalid_share"],
+            r["ambiguous_share"],
+            r.get("authors_invalid_share"),
+        )
+        for r in report["strata"]
+    ]
+    overall = report["overall"]
+    if overall["invalid_share"] is not None:
+        design = report["design"]
+        counts = {"items": overall["covers"], "drawn": design["drawn"], "decided": design["decided"]}
+        counts |= {"invalid": overall["invalid_share"]["count"], "ambiguous": overall["ambiguous_share"]["count"]}
+        invalid, ambiguous = overall["invalid_share"], overall["ambiguous_share"]
+        rows.append(row_of("all", counts, invalid, ambiguous, overall.get("authors_invalid_share")))
+    return rows
+
+
+def blind_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Blind text-only accuracy (percent, a tie counted half) per category and over all items."""
+    blind = report["hackability"]
+    rows = [*blind["by_category"].items(), ("all", blind["overall"])]
+    return [{"category": c, **{s: figure(v[s]) for s in blind["scorers"]}} for c, v in rows]
+
+
+def leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each run's accuracy on all items (published) and on valid items with its interval."""
+    return [
+        {
+            "run": r["run"],
+            "all items %": figure(r["published"]),
+            "valid items % (95% CI)": f"{figure(r['valid'])} ({interval_text(r['valid_interval'])})",
+        }
+        for r in (report.get("leaderboard") or {}).get("runs", [])
+    ]
+
+
+def pairs_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each pair of runs: A - B on valid items with its interval, and the resamples ordering them
+    unlike their all-items figures."""
+    return [
+        {
+            "run A": p["a"],
+            "run B": p["b"],
+            "A - B on valid items, points (95% CI)": f"{figure(p['difference'])} ({interval_text(p['interval'])})",
+            "resamples ordering them unlike all items": f"{figure(100 * p['order_differs'], 1)}%",
+        }
+        for p in (report.get("leaderboard") or {}).get("pairs", [])
+    ]
+
+
+def human_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The human baseline's metrics with their intervals (empty without baseline batches)."""
+    humans = report.get("human_baseline") or {"metrics": []}
+    return [
+        {"metric": m["metric"], "value (95% CI)": f"{figure(m['value'])} ({interval_text(m['interval'])})"}
+        for m in humans["metrics"]
+    ]
+
+
+def _markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    cells = [[("" if v is None else str(v)) for v in row.values()] for row in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "| --- " * len(rows[0]) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def report_markdown(report: Mapping[str, Any]) -> str:
+    """The benchmark card in Markdown: the same figures as the JSON report, in the tables the page shows."""
+    lines = [f"# Benchmark health: {report['dataset']}", "", "## Methods", "", report["methods"], ""]
+    lines += ["## Sample", "", *_markdown_table(design_table(report))]
+    lines += ["", "## Agreement of the validations", "", *_markdown_table(agreement_table(report))]
+    lines += ["", "## Invalid negatives per category", "", *_markdown_table(strata_table(report))]
+    if report.get("hackability"):
+        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
+        lines += _markdown_table(blind_table(report))
+    if leaderboard_table(report):
+        lines += ["", "## Leaderboard: all items (published) and valid items", ""]
+        lines += _markdown_table(leaderboard_table(report))
+        if pairs_table(report):
+            lines += ["", *_markdown_table(pairs_table(report))]
+    humans = report.get("human_baseline")
+    if humans and human_table(report):
+        lines += ["", f"## Human baseline ({', '.join(humans['batches'])}; {humans['n']} items)", ""]
+        lines += _markdown_table(human_table(report))
+    return "\n".join(lines) + "\n"

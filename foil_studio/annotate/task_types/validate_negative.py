@@ -1,0 +1,64 @@
+"""validate_negative: is the altered caption really wrong for the image? (SugarCrepe, BiVLC)"""
+
+from __future__ import annotations
+
+import random
+
+from foil_studio.annotate.task_types.base import Baseline, Item, Option, Task, TaskType, truth
+from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, source_verdict
+
+
+def build(item: Item, part: int, rng: random.Random) -> Task:
+    """Lay out one item; its answer buttons (label, key) are the same on every pair item:
+
+    >>> from data.item_kinds import item_kind
+    >>> TASK_TYPE.buttons(item_kind("pair").example)
+    (('Altered is wrong', '1'), ('Altered is also true', '2'), ('Unsure', '3'))
+    """
+    # The two captions are shown under their roles (the annotator must know which one is
+    # altered), so there is no position to randomise; the answers keep keys 1-3 on every item.
+    options = (
+        Option("negative_false", "Altered is wrong", "1"),
+        Option("negative_true", "Altered is also true", "2"),
+        Option("unsure", "Unsure", "3"),
+    )
+    return Task(
+        "validate_negative",
+        item["id"],
+        part,
+        "Is the altered caption wrong for this image?",
+        (("caption", item["captions"][0]), ("altered caption", item["captions"][1])),
+        (("image", item["images"][0]),) if item["images"] else (),
+        options,
+        (0, 1),
+        extra={"flags": ("nonsensical", "ungrammatical")},
+    )
+
+
+ANSWER_OF_VERDICT = {"valid": "negative_false", "invalid": "negative_true", "ambiguous": "unsure"}
+
+
+def expected(item: Item, part: int) -> dict[str, str] | None:
+    """The answer the item's source gives (`source_verdict`: the demo's truth, VALSE's crowd rule)."""
+    verdict = source_verdict(truth(item))
+    return None if verdict is None else {"answer": ANSWER_OF_VERDICT[verdict]}
+
+
+TASK_TYPE = TaskType(
+    "validate_negative",
+    CAPTION_PAIR_KINDS,
+    "You see an image, a caption that describes it, and an altered caption. Decide whether the "
+    "altered caption is wrong for the image. If it is also true, say so: it is not a valid negative. "
+    "Pay close attention to word order. Flag captions that make no sense or are ungrammatical.",
+    build,
+    expected,
+    keep=frozenset({"negative_false"}),
+    drop_reasons={
+        "negative_true": "false negative: the altered caption is also true",
+        "unsure": "annotators unsure whether the negative is wrong",
+    },
+    clean_format="sugarcrepe",
+    baseline=Baseline(),
+    summary="is the altered caption really wrong for the image? Flags nonsensical and ungrammatical captions",
+    shuffles=False,
+)

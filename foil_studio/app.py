@@ -1,0 +1,57 @@
+"""Foil Studio: navigation by role. The token in the link decides which pages exist: those
+``views/registry.py`` lists for the role.
+
+The pages live in ``views/``: a folder named ``pages/`` beside this script makes Streamlit serve
+every file in it directly (its legacy multipage mode), without running this role check first.
+"""
+
+import streamlit as st
+
+from foil_studio.annotate import batches, crowd_studies, roles
+from foil_studio.data import paths, store
+from foil_studio.views.registry import pages_for
+from foil_studio.views.session import session_db
+
+st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
+
+db_file = paths.db_path()
+try:
+    paths.files_dir(db_file)  # a PostgreSQL store needs $FOIL_FILES
+    db = session_db()
+except (store.StoreError, paths.FilesFolderUnset) as error:
+    st.error(str(error))
+    st.stop()
+
+# A crowd study link (?study=...&PROLIFIC_PID=...) registers the worker and becomes their token.
+study, worker = st.query_params.get("study"), st.query_params.get("PROLIFIC_PID")
+if study and worker and "token" not in st.session_state:
+    try:
+        st.session_state["token"] = crowd_studies.join_crowd(db, study, worker)["token"]
+        st.session_state["crowd"] = {k: st.query_params.get(k) for k in ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")}
+    except batches.BatchError as error:
+        st.error(str(error))
+        st.stop()  # a participant is told why, and not shown the admin's sign-in form
+
+# Query parameters are dropped when st.navigation switches pages: keep the token in the
+# session and put it back on every rerun so that a reload of any page still carries it.
+token = st.query_params.get("token") or st.session_state.get("token")
+if token:
+    st.session_state["token"] = token
+    st.query_params["token"] = token
+
+try:
+    admin = roles.admin_token(db_file)
+except roles.AdminTokenError as error:
+    st.error(str(error))
+    st.stop()
+role = roles.resolve_role(db, token, admin)
+st.session_state["role"] = role
+
+pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in pages_for(role.kind)]
+navigation = st.navigation(pages)
+st.sidebar.markdown("**Foil Studio**")
+st.sidebar.caption(
+    "Annotate, score and inspect vision-language compositionality benchmarks. README.md in the checkout has every "
+    "command."
+)
+navigation.run()

@@ -1,0 +1,94 @@
+"""The benchmark formats: one module per benchmark with its reader and writer, listed once in
+``REGISTRY``.
+
+The CLI's ``import`` kinds and ``export --format`` choices, the Datasets page's import form and
+the README's import table (``import_table``; a test keeps the README in step) all come from this
+registry; a new benchmark is a new module defining its ``Format`` and one line below.
+"""
+
+from __future__ import annotations
+
+from foil_studio.data.formats import (
+    aro,
+    bivlc,
+    crepe,
+    gpt4v,
+    hard_positives,
+    jsonl,
+    made_here,
+    sugarcrepe,
+    sugarcrepe_pp,
+    valse,
+    whatsup,
+    winoground,
+)
+from foil_studio.data.formats.base import (
+    BadInputError,
+    ExportContext,
+    Format,
+    ImportWarning,
+    Parsed,
+    Reader,
+    RunSpec,
+    Writer,
+)
+
+REGISTRY: dict[str, Format] = {
+    f.name: f
+    for f in (
+        sugarcrepe.SUGARCREPE,
+        sugarcrepe.SUGARCREPE_CORRECT,
+        bivlc.BIVLC_RESULTS,
+        gpt4v.GPT4V,
+        bivlc.BIVLC,
+        bivlc.BIVLC_CANDIDATES,
+        hard_positives.HARD_POSITIVES,
+        aro.ARO,
+        crepe.CREPE,
+        valse.VALSE,
+        sugarcrepe_pp.SUGARCREPE_PP,
+        winoground.WINOGROUND,
+        whatsup.WHATSUP,
+        jsonl.JSONL,
+        jsonl.PARQUET,
+    )
+}
+# Datasets made here, not imported (the demo, BiVLC's construction): their source records.
+MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION)}
+# What `./foil import KIND` reads and `export --format` writes, in registry order.
+IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
+EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
+
+__all__ = [
+    "REGISTRY",
+    "MADE_HERE",
+    "IMPORT_KINDS",
+    "EXPORT_FORMATS",
+    "BadInputError",
+    "ExportContext",
+    "Format",
+    "ImportWarning",
+    "Parsed",
+    "Reader",
+    "RunSpec",
+    "Writer",
+    "import_table",
+    "source_format",
+]
+
+
+def source_format(source_kind: str) -> Format:
+    """The record of the format (or the maker, `MADE_HERE`) a dataset's items came from; the
+    generic defaults for any other source."""
+    return REGISTRY.get(source_kind) or MADE_HERE.get(source_kind) or Format(source_kind, "")
+
+
+def import_table() -> str:
+    """The README's table of import kinds, one row per reader.
+
+    >>> import_table().splitlines()[0]
+    '| kind | example | reads |'
+    """
+    rows = ["| kind | example | reads |", "| --- | --- | --- |"]
+    rows += [f"| `{f.name}` | `{f.example}` | {f.layout} |" for f in REGISTRY.values() if f.read is not None]
+    return "\n".join(rows)

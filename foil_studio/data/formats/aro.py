@@ -1,0 +1,137 @@
+"""ARO (Yuksekgonul et al. 2023): VG-Relation and VG-Attribution pairs, each cropped to its
+bounding box when scored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from foil_studio.data.formats.base import (
+    ExportContext,
+    Format,
+    Parsed,
+    StoredItem,
+    json_files,
+    make_item,
+    require_keys,
+    write_json_files,
+)
+from foil_studio.data.items import Item
+from foil_studio.data.reading import BadInputError, check_id, check_number, read_json
+
+BOX = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
+
+
+def parse_aro(path: Path) -> Parsed:
+    """ARO's VG-Relation / VG-Attribution JSON; the bounding box crops the image when scored."""
+    parsed = Parsed("aro", "aro")
+    for file in json_files(path):
+        records = read_json(file)
+        if not isinstance(records, list):
+            raise BadInputError(file, None, "expected a list of ARO items")
+        for number, record in enumerate(records, start=1):
+            require_keys(record, ("true_caption", "false_caption", "image_path"), file, number)
+            parsed.add(_aro_pair(record, file, number), file, number)
+    return parsed
+
+
+def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
+    if isinstance(record.get("relation_name"), str):
+        category = record["relation_name"]
+    elif isinstance(record.get("attributes"), list) and len(record["attributes"]) == 2:
+        category = "_".join(map(str, record["attributes"]))
+    else:
+        raise BadInputError(file, number, "expected a 'relation_name' or a two-element 'attributes' list")
+    if missing := [k for k in BOX if k not in record]:
+        raise BadInputError(
+            file, number, f"{', '.join(missing)} missing; expected numeric bbox_x, bbox_y, bbox_w, bbox_h"
+        )
+    bbox = [check_number(record[k], file, number, k) for k in BOX]
+    return make_item(
+        file,
+        number,
+        kind="pair",
+        category=category,
+        source_id=f"{file.stem}/{number}",
+        captions=(record["true_caption"], record["false_caption"]),
+        images=(record["image_path"],),
+        meta={
+            "bbox": bbox,
+            "image_id": check_id(record["image_id"], file, number, "image_id") if "image_id" in record else "",
+            **(
+                {"attributes": [str(a) for a in record["attributes"]]}
+                if "relation_name" not in record
+                else {"relation_name": category}
+            ),
+        },
+    )
+
+
+def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
+    """One JSON list per source file (`visual_genome_relation.json`...), records as ARO writes them."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        meta = item["meta"]
+        x, y, w, h = meta.get("bbox") or (0.0, 0.0, 0.0, 0.0)
+        record: dict[str, Any] = {
+            "image_id": meta.get("image_id", ""),
+            "image_path": (item["images"] or [""])[0],
+            "bbox_x": x,
+            "bbox_y": y,
+            "bbox_w": w,
+            "bbox_h": h,
+            "true_caption": item["captions"][0],
+            "false_caption": item["captions"][1],
+        }
+        if isinstance(meta.get("attributes"), list):
+            record["attributes"] = meta["attributes"]
+        else:
+            record["relation_name"] = meta.get("relation_name", item["category"])
+        files.setdefault(item["source_id"].rsplit("/", 1)[0], []).append(record)
+    return write_json_files(out, files)
+
+
+def sample_aro(folder: Path) -> Path:
+    """A small VG-Relation / VG-Attribution file (one record of each) in `folder`."""
+    records = [
+        {
+            "image_id": "7",
+            "image_path": "7.jpg",
+            "bbox_x": 1,
+            "bbox_y": 2,
+            "bbox_w": 30,
+            "bbox_h": 40,
+            "true_caption": "the horse is eating the grass",
+            "false_caption": "the grass is eating the horse",
+            "relation_name": "eating",
+        },
+        {
+            "image_id": "8",
+            "image_path": "8.jpg",
+            "bbox_x": 0,
+            "bbox_y": 0,
+            "bbox_w": 5.5,
+            "bbox_h": 6,
+            "true_caption": "the paved road and the white house",
+            "false_caption": "the white road and the paved house",
+            "attributes": ["paved", "white"],
+        },
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "visual_genome_mixed.json").write_text(json.dumps(records))
+    return folder / "visual_genome_mixed.json"
+
+
+ARO = Format(
+    "aro",
+    "VG-Relation / VG-Attribution with bounding boxes; category = relation or attribute pair",
+    "./foil import aro visual_genome_relation.json --images vg/images",
+    parse_aro,
+    write_aro,
+    writes=("pair",),
+    metric_names={"accuracy_macro": "macro_accuracy"},
+    ties="wrong",
+    ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
+    sample=sample_aro,
+)

@@ -1,0 +1,63 @@
+"""The item kinds: one module each, listed once in ``REGISTRY``.
+
+Item validation, scoring, inspection, metrics, cards and exports read a kind's record instead of
+branching on its name; a new kind is a new module defining ``ITEM_KIND`` and one line below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from foil_studio.data.item_kinds import candidates, group, pair, paraphrase, retrieval, triple
+from foil_studio.data.item_kinds.base import Gap, ItemKind, TruthKey
+from foil_studio.data.item_kinds.truth import negative_verdict
+
+REGISTRY: dict[str, ItemKind] = {
+    k.name: k
+    for k in (
+        pair.ITEM_KIND,
+        triple.ITEM_KIND,
+        paraphrase.ITEM_KIND,
+        group.ITEM_KIND,
+        retrieval.ITEM_KIND,
+        candidates.ITEM_KIND,
+    )
+}
+ITEM_KINDS = tuple(REGISTRY)
+# Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
+CAPTION_PAIR_KINDS = ("pair", "triple", "paraphrase", "group")
+
+# Every truth key that judges an item's negative, whichever kind carries it (a key means one thing).
+VERDICT_KEYS: tuple[TruthKey, ...] = tuple(
+    dict.fromkeys(key for kind in REGISTRY.values() for key in kind.truth_keys if key.verdict is not None)
+)
+
+__all__ = [
+    "REGISTRY",
+    "ITEM_KINDS",
+    "CAPTION_PAIR_KINDS",
+    "VERDICT_KEYS",
+    "Gap",
+    "ItemKind",
+    "item_kind",
+    "source_verdict",
+]
+
+
+def source_verdict(truth: Mapping[str, Any] | None) -> str | None:
+    """How an item's source judged its negative ("valid", "invalid", "ambiguous"; None: it says
+    nothing), from the truth keys that judge one (`TruthKey.verdict`).
+
+    >>> source_verdict({"negative": "true"}), source_verdict({"valid_foil": True}), source_verdict({})
+    ('invalid', 'valid', None)
+    """
+    return negative_verdict(VERDICT_KEYS, truth or {})
+
+
+def item_kind(name: str) -> ItemKind:
+    """The registered kind called `name` (KeyError names the known ones)."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown item kind {name!r}; expected one of {ITEM_KINDS}") from None

@@ -1,0 +1,260 @@
+"""Write what a parser read into the store: one transaction per import, nothing half-written."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from foil_studio.data import formats, store
+from foil_studio.data.formats import BadInputError, ImportWarning, Parsed
+from foil_studio.data.images import UnsafeImagePathError, clean_relative_path, max_image_pixels, probe_image
+
+log = logging.getLogger(__name__)
+
+MAX_LISTED_DIFFERENCES = 20
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class ImportReport:
+    """The JSON document `cli.py import --json` prints."""
+
+    dataset: str
+    run: str | None
+    n_items: int
+    n_new_items: int
+    by_category: dict[str, int]
+    missing_images: int
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)  # the format's own figures (VALSE: valid foils per piece)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output (`notes` only for formats that report figures of their own)."""
+        data = asdict(self)
+        if not data["notes"]:
+            del data["notes"]
+        return data
+
+
+def import_path(
+    db: sqlite_utils.Database,
+    kind: str,
+    path: Path,
+    *,
+    images: Path | None = None,
+    name: str | None = None,
+    run: str | None = None,
+    embedded_root: Path | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Parse `path` as import `kind` and store it; raise BadInputError on bad input.
+
+    `images` is the image root the file's paths are relative to; images embedded in the file
+    (parquet bytes) are written under `embedded_root` instead, which then becomes the root.
+    """
+    if kind not in formats.IMPORT_KINDS:
+        raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {list(formats.IMPORT_KINDS)}")
+    fmt = formats.REGISTRY[kind]
+    assert fmt.read is not None  # IMPORT_KINDS holds only formats with a reader
+    parsed = fmt.read(Path(path))
+    if fmt.place_images is not None and images is not None:
+        parsed = fmt.place_images(parsed, images)
+    if not parsed.items:
+        raise BadInputError(path, None, f"holds no items; expected at least one {kind} item (an empty file or folder?)")
+    report = store_parsed(
+        db,
+        parsed,
+        kind=kind,
+        path=str(path),
+        images=images,
+        name=name,
+        run=run,
+        embedded_root=embedded_root,
+        progress=progress,
+    )
+    if fmt.report is not None:
+        report.notes = fmt.report(parsed)
+    return report
+
+
+def attach_images(
+    db: sqlite_utils.Database, dataset: str, images: Path, *, progress: Progress | None = None
+) -> ImportReport:
+    """Give a dataset its image folder after the fact: its last import read again with `images`
+    as the root (idempotent: no item is added twice; the image statuses are checked anew)."""
+    last = store.last_import(db, store.get_dataset(db, dataset)["id"])
+    if last is None:
+        raise BadInputError(
+            Path(dataset),
+            None,
+            "has no import of items to attach images to (a results file, or the demo); import the benchmark with its "
+            "images",
+        )
+    if not Path(images).is_dir():
+        raise BadInputError(
+            Path(images),
+            None,
+            "is not a folder on this machine; expected the folder the dataset's image paths are relative to",
+        )
+    return import_path(db, last["kind"], Path(last["path"]), images=Path(images), name=dataset, progress=progress)
+
+
+def store_parsed(
+    db: sqlite_utils.Database,
+    parsed: Parsed,
+    *,
+    kind: str,
+    path: str,
+    images: Path | None = None,
+    name: str | None = None,
+    run: str | None = None,
+    embedded_root: Path | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Write parsed items (and outcomes) in one transaction; the one write path for datasets."""
+    _check_image_paths(parsed)
+    root = _image_root(parsed, images, embedded_root)
+    dataset_name = name or parsed.default_name
+    with store.transaction(db):
+        dataset_id = store.ensure_dataset(db, dataset_name, parsed.source_kind, root)
+        before = store.category_counts(db, dataset_id)
+        stored = store.upsert_items(db, dataset_id, parsed.items)
+        missing = _record_images(db, dataset_id, parsed, root, progress)
+        run_name = _store_run(db, dataset_id, parsed, stored, run)
+        report = ImportReport(
+            dataset=dataset_name,
+            run=run_name,
+            n_items=len(stored),
+            n_new_items=sum(new for _, new in stored),
+            by_category=dict(sorted(Counter(i.category for i in parsed.items).items())),
+            missing_images=missing,
+            warnings=[asdict(w) for w in parsed.warnings + _differences(db, dataset_id, parsed, stored, before)],
+        )
+        store.log_import(
+            db,
+            dataset_id,
+            kind=kind,
+            path=path,
+            n_items=report.n_items,
+            n_new_items=report.n_new_items,
+            run=run_name,
+        )
+    return report
+
+
+def _check_image_paths(parsed: Parsed) -> None:
+    for item, (file, row) in zip(parsed.items, parsed.origins):
+        for reference in _image_references(item.images, item.meta):
+            try:
+                clean_relative_path(reference)
+            except UnsafeImagePathError as error:
+                raise BadInputError(file, row, str(error)) from None
+
+
+def _image_references(images: tuple[str, ...], meta: dict[str, Any]) -> list[str]:
+    extra = meta.get("source_image")
+    return [*images, extra] if isinstance(extra, str) and extra else list(images)
+
+
+def _image_root(parsed: Parsed, images: Path | None, embedded_root: Path | None) -> Path | None:
+    if not parsed.embedded_images:
+        return images
+    if embedded_root is None:
+        raise BadInputError(parsed.origins[0][0], None, "the file embeds images; give a folder to write them to")
+    for relative, payload in parsed.embedded_images.items():
+        target = embedded_root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            target.write_bytes(payload)
+    return embedded_root
+
+
+def _record_images(
+    db: sqlite_utils.Database, dataset_id: int, parsed: Parsed, root: Path | None, progress: Progress | None
+) -> int:
+    """Probe every distinct image once; return how many referenced files are not usable."""
+    references = sorted({ref for item in parsed.items for ref in _image_references(item.images, item.meta)})
+    known = store.known_image_paths(db, dataset_id)
+    infos = []
+    for done, reference in enumerate(references, start=1):
+        if known.get(reference) != "ok" or root is None:
+            try:
+                infos.append(probe_image(root, reference))
+            except UnsafeImagePathError as error:
+                file, row = _origin_of(parsed, reference)
+                raise BadInputError(file, row, str(error)) from None
+        if progress and (done % 500 == 0 or done == len(references)):
+            progress(done, len(references))
+    store.record_images(db, dataset_id, infos)
+    for info in infos:
+        if info.status == "too_large":
+            size = f"{info.pixels:,} pixels" if info.pixels else "more pixels than allowed"
+            parsed.warn(
+                info.path,
+                None,
+                f"image not used: {size}, over the limit of {max_image_pixels():,} pixels; "
+                "raise it with FOIL_MAX_IMAGE_PIXELS",
+            )
+    statuses = store.known_image_paths(db, dataset_id)
+    return sum(statuses.get(ref) != "ok" for ref in references)
+
+
+def _origin_of(parsed: Parsed, reference: str) -> tuple[str, int | str | None]:
+    """The file and row of the first item naming an image."""
+    for item, origin in zip(parsed.items, parsed.origins):
+        if reference in _image_references(item.images, item.meta):
+            return origin
+    return (parsed.origins[0][0] if parsed.origins else "?", None)
+
+
+def _store_run(
+    db: sqlite_utils.Database, dataset_id: int, parsed: Parsed, stored: list[tuple[int, bool]], run: str | None
+) -> str | None:
+    if parsed.run is None or parsed.outcomes is None:
+        return None
+    name = run or parsed.run.name
+    run_id = store.ensure_run(
+        db, dataset_id, name, kind=parsed.run.kind, model=parsed.run.model, meta={"imported": True}
+    )
+    store.put_outcomes(db, run_id, [(item_id, outcome) for (item_id, _), outcome in zip(stored, parsed.outcomes)])
+    return name
+
+
+def _differences(
+    db: sqlite_utils.Database, dataset_id: int, parsed: Parsed, stored: list[tuple[int, bool]], before: dict[str, int]
+) -> list[ImportWarning]:
+    """Name the items this file adds to, or lacks from, a dataset that already had them."""
+    categories = sorted({i.category for i in parsed.items} & set(before))
+    if not categories:
+        return []
+    warnings = []
+    for (_, new), item, (file, row) in zip(stored, parsed.items, parsed.origins):
+        if new and item.category in categories:
+            warnings.append(
+                ImportWarning(
+                    file,
+                    row,
+                    f"item not in the dataset before this import, added: {item.category} {list(item.captions)}",
+                )
+            )
+    in_file = {item_id for item_id, _ in stored}
+    absent = {i: s for i, s in store.item_ids_by_category(db, dataset_id, categories).items() if i not in in_file}
+    for item_id, source_id in sorted(absent.items()):
+        warnings.append(
+            ImportWarning(
+                str(parsed.origins[0][0]), None, f"dataset item {source_id} (id {item_id}) is not in this file"
+            )
+        )
+    if len(warnings) > MAX_LISTED_DIFFERENCES:
+        extra = len(warnings) - MAX_LISTED_DIFFERENCES
+        warnings = warnings[:MAX_LISTED_DIFFERENCES] + [
+            ImportWarning(str(parsed.origins[0][0]), None, f"... and {extra} more differences")
+        ]
+    return warnings

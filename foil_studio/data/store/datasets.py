@@ -1,0 +1,300 @@
+"""Datasets, their items and images, and the import log."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import sqlite_utils
+
+from foil_studio.data.images import ImageInfo
+from foil_studio.data.items import Item
+from foil_studio.data.store import dialect
+from foil_studio.data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
+from foil_studio.data.store.rows import DatasetRow, DatasetSummary, ItemRow
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+def ensure_dataset(db: sqlite_utils.Database, name: str, source_kind: str, image_root: Path | None = None) -> int:
+    """The id of dataset `name`, created if absent; a newly given image root is recorded."""
+    check_name("dataset", name)
+    row = db.execute("SELECT id, image_root FROM datasets WHERE name = ?", [name]).fetchone()
+    root = str(image_root.resolve()) if image_root is not None else None
+    if row is None:
+        return int(
+            db.execute(
+                "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [name, source_kind, root, _now()],
+            ).fetchone()[0]
+        )
+    if root is not None and row[1] != root:
+        db.execute("UPDATE datasets SET image_root = ? WHERE id = ?", [root, row[0]])
+    return int(row[0])
+
+
+def get_dataset(db: sqlite_utils.Database, name: str) -> DatasetRow:
+    """The dataset row named `name`, or NotFoundError listing the names that exist."""
+    rows = list(db.query("SELECT * FROM datasets WHERE name = ?", [name]))
+    if not rows:
+        known = ", ".join(r["name"] for r in db.query("SELECT name FROM datasets")) or "none"
+        raise NotFoundError(f"no dataset named {name!r} (datasets: {known})")
+    return cast(DatasetRow, rows[0])
+
+
+def delete_dataset(db: sqlite_utils.Database, name: str) -> None:
+    """Remove a dataset with its items, images, runs and scores."""
+    dataset_id = get_dataset(db, name)["id"]
+    with transaction(db):
+        db.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
+
+
+def list_datasets(db: sqlite_utils.Database) -> list[DatasetSummary]:
+    """Every dataset with `n_items`, `by_category` counts and image status counts."""
+    datasets = list(db.query("SELECT id, name, source_kind AS kind, image_root FROM datasets"))
+    for dataset in datasets:
+        dataset["by_category"] = category_counts(db, dataset["id"])
+        dataset["n_items"] = sum(dataset["by_category"].values())
+        dataset["item_kinds"] = item_kind_counts(db, dataset["id"])
+        dataset["images"] = image_status_counts(db, dataset["id"])
+    return cast(list[DatasetSummary], datasets)
+
+
+def dataset_names(db: sqlite_utils.Database, *, with_runs: bool = False) -> list[str]:
+    """Names of every dataset (or of those with at least one run), oldest first, without counting items."""
+    where = " WHERE EXISTS (SELECT 1 FROM runs WHERE runs.dataset_id = datasets.id)" if with_runs else ""
+    return [row[0] for row in db.execute(f"SELECT name FROM datasets{where} ORDER BY id").fetchall()]
+
+
+def category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
+    """Items per category of one dataset, categories in sorted order."""
+    sql = "SELECT category, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY category ORDER BY category"
+    return {category: n for category, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+def item_kind_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
+    """Items per item kind (pair, triple, group...) of one dataset."""
+    sql = "SELECT kind, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY kind ORDER BY kind"
+    return {kind: n for kind, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+def image_status_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
+    """Referenced image files of one dataset by status (ok, missing, unreadable)."""
+    sql = "SELECT status, COUNT(*) FROM images WHERE dataset_id = ? GROUP BY status"
+    return {status: n for status, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+# --- items and images ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """An item as stored, with its database id."""
+
+    id: int
+    dataset: str
+    item: Item
+
+
+def upsert_items(db: sqlite_utils.Database, dataset_id: int, items: Iterable[Item]) -> list[tuple[int, bool]]:
+    """Insert the items not yet stored; return (item id, newly inserted) in input order.
+
+    Identical items within one input are told apart by their occurrence number, so the same
+    file imported twice maps onto the same rows. An item without images matches a stored item
+    with the same text; an item with images fills in a stored text-only item.
+    """
+    content_seen: Counter[str] = Counter()
+    text_seen: Counter[str] = Counter()
+    result = []
+    for item in items:
+        item_key = f"{item.content_key}#{content_seen[item.content_key]}"
+        text_key = f"{item.text_key}#{text_seen[item.text_key]}"
+        content_seen[item.content_key] += 1
+        text_seen[item.text_key] += 1
+        result.append(_upsert_item(db, dataset_id, item, item_key, text_key))
+    return result
+
+
+def _upsert_item(
+    db: sqlite_utils.Database, dataset_id: int, item: Item, item_key: str, text_key: str
+) -> tuple[int, bool]:
+    found = db.execute("SELECT id FROM items WHERE dataset_id = ? AND item_key = ?", [dataset_id, item_key]).fetchone()
+    if found:
+        return int(found[0]), False
+    same_text = db.execute(
+        "SELECT id, images FROM items WHERE dataset_id = ? AND text_key = ?", [dataset_id, text_key]
+    ).fetchone()
+    if same_text and not item.images:
+        return int(same_text[0]), False
+    if same_text and same_text[1] == "[]":
+        db.execute(
+            "UPDATE items SET images = ?, item_key = ? WHERE id = ?",
+            [json.dumps(list(item.images)), item_key, same_text[0]],
+        )
+        return int(same_text[0]), False
+    cursor = db.execute(
+        "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
+        " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        [
+            dataset_id,
+            item.kind,
+            item.category,
+            item.source_id,
+            item_key,
+            text_key,
+            json.dumps(list(item.captions)),
+            json.dumps(list(item.images)),
+            json.dumps(item.truth),
+            json.dumps(item.meta),
+        ],
+    )
+    return int(cursor.fetchone()[0]), True
+
+
+def record_images(db: sqlite_utils.Database, dataset_id: int, infos: Iterable[ImageInfo]) -> None:
+    """Insert or refresh the image rows of a dataset."""
+    db.conn.executemany(
+        "INSERT INTO images (dataset_id, path, status, sha256, size, width, height)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, path) DO UPDATE SET"
+        " status = excluded.status, sha256 = excluded.sha256, size = excluded.size,"
+        " width = excluded.width, height = excluded.height",
+        [(dataset_id, i.path, i.status, i.sha256, i.size, i.width, i.height) for i in infos],
+    )
+
+
+def known_image_paths(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
+    """Relative path -> status for every image row of a dataset."""
+    sql = "SELECT path, status FROM images WHERE dataset_id = ?"
+    return dict(db.execute(sql, [dataset_id]).fetchall())
+
+
+def item_ids_by_category(db: sqlite_utils.Database, dataset_id: int, categories: Iterable[str]) -> dict[int, str]:
+    """Item id -> source id of the dataset's items in the given categories."""
+    wanted = list(categories)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT id, source_id FROM items WHERE dataset_id = ? AND category IN ({marks})"
+    return dict(db.execute(sql, [dataset_id, *wanted]).fetchall())
+
+
+def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[int, str]]:
+    """(item id, category) of the dataset's items of the given kinds, by id: the sampling frame of a
+    stratified sample, read without decoding any item (fast on 100,000 items)."""
+    wanted = list(kinds)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT id, category FROM items WHERE dataset_id = ? AND kind IN ({marks}) ORDER BY id"
+    return [(int(i), str(c)) for i, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
+
+
+def item_truths(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(category, truth) of the dataset's items of the given kinds, by id: their ground truth without
+    decoding captions, images or meta."""
+    wanted = list(kinds)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT category, truth FROM items WHERE dataset_id = ? AND kind IN ({marks}) ORDER BY id"
+    return [(str(c), json.loads(t) if t else {}) for c, t in db.execute(sql, [dataset_id, *wanted]).fetchall()]
+
+
+def list_items(
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    *,
+    category: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    truth_flag: str | None = None,
+) -> list[ItemRow]:
+    """One page of a dataset's items (JSON columns decoded), in import order; with `truth_flag`,
+    only the items whose truth sets that flag to true (a named subset, `data.subsets`)."""
+    where, params = "dataset_id = ?", list[Any]([dataset_id])
+    if category:
+        where, params = where + " AND category = ?", [*params, category]
+    if truth_flag:
+        where += f" AND {truth_flag_condition(db, truth_flag, 'items')}"
+    rows = db.query(
+        f"SELECT id, kind, category, source_id, captions, images, truth, meta FROM items"
+        f" WHERE {where} ORDER BY id LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    )
+    return [cast(ItemRow, _decode(row, "captions", "images", "truth", "meta")) for row in rows]
+
+
+def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, ItemRow]:
+    """Decoded item rows by id."""
+    wanted = sorted(set(item_ids))
+    found: dict[int, ItemRow] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = db.query(
+            "SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN "
+            f"({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
+    return found
+
+
+def truth_flag_condition(db: sqlite_utils.Database, flag: str, table: str) -> str:
+    """SQL condition: the item row of `table` has `truth[flag]` true (flag checked as a plain name)."""
+    return dialect.json_is_true(db, f"{table}.truth", _plain_flag(flag))
+
+
+def truth_flags(db: sqlite_utils.Database, dataset_id: int, flags: list[str]) -> list[str]:
+    """Which of `flags` some item of the dataset carries in its truth (the subsets it offers)."""
+    sql = "SELECT 1 FROM items WHERE dataset_id = ? AND {} LIMIT 1"
+    return [
+        flag
+        for flag in flags
+        if db.execute(sql.format(dialect.json_has(db, "truth", _plain_flag(flag))), [dataset_id]).fetchone()
+    ]
+
+
+def _plain_flag(flag: str) -> str:
+    # flags are written into SQL text (JSON paths cannot be parameters on both engines)
+    if not flag.isidentifier():
+        raise StoreError(f"truth flag {flag!r} is not a plain name")
+    return flag
+
+
+def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None = None) -> int:
+    """Number of items in a dataset, optionally in one category."""
+    if category:
+        sql, params = "SELECT COUNT(*) FROM items WHERE dataset_id = ? AND category = ?", [dataset_id, category]
+    else:
+        sql, params = "SELECT COUNT(*) FROM items WHERE dataset_id = ?", [dataset_id]
+    return int(db.execute(sql, params).fetchone()[0])
+
+
+# --- import log ------------------------------------------------------------------------------
+
+
+def last_import(db: sqlite_utils.Database, dataset_id: int) -> dict[str, Any] | None:
+    """The latest import of items (not of a results run) into a dataset: kind, path, when."""
+    rows = list(
+        db.query(
+            "SELECT kind, path, imported_at FROM imports WHERE dataset_id = ? AND run IS NULL ORDER BY id DESC LIMIT 1",
+            [dataset_id],
+        )
+    )
+    return rows[0] if rows else None
+
+
+def log_import(
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    *,
+    kind: str,
+    path: str,
+    n_items: int,
+    n_new_items: int,
+    run: str | None,
+) -> None:
+    """Record one finished import."""
+    db.execute(
+        "INSERT INTO imports (dataset_id, kind, path, n_items, n_new_items, run, imported_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [dataset_id, kind, path, n_items, n_new_items, run, _now()],
+    )

@@ -1,0 +1,292 @@
+"""Model runs, their scores and cached summaries, embeddings, and hackability audits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+import sqlite_utils
+
+from foil_studio.data.store import dialect
+from foil_studio.data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
+from foil_studio.data.store.datasets import get_dataset, truth_flag_condition
+from foil_studio.data.store.rows import RunRow, RunSummary
+
+# --- runs and scores -------------------------------------------------------------------------
+
+
+def ensure_run(
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    name: str,
+    *,
+    kind: str,
+    model: str | None = None,
+    pretrained: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> int:
+    """The id of run `name` on a dataset, created if absent."""
+    check_name("run", name)
+    row = db.execute("SELECT id FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]).fetchone()
+    if row:
+        return int(row[0])
+    return int(
+        db.execute(
+            "INSERT INTO runs (name, dataset_id, model, pretrained, kind, meta, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            [name, dataset_id, model, pretrained, kind, json.dumps(meta or {}), _now()],
+        ).fetchone()[0]
+    )
+
+
+def put_outcomes(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, dict[str, Any]]]) -> None:
+    """Store (item id, outcome) rows of a run; a re-import merges into the same rows."""
+    db.conn.executemany(
+        "INSERT INTO scores (run_id, item_id, outcome) VALUES (?, ?, ?)"
+        " ON CONFLICT (run_id, item_id) DO UPDATE SET outcome = "
+        + dialect.json_merge(db, "COALESCE(scores.outcome, '{}')", "excluded.outcome"),
+        [(run_id, item_id, json.dumps(outcome)) for item_id, outcome in rows],
+    )
+    _new_run_version(db, run_id)
+
+
+def put_scores(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, Any]]) -> None:
+    """Store (item id, similarity scores) rows of a run; scoring again replaces them."""
+    db.conn.executemany(
+        "INSERT INTO scores (run_id, item_id, scores) VALUES (?, ?, ?)"
+        " ON CONFLICT (run_id, item_id) DO UPDATE SET scores = excluded.scores",
+        [(run_id, item_id, json.dumps(scores)) for item_id, scores in rows],
+    )
+    _new_run_version(db, run_id)
+
+
+def _new_run_version(db: sqlite_utils.Database, run_id: int) -> None:
+    """A run's scores changed: its stored summaries and the pages' caches no longer hold."""
+    db.execute("UPDATE runs SET version = version + 1 WHERE id = ?", [run_id])
+
+
+def get_run_summary(db: sqlite_utils.Database, run_id: int, settings: str) -> dict[str, Any] | None:
+    """A run's stored metrics under these settings, if computed on its current scores."""
+    row = db.execute(
+        "SELECT s.summary FROM run_summaries s JOIN runs ON runs.id = s.run_id"
+        " WHERE s.run_id = ? AND s.settings = ? AND s.version = runs.version",
+        [run_id, settings],
+    ).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def put_run_summary(db: sqlite_utils.Database, run_id: int, settings: str, summary: dict[str, Any]) -> None:
+    """Store a run's metrics under these settings, for its current scores."""
+    with transaction(db):
+        db.execute(
+            "INSERT INTO run_summaries (run_id, settings, version, summary, created_at)"
+            " SELECT id, ?, version, ?, ? FROM runs WHERE id = ?"  # (SQLite needs a WHERE before ON CONFLICT here)
+            " ON CONFLICT (run_id, settings) DO UPDATE SET version = excluded.version, summary = excluded.summary,"
+            " created_at = excluded.created_at",
+            [settings, json.dumps(summary), _now(), run_id],
+        )
+
+
+def update_run_meta(db: sqlite_utils.Database, run_id: int, meta: dict[str, Any]) -> None:
+    """Replace a run's metadata (model stamp, timings)."""
+    db.execute("UPDATE runs SET meta = ? WHERE id = ?", [json.dumps(meta), run_id])
+
+
+def get_embeddings(db: sqlite_utils.Database, model: str, modality: str, keys: list[str]) -> dict[str, bytes]:
+    """Cached vectors of `model` for the given content keys (those present)."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT key, vector FROM embeddings WHERE model = ? AND modality = ? AND key IN ({marks})"
+        found.update(db.execute(sql, [model, modality, *chunk]).fetchall())
+    return found
+
+
+def put_embeddings(db: sqlite_utils.Database, model: str, modality: str, vectors: Iterable[tuple[str, bytes]]) -> None:
+    """Cache vectors of `model` in one transaction (a batch survives an interrupted run)."""
+    with transaction(db):
+        db.conn.executemany(
+            "INSERT INTO embeddings (model, modality, key, vector) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (model, modality, key) DO UPDATE SET vector = excluded.vector",
+            [(model, modality, key, vector) for key, vector in vectors],
+        )
+
+
+def image_hashes(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
+    """Relative path -> sha256 of every readable image of a dataset."""
+    sql = "SELECT path, sha256 FROM images WHERE dataset_id = ? AND status = 'ok'"
+    return dict(db.execute(sql, [dataset_id]).fetchall())
+
+
+def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[RunSummary]:
+    """Runs with their dataset name, the precision they were scored in (None for imported
+    results) and number of scored items, optionally of one dataset."""
+    sql = (
+        "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.kind AS kind, runs.meta AS meta,"
+        " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items"
+        " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
+    )
+    rows = (
+        db.query(sql + " ORDER BY runs.id")
+        if dataset is None
+        else db.query(sql + " WHERE datasets.name = ? ORDER BY runs.id", [dataset])
+    )
+    return [cast(RunSummary, _with_precision(row)) for row in rows]
+
+
+def _with_precision(row: dict[str, Any]) -> dict[str, Any]:
+    meta = json.loads(row.pop("meta") or "{}")
+    return {
+        **{k: v for k, v in row.items() if k != "n_items"},
+        "precision": meta.get("precision"),
+        "n_items": row["n_items"],
+    }
+
+
+def get_run(db: sqlite_utils.Database, dataset: str, name: str) -> RunRow:
+    """The run `name` of a dataset (meta decoded), or NotFoundError listing the dataset's runs."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    rows = list(db.query("SELECT * FROM runs WHERE dataset_id = ? AND name = ?", [dataset_id, name]))
+    if not rows:
+        known = ", ".join(r["run"] for r in list_runs(db, dataset)) or "none"
+        raise NotFoundError(f"no run named {name!r} on dataset {dataset!r} (runs: {known})")
+    return cast(RunRow, _decode(rows[0], "meta"))
+
+
+def delete_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, int]:
+    """Delete a run with its scores and stored summaries (cached embeddings stay: they belong to
+    the model, not the run); return how many of each were deleted."""
+    run_id = get_run(db, dataset, name)["id"]
+    with transaction(db):
+        counts = {
+            table: int(db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = ?", [run_id]).fetchone()[0])
+            for table in ("scores", "run_summaries")
+        }
+        for table in counts:  # explicit, not left to ON DELETE CASCADE: a store opened without foreign keys keeps none
+            db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        db.execute("DELETE FROM runs WHERE id = ?", [run_id])
+    return counts
+
+
+@dataclass(frozen=True)
+class RunColumns:
+    """A run as columns (one entry per scored item, by item id): what metrics and pages read.
+
+    ``run_kind`` is the run's kind (``scores``, or ``correct``/``groups``/``choices`` for imported
+    decisions); ``scores`` is one float array (items first) when every item has similarities,
+    else None; ``outcomes`` lists the imported decisions (None where an item has none);
+    ``groups`` the item groups a benchmark scores together (``meta["groups"]``, What'sUp's pairs
+    and sets; None for most items).
+    """
+
+    run_kind: str
+    item_ids: np.ndarray
+    kinds: np.ndarray
+    categories: np.ndarray
+    scores: np.ndarray | None
+    outcomes: list[dict[str, Any] | None]
+    groups: list[dict[str, str] | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.item_ids)
+
+
+def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | None = None) -> RunColumns:
+    """Every scored item of a run as columns, decoded in bulk (fast on 100,000 items); with
+    `truth_flag`, only the items of that subset."""
+    subset = f" AND {truth_flag_condition(db, truth_flag, 'items')}" if truth_flag else ""
+    rows = db.execute(
+        "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, "
+        + dialect.json_text(db, "items.meta", "groups")
+        + f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY "
+        "scores.item_id",
+        [run_id],
+    ).fetchall()
+    ids, kinds, categories, scores, outcomes, groups = zip(*rows) if rows else ((), (), (), (), (), ())
+    return RunColumns(
+        run_kind=db.execute("SELECT kind FROM runs WHERE id = ?", [run_id]).fetchone()[0],
+        item_ids=np.array(ids, dtype=np.int64),
+        kinds=np.array(kinds, dtype=str),
+        categories=np.array(categories, dtype=str),
+        scores=_score_array(scores) if rows and None not in scores else None,
+        outcomes=[None if o is None else json.loads(o) for o in outcomes],
+        groups=[None if g is None else json.loads(g) for g in groups],
+    )
+
+
+def _score_array(texts: tuple[str, ...]) -> np.ndarray:
+    """JSON score lists as one float array (items first), parsed in one pass.
+
+    Retrieval sets may hold different numbers of negatives (CREPE's systematicity files): their
+    rows are padded with NaN, which never outranks a caption.
+    """
+    shape = np.shape(json.loads(texts[0]))
+    flat = np.fromstring(",".join(texts).replace("[", " ").replace("]", " "), sep=",")
+    if len({text.count(",") for text in texts}) == 1 and flat.size == len(texts) * int(np.prod(shape)):
+        return flat.reshape(len(texts), *shape)
+    rows = [json.loads(text) for text in texts]
+    if any(np.ndim(row) != 1 for row in rows):
+        raise StoreError(f"scores of one run have different shapes ({shape} and others); score one item kind per run")
+    padded = np.full((len(rows), max(map(len, rows))), np.nan)
+    for number, row in enumerate(rows):
+        padded[number, : len(row)] = row
+    return padded
+
+
+def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
+    """Changes whenever a dataset's items, runs, scores, labels or decisions do (a cache key for pages)."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    row = db.execute(
+        "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
+        # every write of a run's scores bumps its version: no need to count 100,000s of score rows
+        " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) || ':' || COALESCE(SUM(version), 0)"
+        " FROM runs WHERE dataset_id = :d),"
+        " (SELECT COUNT(*) FROM labels JOIN batches ON batches.id = labels.batch_id WHERE batches.dataset_id = :d),"
+        # revisions and adjudications change answers without adding labels
+        " (SELECT COUNT(*) FROM label_revisions r JOIN labels ON labels.id = r.label_id"
+        " JOIN batches ON batches.id = labels.batch_id"
+        "  WHERE batches.dataset_id = :d),"
+        " (SELECT COUNT(*) || ':' || COALESCE(MAX(decisions.decided_at), '')"
+        " FROM decisions JOIN batches ON batches.id = decisions.batch_id"
+        "  WHERE batches.dataset_id = :d)",
+        {"d": dataset_id},
+    ).fetchone()
+    return ":".join(map(str, row))
+
+
+def items_fingerprint(db: sqlite_utils.Database, dataset_id: int) -> str:
+    """Changes whenever items are added to or removed from a dataset (imports never edit items)."""
+    row = db.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM items WHERE dataset_id = ?", [dataset_id]).fetchone()
+    return f"{row[0]}:{row[1]}"
+
+
+def put_audit(db: sqlite_utils.Database, dataset: str, settings: str, result: dict[str, Any]) -> None:
+    """Store a dataset's audit result under its settings, replacing an older one."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    with transaction(db):
+        db.execute(
+            "INSERT INTO audits (dataset_id, settings, items_fingerprint, result, created_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (dataset_id, settings) DO UPDATE SET items_fingerprint = excluded.items_fingerprint,"
+            " result = excluded.result, created_at = excluded.created_at",
+            [dataset_id, settings, items_fingerprint(db, dataset_id), json.dumps(result), _now()],
+        )
+
+
+def get_audit(db: sqlite_utils.Database, dataset: str, settings: str) -> dict[str, Any] | None:
+    """The stored audit of a dataset under these settings, unless its items changed since."""
+    dataset_id = get_dataset(db, dataset)["id"]
+    row = db.execute(
+        "SELECT result FROM audits WHERE dataset_id = ? AND settings = ? AND items_fingerprint = ?",
+        [dataset_id, settings, items_fingerprint(db, dataset_id)],
+    ).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def run_outcomes(db: sqlite_utils.Database, run_id: int) -> dict[int, dict[str, Any]]:
+    """Item id -> outcome of one run."""
+    sql = "SELECT item_id, outcome FROM scores WHERE run_id = ? AND outcome IS NOT NULL"
+    return {item_id: json.loads(o) for item_id, o in db.execute(sql, [run_id]).fetchall()}

@@ -1,0 +1,1 @@
+"""The Streamlit pages (run by path from `foil_studio/app.py`; `registry.py` lists them)."""

@@ -1,0 +1,198 @@
+"""Benchmark health: what share of a dataset's negatives are invalid, and the leaderboard on the
+valid items, from a stratified sample people validate (`annotate.health`)."""
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from foil_studio.analysis.health import ALLOCATIONS
+from foil_studio.annotate import browse, health
+from foil_studio.data import store
+from foil_studio.views import text
+from foil_studio.views.session import session_db
+
+db = session_db()
+st.title("Benchmark health")
+st.caption(
+    "How many of a benchmark's negatives are actually invalid (the altered caption is also true), per category, "
+    "and does leaving them out change which model is better? Draw a stratified random sample, let annotators "
+    "validate it on their queues, and read the estimates here with 95% intervals."
+)
+names = browse.caption_pair_datasets(db)
+if not names:
+    st.info("No dataset with caption pairs yet: import one on Datasets.")
+    st.stop()
+dataset = st.selectbox("Dataset", names, key="health_dataset")
+batches = health.health_batches(db, dataset)
+annotators = [a["name"] for a in store.list_annotators(db)]
+
+
+def draw_form(first: bool) -> None:
+    """The form that draws the first sample, or the next batch where it helps most."""
+    with st.form(f"health_draw_{dataset}"):
+        left, middle, right = st.columns(3)
+        budget = left.number_input("Items to draw", min_value=1, value=70 if first else 50, step=10)
+        if first:
+            allocation = middle.selectbox("Allocation over categories", ALLOCATIONS, index=1)
+            target, runs = "share", ()
+        else:
+            allocation = "neyman"
+            target = middle.selectbox(
+                "Sharpen",
+                health.TARGETS,
+                format_func=lambda t: {"share": "the invalid share", "rank": "a pair's order"}[t],
+            )
+            run_names = [r["run"] for r in store.list_runs(db, dataset)]
+            runs = tuple(st.multiselect("The pair of runs (for a pair's order)", run_names, max_selections=2))
+        overlap = right.number_input("Annotators per item", min_value=1, value=3)
+        chosen = st.multiselect("Annotators", annotators, default=annotators[:3])
+        extra = st.text_input("New annotators (comma separated)", placeholder="ada, ben, cy")
+        name = st.text_input("Batch name (optional)")
+        seed = st.number_input("Seed", min_value=0, value=0)
+        submitted = st.form_submit_button("Draw the sample" if first else "Draw the next batch", type="primary")
+    if not submitted:
+        return
+    chosen = list(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
+    try:
+        plan = health.plan_sample(
+            db, dataset, int(budget), allocation=allocation, target=target, runs=runs, seed=int(seed)
+        )
+        created = health.create_sample_batch(db, plan, chosen, overlap=int(overlap), name=name.strip() or None)
+    except (store.StoreError, ValueError) as error:
+        st.error(str(error))
+        return
+    st.success(
+        f"Batch {text.md(created['batch'])}: {created['drawn']} items for {len(chosen)} annotators. "
+        "Their links are on Annotation batches."
+    )
+
+
+if not batches:
+    st.info("No health sample of this dataset yet. Draw one: it becomes a validate_negative batch.")
+    draw_form(first=True)
+    st.stop()
+with st.expander("Draw the next batch"):
+    draw_form(first=False)
+
+report = health.health_report(db, dataset)
+overall = report["overall"]
+if overall["invalid_share"] is not None:
+    first, second, third = st.columns(3)
+    for column, label, share in (
+        (first, "Invalid negatives", overall["invalid_share"]),
+        (second, "Ambiguous", overall["ambiguous_share"]),
+    ):
+        low, high = share["interval"]
+        column.metric(label, f"{100 * share['estimate']:.1f}%", help="stratified estimate over the categories")
+        column.caption(f"95% interval {100 * low:.1f} to {100 * high:.1f}%")
+    third.metric("Decided items", f"{report['design']['decided']} of {report['design']['drawn']} drawn")
+    third.caption(f"from {report['design']['items']} items in {report['design']['categories']} categories")
+st.subheader("Methods")
+st.markdown(text.md(report["methods"]))
+if overall["invalid_share"] is None:
+    st.info(
+        "No drawn item is decided yet: the estimates appear as annotators validate them on their queues "
+        "(for the demo: Simulate annotators on Annotation batches)."
+    )
+    st.stop()
+
+shares = [row for row in report["strata"] if row["invalid_share"] is not None]
+figure = go.Figure(
+    go.Bar(
+        x=[row["category"] for row in shares],
+        y=[100 * row["invalid_share"]["estimate"] for row in shares],
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [100 * (row["invalid_share"]["interval"][1] - row["invalid_share"]["estimate"]) for row in shares],
+            "arrayminus": [
+                100 * (row["invalid_share"]["estimate"] - row["invalid_share"]["interval"][0]) for row in shares
+            ],
+        },
+        name="estimated from the sample",
+    )
+)
+if any("authors_invalid_share" in row for row in shares):
+    figure.add_scatter(
+        x=[row["category"] for row in shares],
+        y=[100 * row["authors_invalid_share"] for row in shares],
+        mode="markers",
+        marker={"symbol": "diamond", "size": 10},
+        name="the dataset's own verdicts (all items)",
+    )
+figure.update_layout(
+    title="Invalid negatives per category, % (95% interval)",
+    yaxis_title="invalid %",
+    height=380,
+    legend={"orientation": "h", "y": -0.25},
+    margin={"t": 50, "b": 10},
+)
+st.plotly_chart(text.literal_figure(figure), width="stretch")
+
+
+st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="stretch")
+blind = report["hackability"]
+with st.expander(f"Hackability: blind text-only accuracy, % ({', '.join(blind['scorers'])}; a tie counted half)"):
+    st.dataframe(pd.DataFrame(health.blind_table(report)), hide_index=True)
+
+board = report["leaderboard"] or {}
+if board.get("runs"):
+    st.subheader("Leaderboard: all items against valid items")
+    runs = board["runs"]
+    dumbbell = go.Figure()
+    for row in runs:
+        dumbbell.add_scatter(
+            x=[row["published"], row["valid"]],
+            y=[row["run"], row["run"]],
+            mode="lines",
+            line={"color": "#888", "width": 3},
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    dumbbell.add_scatter(
+        x=[row["published"] for row in runs],
+        y=[row["run"] for row in runs],
+        mode="markers",
+        marker={"color": "#444", "size": 11},
+        name="all items (published)",
+    )
+    dumbbell.add_scatter(
+        x=[row["valid"] for row in runs],
+        y=[row["run"] for row in runs],
+        mode="markers",
+        marker={"color": "#0068c9", "size": 12, "symbol": "diamond"},
+        name="valid items (95% interval)",
+        error_x={
+            "type": "data",
+            "symmetric": False,
+            "array": [row["valid_interval"][1] - row["valid"] for row in runs],
+            "arrayminus": [row["valid"] - row["valid_interval"][0] for row in runs],
+        },
+    )
+    dumbbell.update_layout(
+        xaxis_title=f"accuracy % (ties counted {board['ties']})",
+        height=140 + 40 * len(runs),
+        legend={"orientation": "h", "y": -0.4},
+        margin={"t": 20, "b": 10},
+    )
+    st.plotly_chart(text.literal_figure(dumbbell), width="stretch")
+    if board["pairs"]:
+        st.dataframe(pd.DataFrame(health.pairs_table(report)), hide_index=True, width="stretch")
+humans = report.get("human_baseline")
+if humans and humans["metrics"]:
+    st.caption(
+        f"Human baseline ({text.md(', '.join(humans['batches']))}; {humans['n']} items): "
+        + "; ".join(f"{row['metric']} {row['value (95% CI)']}" for row in health.human_table(report))
+    )
+for run, why in (board.get("skipped") or {}).items():
+    st.caption(f"{text.md(run)} left out: {text.md(why)}")
+
+left, right = st.columns(2)
+left.download_button(
+    "Benchmark card (Markdown)", health.report_markdown(report), file_name=f"{dataset}-health.md", mime="text/markdown"
+)
+right.download_button(
+    "Benchmark card (JSON)", json.dumps(report, indent=2), file_name=f"{dataset}-health.json", mime="application/json"
+)

@@ -1,0 +1,235 @@
+"""Model scores: per-category metrics of one or more runs, with intervals and the chance line."""
+
+import time
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import plotly.graph_objects as go
+import sqlite_utils
+import streamlit as st
+
+from foil_studio.analysis import metrics, model_spec, results
+from foil_studio.annotate import baselines
+from foil_studio.data import paths, plain_text, store, subsets
+from foil_studio.views import text
+from foil_studio.views.choices import subset_choice
+from foil_studio.views.session import session_db
+
+if TYPE_CHECKING:
+    from foil_studio.analysis.models import LoadedModel
+
+db = session_db()
+st.title("Model scores")
+
+
+@st.cache_resource(max_entries=2, show_spinner="Loading the model...")
+def cached_model(spec: model_spec.ModelSpec) -> "LoadedModel":
+    from foil_studio.analysis import models  # torch and open_clip take ~5 s to import: only when asked to score
+
+    return models.load_model(spec)
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing metrics and intervals...")
+def run_summaries(
+    _db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None, ties: str | None
+) -> dict[str, dict]:
+    return results.run_summaries(_db, dataset, subset=subset, ties=ties)
+
+
+def two_decimals(frame: pd.DataFrame) -> dict:
+    """Show the percentages of a table with two decimals (the data keep every digit)."""
+    return {c: st.column_config.NumberColumn(format="%.2f") for c in frame.select_dtypes("float").columns}
+
+
+DEMO_MODEL = "the demo model (works offline)"
+
+
+def score_form() -> None:
+    """Score a dataset with the demo model or any open_clip model; show the new run when done."""
+    targets = store.dataset_names(db)
+    target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
+    source = st.radio("Model", [DEMO_MODEL, "an open_clip model"], horizontal=True, key="score_source")
+    if source == DEMO_MODEL:
+        spec = model_spec.demo_model_spec()
+    else:
+        left, middle, right = st.columns(3)
+        arch = left.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
+        tag = middle.text_input("Pretrained tag ('none': random weights, timing only)", "openai", key="score_tag")
+        checkpoint = right.text_input("or a local checkpoint file", "", key="score_checkpoint")
+        precision = st.selectbox(
+            "Precision",
+            model_spec.PRECISIONS,
+            key="score_precision",
+            help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records "
+            "which and why.",
+        )
+        spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
+        st.caption(
+            "Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops "
+            "with a message."
+        )
+    default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
+    run = (
+        st.text_input("Run name", placeholder=default, key="score_run").strip() or None
+    )  # None: the loaded model's name
+    if not target:
+        return
+    from foil_studio.analysis import scoring
+
+    try:
+        ready = scoring.require_scorable(db, target)
+    except scoring.NothingToScoreError as error:
+        st.warning(text.md(error))
+        return
+    if ready.n_skipped:
+        st.caption(text.md(ready.skipped_sentence()))
+    if st.button("Score", key="score_now", type="primary"):
+        bar = st.progress(0.0, text=f"loading {spec.arch}")
+        waited = time.perf_counter()  # what the person waits for: loading the model too, not only scoring
+        try:
+            report = scoring.score_dataset(
+                db,
+                target,
+                cached_model(spec),
+                run=run,
+                progress=lambda stage, done, total: bar.progress(
+                    done / max(total, 1), text=f"encoding {stage}: {done}/{total}"
+                ),
+            )
+        except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
+            bar.empty()
+            st.error(text.md(error))
+        else:
+            skipped = f" {report.n_skipped:,} items without their image files were skipped." if report.n_skipped else ""
+            st.session_state["scores_notice"] = (
+                f"Scored {report.n_items} items as run {text.md(report.run)} in {time.perf_counter() - waited:.1f} s "
+                f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown "
+                f"below.{skipped}"
+            )
+            st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
+            st.session_state[f"scores_runs:{target}"] = [report.run]
+            st.rerun()
+
+
+with st.expander("Score a dataset now"):
+    score_form()
+if "scores_notice" in st.session_state:
+    st.success(st.session_state.pop("scores_notice"))
+
+with_runs = store.dataset_names(db, with_runs=True)
+if not with_runs:
+    st.info("No runs yet. Score a dataset with `./foil score DATASET --model ARCH ...` or import per-instance results.")
+    st.stop()
+
+dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
+db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
+# the tie choice beside the subset choice, or on its own line where the dataset has no subsets (no hole beside it)
+left, right = st.columns(2) if len(subsets.available_subsets(db, dataset)) > 1 else (st.container(), st.container())
+with left:
+    subset = subset_choice(db, dataset, "scores_subset")
+BENCHMARK_RULE = "as the benchmark counts them"
+tie_choice = right.selectbox(
+    "Ties count",
+    [BENCHMARK_RULE, *metrics.TIE_RULES],
+    key="scores_ties",
+    help="How a comparison whose two scores are equal counts: wrong, right, or half (a fair coin).",
+)
+summaries = run_summaries(
+    db, db_path, dataset, fingerprint, subset, None if tie_choice == BENCHMARK_RULE else tie_choice
+)
+overview = results.runs_overview(store.list_runs(db, dataset), summaries)
+st.dataframe(
+    pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview))
+)
+
+with st.expander("Delete a run"):
+    doomed = st.selectbox("Run to delete", [row["run"] for row in overview], key="delete_run_name")
+    sure = st.checkbox(f"Yes, delete {text.md(doomed)} with its scores and stored summaries", key="delete_run_sure")
+    if st.button("Delete run", key="delete_run", disabled=not sure):
+        deleted = store.delete_run(db, dataset, doomed)
+        st.session_state["scores_notice"] = f"Deleted run {text.md(doomed)} ({deleted['scores']:,} item scores)."
+        st.session_state.pop("delete_run_sure", None)
+        st.rerun()
+
+run_names = [row["run"] for row in overview if "note" not in row]
+runs_key = f"scores_runs:{dataset}"
+st.session_state[runs_key] = [r for r in st.session_state.get(runs_key, run_names[:2]) if r in run_names]
+chosen = st.multiselect("Runs", run_names, key=runs_key)
+if not chosen:
+    st.stop()
+first = next(row for row in overview if row["run"] == chosen[0])
+keys = results.overview_metrics(first)
+left, right = st.columns(2)
+key = left.selectbox("Metric", keys, key=f"scores_metric:{dataset}")
+level = "category"
+if any("by_type" in summaries[run] for run in chosen):  # BiVLC: types and subtypes, never on one axis
+    level = right.radio(
+        "Per",
+        ["category", "type"],
+        horizontal=True,
+        key=f"scores_level:{dataset}",
+        format_func=lambda v: {"category": "subtype (add_att...)", "type": "type (add, replace, swap)"}[v],
+    )
+table = pd.DataFrame(results.category_table(summaries, chosen, key, level))
+humans = baselines.dataset_baseline(db, dataset)
+with_humans = bool(humans and key in humans["metrics"])
+if with_humans:
+    human_table = pd.DataFrame(results.category_table({"humans": humans}, ["humans"], key, level)).rename(
+        columns={"n": "humans n"}
+    )
+    table = table.merge(human_table, on="category", how="left").astype(
+        {"humans n": "Int64"}
+    )  # whole items, also where a category has none
+    st.caption(
+        f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the "
+        f"{first['n_items']} items (the humans n column); the models' figures are over every item, so the two differ "
+        "in sample as well as in who answers."
+    )
+chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
+shown = table.assign(
+    **{
+        f"{name} 95% CI": table[f"{name} 95% CI"].map(plain_text.interval_text)
+        for name in [*chosen, *(["humans"] if with_humans else [])]
+    }
+)
+# the category stays in view while the runs' columns scroll sideways (three runs are wider than the page)
+columns = {**two_decimals(shown), "category": st.column_config.TextColumn(pinned=True)}
+st.dataframe(shown, hide_index=True, width="stretch", column_config=columns)
+for sentence in results.tie_rules_said(summaries, chosen):
+    st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")
+
+figure = go.Figure(
+    [
+        go.Bar(
+            name=name,
+            x=table["category"],
+            y=table[name],
+            error_y=results.error_bars(table[name], table[f"{name} 95% CI"]),
+        )
+        for name in chosen
+    ]
+)
+if with_humans:
+    figure.add_scatter(
+        name=f"humans ({humans['n']} items)",
+        x=table["category"],
+        y=table["humans"],
+        mode="lines+markers",
+        line_dash="dot",
+        line_color="black",
+        error_y=results.error_bars(table["humans"], table["humans 95% CI"]),
+    )
+if len({c for c in chance if c is not None}) == 1:
+    figure.add_hline(
+        y=chance[0], line_dash="dash", annotation_text=f"chance {chance[0]:.1f}", annotation_position="top left"
+    )  # not over the last bar
+elif any(c is not None for c in chance):  # chance differs by category (the number of captions per item)
+    figure.add_scatter(
+        name="chance",
+        x=table["category"],
+        y=chance,
+        mode="markers",
+        marker={"symbol": "line-ew-open", "size": 28, "color": "gray"},
+    )
+figure.update_layout(barmode="group", yaxis_title=f"{key} (%)", yaxis_range=[0, 100])
+st.plotly_chart(text.literal_figure(figure), key="scores_chart")
