@@ -11,7 +11,8 @@ A block in README.md is
     <!-- end output -->
 
 and `| PREFIX` after the command keeps only the table's header and the rows starting with PREFIX;
-`A && B` runs A first and shows what B prints.
+`A && B` runs A first and shows what B prints; `python docs/SCRIPT.py` runs that script with
+`$FOIL_DB` naming the store.
 The commands run on a demo store built afresh (the one `make run` builds), or on `--db`.
 """
 
@@ -20,7 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import re
+import runpy
 import shlex
 import sys
 import tempfile
@@ -42,17 +45,32 @@ def command_output(command: str, db: Path) -> str:
         command_output(setup, db)
     line, _, keep = command.partition(" | ")
     argv = shlex.split(line)
-    if argv[0] != "./foil":
-        raise ValueError(f"README output block runs {argv[0]!r}; expected ./foil")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
-        code = cli.main([*argv[1:], "--db", str(db)])
-    if code != 0:
-        raise RuntimeError(f"{line} failed (exit {code})")
+        if argv[0] == "python":
+            run_script(REPO / argv[1], db)
+        elif argv[0] == "./foil":
+            if (code := cli.main([*argv[1:], "--db", str(db)])) != 0:
+                raise RuntimeError(f"{line} failed (exit {code})")
+        else:
+            raise ValueError(f"README output block runs {argv[0]!r}; expected ./foil or python")
     lines = printed.getvalue().splitlines()
     if keep:
         lines = [x for x in lines if x.startswith(("category", keep.strip()))]
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def run_script(script: Path, db: Path) -> None:
+    """Run a Python file of the checkout as `python SCRIPT` would, with `$FOIL_DB` set to `db`."""
+    before = os.environ.get("FOIL_DB")
+    os.environ["FOIL_DB"] = str(db)
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        if before is None:
+            del os.environ["FOIL_DB"]
+        else:
+            os.environ["FOIL_DB"] = before
 
 
 def regenerate(readme: str, db: Path) -> str:

@@ -26,10 +26,19 @@ from foil_studio.annotate.task_types import task_table  # noqa: E402
 from foil_studio.data.formats import import_table  # noqa: E402
 
 SECTION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+NOTEBOOK_EXAMPLE = REPO / "docs" / "notebook_example.py"
+
+
+def notebook_example() -> str:
+    """The Python API example, as the file a test runs."""
+    return "```python\n" + NOTEBOOK_EXAMPLE.read_text(encoding="utf-8") + "```"
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
     "import-kinds": import_table,
     "task-types": task_table,
     "commands": cli.command_table,
+    "notebook-example": notebook_example,
 }
 
 

@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import sqlite3
 import sys
 import time
@@ -30,6 +31,7 @@ from foil_studio.analysis.model_spec import PRECISIONS, ModelUnavailableError
 from foil_studio.analysis.results import BOOTSTRAP
 from foil_studio.annotate import links
 from foil_studio.annotate.batches import SPEC_DEFAULTS
+from foil_studio.annotate.export import TRAINING_FORMATS
 from foil_studio.annotate.task_types import REGISTRY as TASK_REGISTRY
 from foil_studio.annotate.task_types import TASK_TYPES, TaskError
 from foil_studio.data import formats, paths, plain_text, store
@@ -223,16 +225,22 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
 @command(
     "export",
     arg("dataset"),
-    arg("--format", choices=formats.EXPORT_FORMATS, required=True),
+    arg("--format", choices=[*formats.EXPORT_FORMATS, *TRAINING_FORMATS], required=True),
     arg("--out", required=True, metavar="DIR"),
     SUBSET,
+    SEED,
 )
 def cmd_export(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Write a dataset in a benchmark's own layout, which reads back with that benchmark's `import`
     (BiVLC's images copied), or as JSONL / parquet with every run's per-instance results
-    (`results: {run: {correct, scores}}`; the JSONL imports back with `import jsonl`)."""
+    (`results: {run: {correct, scores}}`; the JSONL imports back with `import jsonl`); `negclip-csv`
+    writes the items whose negatives validate_negative batches validated as NegCLIP's training table."""
     from foil_studio.analysis.exports import export_dataset
 
+    if args.format in TRAINING_FORMATS:
+        if args.subset != "all":
+            raise UsageError(f"--subset does not apply to {args.format}: it holds the validated items")
+        return TRAINING_FORMATS[args.format](db, args.dataset, Path(args.out), seed=args.seed)
     return export_dataset(db, args.dataset, args.format, Path(args.out), subset=args.subset)
 
 
@@ -335,18 +343,21 @@ def _score_in(
 ) -> dict[str, Any]:
     """Score the dataset with the model of `args` in `precision` (`auto` resolved): the report,
     with the precision it ran in and why (`score` and `parity` alike)."""
-    from foil_studio.analysis.models import ModelSpec, load_model
-    from foil_studio.analysis.scoring import require_scorable, score_dataset
+    from foil_studio.analysis.models import ModelSpec
+    from foil_studio.analysis.scoring import score_with_model
 
-    if skipped := require_scorable(db, args.dataset, limit=limit).skipped_sentence():  # before the model loads
-        print(skipped, file=sys.stderr)
-    loaded = load_model(
-        ModelSpec(args.model, args.pretrained, args.checkpoint, precision), device=args.device, cache_dir=args.cache_dir
+    return score_with_model(
+        db,
+        args.dataset,
+        ModelSpec(args.model, args.pretrained, args.checkpoint, precision),
+        device=args.device,
+        cache_dir=args.cache_dir,
+        run=run,
+        batch_size=args.batch_size,
+        limit=limit,
+        progress=TerminalProgress(),
+        notify=lambda sentence: print(sentence, file=sys.stderr),
     )
-    report = score_dataset(
-        db, args.dataset, loaded, run=run, batch_size=args.batch_size, limit=limit, progress=TerminalProgress()
-    )
-    return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
 
 
 @command(
@@ -936,40 +947,21 @@ def _indented(block: str, indent: str) -> str:
 def metrics_text(result: dict[str, Any]) -> str:
     """`metrics`: the run's header, then one row per category and metric with its 95% interval
     beside the value (the order of the app's table)."""
-    tabled = ("metrics", "intervals", "by_category", "category_intervals", "by_type", "type_intervals", "ties")
-    head = {k: v for k, v in result.items() if k not in tabled and not isinstance(v, (dict, list))}
+    from foil_studio.analysis.results import TABLED_KEYS, metric_rows
+
+    head = {k: v for k, v in result.items() if k not in TABLED_KEYS and not isinstance(v, (dict, list))}
     if "tie_rule" in result:
         head["ties"] = f"a tie counts as {result['tie_rule']['rule']} ({result['tie_rule']['why']})"
-    rest = {k: v for k, v in result.items() if k not in tabled and k not in head and k != "tie_rule"}
-    overall = {"n": result["n"], **result["metrics"], **({"ties": result["ties"]} if "ties" in result else {})}
-    levels = [("type", "by_type", "type_intervals")] if "by_type" in result else []  # BiVLC: its types, said as such
-    rows = _metric_rows("(all)", overall, result["intervals"], "" if levels else None)
-    for level, values, intervals in [*levels, ("category", "by_category", "category_intervals")]:
-        for category, figures in result[values].items():
-            rows += _metric_rows(
-                category, figures, result.get(intervals, {}).get(category, {}), level if levels else None
-            )
-    return "\n".join([as_text(head), plain_text.table(rows), *([as_text(rest)] if rest else [])])
-
-
-def _metric_rows(
-    category: str, figures: dict[str, Any], intervals: dict[str, Any], level: str | None = None
-) -> list[dict[str, Any]]:
-    """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
-    counts: dict[str, Any] = {k: figures[k] for k in ("n", "ties") if k in figures}
-    per = {} if level is None else {"per": level}
-    return [
+    rest = {k: v for k, v in result.items() if k not in TABLED_KEYS and k not in head and k != "tie_rule"}
+    rows = [
         {
-            "category": category,
-            **per,
-            "metric": metric,
-            "value": value,
-            "95% interval": plain_text.interval_text(intervals.get(metric)),
-            **counts,
+            **{k: v for k, v in row.items() if k in ("category", "per", "metric", "value")},
+            "95% interval": plain_text.interval_text(row["interval"]),
+            **{k: row[k] for k in ("n", "ties") if k in row},
         }
-        for metric, value in figures.items()
-        if metric not in ("n", "ties")
+        for row in metric_rows(result)
     ]
+    return "\n".join([as_text(head), plain_text.table(rows), *([as_text(rest)] if rest else [])])
 
 
 def parity_text(result: dict[str, Any]) -> str:
@@ -1048,7 +1040,7 @@ def build_parser() -> argparse.ArgumentParser:
             registered.name,
             parents=[common],
             help=_argparse_text(registered.handler.__doc__),
-            description=_argparse_text(registered.handler.__doc__),
+            description=" ".join((registered.handler.__doc__ or "").split()),  # not %-formatted by argparse
         )
         for flags, options in registered.arguments:
             sub.add_argument(*flags, **options)
@@ -1176,7 +1168,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The `foil` console script."""
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `foil ... | head` closed the pipe: the rest is not wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -666,6 +666,56 @@ def jsonl_cases() -> list[Case]:
     ]
 
 
+def hf_parquet(rows: list[dict], name: str = "swap_object-00000-of-00001.parquet") -> Callable[[Path], Path]:
+    """A Hub-style parquet shard of `rows` in a folder (the copy `import hf` reads)."""
+
+    def write(folder: Path) -> Path:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        (folder / "hf").mkdir(exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), folder / "hf" / name)
+        return folder / "hf"
+
+    return write
+
+
+def hf_cases() -> list[Case]:
+    """Hugging Face copies (`import hf`): folders of the wrong shape, tables of no known benchmark, bad rows."""
+    return [
+        Case("hf-empty-folder", "hf", lambda f: f, ("holds no dataset_dict.json, state.json or .parquet",)),
+        Case("hf-missing", "hf", lambda f: f / "absent", ("no such file or folder",)),
+        Case("hf-unknown-columns", "hf", hf_parquet([{"text": "a", "label": 1}]), ("match no known benchmark",)),
+        Case("hf-empty-caption", "hf", hf_parquet([{**SCPP, "caption": " "}]), ("missing or empty field",), "row 1"),
+        Case("hf-no-image", "hf", hf_parquet([{k: v for k, v in SCPP.items() if k != "filename"}]), ("filename",)),
+        Case(
+            "hf-bad-dataset-dict",
+            "hf",
+            file_writer("hf/dataset_dict.json", json.dumps({"splits": ["../etc"]})),
+            ("expected {'splits'",),
+        ),
+        Case(
+            "hf-state-without-files",
+            "hf",
+            in_parent(file_writer("hf/state.json", json.dumps({"_split": "test"})), 1),
+            ("'_data_files'",),
+        ),
+        Case(
+            "hf-arrow-garbage",
+            "hf",
+            in_parent(
+                lambda f: (
+                    file_writer("hf/state.json", json.dumps({"_data_files": [{"filename": "data.arrow"}]}))(f),
+                    file_writer("hf/data.arrow", os.urandom(200))(f),
+                )[1],
+                1,
+            ),
+            ("cannot read as an Arrow stream",),
+        ),
+        Case("hf-parquet-garbage", "hf", file_writer("x.parquet", b"PAR1" + os.urandom(100)), ("cannot read",)),
+    ]
+
+
 # Every field read as a number, a count or an id, given a boolean (JSON's true is Python's 1), a
 # float where a whole number is meant, and a negative count: (kind, writer of one record, field, what it must say).
 def _typed_fields() -> list[tuple[str, Callable[[object], Callable[[Path], Path]], str, bool]]:
@@ -731,7 +781,7 @@ def typed_cases() -> list[Case]:
     return cases
 
 
-CASES = json_cases() + csv_cases() + jsonl_cases() + typed_cases()
+CASES = json_cases() + csv_cases() + jsonl_cases() + typed_cases() + hf_cases()
 
 
 @pytest.fixture

@@ -228,6 +228,7 @@ def test_help_of_every_command_prints_its_name(command, capsys):
         assert done.value.code == 0
         shown = capsys.readouterr().out
         assert "usage: foil" in shown and (command.split()[-1] in shown if command else "migrate-store" in shown)
+        assert "%%" not in shown, "a doubled % shows as such: argparse formats help, not the description"
 
 
 def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):

@@ -27,7 +27,7 @@ def test_every_import_kind_is_offered_by_the_cli_and_the_datasets_form():
     importing = next(c for c in COMMANDS if c.group is None and c.name == "import")
     choices = next(options["choices"] for flags, options in importing.arguments if flags == ("kind",))
     assert tuple(choices) == formats.IMPORT_KINDS
-    assert "formats.IMPORT_KINDS" in (REPO / "views" / "datasets.py").read_text()
+    assert "formats.IMPORT_KINDS" in (REPO / "foil_studio" / "views" / "datasets.py").read_text()
 
 
 def item_content(db, dataset: str, by_bytes: bool = False) -> list[tuple]:

@@ -257,7 +257,7 @@ def test_opening_a_current_store_needs_no_write_lock(tmp_path):
 def test_two_processes_upgrading_one_old_store_apply_each_migration_once(tmp_path):
     path = tmp_path / "old.db"
     store.open_db(path, upto=1).conn.close()
-    upgrade = "import sys; from data import store; store.open_db(sys.argv[1])"
+    upgrade = "import sys; from foil_studio.data import store; store.open_db(sys.argv[1])"
     runs = [
         subprocess.Popen([sys.executable, "-c", upgrade, str(path)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
         for _ in range(2)

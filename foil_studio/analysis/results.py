@@ -514,3 +514,36 @@ def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | No
     lows = [v - i[0] if i is not None else 0.0 for v, i in zip(values, intervals)]
     highs = [i[1] - v if i is not None else 0.0 for v, i in zip(values, intervals)]
     return {"type": "data", "symmetric": False, "array": highs, "arrayminus": lows, "thickness": 1}
+
+
+# The keys of a `run_metrics` document that `metric_rows` lays out as rows.
+TABLED_KEYS = ("metrics", "intervals", "by_category", "category_intervals", "by_type", "type_intervals", "ties")
+
+
+def metric_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a `run_metrics` document, in the order of the app's table and `./foil metrics`:
+    the whole dataset ("(all)"), then each type (where a benchmark has types; `per` then says
+    which axis a row is on), then each category; per row one metric with its value, its 95%
+    `interval` (a pair, or None where too few items), and the row's `n` and `ties`."""
+    overall = {"n": result["n"], **result["metrics"], **({"ties": result["ties"]} if "ties" in result else {})}
+    levels = [("type", "by_type", "type_intervals")] if "by_type" in result else []  # BiVLC: its types
+    rows = _metric_rows("(all)", overall, result["intervals"], "" if levels else None)
+    for level, values, intervals in [*levels, ("category", "by_category", "category_intervals")]:
+        for category, figures in result[values].items():
+            rows += _metric_rows(
+                category, figures, result.get(intervals, {}).get(category, {}), level if levels else None
+            )
+    return rows
+
+
+def _metric_rows(
+    category: str, figures: Mapping[str, Any], intervals: Mapping[str, Any], level: str | None = None
+) -> list[dict[str, Any]]:
+    """One row per metric of a category (`level`, a column, names the axis where a benchmark has two)."""
+    counts: dict[str, Any] = {k: figures[k] for k in ("n", "ties") if k in figures}
+    per = {} if level is None else {"per": level}
+    return [
+        {"category": category, **per, "metric": metric, "value": value, "interval": intervals.get(metric), **counts}
+        for metric, value in figures.items()
+        if metric not in ("n", "ties")
+    ]

@@ -19,7 +19,8 @@ import numpy as np
 import sqlite_utils
 from PIL import Image, ImageOps
 
-from foil_studio.analysis.models import LoadedModel, encode_images, encode_texts, token_lengths
+from foil_studio.analysis.model_spec import ModelSpec
+from foil_studio.analysis.models import LoadedModel, encode_images, encode_texts, load_model, token_lengths
 from foil_studio.data import store
 from foil_studio.data.images import resolve_image
 from foil_studio.data.item_kinds import item_kind
@@ -254,6 +255,29 @@ def _embed(
         if progress:
             progress(f"{modality}s", start + len(keys), len(missing))
     return vectors, len(cached), len(missing)
+
+
+def score_with_model(
+    db: sqlite_utils.Database,
+    dataset: str,
+    spec: ModelSpec,
+    *,
+    device: str = "auto",
+    cache_dir: str | None = None,
+    run: str | None = None,
+    batch_size: int = 64,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Load the model `spec` names (precision `auto` resolved) and score the dataset: the report of
+    `./foil score --json`, with the precision it ran in and why. Items without image files are
+    said through `notify` before the model loads, and refused when no item has them."""
+    if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
+        notify(skipped)
+    loaded = load_model(spec, device=device, cache_dir=cache_dir)
+    report = score_dataset(db, dataset, loaded, run=run, batch_size=batch_size, limit=limit, progress=progress)
+    return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
 
 
 def score_demo(db: sqlite_utils.Database, datasets: list[str], progress: Progress | None = None) -> list[ScoreReport]:

@@ -12,11 +12,13 @@ Construction rules (BiVLC, SugarCrepe):
 from __future__ import annotations
 
 import json
+import random
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import sqlite_utils
 
 from foil_studio.annotate.agreement import COEFFICIENT_NAMES, coefficient_rows
@@ -27,6 +29,7 @@ from foil_studio.annotate.construction import pick_image_survivors
 from foil_studio.annotate.gold import GOLD_PASS, rule_text
 from foil_studio.annotate.task_types import REGISTRY
 from foil_studio.data import formats, store
+from foil_studio.data.images import resolve_image
 from foil_studio.data.plain_text import count_range, figure
 
 # The construction task types: those whose record names the layout of their cleaned benchmark.
@@ -263,3 +266,86 @@ def _gold_sentence(db: sqlite_utils.Database, batch: store.BatchRow, labels: lis
     if not out:
         return sentence + "."
     return sentence + "; left out of the vote: " + "; ".join(f"{e.annotator} ({e.reason})" for e in out) + "."
+
+
+# --- training sets from validated negatives ----------------------------------------------------
+
+NEGCLIP_FILE = "negclip.tsv"
+NEGCLIP_IMAGES_PER_ROW = 3
+
+
+def validated_items(db: sqlite_utils.Database, dataset: str) -> tuple[list[int], list[str]]:
+    """The items of `dataset` whose negative was validated: decided by the keep rule of
+    `export-clean` (the negative is wrong for the image) in every validate_negative batch that
+    decided them. Returns the item ids and the batches read; refused when there is no such batch."""
+    task = REGISTRY["validate_negative"]
+    batches = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] == task.name]
+    if not batches:
+        raise BatchError(
+            f"{dataset} has no validate_negative batch, so no negative of it is validated yet "
+            f"(./foil batch create {dataset} --task validate_negative ..., or Benchmark health's sample)"
+        )
+    kept: dict[int, bool] = {}
+    for batch in batches:
+        for decision in decisions(db, batch):
+            kept[decision.item] = kept.get(decision.item, True) and decision.answer in task.keep
+    return sorted(item for item, keep in kept.items() if keep), batches
+
+
+def export_negclip(db: sqlite_utils.Database, dataset: str, out: Path, *, seed: int = 0) -> dict[str, Any]:
+    """Write the validated items as the training table NegCLIP's fork of open_clip reads
+    (`negclip.tsv`, tab-separated as open_clip's `--csv-separator` default): `filepath` (the image,
+    under the dataset's image root), `title` (the caption), `neg_caption` (a Python list literal of
+    the validated negative captions) and `neg_image` (a list literal of row numbers whose images
+    serve as hard negative images: NegCLIP takes its nearest neighbours; here up to three other
+    rows of the same category, drawn with `seed`)."""
+    item_ids, batches = validated_items(db, dataset)
+    if not item_ids:
+        raise BatchError(f"no negative of {dataset} is validated yet: its batches decided none as wrong for the image")
+    row = store.get_dataset(db, dataset)
+    root = Path(row["image_root"]) if row["image_root"] else None
+    items = [store.items_by_id(db, item_ids)[i] for i in item_ids]
+    frame = pd.DataFrame(
+        {
+            "filepath": [_image_file(root, item["images"][0]) for item in items],
+            "title": [item["captions"][0] for item in items],
+            "neg_caption": [repr([item["captions"][1]]) for item in items],
+            "neg_image": [repr(rows) for rows in _neighbour_rows([item["category"] for item in items], seed)],
+        }
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / NEGCLIP_FILE, sep="\t", index=False)
+    return {
+        "dataset": dataset,
+        "format": "negclip-csv",
+        "batches": batches,
+        "n_rows": len(frame),
+        "image_paths": "absolute, under the image root" if root else "as stored (the dataset has no image root)",
+        "files": [NEGCLIP_FILE],
+        "train_with": f"--train-data {NEGCLIP_FILE} --csv-img-key filepath --csv-caption-key title "
+        "--csv-hard-captions-key neg_caption",
+    }
+
+
+def _image_file(root: Path | None, reference: str) -> str:
+    """The image as a training script opens it: its file under the root (never outside it)."""
+    return str(resolve_image(root, reference)) if root else reference
+
+
+def _neighbour_rows(categories: list[str], seed: int) -> list[list[int]]:
+    """For each row, up to `NEGCLIP_IMAGES_PER_ROW` other rows of its category (any other row
+    when it is alone in its category; itself when it is the only row)."""
+    rng = random.Random(seed)
+    by_category: dict[str, list[int]] = {}
+    for n, category in enumerate(categories):
+        by_category.setdefault(category, []).append(n)
+    everyone = list(range(len(categories)))
+    chosen = []
+    for n, category in enumerate(categories):
+        others = [m for m in by_category[category] if m != n] or [m for m in everyone if m != n] or [n]
+        chosen.append(sorted(rng.sample(others, min(NEGCLIP_IMAGES_PER_ROW, len(others)))))
+    return chosen
+
+
+# Training tables `./foil export DATASET --format NAME` writes from validated items.
+TRAINING_FORMATS = {"negclip-csv": export_negclip}

@@ -12,7 +12,7 @@ _NAMES = {0: "original", 1: "generated"}  # item image 0 is the original, 1 the 
 def build(item: Item, part: int, rng: random.Random) -> Task:
     """Lay out one item; its answer buttons (label, key) are the same on every group item:
 
-    >>> from data.item_kinds import item_kind
+    >>> from foil_studio.data.item_kinds import item_kind
     >>> TASK_TYPE.buttons(item_kind("group").example)
     (('Left', '1'), ('Right', '2'), ('Both', '3'))
     """

@@ -11,7 +11,7 @@ from foil_studio.data.item_kinds import item_kind
 def build(item: Item, part: int, rng: random.Random) -> Task:
     """Lay out one item; its answer buttons (label, key) are the same on every group item:
 
-    >>> from data.item_kinds import item_kind
+    >>> from foil_studio.data.item_kinds import item_kind
     >>> TASK_TYPE.buttons(item_kind("group").example)
     (('Caption (1)', '1'), ('Caption (2)', '2'))
     """

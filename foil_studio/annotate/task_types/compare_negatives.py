@@ -10,7 +10,7 @@ from foil_studio.annotate.task_types.base import Item, Option, Task, TaskType, s
 def build(item: Item, part: int, rng: random.Random) -> Task:
     """Lay out one item; its answer buttons (label, key) are the same on every retrieval item:
 
-    >>> from data.item_kinds import item_kind
+    >>> from foil_studio.data.item_kinds import item_kind
     >>> TASK_TYPE.buttons(item_kind("retrieval").example)
     (('First', ''), ('Second', ''), ('Tie', ''))
     """

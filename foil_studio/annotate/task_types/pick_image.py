@@ -10,7 +10,7 @@ from foil_studio.annotate.task_types.base import Answer, Item, Option, Task, Tas
 def build(item: Item, part: int, rng: random.Random) -> Task:
     """Lay out one item; its answer buttons (label, key) are a letter per image on keys 1.., then None on 0:
 
-    >>> from data.item_kinds import item_kind
+    >>> from foil_studio.data.item_kinds import item_kind
     >>> TASK_TYPE.buttons(item_kind("candidates").example)
     (('A', '1'), ('B', '2'), ('C', '3'), ('D', '4'), ('None', '0'))
     """

@@ -14,7 +14,7 @@ QUESTIONS = ("rank_0", "rank_1", "rank_2")  # the rank of caption 0, 1, 2, whate
 def build(item: Item, part: int, rng: random.Random) -> Task:
     """Lay out one item; its answer buttons (label, key) are the same on every triple item:
 
-    >>> from data.item_kinds import item_kind
+    >>> from foil_studio.data.item_kinds import item_kind
     >>> TASK_TYPE.buttons(item_kind("triple").example)
     (('1', ''), ('2', ''), ('3', ''))
     """

@@ -11,7 +11,7 @@ from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, source_verdict
 def build(item: Item, part: int, rng: random.Random) -> Task:
     """Lay out one item; its answer buttons (label, key) are the same on every pair item:
 
-    >>> from data.item_kinds import item_kind
+    >>> from foil_studio.data.item_kinds import item_kind
     >>> TASK_TYPE.buttons(item_kind("pair").example)
     (('Altered is wrong', '1'), ('Altered is also true', '2'), ('Unsure', '3'))
     """

@@ -20,6 +20,7 @@ from foil_studio.data.formats.base import (
     Format,
     Parsed,
     StoredItem,
+    image_ref,
     json_files,
     make_item,
     require_keys,
@@ -56,24 +57,31 @@ def parse_sugarcrepe_pp(path: Path) -> Parsed:
         records = read_json(file)
         if not isinstance(records, list):
             raise BadInputError(file, None, f"expected a list of records with {['id', *PP_FIELDS]}")
-        category = category_of(file)
-        for number, record in enumerate(records, start=1):
-            require_keys(record, PP_FIELDS, file, number)
-            key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
-            parsed.add(
-                make_item(
-                    file,
-                    number,
-                    kind="paraphrase",
-                    category=category,
-                    source_id=f"{category}/{key}",
-                    captions=(record["caption"], record["negative_caption"], record["caption2"]),
-                    images=(record["filename"].strip(),),
-                ),
+        add_records(parsed, category_of(file), records, file)
+    return parsed
+
+
+def add_records(parsed: Parsed, category: str, records: list[Any], file: Path) -> None:
+    """Add one category's records to `parsed` as `paraphrase` items (the JSON files' records, or a
+    Hugging Face copy's rows, whose image may be an embedded `{bytes, path}` instead of `filename`)."""
+    category = CATEGORY_ALIASES.get(category.lower(), category.lower())
+    for number, record in enumerate(records, start=1):
+        image = record.get("image") if isinstance(record, dict) and record.get("image") else None
+        require_keys(record, PP_FIELDS[1:] if image else PP_FIELDS, file, number)
+        key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
+        parsed.add(
+            make_item(
                 file,
                 number,
-            )
-    return parsed
+                kind="paraphrase",
+                category=category,
+                source_id=f"{category}/{key}",
+                captions=(record["caption"], record["negative_caption"], record["caption2"]),
+                images=(image_ref(parsed, image or record["filename"], file, number),),
+            ),
+            file,
+            number,
+        )
 
 
 def write_sugarcrepe_pp(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:

@@ -1,0 +1,175 @@
+"""Foil Studio from Python (a notebook): one store, and what the command line does with it, as
+pandas data frames and the command line's own result objects.
+
+Each method calls the function the matching `foil` command calls, so a figure read here is the
+figure `foil ... --json` prints (README, Python API).
+
+>>> from foil_studio import api
+>>> studio = api.open_store(":memory:")  # or a file, a postgresql:// URL, or nothing: $FOIL_DB / ./foil.db
+>>> studio.datasets().columns.tolist()
+['name', 'kind', 'n_items', 'by_category']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+
+from foil_studio.analysis.model_spec import ModelSpec, demo_model_spec
+from foil_studio.analysis.results import BOOTSTRAP
+from foil_studio.data import paths, store
+
+ITEM_COLUMNS = ["id", "kind", "category", "source_id", "captions", "images", "truth", "meta"]
+
+
+class Studio:
+    """An open store. Build one with `open_store`; `db` is the store connection every layer takes."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.db = db
+
+    @property
+    def location(self) -> str | Path | None:
+        """The store's file or PostgreSQL URL (None in memory)."""
+        return store.location(self.db)
+
+    def datasets(self) -> pd.DataFrame:
+        """One row per dataset: name, kind, number of items and items per category (`foil datasets`)."""
+        rows = [
+            {"name": d["name"], "kind": d["kind"], "n_items": d["n_items"], "by_category": d["by_category"]}
+            for d in store.list_datasets(self.db)
+        ]
+        return pd.DataFrame(rows, columns=["name", "kind", "n_items", "by_category"])
+
+    def runs(self, dataset: str | None = None) -> pd.DataFrame:
+        """One row per model run (scored here or imported), of one dataset or all (`foil runs`)."""
+        return pd.DataFrame(store.list_runs(self.db, dataset))
+
+    def items(self, dataset: str, *, category: str | None = None, subset: str | None = None) -> pd.DataFrame:
+        """Every item of a dataset (or of one category, or a named subset such as VALSE's `valid`):
+        id, kind, category, source id, captions, images (paths under the image root), truth, meta."""
+        from foil_studio.data.subsets import truth_flag
+
+        dataset_id = store.get_dataset(self.db, dataset)["id"]
+        n = store.count_items(self.db, dataset_id, category)
+        rows = store.list_items(self.db, dataset_id, category=category, limit=n, truth_flag=truth_flag(subset))
+        return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+
+    def results(self, dataset: str, run: str, *, subset: str | None = None) -> pd.DataFrame:
+        """One row per scored item of a run: `item`, `category`, `correct` (under the benchmark's
+        tie rule), its score gaps (named as on Inspect runs) where the run holds scores, and the
+        per-item columns of its metric family."""
+        from foil_studio.analysis.inspection import item_table
+
+        return item_table(self.db, dataset, run, subset)
+
+    def metrics(
+        self,
+        dataset: str,
+        run: str,
+        *,
+        ties: str | None = None,
+        subset: str | None = None,
+        bootstrap: int = BOOTSTRAP,
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """The metrics of one run per category with bootstrap 95% intervals and tie counts: the
+        document `foil metrics --json` prints (`by_category`, `intervals`, `tie_rule`...)."""
+        from foil_studio.analysis.results import run_metrics
+
+        return run_metrics(self.db, dataset, run, n_boot=bootstrap, seed=seed, subset=subset, ties=ties)
+
+    def metrics_table(self, dataset: str, run: str, **options: Any) -> pd.DataFrame:
+        """`metrics` as the table `foil metrics` prints: one row per category and metric with its
+        value, 95% interval (`low`, `high`), `n` and `ties`; `options` are those of `metrics`."""
+        from foil_studio.analysis.results import metric_rows
+
+        rows = metric_rows(self.metrics(dataset, run, **options))
+        for row in rows:
+            interval = row.pop("interval") or (float("nan"), float("nan"))
+            row["low"], row["high"] = interval
+        return pd.DataFrame(rows)
+
+    def batches(self) -> pd.DataFrame:
+        """One row per annotation batch: name, dataset, task, creation time, assignments, labels."""
+        return pd.DataFrame(store.list_batches(self.db))
+
+    def labels(self, batch: str) -> pd.DataFrame:
+        """Every label of an annotation batch: annotator, item, answer, displayed order, flags,
+        comment, timestamps and seconds (`foil labels`)."""
+        return pd.DataFrame(store.batch_labels(self.db, store.get_batch(self.db, batch)["id"]))
+
+    def agreement(self, batch: str) -> dict[str, Any]:
+        """Inter-annotator agreement of a batch with 95% intervals (`foil agreement --json`)."""
+        from foil_studio.annotate.batch_reports import batch_agreement
+
+        return batch_agreement(self.db, batch)
+
+    def score(
+        self,
+        dataset: str,
+        model: str | ModelSpec = "demo",
+        *,
+        pretrained: str | None = None,
+        checkpoint: str | None = None,
+        precision: str = "auto",
+        run: str | None = None,
+        device: str = "auto",
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """Score a dataset with an open_clip model (`foil score`): `model` is an architecture
+        (``"ViT-B-32"`` with ``pretrained="openai"``), a `ModelSpec`, or ``"demo"`` for the shipped
+        demo model. Returns the report `foil score --json` prints."""
+        from foil_studio.analysis.scoring import score_with_model
+
+        if isinstance(model, ModelSpec):
+            spec = model
+        elif model == "demo":
+            spec = demo_model_spec()
+        else:
+            spec = ModelSpec(model, pretrained, checkpoint, precision)
+        return score_with_model(self.db, dataset, spec, device=device, run=run, limit=limit)
+
+    def import_file(
+        self,
+        kind: str,
+        path: str | Path,
+        *,
+        images: str | Path | None = None,
+        name: str | None = None,
+        run: str | None = None,
+    ) -> dict[str, Any]:
+        """Import a benchmark file or folder, or a model's per-instance results (`foil import`; the
+        kinds are README's import table). Returns the import report (items, new items, warnings)."""
+        from foil_studio.data.loading import import_path
+
+        location = self.location
+        embedded = paths.embedded_image_dir(location, name or kind) if location is not None else None
+        report = import_path(
+            self.db,
+            kind,
+            Path(path),
+            images=Path(images) if images else None,
+            name=name,
+            run=run,
+            embedded_root=embedded,
+        )
+        return report.to_dict()
+
+
+IN_MEMORY = ":memory:"
+
+
+def open_store(location: str | Path | None = None) -> Studio:
+    """Open (creating and migrating if needed) the store at `location`: a file, a ``postgresql://``
+    URL, or ``":memory:"``. Without one: `$FOIL_DB`, else ``./foil.db``, else (in a checkout) the
+    demo store `make run` built, as the command line chooses."""
+    if location is None:
+        location = paths.cli_db_path()
+    return Studio(store.open_db(None if str(location) == IN_MEMORY else location))
+
+
+__all__ = ["ModelSpec", "Studio", "open_store"]
