@@ -26,7 +26,16 @@ ITEM_COLUMNS = ["id", "kind", "category", "source_id", "captions", "images", "tr
 
 
 class Studio:
-    """An open store. Build one with `open_store`; `db` is the store connection every layer takes."""
+    """An open store. Build one with `open_store`; `db` is the store connection every layer takes.
+
+    >>> studio = open_store(":memory:")
+    >>> studio.runs().empty, studio.batches().empty, studio.location is None
+    (True, True, True)
+    >>> studio.items("sugarcrepe")
+    Traceback (most recent call last):
+    ...
+    foil_studio.data.store.base.NotFoundError: no dataset named 'sugarcrepe' (datasets: none)
+    """
 
     def __init__(self, db: sqlite_utils.Database) -> None:
         self.db = db
