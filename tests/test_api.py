@@ -37,7 +37,21 @@ def scored_demo_with_a_batch(demo_db):
     location = store.location(demo_db)
     for name in ("ada", "ben"):
         foil(location, "annotator", "add", name)
-    foil(location, "batch", "create", "demo-sugarcrepe", "--task", "validate_negative", "--n", "20", "--name", "check", "--annotators", "ada", "ben")
+    foil(
+        location,
+        "batch",
+        "create",
+        "demo-sugarcrepe",
+        "--task",
+        "validate_negative",
+        "--n",
+        "20",
+        "--name",
+        "check",
+        "--annotators",
+        "ada",
+        "ben",
+    )
     foil(location, "simulate", "check")
     return studio
 
