@@ -39,6 +39,7 @@ from foil_studio.data.formats import BadInputError
 from foil_studio.data.images import UnsafeImagePathError
 from foil_studio.data.reading import read_text
 from foil_studio.data.subsets import SUBSETS
+from foil_studio.data.word_order import TaggerUnavailableError
 
 # The layouts construction batches write: the dataset's own where it has one, else the task's.
 CLEAN_FORMATS = sorted(
@@ -68,6 +69,7 @@ class Command:
 
 COMMANDS: list[Command] = []
 GROUP_HELP = {
+    "build": "build a benchmark from other data (ARO's order sets from a captioned image set)",
     "health": "benchmark health: how many negatives are invalid, and the leaderboard without them",
     "batch": "annotation batches",
     "annotator": "manage annotators",
@@ -208,6 +210,46 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
         name=args.name,
         run=args.run,
         embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind),
+        progress=TerminalProgress().stage("checking images"),
+    )
+    return report.to_dict()
+
+
+@command(
+    "build aro-order",
+    arg("captions", metavar="CAPTIONS", help="Karpathy's split JSON (coco_karpathy_test.json...) or JSON lines"),
+    arg("--images", required=True, metavar="DIR", help="the image root the captions' image paths are relative to"),
+    arg("--name", required=True, metavar="NAME", help="the dataset's name (coco-order, flickr30k-order...)"),
+    SEED,
+    arg("--seeds", type=int, default=1, metavar="K", help="perturb with K seeds (S, S+1...): one category each"),
+    arg("--max", type=int, metavar="N", help="only the first N captions"),
+)
+def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Build ARO's COCO-Order / Flickr30k-Order from a captioned image set: per caption, a retrieval item of the
+    caption and its four word-order perturbations (tagged by spaCy, as ARO does; chance 20%), one category per
+    seed; captions too short to perturb are left out and listed in `warnings`."""
+    from foil_studio.data import order_sets, word_order
+    from foil_studio.data.loading import store_parsed
+
+    if args.seeds < 1 or (args.max is not None and args.max < 1):
+        raise UsageError("--seeds and --max take a whole number of at least 1")
+    captioned = order_sets.read_captioned(Path(args.captions))
+    parsed = order_sets.build_order_set(
+        captioned,
+        word_order.tag_captions,
+        name=args.name,
+        seeds=range(args.seed, args.seed + args.seeds),
+        limit=args.max,
+    )
+    if not parsed.items:
+        raise UsageError(f"no caption of {args.captions} can take all four perturbations; nothing was stored")
+    report = store_parsed(
+        db,
+        parsed,
+        kind=order_sets.ORDER_SOURCE,
+        path=str(args.captions),
+        images=Path(args.images),
+        name=args.name,
         progress=TerminalProgress().stage("checking images"),
     )
     return report.to_dict()
@@ -947,12 +989,16 @@ def _indented(block: str, indent: str) -> str:
 def metrics_text(result: dict[str, Any]) -> str:
     """`metrics`: the run's header, then one row per category and metric with its 95% interval
     beside the value (the order of the app's table)."""
-    from foil_studio.analysis.results import TABLED_KEYS, metric_rows
+    from foil_studio.analysis.results import TABLED_KEYS, metric_rows, over_seeds_sentence
 
     head = {k: v for k, v in result.items() if k not in TABLED_KEYS and not isinstance(v, (dict, list))}
     if "tie_rule" in result:
         head["ties"] = f"a tie counts as {result['tie_rule']['rule']} ({result['tie_rule']['why']})"
-    rest = {k: v for k, v in result.items() if k not in TABLED_KEYS and k not in head and k != "tie_rule"}
+    rest = {
+        k: v
+        for k, v in result.items()
+        if k not in TABLED_KEYS and k not in head and k not in ("tie_rule", "over_seeds")
+    }
     rows = [
         {
             **{k: v for k, v in row.items() if k in ("category", "per", "metric", "value")},
@@ -961,7 +1007,8 @@ def metrics_text(result: dict[str, Any]) -> str:
         }
         for row in metric_rows(result)
     ]
-    return "\n".join([as_text(head), plain_text.table(rows), *([as_text(rest)] if rest else [])])
+    seeds = [over_seeds_sentence(result["over_seeds"])] if "over_seeds" in result else []
+    return "\n".join([as_text(head), plain_text.table(rows), *seeds, *([as_text(rest)] if rest else [])])
 
 
 def parity_text(result: dict[str, Any]) -> str:
@@ -1124,6 +1171,7 @@ class UsageError(Exception):
 
 EXPECTED_ERRORS = (
     UsageError,
+    TaggerUnavailableError,
     BadInputError,
     UnsafeImagePathError,
     store.StoreError,

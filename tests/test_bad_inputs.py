@@ -1008,3 +1008,54 @@ def test_the_generated_admin_token_file_is_private_from_the_start(tmp_path, monk
     token_file = tmp_path / "foil_files" / "admin_token"
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(token) >= 16
     assert roles.admin_token(tmp_path / "foil.db") == token
+
+
+# --- captioned image sets (`./foil build aro-order`) -------------------------------------------
+
+# (name, file name, content, what the message must say, the row it names)
+CAPTIONED_CASES = [
+    ("not-a-list", "k.json", json.dumps({"images": []}), "expected a list of {image, caption}", None),
+    ("no-image", "k.json", json.dumps([{"caption": ["a dog"]}]), "expected an object with 'image'", "row 1"),
+    ("image-number", "k.json", json.dumps([{"image": 7, "caption": "a dog"}]), "'image' (a path)", "row 1"),
+    ("empty-caption-list", "k.json", json.dumps([{"image": "a.jpg", "caption": []}]), "'caption' is missing", "row 1"),
+    ("caption-number", "k.json", json.dumps([{"image": "a.jpg", "caption": [3]}]), "caption 1 is 3", "row 1"),
+    (
+        "caption-control",
+        "k.json",
+        json.dumps([{"image": "a.jpg", "caption": "a\u0007b"}]),
+        "control character",
+        "row 1",
+    ),
+    ("empty-list", "k.json", "[]", "holds no captions", None),
+    ("jsonl-malformed", "k.jsonl", '{"image": "a.jpg", "caption": "a b c"}\n{"image": ', "malformed JSON", "row 2"),
+    ("binary", "k.json", os.urandom(200) + b"\xff", "not UTF-8", None),
+]
+
+
+@pytest.mark.parametrize("case", CAPTIONED_CASES, ids=lambda c: c[0])
+def test_a_bad_captioned_set_is_named_with_its_row_and_nothing_is_built(case, tmp_path):
+    from foil_studio.data.order_sets import read_captioned
+
+    _, name, content, says, row = case
+    path = file_writer(name, content)(tmp_path)
+    with pytest.raises(BadInputError) as caught:
+        read_captioned(path)
+    message = str(caught.value)
+    assert str(path) in message and says in message, message
+    if row:
+        assert f"{row}:" in message, message
+
+
+def test_an_order_set_image_outside_its_root_is_refused_and_nothing_stored(tmp_path):
+    from foil_studio.data.demo_world import demo_tags
+    from foil_studio.data.loading import store_parsed
+    from foil_studio.data.order_sets import build_order_set, read_captioned
+
+    path = file_writer("k.json", json.dumps([{"image": "../../etc/passwd", "caption": "a red circle above a square"}]))(
+        tmp_path
+    )
+    parsed = build_order_set(read_captioned(path), demo_tags, name="o", seeds=[0])
+    db = store.open_db(tmp_path / "foil.db")
+    with pytest.raises(BadInputError, match="row 1: .*leaves"):
+        store_parsed(db, parsed, kind="aro-order", path=str(path), images=tmp_path, name="o")
+    assert store.dataset_names(db) == []

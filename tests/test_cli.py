@@ -61,13 +61,14 @@ DEMO_COUNTS = {
     "demo-bivlc": 300,
     "demo-bivlc-candidates": 200,
     "demo-crepe": 150,
+    "demo-coco-order": 200,  # 40 captions, 5 seeds
 }
 
 
 def test_demo_then_datasets(tmp_path):
     built = json.loads(run_cli("demo", "--json", db=tmp_path / "f.db").stdout)
     names = [d["name"] for d in built["datasets"]]
-    assert names == ["demo-sugarcrepe", "demo-hard-positives", "demo-bivlc", "demo-bivlc-candidates", "demo-crepe"]
+    assert names == list(DEMO_COUNTS)
     assert {d["name"]: d["n_items"] for d in built["datasets"]} == DEMO_COUNTS  # the default demo world, exactly
     listed = json.loads(run_cli("datasets", "--json", db=tmp_path / "f.db").stdout)
     assert {d["name"]: d["n_items"] for d in listed} == {d["name"]: d["n_items"] for d in built["datasets"]}

@@ -41,7 +41,8 @@ def test_default_demo_has_all_item_kinds_and_enough_items():
     sets = build_world(DemoConfig())
     kinds = Counter(item.kind for s in sets for item in s.parsed.items)
     assert set(kinds) == {"pair", "triple", "group", "retrieval", "candidates"}
-    assert kinds == {"pair": 770, "triple": 300, "group": 300, "candidates": 200, "retrieval": 150}  # 1,720 items
+    # 1,920 items: CREPE-like retrieval sets and ARO's order set (40 captions x 5 seeds) are both retrieval
+    assert kinds == {"pair": 770, "triple": 300, "group": 300, "candidates": 200, "retrieval": 150 + 200}
     categories = {item.category for item in sets[0].parsed.items}
     assert categories == set(w.CATEGORIES)
 

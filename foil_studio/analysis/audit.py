@@ -17,10 +17,30 @@ from foil_studio.data import formats, item_kinds, store
 TextEncoders = Mapping[str, blind.Embedder]  # name shown -> sentence embedder
 
 
-def dataset_pairs(db: sqlite_utils.Database, dataset: str) -> list[store.ItemRow]:
-    """The dataset's items that have a positive and a negative caption (pairs, triples, groups...)."""
+def dataset_pairs(
+    db: sqlite_utils.Database, dataset: str, kinds: Sequence[str] = item_kinds.CAPTION_PAIR_KINDS
+) -> list[store.ItemRow]:
+    """The dataset's items of `kinds`: by default those with a positive and a negative caption
+    (pairs, triples, groups...)."""
     items = store.list_items(db, store.get_dataset(db, dataset)["id"], limit=1 << 62)
-    return [i for i in items if i["kind"] in item_kinds.CAPTION_PAIR_KINDS]
+    return [i for i in items if i["kind"] in kinds]
+
+
+def audited_pairs(items: Sequence[store.ItemRow]) -> tuple[list[store.ItemRow], list[tuple[str, str]]]:
+    """(positive, negative) caption pairs with the item beside each: one per caption-pair item,
+    one per negative of a retrieval item (ARO's order sets: the caption against each perturbation).
+
+    >>> rows, pairs = audited_pairs([{"id": 1, "kind": "retrieval", "captions": ["a b", "b a", "a a b"]}])
+    >>> pairs, [row["id"] for row in rows]
+    ([('a b', 'b a'), ('a b', 'a a b')], [1, 1])
+    """
+    rows, pairs = [], []
+    for item in items:
+        negatives = item["captions"][1:] if item["kind"] == "retrieval" else item["captions"][1:2]
+        for negative in negatives:
+            rows.append(item)
+            pairs.append((item["captions"][0], negative))
+    return rows, pairs
 
 
 def audit(
@@ -39,10 +59,9 @@ def audit(
 
     The result is also stored, so `stored_audit` can show it again without refitting.
     """
-    items = dataset_pairs(db, dataset)
+    items, pairs = audited_pairs(dataset_pairs(db, dataset, item_kinds.AUDITED_KINDS))
     if not items:
         raise store.StoreError(f"{dataset} has no caption pairs to audit")
-    pairs = [(i["captions"][0], i["captions"][1]) for i in items]
     results = blind.blind_gaps(pairs, scorers, k=folds, seed=seed, embed=embed)
     result = {"dataset": dataset, **summarize_blind(items, pairs, results)}
     paraphrases = [i for i in items if item_kinds.item_kind(i["kind"]).text_scores_from is not None]  # kinds with a TOT
@@ -203,10 +222,13 @@ def refine_dataset(
     out: Path | None = None,
     embed: blind.Embedder | None = None,
 ) -> dict[str, Any]:
-    """Adversarial refinement against two blind scorers; writes the kept items in SugarCrepe's layout."""
+    """Adversarial refinement against two blind scorers; writes the kept items in SugarCrepe's
+    layout, so only caption-pair items take part (a retrieval item's options are not one pair)."""
     items = dataset_pairs(db, dataset)
+    if not items:
+        raise store.StoreError(f"{dataset} has no caption pairs to refine (refinement keeps or drops whole pairs)")
     stored = stored_audit(db, dataset, scorers=scorers, folds=folds, seed=seed) if embed is None else None
-    if stored is not None:  # the page's audit already fitted these scorers on these items
+    if stored is not None and len(stored["categories"]) == len(items):  # the audit fitted these scorers on these pairs
         results = {name: blind.BlindResult(name, np.array(stored["gaps"][name])) for name in scorers}
     else:
         results = blind.blind_gaps(

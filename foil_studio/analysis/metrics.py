@@ -10,7 +10,7 @@ saw. Percentages are floats in [0, 100]. Definitions follow ``shared/docs/domain
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -357,3 +357,17 @@ def chance_level(key: str, n_options: int | None = None) -> float | None:
     if key.startswith("recall_at_") and n_options:
         return min(100.0, 100.0 * int(key.rsplit("_", 1)[1]) / n_options)
     return CHANCE.get(key)
+
+
+def mean_and_standard_error(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of `values` and its standard error (sample standard deviation over the square root
+    of their number, as ARO reports its figures over seeds; NaN with fewer than two values).
+
+    >>> mean_and_standard_error([40.0, 42.0, 44.0])
+    (42.0, 1.1547005383792515)
+    """
+    from scipy.stats import sem
+
+    array = np.asarray(values, dtype=float)
+    mean = float(array.mean()) if array.size else float("nan")
+    return mean, float(sem(array)) if array.size >= 2 else float("nan")

@@ -16,6 +16,7 @@ import sqlite_utils
 
 from foil_studio.analysis import metrics as m
 from foil_studio.data import formats, item_kinds, store, subsets
+from foil_studio.data.plain_text import figure
 
 Run = store.RunColumns
 
@@ -50,9 +51,9 @@ def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
 
 # Bumped whenever the summary's keys change (3: BiVLC's types moved to `by_type`, retrieval's
 # `chance`; 4: the tie rule's reason in words; 5: `by_type` only where the format declares
-# types, not for any group benchmark with `_` in its categories): summaries stored by an older
-# version are then computed anew, never served stale.
-SUMMARY_SHAPE = 5
+# types, not for any group benchmark with `_` in its categories; 6: `over_seeds` where the
+# categories are seeds): summaries stored by an older version are then computed anew, never served stale.
+SUMMARY_SHAPE = 6
 
 
 def run_metrics(
@@ -122,7 +123,21 @@ def item_summary(family: MetricFamily, run: Run, settings: Settings) -> dict[str
         family.extend(summary, run, outcomes, settings)
     for group in settings.source.groups:
         _add_group_accuracy(summary, run, outcomes[family.headline], group, settings)
-    return _renamed(summary, settings.source.metric_names)
+    summary = _renamed(summary, settings.source.metric_names)
+    if settings.source.categories_are_seeds:
+        summary["over_seeds"] = over_seeds(summary["by_category"])
+    return summary
+
+
+def over_seeds(by_category: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each metric's mean and standard error over the categories, where each category is one
+    seed's perturbation set (ARO's order sets): `{metric: {mean, se, n_seeds}}`."""
+    metrics = [k for k in next(iter(by_category.values()), {}) if k not in ("n", "ties")]
+    result = {}
+    for metric in metrics:
+        mean, se = m.mean_and_standard_error([figures[metric] for figures in by_category.values()])
+        result[metric] = {"mean": mean, "se": se, "n_seeds": len(by_category)}
+    return result
 
 
 def _add_group_accuracy(summary: dict[str, Any], run: Run, credits: np.ndarray, group: str, settings: Settings) -> None:
@@ -507,6 +522,17 @@ def tie_rules_said(summaries: Mapping[str, dict[str, Any]], runs: list[str]) -> 
         if "tie_rule" in s
     }
     return sorted(said)
+
+
+def over_seeds_sentence(over_seeds: Mapping[str, Mapping[str, Any]]) -> str:
+    """The seeds' mean ± standard error of each figure (a set with one category per seed), in words.
+
+    >>> over_seeds_sentence({"precision_at_1": {"mean": 41.2, "se": 0.35, "n_seeds": 5}})
+    "over 5 seeds (mean ± standard error of the seeds' figures): precision_at_1 41.20 ± 0.35"
+    """
+    n = next(iter(over_seeds.values()))["n_seeds"]
+    figures = "; ".join(f"{metric} {figure(v['mean'])} ± {figure(v['se'])}" for metric, v in over_seeds.items())
+    return f"over {n} seeds (mean ± standard error of the seeds' figures): {figures}"
 
 
 def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | None]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,10 @@ class ItemCard:
     votes: dict[str, int] | None = None  # crowd votes shipped with the benchmark (VALSE's mturk)
 
 
-def caption_pair_datasets(db: sqlite_utils.Database) -> list[str]:
-    """The datasets holding items with a caption and its negative (what audits and validations read)."""
-    return [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(CAPTION_PAIR_KINDS)]
+def caption_pair_datasets(db: sqlite_utils.Database, kinds: Sequence[str] = CAPTION_PAIR_KINDS) -> list[str]:
+    """The datasets holding items of `kinds`: by default a caption and its negative (what
+    validations read; audits also read retrieval items, `item_kinds.AUDITED_KINDS`)."""
+    return [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(kinds)]
 
 
 def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from typing import Any
 import sqlite_utils
 
 from foil_studio.data import demo_world as w
-from foil_studio.data import store
+from foil_studio.data import order_sets, store
 from foil_studio.data.formats import Parsed
 from foil_studio.data.formats.made_here import DEMO
 from foil_studio.data.items import Item
@@ -56,6 +56,8 @@ class DemoConfig:
     n_groups: int = 300
     n_candidate_sets: int = 200
     n_retrieval: int = 150
+    n_order_captions: int = 40  # ARO's order sets: captioned images, each perturbed with every seed
+    order_seeds: int = 5
     false_negative_share: float = 0.08
     ambiguous_share: float = 0.05
     wrong_candidate_share: float = 0.35
@@ -330,6 +332,27 @@ def build_retrieval(rng: random.Random, config: DemoConfig) -> DemoSet:
     return builder.set
 
 
+ORDER_SET = "demo-coco-order"
+
+
+def build_order_set(rng: random.Random, config: DemoConfig) -> DemoSet:
+    """ARO's COCO-Order on the demo world's captions (`data.order_sets`), tagged by the world's
+    own lexicon; one category per seed."""
+    images: dict[str, w.Scene] = {}
+    captioned = []
+    for n in range(config.n_order_captions):
+        scene = w.random_scene(rng, rng.choice((2, 3)))
+        claim = None
+        while claim is None:
+            claim = w.positive_claim(rng.choice(("replace_rel", "replace_att", "add_obj")), scene, rng)
+        path = f"{ORDER_SET}/{n:05d}.png"
+        images[path] = scene
+        caption = w.render(claim, template=rng.randrange(3))
+        captioned.append(order_sets.Captioned(path, caption, Path(f"demo:{ORDER_SET}"), n + 1))
+    parsed = order_sets.build_order_set(captioned, w.demo_tags, name=ORDER_SET, seeds=range(config.order_seeds))
+    return DemoSet(ORDER_SET, parsed, images)
+
+
 def _require(found: tuple[w.Scene, w.Claim, w.Claim] | None) -> tuple[w.Scene, w.Claim, w.Claim]:
     if found is None:
         raise RuntimeError("the demo world could not produce a required item")
@@ -342,6 +365,7 @@ BUILDERS: tuple[Callable[[random.Random, DemoConfig], DemoSet], ...] = (
     build_groups,
     build_candidates,
     build_retrieval,
+    build_order_set,
 )
 
 

@@ -15,10 +15,13 @@ against the scene graph, so the truth of every caption is known, not assumed:
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from PIL import Image, ImageDraw
+
+from foil_studio.data.word_order import Token
 
 CANVAS = 128
 SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -296,3 +299,24 @@ def corrupt(claim: Claim, rng: random.Random) -> tuple[Claim, str]:
     assert claim.relation is not None
     i, relation, j = claim.relation
     return replace(claim, relation=(i, CONVERSE[relation], j)), kind
+
+
+# The demo's own part-of-speech lexicon: its captions come from a grammar, so their tags are known
+# (ARO's order sets tag real captions with spaCy; the demo needs no model).
+DEMO_NOUNS = frozenset({*SHAPES, "box", "picture", "image"})
+DEMO_ADJECTIVES = frozenset({*COLOURS, *SIZES, "big", "little"})
+
+
+def demo_tags(captions: Sequence[str]) -> list[list[Token]]:
+    """The demo captions' words with the Penn tag class the perturbations read (NN, JJ, or X for
+    any other word), from the grammar's lexicon; punctuation stays on its word.
+
+    >>> [(t.text, t.tag) for t in demo_tags(["a red circle above a square"])[0]]
+    [('a', 'X'), ('red', 'JJ'), ('circle', 'NN'), ('above', 'X'), ('a', 'X'), ('square', 'NN')]
+    """
+
+    def tag(word: str) -> str:
+        bare = word.strip(",.")
+        return "NN" if bare in DEMO_NOUNS else "JJ" if bare in DEMO_ADJECTIVES else "X"
+
+    return [[Token(word, tag(word)) for word in caption.split()] for caption in captions]

@@ -41,6 +41,10 @@ class TooShortError(ValueError):
     """A caption offers nothing to move for a perturbation (it would come back unchanged)."""
 
 
+class TaggerUnavailableError(RuntimeError):
+    """spaCy or its English model is not installed; the message is the line that installs it."""
+
+
 def _moved(words: list[str], positions: Sequence[int], rng: random.Random, what: str) -> list[str]:
     """`words` with the words at `positions` permuted among themselves, never as they were."""
     chosen = [words[i] for i in positions]
@@ -127,13 +131,13 @@ def perturbations(tokens: Sequence[Token], seed: int) -> dict[str, str]:
 
 def tag_captions(captions: Sequence[str], model: str = SPACY_MODEL) -> list[list[Token]]:
     """Each caption's tokens with their Penn tags from spaCy's English tagger, as ARO tags them;
-    RuntimeError with the one line that installs a model where none is installed."""
+    TaggerUnavailableError with the one line that installs a model where none is installed."""
     try:
         import spacy
     except ImportError as error:
-        raise RuntimeError(f"spaCy is not installed: `pip install spacy`, then {INSTALL_HINT}") from error
+        raise TaggerUnavailableError(f"spaCy is not installed: `pip install spacy`, then {INSTALL_HINT}") from error
     try:
         nlp = spacy.load(model, disable=["parser", "ner", "lemmatizer"])
     except OSError as error:
-        raise RuntimeError(INSTALL_HINT) from error
+        raise TaggerUnavailableError(INSTALL_HINT) from error
     return [[Token(t.text, t.tag_) for t in doc] for doc in nlp.pipe(captions)]

@@ -10,6 +10,7 @@ from foil_studio.analysis import audit as audits
 from foil_studio.analysis import blind, results
 from foil_studio.annotate import browse
 from foil_studio.data import paths, store
+from foil_studio.data.item_kinds import AUDITED_KINDS
 from foil_studio.views import text
 from foil_studio.views.session import session_db
 
@@ -35,7 +36,7 @@ st.caption(
     "ties are counted beside each accuracy. Far from 50% either way, captions alone give the answer away: "
     "above, the scorer exploits how negatives were written; below, its opposite choice would."
 )
-names = browse.caption_pair_datasets(db)
+names = browse.caption_pair_datasets(db, AUDITED_KINDS)
 if not names:
     st.info("No dataset with caption pairs yet.")
     st.stop()
@@ -109,6 +110,12 @@ if len(scorers) >= 2:
     )
 
     st.subheader("Adversarial refinement")
+    if dataset not in browse.caption_pair_datasets(db):
+        st.caption(
+            "Refinement keeps or drops whole caption pairs: this dataset's retrieval items (each caption against "
+            "each of its negatives above) are audited, not refined."
+        )
+        st.stop()
     grid = st.slider("Grid size (even)", 2, 20, 8, step=2, key="refine_grid")
     seed = st.number_input("Seed", value=0, key="refine_seed")
     if st.button("Refine", key="refine"):

@@ -197,6 +197,9 @@ columns = {**two_decimals(shown), "category": st.column_config.TextColumn(pinned
 st.dataframe(shown, hide_index=True, width="stretch", column_config=columns)
 for sentence in results.tie_rules_said(summaries, chosen):
     st.caption(text.md(sentence) + " The ties columns count tied comparisons per category.")
+for name in chosen:
+    if "over_seeds" in summaries[name]:  # ARO's order sets: one category per seed
+        st.caption(text.md(f"{name}: " + results.over_seeds_sentence(summaries[name]["over_seeds"])))
 
 figure = go.Figure(
     [

@@ -56,7 +56,7 @@ REGISTRY: dict[str, Format] = {
     )
 }
 # Datasets made here, not imported (the demo, BiVLC's construction): their source records.
-MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION)}
+MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION, made_here.ARO_ORDER)}
 # What `./foil import KIND` reads and `export --format` writes, in registry order.
 IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
 EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)

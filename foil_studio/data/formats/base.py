@@ -113,6 +113,8 @@ class Format:
     `sample(folder)`, which writes a small source there and returns the path to import.
     `renames_images` says the writer copies the images beside its files under new names: what is
     read back is the written folder with itself as the image root, and the same images by content.
+    `categories_are_seeds` says each category is one seed's draw of the same items (ARO's order
+    sets): the metrics then add each figure's mean and standard error over them (`over_seeds`).
     """
 
     name: str
@@ -132,6 +134,7 @@ class Format:
     sample_fixture: str = ""
     sample: Callable[[Path], Path] | None = None
     renames_images: bool = False
+    categories_are_seeds: bool = False
 
     def write_items(self, items: Sequence[StoredItem], out: Path, context: ExportContext) -> list[str]:
         """Write stored items in this layout (`write`); refused for a format that only reads."""

@@ -1,5 +1,6 @@
-"""Datasets made in Foil Studio rather than imported: the demo world, and the groups BiVLC's
-construction steps build from a pick_image batch's chosen images. Neither reads nor writes a
+"""Datasets made in Foil Studio rather than imported: the demo world, the groups BiVLC's
+construction steps build from a pick_image batch's chosen images, and ARO's order sets built
+from a captioned image set (`data.order_sets`). Neither reads nor writes a
 file, so neither is an import kind or an export format; their records say what their metrics
 follow (a dataset's ``source_kind`` names one of them)."""
 
@@ -13,4 +14,14 @@ DEMO = Format("demo", "the embedded demo world (`./foil demo`)", category_types=
 # BiVLC step 2: groups from BiVLC's candidate images, in BiVLC's categories (cleaned to BiVLC's layout).
 CONSTRUCTION = Format(
     "construction", "BiVLC groups built from a pick_image batch's chosen images", category_types=bivlc_type
+)
+# ARO's COCO-Order / Flickr30k-Order: five options per caption, one category per seed.
+ARO_ORDER = Format(
+    "aro-order",
+    "ARO's word-order sets built from a captioned image set (`./foil build aro-order`)",
+    metric_names={"recall_at_1": "precision_at_1", "recall_at_5": None},  # ARO's Precision@1; of five, @5 is all
+    ties="right",
+    ties_because="ARO's code takes np.argmax over the five captions, which returns the first of tied ones: the true "
+    "caption",
+    categories_are_seeds=True,
 )

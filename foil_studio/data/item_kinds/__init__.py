@@ -27,6 +27,8 @@ REGISTRY: dict[str, ItemKind] = {
 ITEM_KINDS = tuple(REGISTRY)
 # Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
 CAPTION_PAIR_KINDS = ("pair", "triple", "paraphrase", "group")
+# Kinds a blind audit reads: the caption pairs, and retrieval items as one pair per negative.
+AUDITED_KINDS = (*CAPTION_PAIR_KINDS, "retrieval")
 
 # Every truth key that judges an item's negative, whichever kind carries it (a key means one thing).
 VERDICT_KEYS: tuple[TruthKey, ...] = tuple(

@@ -1,0 +1,155 @@
+"""ARO's order sets built from captioned images (`./foil build aro-order`, `data/order_sets.py`):
+ARO's options in ARO's order, one category per seed, the seeds' mean and standard error in the
+metrics, ARO's tie rule, the audit on them, and the demo set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import sem
+
+from foil_studio import api, cli
+from foil_studio.analysis import metrics as m
+from foil_studio.analysis.audit import audit
+from foil_studio.data import demo, demo_world, order_sets, store, word_order
+from foil_studio.data.formats import source_format
+from foil_studio.data.word_order import Token
+
+CAPTIONS = [
+    "A red circle left of a blue square.",
+    "a large green triangle above an orange diamond",
+    "Two dogs.",  # one noun, no adjective pair, a single trigram with nothing to move after normalising
+]
+
+
+def tag_by_lexicon(captions):
+    """The demo lexicon, which covers the test captions: nouns, adjectives, anything else."""
+    return demo_world.demo_tags(captions)
+
+
+def karpathy_file(folder: Path) -> Path:
+    """Karpathy's split layout: `{image, caption: [...]}` per image."""
+    path = folder / "coco_karpathy_test.json"
+    records = [{"image": "val2014/a.jpg", "caption": CAPTIONS[:2]}, {"image": "val2014/b.jpg", "caption": CAPTIONS[2]}]
+    path.write_text(json.dumps(records))
+    return path
+
+
+def test_options_are_the_caption_and_its_four_perturbations_in_aros_order(tmp_path):
+    captioned = order_sets.read_captioned(karpathy_file(tmp_path))
+    assert [(c.image, c.row) for c in captioned] == [("val2014/a.jpg", 1), ("val2014/a.jpg", 1), ("val2014/b.jpg", 2)]
+    parsed = order_sets.build_order_set(captioned, tag_by_lexicon, name="coco-order", seeds=[3])
+    assert len(parsed.items) == 2
+    for item, caption in zip(parsed.items, CAPTIONS):
+        tokens = tag_by_lexicon([caption])[0]
+        shuffled = word_order.perturbations(tokens, 3)
+        expected = [order_sets.pre_caption(caption)] + [
+            order_sets.pre_caption(shuffled[n]) for n in order_sets.ARO_ORDER
+        ]
+        assert list(item.captions) == expected
+        assert len(set(item.captions)) == 5  # every option differs from the caption and each other
+        assert item.kind == "retrieval" and item.truth == {"correct": 0} and item.category == "seed 3"
+        for option in item.captions[1:]:
+            assert sorted(option.split()) == sorted(item.captions[0].split())  # the same words, another order
+    # the caption nothing can perturb is reported with its file and row, not kept
+    [warning] = parsed.warnings
+    assert warning.row == 2 and "left out" in warning.message and warning.file.endswith("coco_karpathy_test.json")
+
+
+def test_each_seed_is_a_category_and_the_same_seed_gives_the_same_items(tmp_path):
+    captioned = order_sets.read_captioned(karpathy_file(tmp_path))
+    first = order_sets.build_order_set(captioned, tag_by_lexicon, name="x", seeds=range(5))
+    again = order_sets.build_order_set(captioned, tag_by_lexicon, name="x", seeds=range(5))
+    assert [i.captions for i in first.items] == [i.captions for i in again.items]
+    assert sorted({i.category for i in first.items}) == [f"seed {s}" for s in range(5)]
+    by_seed = {i.category: i.captions for i in first.items if i.source_id.endswith("/0")}
+    assert len(set(by_seed.values())) > 1  # other seeds, other orders
+
+
+def test_jsonl_with_one_caption_per_line_and_limits(tmp_path):
+    path = tmp_path / "captions.jsonl"
+    path.write_text("\n".join(json.dumps({"image": f"{n}.png", "caption": c}) for n, c in enumerate(CAPTIONS)))
+    captioned = order_sets.read_captioned(path)
+    assert [c.row for c in captioned] == [1, 2, 3]
+    parsed = order_sets.build_order_set(captioned, tag_by_lexicon, name="x", seeds=[0], limit=1)
+    assert len(parsed.items) == 1 and parsed.items[0].images == ("0.png",)
+
+
+def test_aros_tie_rule_is_its_argmax(tmp_path):
+    """ARO takes np.argmax over the options: the first of tied ones, the true caption, wins."""
+    rule = source_format(order_sets.ORDER_SOURCE).ties
+    scores = np.random.default_rng(0).integers(0, 4, size=(500, 5)).astype(float)  # many ties
+    assert np.array_equal(m.recall_at_k(scores, 1, rule), (np.argmax(scores, axis=1) == 0).astype(float))
+
+
+@pytest.fixture
+def built(tmp_path, monkeypatch, capsys):
+    """The command line's build on a captioned set of demo images, tagged by the demo lexicon
+    (spaCy's English model does not install here), then scored with the demo model."""
+    images = tmp_path / "images"
+    images.mkdir()
+    records = []
+    for n, caption in enumerate(CAPTIONS * 4):
+        demo_world.draw(demo_world.random_scene(__import__("random").Random(n), 2)).save(images / f"{n}.png")
+        records.append({"image": f"{n}.png", "caption": [caption]})
+    (tmp_path / "captions.json").write_text(json.dumps(records))
+    monkeypatch.setattr(word_order, "tag_captions", tag_by_lexicon)
+    db_file = tmp_path / "foil.db"
+    code = cli.main(
+        ["build", "aro-order", str(tmp_path / "captions.json"), "--images", str(images), "--name", "order"]
+        + ["--seeds", "5", "--seed", "10", "--db", str(db_file), "--json"]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    studio = api.open_store(db_file)
+    studio.score("order", "demo", run="demo-clip")
+    return studio, report
+
+
+def test_build_stores_retrieval_items_and_metrics_give_the_mean_and_se_over_seeds(built):
+    built, report = built
+    assert report["n_items"] == 8 * 5 and len(report["warnings"]) == 4  # "Two dogs." four times, left out
+    assert report["by_category"] == {f"seed {s}": 8 for s in range(10, 15)}
+    result = built.metrics("order", "demo-clip")
+    assert result["tie_rule"]["rule"] == "right" and result["chance"]["(all)"]["precision_at_1"] == 20.0
+    seeds = [figures["precision_at_1"] for figures in result["by_category"].values()]
+    over = result["over_seeds"]["precision_at_1"]
+    assert over["mean"] == pytest.approx(np.mean(seeds)) and over["se"] == pytest.approx(sem(seeds))
+    assert over["n_seeds"] == 5 and set(result["category_intervals"]) == set(result["by_category"])
+    assert "recall_at_5" not in result["metrics"]  # of five options, always 100
+    text = cli.metrics_text(result)
+    assert f"over 5 seeds (mean ± standard error of the seeds' figures): precision_at_1 {over['mean']:.2f}" in text
+
+
+def test_build_without_an_english_model_says_how_to_install_one(tmp_path, capsys, monkeypatch):
+    def unavailable(captions):
+        raise word_order.TaggerUnavailableError(word_order.INSTALL_HINT)
+
+    monkeypatch.setattr(word_order, "tag_captions", unavailable)
+    path = karpathy_file(tmp_path)
+    code = cli.main(
+        ["build", "aro-order", str(path), "--images", str(tmp_path), "--name", "o", "--db", str(tmp_path / "f.db")]
+    )
+    assert code == 1
+    assert capsys.readouterr().err.strip() == f"error: {word_order.INSTALL_HINT}"
+    assert store.dataset_names(store.open_db(tmp_path / "f.db")) == []
+
+
+def test_the_demo_order_set_is_solved_by_a_grammar_only_scorer(demo_db):
+    """SugarCrepe's finding: a blind scorer that knows word order (a bigram model) solves the
+    order sets; one that sees only word statistics is at chance (every pair a tie)."""
+    assert store.get_dataset(demo_db, demo.ORDER_SET)["source_kind"] == order_sets.ORDER_SOURCE
+    result = audit(demo_db, demo.ORDER_SET, scorers=("stats", "ngram"))
+    assert result["blind"]["stats"] == 50.0 and result["ties"]["stats"] == result["n"]
+    assert result["blind"]["ngram"] > 90
+    assert result["n"] == 4 * len(api.Studio(demo_db).items(demo.ORDER_SET))  # each caption against each perturbation
+    assert sorted(result["by_category"]) == [f"seed {s}" for s in range(5)]
+
+
+def test_demo_tags_follow_the_worlds_lexicon():
+    tokens = demo_world.demo_tags(["a small red circle, a blue square"])[0]
+    assert [t.tag for t in tokens] == ["X", "JJ", "JJ", "NN", "X", "JJ", "NN"]
+    assert all(isinstance(t, Token) for t in tokens)
