@@ -223,6 +223,9 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     SEED,
     arg("--seeds", type=int, default=1, metavar="K", help="perturb with K seeds (S, S+1...): one category each"),
     arg("--max", type=int, metavar="N", help="only the first N captions"),
+    arg(
+        "--spacy-model", default="en_core_web_sm", metavar="MODEL", help="the spaCy model that tags: a name or a folder"
+    ),
 )
 def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Build ARO's COCO-Order / Flickr30k-Order from a captioned image set: per caption, a retrieval item of the
@@ -236,7 +239,7 @@ def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> 
     captioned = order_sets.read_captioned(Path(args.captions))
     parsed = order_sets.build_order_set(
         captioned,
-        word_order.tag_captions,
+        lambda captions: word_order.tag_captions(captions, model=args.spacy_model),
         name=args.name,
         seeds=range(args.seed, args.seed + args.seeds),
         limit=args.max,

@@ -17,6 +17,7 @@ from foil_studio.analysis.audit import audit
 from foil_studio.data import demo, demo_world, order_sets, store, word_order
 from foil_studio.data.formats import source_format
 from foil_studio.data.word_order import Token
+from tests.spacy_support import train_tagger
 
 CAPTIONS = [
     "A red circle left of a blue square.",
@@ -25,7 +26,7 @@ CAPTIONS = [
 ]
 
 
-def tag_by_lexicon(captions):
+def tag_by_lexicon(captions, model=None):
     """The demo lexicon, which covers the test captions: nouns, adjectives, anything else."""
     return demo_world.demo_tags(captions)
 
@@ -124,11 +125,10 @@ def test_build_stores_retrieval_items_and_metrics_give_the_mean_and_se_over_seed
     assert f"over 5 seeds (mean ± standard error of the seeds' figures): precision_at_1 {over['mean']:.2f}" in text
 
 
-def test_build_without_an_english_model_says_how_to_install_one(tmp_path, capsys, monkeypatch):
-    def unavailable(captions):
-        raise word_order.TaggerUnavailableError(word_order.INSTALL_HINT)
-
-    monkeypatch.setattr(word_order, "tag_captions", unavailable)
+def test_build_without_an_english_model_says_how_to_install_one(tmp_path, capsys):
+    spacy = pytest.importorskip("spacy")
+    if spacy.util.is_package(word_order.SPACY_MODEL):
+        pytest.skip(f"{word_order.SPACY_MODEL} is installed here")
     path = karpathy_file(tmp_path)
     code = cli.main(
         ["build", "aro-order", str(path), "--images", str(tmp_path), "--name", "o", "--db", str(tmp_path / "f.db")]
@@ -153,3 +153,21 @@ def test_demo_tags_follow_the_worlds_lexicon():
     tokens = demo_world.demo_tags(["a small red circle, a blue square"])[0]
     assert [t.tag for t in tokens] == ["X", "JJ", "JJ", "NN", "X", "JJ", "NN"]
     assert all(isinstance(t, Token) for t in tokens)
+
+
+def test_the_command_line_tags_with_a_real_spacy_model(tmp_path, capsys):
+    """The whole path with spaCy: `--spacy-model` names a model folder (a tagger trained here on
+    the test captions, `tests/spacy_support.py`), which tags the raw captions."""
+    pytest.importorskip("spacy")
+    sentences = [
+        [(t.text, t.tag) for t in tokens] for tokens in tag_by_lexicon([c.replace(".", " .") for c in CAPTIONS])
+    ]
+    sentences = [[(w, "." if w == "." else tag) for w, tag in s] for s in sentences]
+    model = train_tagger(sentences, tmp_path / "tagger")
+    path = karpathy_file(tmp_path)
+    args = ["build", "aro-order", str(path), "--images", str(tmp_path), "--name", "o", "--spacy-model", model]
+    assert cli.main([*args, "--db", str(tmp_path / "f.db"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n_items"] == 2 and "Two dogs" in report["warnings"][0]["message"]
+    items = api.open_store(tmp_path / "f.db").items("o")
+    assert items["captions"].str[0].tolist() == [order_sets.pre_caption(c) for c in CAPTIONS[:2]]

@@ -16,9 +16,11 @@ from foil_studio.data.word_order import (
     Token,
     TooShortError,
     perturbations,
+    shuffle_nouns_and_adjectives,
     tag_captions,
     trigrams,
 )
+from tests.spacy_support import train_tagger
 
 
 def tagged(text: str) -> list[Token]:
@@ -110,3 +112,26 @@ def test_tagging_needs_an_english_model_and_says_how_to_install_one():
         return
     tags = {t.text: t.tag for t in tokens[0]}  # a real tagger: the nouns and adjectives ARO moves
     assert tags["dog"] in NOUN_TAGS and tags["bench"] in NOUN_TAGS and tags["small"] in ADJECTIVE_TAGS
+
+
+@pytest.fixture(scope="module")
+def spacy_tagger(tmp_path_factory) -> str:
+    """spaCy's tagger trained on the hand-tagged captions (`tests/spacy_support.py`)."""
+    pytest.importorskip("spacy")
+    sentences = [[(t.text, t.tag) for t in caption] for caption in CAPTIONS]
+    return train_tagger(sentences, tmp_path_factory.mktemp("spacy") / "tagger")
+
+
+def test_spacy_tags_the_captions_and_the_perturbations_move_what_it_tagged(spacy_tagger):
+    """The spaCy path on real tagging: spaCy tokenizes the raw text ("building." into two tokens)
+    and its tagger's Penn tags decide what the perturbations move."""
+    texts = [" ".join(t.text for t in caption).replace(" .", ".") for caption in CAPTIONS]
+    tagged_by_spacy = tag_captions(texts, model=spacy_tagger)
+    assert [[t.text for t in c] for c in tagged_by_spacy] == [[t.text for t in c] for c in CAPTIONS]
+    agree = sum(a.tag == b.tag for got, want in zip(tagged_by_spacy, CAPTIONS) for a, b in zip(got, want))
+    assert agree / sum(map(len, CAPTIONS)) >= 0.9  # the trained tagger reproduces its training tags
+    for tokens in tagged_by_spacy:
+        words = [t.text for t in tokens]
+        moved = shuffle_nouns_and_adjectives(tokens, random.Random(1)).split()
+        fixed = [i for i, t in enumerate(tokens) if t.tag not in NOUN_TAGS | ADJECTIVE_TAGS]
+        assert [moved[i] for i in fixed] == [words[i] for i in fixed]

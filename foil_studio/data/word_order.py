@@ -139,5 +139,7 @@ def tag_captions(captions: Sequence[str], model: str = SPACY_MODEL) -> list[list
     try:
         nlp = spacy.load(model, disable=["parser", "ner", "lemmatizer"])
     except OSError as error:
+        if model != SPACY_MODEL:
+            raise TaggerUnavailableError(f"the spaCy model {model!r} is not installed or not a model folder") from error
         raise TaggerUnavailableError(INSTALL_HINT) from error
     return [[Token(t.text, t.tag_) for t in doc] for doc in nlp.pipe(captions)]
