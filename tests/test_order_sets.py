@@ -4,10 +4,12 @@ metrics, ARO's tie rule, the audit on them, and the demo set."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import sem
 
@@ -171,3 +173,35 @@ def test_the_command_line_tags_with_a_real_spacy_model(tmp_path, capsys):
     assert report["n_items"] == 2 and "Two dogs" in report["warnings"][0]["message"]
     items = api.open_store(tmp_path / "f.db").items("o")
     assert items["captions"].str[0].tolist() == [order_sets.pre_caption(c) for c in CAPTIONS[:2]]
+
+
+def test_an_order_sets_perturbations_go_to_validate_negative_one_question_each(demo_db, tmp_path):
+    """A perturbation may happen to be a valid caption: validate_negative asks about each negative
+    of a retrieval item on its own, and the training table keeps exactly the validated ones."""
+    from foil_studio.annotate import batches
+    from foil_studio.annotate.batches import BatchError
+    from foil_studio.annotate.export import export_clean, export_negclip
+    from foil_studio.annotate.health import HealthError, plan_sample
+    from foil_studio.annotate.task_types import build_task
+
+    [item] = store.list_items(demo_db, store.get_dataset(demo_db, demo.ORDER_SET)["id"], limit=1)
+    spec = batches.BatchSpec(demo.ORDER_SET, "validate_negative", ("ada",), overlap=1, item_ids=(item["id"],), name="v")
+    batches.create_batch(demo_db, spec)
+    batch = store.get_batch(demo_db, "v")
+    assignments = store.batch_assignments(demo_db, batch["id"])
+    assert sorted(a["part"] for a in assignments) == [0, 1, 2, 3]  # one question per perturbation
+    for part in range(4):
+        task = build_task("validate_negative", item, part, "seed")
+        assert dict(task.captions)["altered caption"] == item["captions"][1 + part]
+        assert dict(task.captions)["caption"] == item["captions"][0]
+    answers = {0: "negative_false", 1: "negative_true", 2: "negative_false"}  # part 3 left undecided
+    for part, answer in answers.items():
+        store.decide(demo_db, batch["id"], item["id"], part, {"answer": answer}, by="admin")
+
+    export_negclip(demo_db, demo.ORDER_SET, tmp_path / "negclip")
+    table = pd.read_csv(tmp_path / "negclip" / "negclip.tsv", sep="\t")
+    assert table["neg_caption"].map(ast.literal_eval).tolist() == [[item["captions"][1], item["captions"][3]]]
+    with pytest.raises(BatchError, match="negclip-csv"):
+        export_clean(demo_db, "v", None, tmp_path / "clean")
+    with pytest.raises(HealthError, match="no items with a negative to validate"):
+        plan_sample(demo_db, demo.ORDER_SET, budget=10)

@@ -16,9 +16,7 @@ from tests.conftest import DATASET_FOR_TASK
 def tasks_of(db, task_type: str, seed: str = "s", n: int = 24):
     dataset = store.get_dataset(db, DATASET_FOR_TASK[task_type])
     items = store.list_items(db, dataset["id"], limit=n)
-    return [
-        (item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item["kind"])
-    ]
+    return [(item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item)]
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)

@@ -8,6 +8,7 @@ between a right and a wrong answer counts as wrong, as a tie between scores does
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -58,17 +59,17 @@ def human_baseline(
         raise BaselineError(f"none of {batch_names} is a baseline task {BASELINE_TASKS}")
     items = store.items_by_id(db, {item for outcomes in by_task.values() for item, _ in outcomes})
     dataset = datasets.pop()
-    if _asks_several_parts(by_task, {item["kind"] for item in items.values()}):
+    if _asks_several_parts(by_task, items.values()):
         summary = _group_baseline(by_task, items, source_format(db, dataset), n_boot, seed)
     else:
         summary = _single_baseline(by_task, items, n_boot, seed)
     return {"dataset": dataset, "batches": batch_names, **summary}
 
 
-def _asks_several_parts(by_task: dict[str, Outcomes], kinds: set[str]) -> bool:
-    """Whether the tasks ask more than one question of an item of these kinds (`TaskType.parts`: a
-    BiVLC group's two captions or two images), whose outcomes then combine per item as the models' do."""
-    return any(len(REGISTRY[task].parts(kind)) > 1 for task in by_task for kind in kinds)
+def _asks_several_parts(by_task: dict[str, Outcomes], items: Iterable[store.ItemRow]) -> bool:
+    """Whether the tasks ask more than one question of these items (`TaskType.parts`: a BiVLC
+    group's two captions or two images), whose outcomes then combine per item as the models' do."""
+    return any(len(REGISTRY[task].parts(item)) > 1 for task in by_task for item in items)
 
 
 def _single_baseline(

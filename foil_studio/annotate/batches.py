@@ -180,7 +180,7 @@ def _crowd_config(
     chosen: list[store.ItemRow], gold: set[int], candidates: list[store.ItemRow], spec: BatchSpec, rng: random.Random
 ) -> dict[str, Any]:
     """The unit pool crowd workers draw from, practice items outside the batch, the codes and the cap."""
-    units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i["kind"])]
+    units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i)]
     in_batch = {i["id"] for i in chosen}
     practice_pool = [
         i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task, i) is not None
@@ -216,7 +216,7 @@ def _pick_gold(items: list[store.ItemRow], spec: BatchSpec, rng: random.Random) 
 def _assignment_rows(
     annotators: list[int], items: list[store.ItemRow], gold: set[int], spec: BatchSpec
 ) -> list[tuple[int, int, int, int, bool]]:
-    units = [(item["id"], part) for item in items for part in parts_for(spec.task, item["kind"])]
+    units = [(item["id"], part) for item in items for part in parts_for(spec.task, item)]
     regular = [u for u in units if u[0] not in gold]
     plan = plan_assignments(len(regular), annotators, spec.overlap, spec.seed)
     queues: dict[int, list[tuple[Unit, bool]]] = {a: [] for a in annotators}

@@ -68,6 +68,11 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
     fmt = layout
     outcome = {d.item: d for d in decisions(db, batch_name)}
     items = store.items_by_id(db, outcome)
+    if any(item["kind"] == "retrieval" for item in items.values()):
+        raise BatchError(
+            f"{batch_name} validated retrieval items, whose several negatives no benchmark layout keeps one by one; "
+            f"`./foil export {batch['dataset']} --format negclip-csv` writes the validated negatives"
+        )
     kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]
     removed = [
         {
@@ -274,10 +279,11 @@ NEGCLIP_FILE = "negclip.tsv"
 NEGCLIP_IMAGES_PER_ROW = 3
 
 
-def validated_items(db: sqlite_utils.Database, dataset: str) -> tuple[list[int], list[str]]:
-    """The items of `dataset` whose negative was validated: decided by the keep rule of
-    `export-clean` (the negative is wrong for the image) in every validate_negative batch that
-    decided them. Returns the item ids and the batches read; refused when there is no such batch."""
+def validated_negatives(db: sqlite_utils.Database, dataset: str) -> tuple[dict[int, list[int]], list[str]]:
+    """The validated negatives of `dataset`'s items (item id -> the parts kept, part k being
+    negative k): those decided by `export-clean`'s keep rule (the negative is wrong for the image)
+    in every validate_negative batch that decided them. Returns them with the batches read;
+    refused when there is no such batch."""
     task = REGISTRY["validate_negative"]
     batches = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] == task.name]
     if not batches:
@@ -285,31 +291,38 @@ def validated_items(db: sqlite_utils.Database, dataset: str) -> tuple[list[int],
             f"{dataset} has no validate_negative batch, so no negative of it is validated yet "
             f"(./foil batch create {dataset} --task validate_negative ..., or Benchmark health's sample)"
         )
-    kept: dict[int, bool] = {}
+    kept: dict[tuple[int, int], bool] = {}
     for batch in batches:
         for decision in decisions(db, batch):
-            kept[decision.item] = kept.get(decision.item, True) and decision.answer in task.keep
-    return sorted(item for item, keep in kept.items() if keep), batches
+            unit = (decision.item, decision.part)
+            kept[unit] = kept.get(unit, True) and decision.answer in task.keep
+    validated: dict[int, list[int]] = {}
+    for (item, part), keep in sorted(kept.items()):
+        if keep:
+            validated.setdefault(item, []).append(part)
+    return validated, batches
 
 
 def export_negclip(db: sqlite_utils.Database, dataset: str, out: Path, *, seed: int = 0) -> dict[str, Any]:
-    """Write the validated items as the training table NegCLIP's fork of open_clip reads
-    (`negclip.tsv`, tab-separated as open_clip's `--csv-separator` default): `filepath` (the image,
-    under the dataset's image root), `title` (the caption), `neg_caption` (a Python list literal of
-    the validated negative captions) and `neg_image` (a list literal of row numbers whose images
-    serve as hard negative images: NegCLIP takes its nearest neighbours; here up to three other
-    rows of the same category, drawn with `seed`)."""
-    item_ids, batches = validated_items(db, dataset)
-    if not item_ids:
+    """Write the items with validated negatives as the training table NegCLIP's fork of open_clip
+    reads (`negclip.tsv`, tab-separated as open_clip's `--csv-separator` default): `filepath` (the
+    image, under the dataset's image root), `title` (the caption), `neg_caption` (a Python list
+    literal of the item's validated negative captions: one for a pair, those of a retrieval item
+    that were validated) and `neg_image` (a list literal of row numbers whose images serve as hard
+    negative images: NegCLIP takes its nearest neighbours; here up to three other rows of the same
+    category, drawn with `seed`)."""
+    validated, batches = validated_negatives(db, dataset)
+    if not validated:
         raise BatchError(f"no negative of {dataset} is validated yet: its batches decided none as wrong for the image")
     row = store.get_dataset(db, dataset)
     root = Path(row["image_root"]) if row["image_root"] else None
-    items = [store.items_by_id(db, item_ids)[i] for i in item_ids]
+    by_id = store.items_by_id(db, validated)
+    items = [by_id[i] for i in sorted(validated)]
     frame = pd.DataFrame(
         {
             "filepath": [_image_file(root, item["images"][0]) for item in items],
             "title": [item["captions"][0] for item in items],
-            "neg_caption": [repr([item["captions"][1]]) for item in items],
+            "neg_caption": [repr([item["captions"][1 + part] for part in validated[item["id"]]]) for item in items],
             "neg_image": [repr(rows) for rows in _neighbour_rows([item["category"] for item in items], seed)],
         }
     )

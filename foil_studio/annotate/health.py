@@ -27,12 +27,14 @@ from foil_studio.annotate.baselines import dataset_baseline
 from foil_studio.annotate.batch_reports import batch_agreement
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
 from foil_studio.annotate.consensus import decisions
-from foil_studio.annotate.task_types import task_type
 from foil_studio.data import store
-from foil_studio.data.item_kinds import source_verdict
+from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, source_verdict
 from foil_studio.data.plain_text import figure, interval_text
 
 TASK = "validate_negative"
+# One negative per item, so that an item's outcome is its negative's (a retrieval item's several
+# negatives would each need a share of their own).
+HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
 OUTCOME_OF_ANSWER = {"negative_false": "valid", "negative_true": "invalid", "unsure": "ambiguous"}
 TARGETS = ("share", "rank")
@@ -82,7 +84,7 @@ class SamplePlan:
 def sampling_frame(db: sqlite_utils.Database, dataset: str) -> dict[str, list[int]]:
     """Category -> the ids of the dataset's items a validate_negative batch can ask about."""
     frame: dict[str, list[int]] = {}
-    kinds = task_type(TASK).item_kinds
+    kinds = HEALTH_KINDS
     for item, category in store.item_strata(db, store.get_dataset(db, dataset)["id"], kinds):
         frame.setdefault(category, []).append(item)
     if not frame:
@@ -260,7 +262,7 @@ def authors_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, dict[st
     crowd votes, the demo's known flaws); None when its items carry no such verdict."""
     counts: dict[str, Counter[str]] = {}
     dataset_id = store.get_dataset(db, dataset)["id"]
-    for category, truth in store.item_truths(db, dataset_id, task_type(TASK).item_kinds):
+    for category, truth in store.item_truths(db, dataset_id, HEALTH_KINDS):
         verdict = source_verdict(truth)
         if verdict is None:
             return None

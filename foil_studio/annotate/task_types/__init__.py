@@ -71,9 +71,10 @@ def build_task(name: str, item: Item, part: int, seed: str) -> Task:
     return kind.build(item, part, random.Random(f"{seed}:{item['id']}:{part}"))
 
 
-def parts_for(name: str, item_kind: str) -> tuple[int, ...]:
-    """The independent questions an item yields: BiVLC baselines ask once per image / caption."""
-    return task_type(name).parts(item_kind)
+def parts_for(name: str, item: Item) -> tuple[int, ...]:
+    """The independent questions an item yields: BiVLC baselines ask once per image / caption,
+    validate_negative once per negative of a retrieval item."""
+    return task_type(name).parts(item)
 
 
 def answer_questions(name: str) -> tuple[str, ...]:

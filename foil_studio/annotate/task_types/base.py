@@ -57,8 +57,8 @@ class Task:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def single_part(kind: str) -> tuple[int, ...]:
-    """One question per item (every task type but BiVLC's baselines)."""
+def single_part(item: Item) -> tuple[int, ...]:
+    """One question per item (most task types)."""
     return (0,)
 
 
@@ -93,7 +93,7 @@ class Baseline:
 class TaskType:
     """One annotation task type: everything the batches, agreement, exports and pages need.
 
-    * ``build(item, part, rng)`` lays the task out; ``parts(kind)`` lists the questions an item yields;
+    * ``build(item, part, rng)`` lays the task out; ``parts(item)`` lists the questions an item yields;
     * ``expected(item, part)`` is the right answer where the item's truth says it, and
       ``correct(item, part, answer)`` (default: equal to ``expected``) judges an answer;
     * ``questions`` are the questions of one answer, each agreed on separately, on the
@@ -121,7 +121,7 @@ class TaskType:
     build: Callable[[Item, int, random.Random], Task]
     expected: Callable[[Item, int], dict[str, str] | None] = no_expected_answer
     correct: Callable[[Item, int, Answer], bool | None] | None = None
-    parts: Callable[[str], tuple[int, ...]] = single_part
+    parts: Callable[[Item], tuple[int, ...]] = single_part
     questions: tuple[str, ...] = ("answer",)
     agreement_level: str = "nominal"
     agreement_code: Callable[[str], str] = as_given

@@ -35,10 +35,10 @@ def expected(item: Item, part: int) -> dict[str, str]:
     return {"answer": str(part)}
 
 
-def one_question_per_image(kind: str) -> tuple[int, ...]:
-    """One question per image of the item kind: BiVLC asks about each of a group's two images
+def one_question_per_image(item: Item) -> tuple[int, ...]:
+    """One question per image of the item's kind: BiVLC asks about each of a group's two images
     on its own, a pair asks once."""
-    return tuple(range(item_kind(kind).n_images or 1))
+    return tuple(range(item_kind(item["kind"]).n_images or 1))
 
 
 TASK_TYPE = TaskType(

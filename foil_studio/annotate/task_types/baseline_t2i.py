@@ -33,7 +33,7 @@ def expected(item: Item, part: int) -> dict[str, str]:
     return {"answer": str(part)}
 
 
-def one_question_per_caption(kind: str) -> tuple[int, ...]:
+def one_question_per_caption(item: Item) -> tuple[int, ...]:
     return (0, 1)
 
 

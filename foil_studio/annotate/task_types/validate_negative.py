@@ -1,4 +1,5 @@
-"""validate_negative: is the altered caption really wrong for the image? (SugarCrepe, BiVLC)"""
+"""validate_negative: is the altered caption really wrong for the image? (SugarCrepe, BiVLC; on a
+retrieval item such as ARO's order sets, one question per negative.)"""
 
 from __future__ import annotations
 
@@ -27,12 +28,22 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
         item["id"],
         part,
         "Is the altered caption wrong for this image?",
-        (("caption", item["captions"][0]), ("altered caption", item["captions"][1])),
+        (("caption", item["captions"][0]), ("altered caption", item["captions"][1 + part])),
         (("image", item["images"][0]),) if item["images"] else (),
         options,
         (0, 1),
         extra={"flags": ("nonsensical", "ungrammatical")},
     )
+
+
+def one_question_per_negative(item: Item) -> tuple[int, ...]:
+    """Part k asks about negative k: a retrieval item's every negative (ARO's order sets: each
+    perturbation may happen to be a valid caption), the one negative of a caption pair.
+
+    >>> one_question_per_negative({"kind": "retrieval", "captions": ["c", "n1", "n2", "n3"]})
+    (0, 1, 2)
+    """
+    return tuple(range(len(item["captions"]) - 1)) if item["kind"] == "retrieval" else (0,)
 
 
 ANSWER_OF_VERDICT = {"valid": "negative_false", "invalid": "negative_true", "ambiguous": "unsure"}
@@ -46,7 +57,7 @@ def expected(item: Item, part: int) -> dict[str, str] | None:
 
 TASK_TYPE = TaskType(
     "validate_negative",
-    CAPTION_PAIR_KINDS,
+    (*CAPTION_PAIR_KINDS, "retrieval"),
     "You see an image, a caption that describes it, and an altered caption. Decide whether the "
     "altered caption is wrong for the image. If it is also true, say so: it is not a valid negative. "
     "Pay close attention to word order. Flag captions that make no sense or are ungrammatical.",
@@ -59,6 +70,8 @@ TASK_TYPE = TaskType(
     },
     clean_format="sugarcrepe",
     baseline=Baseline(),
-    summary="is the altered caption really wrong for the image? Flags nonsensical and ungrammatical captions",
+    summary="is the altered caption really wrong for the image? Flags nonsensical and ungrammatical captions; "
+    "a retrieval item asks once per negative",
     shuffles=False,
+    parts=one_question_per_negative,
 )
