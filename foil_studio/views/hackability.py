@@ -59,6 +59,12 @@ result = run(dataset)
 other = run(compare) if compare != "(none)" else None
 table = pd.DataFrame(audits.audit_table(result, dataset, scorers, other, compare))
 st.dataframe(table.round(2), hide_index=True, width="stretch")
+with_retrieval = browse.caption_pair_datasets(db, ("retrieval",))
+if dataset in with_retrieval or compare in with_retrieval:
+    st.caption(
+        "n counts caption pairs: a retrieval item (CREPE, What'sUp, ARO's order sets) gives one pair per negative, "
+        "its caption against that negative."
+    )
 long = table.melt(
     id_vars=["category"],
     value_vars=[c for c in table.columns if c.startswith((f"{dataset} ", f"{compare} "))],
