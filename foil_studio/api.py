@@ -63,8 +63,7 @@ class Studio:
         from foil_studio.data.subsets import truth_flag
 
         dataset_id = store.get_dataset(self.db, dataset)["id"]
-        n = store.count_items(self.db, dataset_id, category)
-        rows = store.list_items(self.db, dataset_id, category=category, limit=n, truth_flag=truth_flag(subset))
+        rows = store.list_items(self.db, dataset_id, category=category, limit=1 << 62, truth_flag=truth_flag(subset))
         return pd.DataFrame(rows, columns=ITEM_COLUMNS)
 
     def results(self, dataset: str, run: str, *, subset: str | None = None) -> pd.DataFrame:

@@ -8,6 +8,8 @@ PostgreSQL database each, the demo one copied from the demo store by ``store.cop
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +32,17 @@ FIXTURES = Path(os.environ.get("FOIL_FIXTURES", REPO.parent / "shared" / "fixtur
 SMALL_DEMO = DemoConfig(seed=3, pairs_per_category=30, n_triples=60, n_groups=40, n_candidate_sets=40, n_retrieval=30)
 # A demo dataset for each task type: the one holding its example item kind (the demo holds one of every kind).
 DATASET_FOR_TASK = {name: DEMO_DATASETS[t.example_kind] for name, t in TASK_TYPE_REGISTRY.items()}
+
+
+def checkout_copy(target: Path) -> Path:
+    """The checkout's tracked files as they are now (a fresh clone of the working tree) under
+    `target`, modification times kept (`make` compares them with its stamps)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (REPO / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, target / name)
+    return target
 
 
 def pytest_configure(config):

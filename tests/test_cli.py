@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from foil_studio import cli
 from foil_studio.data.formats import IMPORT_KINDS as PARSERS
 from foil_studio.data.store import db_file as store_file
-from tests.conftest import FOIL_CLI, REPO
+from tests.conftest import FOIL_CLI, REPO, checkout_copy
 
 
 def run_cli(*args: str, db) -> subprocess.CompletedProcess:
@@ -196,13 +195,7 @@ def readme_lines_after_make_run() -> list[str]:
 def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(tmp_path):
     """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
     demo store built as `make run` builds it; then each README line, verbatim, from its root."""
-    checkout = tmp_path / "checkout"
-    for name in subprocess.run(
-        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.splitlines():
-        if (REPO / name).is_file():
-            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, checkout / name)
+    checkout = checkout_copy(tmp_path / "checkout")
     (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
     env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
     built = subprocess.run(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_support import free_port
-from tests.conftest import REPO
+from tests.conftest import REPO, checkout_copy
 
 # What the wheel must carry for the app to run, and what it must never carry.
 REQUIRED = (
@@ -31,20 +31,10 @@ FORBIDDEN_PARTS = ("tests", "bench", "docs", "demo_store", "mutants", "__pycache
 FORBIDDEN_SUFFIXES = (".db", ".db-wal", ".sqlite", ".pyc")
 
 
-def tracked_copy(target: Path) -> Path:
-    """The checkout's tracked files under `target` (the build never writes into the checkout)."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        if (REPO / name).is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            (target / name).write_bytes((REPO / name).read_bytes())
-    return target
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """The wheel, built as CI builds it (setuptools from this environment, no download)."""
-    source = tracked_copy(tmp_path_factory.mktemp("source"))
+    source = checkout_copy(tmp_path_factory.mktemp("source"))  # the build never writes into the checkout
     dist = tmp_path_factory.mktemp("dist")
     built = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(source)],

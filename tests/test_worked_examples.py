@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import FIXTURES, checkout_copy
 
 TOY_FORMAT = '''"""toy-pairs: an EqBen-like layout, one JSON list of `{image, caption, foil}` per category."""
 
@@ -124,17 +124,6 @@ GENERIC_TESTS = [
     "tests/test_docs.py",
 ]
 EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]")
-
-
-def checkout_copy(target: Path) -> Path:
-    """The checkout's tracked files, as they are now, under `target`."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            (target / name).write_bytes(source.read_bytes())
-    return target
 
 
 def digests(root: Path) -> dict[str, str]:

@@ -36,10 +36,9 @@ def audited_pairs(items: Sequence[store.ItemRow]) -> tuple[list[store.ItemRow], 
     """
     rows, pairs = [], []
     for item in items:
-        negatives = item["captions"][1:] if item["kind"] == "retrieval" else item["captions"][1:2]
-        for negative in negatives:
+        for negative in item_kinds.negative_captions(item):
             rows.append(item)
-            pairs.append((item["captions"][0], negative))
+            pairs.append((item["captions"][0], item["captions"][negative]))
     return rows, pairs
 
 

@@ -28,7 +28,7 @@ from foil_studio.annotate.consensus import decisions, excluded_annotators
 from foil_studio.annotate.construction import pick_image_survivors
 from foil_studio.annotate.gold import GOLD_PASS, rule_text
 from foil_studio.annotate.task_types import REGISTRY
-from foil_studio.data import formats, store
+from foil_studio.data import formats, item_kinds, store
 from foil_studio.data.images import resolve_image
 from foil_studio.data.plain_text import count_range, figure
 
@@ -322,7 +322,7 @@ def export_negclip(db: sqlite_utils.Database, dataset: str, out: Path, *, seed: 
         {
             "filepath": [_image_file(root, item["images"][0]) for item in items],
             "title": [item["captions"][0] for item in items],
-            "neg_caption": [repr([item["captions"][1 + part] for part in validated[item["id"]]]) for item in items],
+            "neg_caption": [repr(_validated_captions(item, validated[item["id"]])) for item in items],
             "neg_image": [repr(rows) for rows in _neighbour_rows([item["category"] for item in items], seed)],
         }
     )
@@ -338,6 +338,12 @@ def export_negclip(db: sqlite_utils.Database, dataset: str, out: Path, *, seed: 
         "train_with": f"--train-data {NEGCLIP_FILE} --csv-img-key filepath --csv-caption-key title "
         "--csv-hard-captions-key neg_caption",
     }
+
+
+def _validated_captions(item: store.ItemRow, parts: list[int]) -> list[str]:
+    """The captions of an item's validated negatives (part k is its k-th negative)."""
+    negatives = item_kinds.negative_captions(item)
+    return [item["captions"][negatives[part]] for part in parts]
 
 
 def _image_file(root: Path | None, reference: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from foil_studio.annotate.task_types.base import Baseline, Item, Option, Task, TaskType, truth
-from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, source_verdict
+from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, negative_captions, source_verdict
 
 
 def build(item: Item, part: int, rng: random.Random) -> Task:
@@ -28,7 +28,7 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
         item["id"],
         part,
         "Is the altered caption wrong for this image?",
-        (("caption", item["captions"][0]), ("altered caption", item["captions"][1 + part])),
+        (("caption", item["captions"][0]), ("altered caption", item["captions"][negative_captions(item)[part]])),
         (("image", item["images"][0]),) if item["images"] else (),
         options,
         (0, 1),
@@ -37,13 +37,13 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
 
 
 def one_question_per_negative(item: Item) -> tuple[int, ...]:
-    """Part k asks about negative k: a retrieval item's every negative (ARO's order sets: each
-    perturbation may happen to be a valid caption), the one negative of a caption pair.
+    """Part k asks about the item's k-th negative (`negative_captions`): a retrieval item's every
+    negative (ARO's order sets: a perturbation may happen to be a valid caption), a pair's one.
 
     >>> one_question_per_negative({"kind": "retrieval", "captions": ["c", "n1", "n2", "n3"]})
     (0, 1, 2)
     """
-    return tuple(range(len(item["captions"]) - 1)) if item["kind"] == "retrieval" else (0,)
+    return tuple(range(len(negative_captions(item))))
 
 
 ANSWER_OF_VERDICT = {"valid": "negative_false", "invalid": "negative_true", "ambiguous": "unsure"}

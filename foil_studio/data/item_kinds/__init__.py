@@ -43,8 +43,22 @@ __all__ = [
     "Gap",
     "ItemKind",
     "item_kind",
+    "negative_captions",
     "source_verdict",
 ]
+
+
+def negative_captions(item: Mapping[str, Any]) -> tuple[int, ...]:
+    """The positions of an item's negative captions, each set against caption 0 (validate_negative
+    asks once per negative, the audit scores one pair per negative), read off its kind's caption roles.
+
+    >>> negative_captions({"kind": "triple", "captions": ["c", "n", "p"]})
+    (1,)
+    >>> negative_captions({"kind": "retrieval", "captions": ["c", "n1", "n2", "n3"]})
+    (1, 2, 3)
+    """
+    roles = item_kind(item["kind"]).caption_roles(len(item["captions"]))
+    return tuple(i for i, role in enumerate(roles) if "negative" in role)
 
 
 def source_verdict(truth: Mapping[str, Any] | None) -> str | None:
