@@ -62,9 +62,7 @@ types: $(VENV)/.testing
 # Mutation score of the core modules (TESTING.md); slow, so not part of `make test` or CI.
 mutation: $(VENV)/.testing
 	$(PY) -m pip install -q "mutmut>=3.3"
-	# its own temp root: pytest keeps only the last three session folders per root, and mutmut's
-	# many sessions would otherwise delete the folders of a test run going on beside it
-	mkdir -p .mutation-tmp && PYTEST_DEBUG_TEMPROOT=$(CURDIR)/.mutation-tmp $(VENV)/bin/mutmut run --max-children 2
+	$(PY) bench/mutation_run.py $(MUTANTS)
 	$(VENV)/bin/mutmut results --all true > mutation-results.txt || true
 	$(PY) bench/mutation_summary.py mutation-results.txt
 

@@ -63,9 +63,9 @@ def engine() -> str:
 @pytest.fixture(scope="session")
 def postgres():
     """A PostgreSQL server for this test session (started on first use, stopped at the end)."""
-    from tests.postgres_support import PostgresServer
+    from tests.postgres_support import session_server
 
-    server = PostgresServer().start()
+    server = session_server()
     yield server
     server.stop()
 

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from tests.browser_support import free_port
@@ -105,6 +106,45 @@ class PostgresServer:
         finally:
             time.sleep(0.1)
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class SharedPostgres:
+    """A server that outlives the test session, named by ``FOIL_TEST_POSTGRES`` (a superuser URL).
+
+    `make mutation` starts one for all its mutants: a cluster per mutant would cost more than its
+    tests. Databases get unique names (many sessions share the server) and are dropped by ``stop()``.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.base = url.rsplit("/", 1)[0]
+        self._created: list[str] = []
+
+    def url(self, database: str = "postgres") -> str:
+        return f"{self.base}/{database}"
+
+    def create_database(self, template: str | None = None) -> str:
+        """As `PostgresServer.create_database`, under a name no other session uses."""
+        import psycopg
+
+        name = f"foil_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+        self._created.append(name)
+        return self.url(name)
+
+    def stop(self) -> None:
+        """Drop this session's databases; the server keeps running."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            for name in reversed(self._created):
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def session_server():
+    """The tests' server: the shared one named by ``FOIL_TEST_POSTGRES``, else a new cluster."""
+    shared = os.environ.get("FOIL_TEST_POSTGRES")
+    return SharedPostgres(shared) if shared else PostgresServer().start()
 
 
 def _has_user(name: str) -> bool:

@@ -637,3 +637,59 @@ def test_truth_keys_say_each_value_in_the_sentence_of_its_meaning():
     assert paraphrase.caption_cosines(cosines) == [0.9, 0.2, 0.3]  # cos(p1,p2), cos(p1,n), cos(p2,n)
     assert base.one_image(2) == ["image", "image"]
     assert base.first_image_row(np.array([[0.1, 0.2], [0.3, 0.4]])) == [0.1, 0.2]
+
+
+# --- the store's reads, each against what was written -----------------------------------------------
+
+
+def test_item_labels_lists_every_label_of_the_asked_items_once_in_item_then_answer_order(db):
+    created = make_batch(db, n=8, overlap=2)
+    batch = store.get_batch(db, created["batch"])
+    answered = [answer_next(db, name, created["batch"], pick=pick) for name, pick in (("ada", 1), ("ben", 4), ("ada", 0))]
+    labels = store.batch_labels(db, batch["id"])
+    by_item = sorted(labels, key=lambda label: (label["item"], label["id"]))
+    # more ids than one query takes (500), repeated and with unlabelled ones among them
+    asked = [*range(1, 1201), *(s.task.item_id for s in answered)]
+    found = store.item_labels(db, asked)
+    assert [(row["item"], row["annotator"], row["answer"]) for row in found] == [
+        (label["item"], label["annotator"], label["answer"]) for label in by_item
+    ]
+    assert all(row["batch"] == created["batch"] and row["task"] == "pick_image" for row in found)
+    assert all(row["part"] == 0 and row["flags"] == [] and row["comment"] in ("", None) for row in found)
+    assert store.item_labels(db, [answered[0].task.item_id]) == [r for r in found if r["item"] == answered[0].task.item_id]
+    assert store.item_labels(db, []) == []
+    assert max(asked) > 500 and any(row["item"] > 500 for row in found) == any(lab["item"] > 500 for lab in labels)
+
+
+def test_revoking_an_annotators_tokens_ends_every_link_of_theirs_and_no_one_elses(db):
+    ada, ben = (store.ensure_annotator(db, name) for name in ("ada", "ben"))
+    store.revoke_tokens(db, ada["id"])  # the demo may have given ada a link already
+    ada_tokens = [store.issue_token(db, ada["id"]) for _ in range(3)]
+    ben_token = store.issue_token(db, ben["id"])
+    assert all(store.annotator_by_token(db, token)["name"] == "ada" for token in ada_tokens)
+    assert store.revoke_tokens(db, ada["id"]) == 3
+    assert all(store.annotator_by_token(db, token) is None for token in ada_tokens)
+    assert store.annotator_by_token(db, ben_token)["name"] == "ben"
+    assert store.revoke_tokens(db, ada["id"]) == 0
+
+
+def test_a_participants_studies_count_their_own_units_and_answers_as_they_are_now(db):
+    first, second = make_crowd_batch(db, n=6, overlap=2, per_worker=3), make_crowd_batch(db, n=4, overlap=1, per_worker=2)
+    tokens = [created["crowd_url"].split("study=")[1].split("&")[0] for created in (first, second)]
+    worker = crowd_studies.join_crowd(db, tokens[0], pid(1))
+    crowd_studies.join_crowd(db, tokens[0], pid(2))  # someone else's units are not counted
+    batch = store.get_batch(db, first["batch"])
+    [study] = store.joined_studies(db, worker["id"])
+    assert (study["id"], study["name"], study["task"]) == (batch["id"], first["batch"], "pick_image")
+    assert json.loads(study["config"]) == batch["config"]
+    assert (study["assigned"], study["done"]) == (2, 0)
+    state = queues.draw(db, worker["id"], first["batch"])
+    queues.submit_answer(db, worker["id"], first["batch"], state.task, {"answer": state.task.options[0].value})
+    assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])] == [(2, 1)]
+    crowd_studies.join_crowd(db, tokens[1], pid(1))
+    studies = store.joined_studies(db, worker["id"])
+    assert [s["name"] for s in studies] == [first["batch"], second["batch"]]
+    assert [(s["assigned"], s["done"]) for s in studies] == [(2, 1), (2, 0)]
+    store.return_study(db, batch["id"], worker["id"])  # the open units go back; the answer stays
+    assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])][0] == (1, 1)
+    assert store.joined_studies(db, store.ensure_annotator(db, "nobody")["id"]) == []

@@ -781,3 +781,27 @@ def test_run_summaries_are_the_cli_metrics_of_every_run(demo_db):
     assert list(summaries) == names and names
     for name in names:
         assert summaries[name] == results.run_metrics(demo_db, dataset, name, n_boot=results.BOOTSTRAP)
+
+
+def test_over_seeds_is_each_figures_mean_and_standard_error_over_the_seed_categories():
+    from scipy import stats
+
+    from foil_studio.analysis import results
+
+    by_category = {
+        "seed 0": {"n": 40, "ties": 3, "precision_at_1": 20.0, "macro": 10.0},
+        "seed 1": {"n": 40, "ties": 0, "precision_at_1": 30.0, "macro": 14.0},
+        "seed 2": {"n": 40, "ties": 1, "precision_at_1": 27.5, "macro": 12.0},
+    }
+    over = results.over_seeds(by_category)
+    assert list(over) == ["precision_at_1", "macro"]  # counts are not figures
+    for metric in over:
+        values = [figures[metric] for figures in by_category.values()]
+        assert over[metric]["mean"] == pytest.approx(np.mean(values))
+        assert over[metric]["se"] == pytest.approx(stats.sem(values))
+        assert over[metric]["n_seeds"] == 3
+    assert results.over_seeds({}) == {}
+    assert results.over_seeds_sentence(over) == (
+        "over 3 seeds (mean ± standard error of the seeds' figures): "
+        f"precision_at_1 25.83 ± {stats.sem([20.0, 30.0, 27.5]):.2f}; macro 12.00 ± 1.15"
+    )

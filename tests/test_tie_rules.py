@@ -76,6 +76,30 @@ def test_the_parity_flip_table_follows_the_benchmarks_tie_rule_and_sees_a_move_t
     assert not bool(flips["correct A"].iloc[0])
 
 
+def test_a_parity_report_as_plain_data_holds_its_figures_the_change_and_every_flip():
+    from foil_studio.analysis.inspection import run_table
+    from foil_studio.analysis.parity import Parity, decision_flips
+
+    a = run_of("pair", np.array([[0.2, 0.3], [0.6, 0.3], [0.4, 0.1]]))
+    b = run_of("pair", np.array([[0.3, 0.2], [0.1, 0.3], [0.4, 0.1]]))
+    flips = decision_flips(run_table(a, "wrong"), run_table(b, "wrong"))
+    report = Parity("demo-set", "fp32", "bf16", 3, "accuracy", 66.0, 62.5, (-20.0, 12.5), flips)
+    assert report.to_dict() == {
+        "dataset": "demo-set",
+        "run_a": "fp32",
+        "run_b": "bf16",
+        "n_items": 3,
+        "metric": "accuracy",
+        "value_a": 66.0,
+        "value_b": 62.5,
+        "change": -3.5,
+        "change_interval": [-20.0, 12.5],
+        "n_flips": 2,
+        "flips": flips.to_dict("records"),
+    }
+    assert [row["item"] for row in report.to_dict()["flips"]] == [0, 1]  # smallest margin under A first
+
+
 def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
     """What'sUp's pair (set) accuracy under `half`: the chance that every item of the pair (set) is
     right when each tie is a fair coin, the product of the items' credits; checked on half credits,
