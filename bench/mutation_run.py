@@ -5,8 +5,9 @@
 `make mutation` calls this. Each mutant runs its tests in a fresh pytest session; a session that
 started its own PostgreSQL cluster would spend more time on the cluster than on the tests, so
 the server is started here once and named to the tests by ``FOIL_TEST_POSTGRES`` (each session
-creates and drops its own databases on it). torch runs single-threaded (see `main`). Globs (``"foil_studio.analysis.parity*"``) limit
-the run to some mutants; the results of earlier runs stay in ``mutants/``.
+creates and drops its own databases on it). torch runs single-threaded (see `main`). Globs
+(``"foil_studio.analysis.parity*"``) limit the run to some mutants; the results of earlier runs
+stay in ``mutants/``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def main(globs: list[str]) -> int:
         "MKL_NUM_THREADS": "1",
     }
     try:
-        return subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2", *globs], cwd=REPO, env=env).returncode
+        command = [sys.executable, "-m", "mutmut", "run", "--max-children", "2", *globs]
+        return subprocess.run(command, cwd=REPO, env=env).returncode
     finally:
         server.stop()
 
