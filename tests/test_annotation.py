@@ -696,3 +696,36 @@ def test_a_participants_studies_count_their_own_units_and_answers_as_they_are_no
     store.return_study(db, batch["id"], worker["id"])  # the open units go back; the answer stays
     assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])][0] == (1, 1)
     assert store.joined_studies(db, store.ensure_annotator(db, "nobody")["id"]) == []
+
+
+def test_the_reading_time_runs_from_the_item_on_screen_and_the_minimum_is_the_batchs(db):
+    """The clock of an answer starts when the browser reported the item whole on screen (not at the
+    draw), and an answer sooner than the batch's minimum is refused, by how long, without sleeps:
+    the assignment's times are set back by hand."""
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 2, seed=5, min_seconds=0.5)
+    )
+    ada = store.ensure_annotator(db, "ada")["id"]
+    task = queues.draw(db, ada, created["batch"]).task
+    answer = {q: task.options[0].value for q in task.questions}
+    batch_id = store.get_batch(db, created["batch"])["id"]
+
+    def set_times(opened_ago: float, shown_ago: float) -> str:
+        now = datetime.now(UTC)
+        shown = store.timestamp(now - timedelta(seconds=shown_ago))
+        with store.transaction(db):
+            db.execute(
+                "UPDATE assignments SET opened_at = ?, shown_at = ? WHERE batch_id = ? AND item_id = ? AND part = ?",
+                [store.timestamp(now - timedelta(seconds=opened_ago)), shown, batch_id, task.item_id, task.part],
+            )
+        return shown
+
+    for shown_ago in (0.05, 0.3):  # drawn a minute ago, on screen for less than the batch's 0.5 s
+        set_times(60, shown_ago)
+        with pytest.raises(store.LabelRefused, match="on screen for only 0\\.[0-4]"):
+            queues.submit_answer(db, ada, created["batch"], task, answer, require_shown=True)
+    assert store.batch_labels(db, batch_id) == []
+    shown = set_times(60, 2)
+    assert queues.submit_answer(db, ada, created["batch"], task, answer, require_shown=True)
+    [label] = store.batch_labels(db, batch_id)
+    assert label["started_at"] == shown and 2 <= label["seconds"] < 30  # from the screen, not from the draw
