@@ -455,6 +455,13 @@ def json_cases() -> list[Case]:
             "row 1",
         ),
         Case(
+            "whatsup-image-two-words",
+            "whatsup",
+            file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "image_path": "mug_on.jpeg"}])),
+            ("object_preposition_object",),
+            "row 1",
+        ),
+        Case(
             "whatsup-qa-short-row",
             "whatsup",
             file_writer("coco_qa_one_obj.json", json.dumps([[139, "A dog on the left"]])),
@@ -865,6 +872,18 @@ def test_utf8_with_a_byte_order_mark_is_accepted(kind, tmp_path):
         )
     report = import_path(store.open_db(tmp_path / "foil.db"), kind, target)
     assert report.n_items == 1
+
+
+def test_a_whatsup_controlled_image_with_two_captions_is_read_with_its_slot_pair_and_set(tmp_path):
+    """Two caption options are enough (the repository's QA files have two; a controlled image
+    usually has four); the image name gives the preposition slot, pair and set."""
+    target = file_writer("controlled_clevr_dataset.json", json.dumps([WHATSUP]))(tmp_path)
+    db = store.open_db(tmp_path / "foil.db")
+    assert import_path(db, "whatsup", target).n_items == 1
+    [item] = store.list_items(db, store.get_dataset(db, "whatsup")["id"])
+    assert item["captions"] == WHATSUP["caption_options"] and item["category"] == "controlled_b"
+    assert item["meta"]["preposition"] == "on"
+    assert item["meta"]["groups"] == {"pair": "controlled_b/mug/table/on-under", "set": "controlled_b/mug/table"}
 
 
 def test_limits_are_raised_by_the_environment(tmp_path, monkeypatch):

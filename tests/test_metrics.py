@@ -722,6 +722,8 @@ def test_category_table_lists_each_runs_figure_interval_and_ties_per_category():
         {"category": "t", "n": 3, "r2": 10.0, "r2 95% CI": [5.0, 15.0]},
         {"category": "(all)", "n": 3, "r2": 25.0, "r2 95% CI": None},
     ]
+    # a run without types has only its overall row on the types' table
+    assert [row["category"] for row in category_table(SUMMARIES, ["r1"], "acc", level="type")] == ["(all)"]
 
 
 def test_tie_rules_said_once_per_rule_of_the_runs_asked_for():
@@ -805,3 +807,65 @@ def test_over_seeds_is_each_figures_mean_and_standard_error_over_the_seed_catego
         "over 3 seeds (mean ± standard error of the seeds' figures): "
         f"precision_at_1 25.83 ± {stats.sem([20.0, 30.0, 27.5]):.2f}; macro 12.00 ± 1.15"
     )
+
+
+def test_metric_rows_lay_out_the_whole_set_then_types_then_categories_one_row_per_metric():
+    from foil_studio.analysis.results import metric_rows
+
+    plain = {
+        "n": 10,
+        "ties": 2,
+        "metrics": {"accuracy": 60.0, "macro": 55.0},
+        "intervals": {"accuracy": [30.0, 90.0]},
+        "by_category": {"a": {"n": 6, "ties": 2, "accuracy": 50.0}, "b": {"n": 4, "accuracy": 75.0}},
+        "category_intervals": {"a": {"accuracy": [10.0, 90.0]}},
+    }
+    assert metric_rows(plain) == [
+        {"category": "(all)", "metric": "accuracy", "value": 60.0, "interval": [30.0, 90.0], "n": 10, "ties": 2},
+        {"category": "(all)", "metric": "macro", "value": 55.0, "interval": None, "n": 10, "ties": 2},
+        {"category": "a", "metric": "accuracy", "value": 50.0, "interval": [10.0, 90.0], "n": 6, "ties": 2},
+        {"category": "b", "metric": "accuracy", "value": 75.0, "interval": None, "n": 4},
+    ]
+    untied = {k: v for k, v in plain.items() if k not in ("ties", "category_intervals")}
+    assert [row.get("ties") for row in metric_rows(untied)] == [None, None, 2, None]
+    typed = {
+        **untied,
+        "by_type": {"img2txt": {"n": 5, "accuracy": 40.0}},
+        "type_intervals": {"img2txt": {"accuracy": [0.0, 80.0]}},
+    }
+    assert [(r["category"], r["per"], r["metric"], r["interval"]) for r in metric_rows(typed)] == [
+        ("(all)", "", "accuracy", [30.0, 90.0]),
+        ("(all)", "", "macro", None),
+        ("img2txt", "type", "accuracy", [0.0, 80.0]),
+        ("a", "category", "accuracy", None),
+        ("b", "category", "accuracy", None),
+    ]
+
+
+def test_retrieval_chance_is_recall_at_k_of_a_random_ranking_over_each_items_own_options():
+    """CREPE's items have varying numbers of captions (padded with NaN): chance of recall@k is
+    min(1, k / options) per item, averaged overall and per category."""
+    from foil_studio.analysis import results
+    from foil_studio.data import formats, store
+
+    scores = np.full((4, 5), np.nan)
+    scores[0, :5] = [0.9, 0.1, 0.2, 0.3, 0.4]  # five options
+    scores[1, :3] = [0.1, 0.9, 0.2]  # three
+    scores[2, :2] = [0.9, 0.1]  # two
+    scores[3, :4] = [0.1, 0.2, 0.9, 0.3]  # four
+    run = store.RunColumns(
+        "scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["x", "x", "y", "y"]), scores, [None] * 4, [None] * 4
+    )
+    summary = results.summarize_run(run, results.Settings(formats.REGISTRY["crepe"], n_boot=10))
+    chance = summary["chance"]
+    options = np.array([5, 3, 2, 4])
+    for k in (1, 3, 5):
+        per_item = np.minimum(1.0, k / options)
+        assert chance["(all)"][f"recall_at_{k}"] == pytest.approx(100 * per_item.mean())
+        assert chance["x"][f"recall_at_{k}"] == pytest.approx(100 * per_item[:2].mean())
+        assert chance["y"][f"recall_at_{k}"] == pytest.approx(100 * per_item[2:].mean())
+    assert set(chance) == {"(all)", "x", "y"}
+    assert results.chance_levels(summary, "recall_at_1", ["x", "(all)"]) == [
+        pytest.approx(100 * (1 / 5 + 1 / 3) / 2),
+        pytest.approx(100 * np.mean(1 / options)),
+    ]

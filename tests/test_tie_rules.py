@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from foil_studio.analysis import metrics as m
 from foil_studio.analysis import results
 from foil_studio.data import store
 
@@ -118,10 +119,14 @@ def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
         "scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["controlled_a"] * 4), scores, [None] * 4, groups
     )
     whatsup = formats.REGISTRY["whatsup"]
-    half = results.summarize_run(run, results.Settings(whatsup, "half", n_boot=10))["metrics"]
+    summary = results.summarize_run(run, results.Settings(whatsup, "half", n_boot=10, seed=3))
+    half = summary["metrics"]
     assert half["individual_accuracy"] == pytest.approx(100 * (1 + 0.5 + 0.5 + 0) / 4)
     assert half["pair_accuracy"] == pytest.approx(100 * (1 * 0.5 + 0.5 * 0) / 2)  # product per pair: 0.5 and 0
     assert half["set_accuracy"] == pytest.approx(0.0)  # the wrong item makes the set wrong
+    # each group's interval resamples its groups' credits, with the settings' resamples and seed
+    assert summary["intervals"]["pair_accuracy"] == m.share_interval(np.array([0.5, 0.0]), n_boot=10, seed=3)
+    assert summary["intervals"]["set_accuracy"] == m.share_interval(np.array([0.0]), n_boot=10, seed=3)
     right = results.summarize_run(run, results.Settings(whatsup, "right", n_boot=10))["metrics"]
     assert right["pair_accuracy"] == pytest.approx(50.0) and right["individual_accuracy"] == pytest.approx(75.0)
     three = results.summarize_run(run_of_set(scores[:3], groups[:3]), results.Settings(whatsup, "half", n_boot=10))[
