@@ -729,3 +729,32 @@ def test_the_reading_time_runs_from_the_item_on_screen_and_the_minimum_is_the_ba
     assert queues.submit_answer(db, ada, created["batch"], task, answer, require_shown=True)
     [label] = store.batch_labels(db, batch_id)
     assert label["started_at"] == shown and 2 <= label["seconds"] < 30  # from the screen, not from the draw
+
+
+def test_a_studys_joins_list_each_participant_with_what_they_hold_and_answered(db):
+    created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    first, second = (crowd_studies.join_crowd(db, token, pid(n)) for n in (1, 2))
+    state = queues.draw(db, first["id"], created["batch"])
+    queues.submit_answer(db, first["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
+    joins = crowd_studies.study_joins(db, created["batch"])
+    assert [(j["annotator"], j["external_id"]) for j in joins] == [
+        (f"crowd-{pid(1)}", pid(1)),
+        (f"crowd-{pid(2)}", pid(2)),
+    ]
+    held = Counter(r["annotator"] for r in store.batch_assignments(db, store.get_batch(db, created["batch"])["id"]))
+    assert [(j["held"], j["answered"]) for j in joins] == [(held[f"crowd-{pid(1)}"], 1), (held[f"crowd-{pid(2)}"], 0)]
+    assert joins[0]["joined_at"] <= joins[1]["joined_at"]
+    assert crowd_studies.study_joins(db, make_crowd_batch(db)["batch"]) == []
+
+
+def test_a_closed_study_takes_nobody_until_it_is_opened_again(db):
+    created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
+    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    crowd_studies.close_study(db, created["batch"])
+    assert store.get_batch(db, created["batch"])["closed_at"]
+    with pytest.raises(batches.BatchError, match="closed"):
+        crowd_studies.join_crowd(db, token, pid(1))
+    crowd_studies.close_study(db, created["batch"], closed=False)
+    assert store.get_batch(db, created["batch"])["closed_at"] is None
+    assert crowd_studies.join_crowd(db, token, pid(1))["external_id"] == pid(1)

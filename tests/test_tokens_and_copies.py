@@ -5,6 +5,8 @@ the ids have gaps (rows deleted), compared row by row by primary key on both eng
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -137,3 +139,85 @@ def test_a_token_resolves_to_the_admin_its_annotator_or_nobody(fresh_db):
     assert roles.resolve_role(fresh_db, created["token"], ADMIN) == roles.Role("annotator", created["id"], "zia")
     assert roles.resolve_role(fresh_db, None, ADMIN) == roles.ANONYMOUS == roles.Role("anonymous")
     assert roles.resolve_role(fresh_db, ADMIN + "x", ADMIN) == roles.ANONYMOUS
+
+
+def _labelled_demo(demo_db):
+    created = batches.create_batch(
+        demo_db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 2, 6, seed=2, min_seconds=0)
+    )
+    simulation.simulate(demo_db, created["batch"], accuracies=0.8, seed=2)
+    return created["batch"]
+
+
+def test_a_copy_reports_the_sources_counts_and_labels_checksum_and_goes_on_numbering(demo_db, postgres):
+    _labelled_demo(demo_db)
+    target = store.open_db(postgres.create_database())
+    report = store.copy_store(demo_db, target)
+    assert report == {"rows": store.row_counts(demo_db), "labels_checksum": store.labels_checksum(demo_db)}
+    assert list(report["rows"]) == list(store.COPY_ORDER) and report["rows"]["labels"] == 12
+    assert store.row_counts(target) == report["rows"] and store.labels_checksum(target) == report["labels_checksum"]
+    # PostgreSQL's identities continue after the copied ids, in every table that has one
+    assert store.ensure_annotator(target, "dora")["id"] == max(a["id"] for a in store.list_annotators(demo_db)) + 1
+    first = store.batch_labels(target, store.get_batch(target, store.list_batches(target)[0]["name"])["id"])[0]
+    store.revise_label(target, first["id"], {"answer": "unsure"}, by="admin", reason="a changed answer")
+    assert store.labels_checksum(target) != report["labels_checksum"]  # the checksum sees one answer change
+
+
+def test_a_copy_into_a_store_that_holds_rows_or_is_at_another_version_is_refused_untouched(demo_db, tmp_path):
+    taken = store.open_db(tmp_path / "taken.db")
+    store.ensure_annotator(taken, "someone")
+    with pytest.raises(store.StoreError) as refused:
+        store.copy_store(demo_db, taken)
+    assert str(refused.value) == (
+        "the destination is not empty (1 annotators, 1 annotator_tokens); copy into a new store. Nothing was copied."
+    )
+    assert store.row_counts(taken)["datasets"] == 0
+    older = store.open_db(tmp_path / "older.db", upto=8)
+    with pytest.raises(store.StoreError, match=f"schema versions {store.SCHEMA_VERSION} and 8; open both"):
+        store.copy_store(demo_db, older)
+
+
+def test_a_copy_that_does_not_match_its_source_keeps_nothing(demo_db, tmp_path, monkeypatch):
+    from foil_studio.data.store import copying
+
+    _labelled_demo(demo_db)
+    copy_table = copying._copy_table
+
+    def losing_a_table(source, target, table):
+        if table != "crowd_joins":
+            copy_table(source, target, table)
+
+    demo_db.execute(
+        "INSERT INTO crowd_joins (batch_id, annotator_id, external_id, joined_at) SELECT MIN(id), "
+        "(SELECT MIN(id) FROM annotators), 'x', '2026-01-01' FROM batches"
+    )
+    monkeypatch.setattr(copying, "_copy_table", losing_a_table)
+    target = store.open_db(tmp_path / "lost.db")
+    with pytest.raises(store.StoreError, match=r"rows in source, copy: \{'crowd_joins': \(1, 0\)\}"):
+        store.copy_store(demo_db, target)
+    assert set(store.row_counts(target).values()) == {0}
+
+    def changing_a_label(source, target, table):
+        copy_table(source, target, table)
+        if table == "labels":
+            target.execute("UPDATE labels SET comment = 'changed' WHERE id = (SELECT MIN(id) FROM labels)")
+
+    monkeypatch.setattr(copying, "_copy_table", changing_a_label)
+    with pytest.raises(store.StoreError, match="copied labels differ from the source's"):
+        store.copy_store(demo_db, target)
+    assert set(store.row_counts(target).values()) == {0}
+
+
+def test_an_admin_token_file_made_by_another_server_meanwhile_is_read_not_overwritten(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.delenv(roles.ADMIN_TOKEN_ENV, raising=False)
+    real_open = os.open
+
+    def another_server_first(path, flags, mode=0o777):
+        Path(path).write_text("  made-by-the-other-server-0123  \n")  # between the check and the create
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(roles.os, "open", another_server_first)
+    assert roles.admin_token(tmp_path / "foil.db") == "made-by-the-other-server-0123"
+    assert (tmp_path / "foil_files" / "admin_token").read_text() == "  made-by-the-other-server-0123  \n"
