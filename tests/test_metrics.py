@@ -853,9 +853,8 @@ def test_retrieval_chance_is_recall_at_k_of_a_random_ranking_over_each_items_own
     scores[1, :3] = [0.1, 0.9, 0.2]  # three
     scores[2, :2] = [0.9, 0.1]  # two
     scores[3, :4] = [0.1, 0.2, 0.9, 0.3]  # four
-    run = store.RunColumns(
-        "scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["x", "x", "y", "y"]), scores, [None] * 4, [None] * 4
-    )
+    kinds, categories = np.array(["retrieval"] * 4), np.array(["x", "x", "y", "y"])
+    run = store.RunColumns("scores", np.arange(4), kinds, categories, scores, [None] * 4, [None] * 4)
     summary = results.summarize_run(run, results.Settings(formats.REGISTRY["crepe"], n_boot=10))
     chance = summary["chance"]
     options = np.array([5, 3, 2, 4])

@@ -64,6 +64,71 @@ def test_a_tie_is_counted_where_scores_are_equal(family):
     assert tied[0] == 0 and tied[1] >= 1
 
 
+# Per family, which side of each comparison the true caption (image) is on: +1 where a higher
+# score favours the right answer, -1 where it favours the wrong one.
+FAVOURS = {
+    "pairwise": [1, -1],
+    "hard_positive": [1, -1, 1],  # s(c) > s(c_n), s(c_p) > s(c_n)
+    "paraphrase": [1, -1, 1, 1, -1, -1],  # image: p1, p2 over n; text: cos(p1,p2) over cos(p,n)
+    "bivlc": [[1, -1], [-1, 1]],  # scores[:, i, c]: each image with its own caption
+    "retrieval": [1, -1, -1, -1],
+}
+STRICT = {"brittleness"}  # not an accuracy: its comparisons stay strict whatever the rule
+
+
+@pytest.mark.parametrize("family", sorted(SHAPES))
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_right_scores_every_tie_as_won_and_wrong_as_lost_on_every_comparison(family, data):
+    """The oracle is the scores themselves: `right` must score an item as if each tied score had
+    been nudged towards the true answer, `wrong` as if nudged against it (a nudge far smaller
+    than the gaps between distinct scores, so it breaks ties and moves nothing else). A family
+    that ignored the rule on one of its comparisons fails here where the property above cannot see it."""
+    kind, shape = SHAPES[family]
+    n = data.draw(st.integers(1, 12))
+    values = data.draw(
+        st.lists(st.sampled_from(LEVELS), min_size=n * int(np.prod(shape)), max_size=n * int(np.prod(shape)))
+    )
+    scores = np.array(values).reshape((n, *shape))
+    nudge = 0.01 * np.asarray(FAVOURS[family], dtype=float)
+    outcomes = results.METRIC_FAMILIES[family].outcomes
+    right, _ = outcomes(run_of(kind, scores), "right")
+    wrong, _ = outcomes(run_of(kind, scores), "wrong")
+    won, untied = outcomes(run_of(kind, scores + nudge), "wrong")
+    lost, _ = outcomes(run_of(kind, scores - nudge), "right")
+    assert not untied.any()  # the nudged scores have no tie left: the rule no longer matters
+    for key in set(right) - STRICT:
+        assert np.array_equal(right[key], won[key]), (family, key, scores)
+        assert np.array_equal(wrong[key], lost[key]), (family, key, scores)
+
+
+def test_the_parity_report_decides_under_the_benchmarks_tie_rule(fresh_db, tmp_path):
+    """What'sUp counts a tie as right: a move from a wrong margin to an exact tie flips the item
+    to right in the report's table and its headline, computed through `parity` itself."""
+    from foil_studio.analysis.parity import parity
+    from foil_studio.data import formats
+    from foil_studio.data.loading import import_path
+
+    import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].sample(tmp_path), name="spatial")
+    dataset = store.get_dataset(fresh_db, "spatial")
+    items = store.list_items(fresh_db, dataset["id"], limit=1000)
+    first = items[0]["id"]
+    for run in ("a", "b"):
+        run_id = store.ensure_run(fresh_db, dataset["id"], run, kind="scores")
+        rows = []
+        for item in items:
+            scores = [0.2, 0.3] + [0.1] * (len(item["captions"]) - 2)  # wrong by a margin
+            if run == "b" and item["id"] == first:
+                scores[0] = 0.3  # now tied with the best negative
+            rows.append((item["id"], scores))
+        with store.transaction(fresh_db):
+            store.put_scores(fresh_db, run_id, rows)
+    report = parity(fresh_db, "spatial", "a", "b", n_boot=50)
+    assert report.flips["item"].tolist() == [first]
+    assert (bool(report.flips["correct A"].iloc[0]), bool(report.flips["correct B"].iloc[0])) == (False, True)
+    assert (report.metric, report.value_a, report.value_b) == ("individual_accuracy", 0.0, 100 / len(items))
+
+
 @pytest.mark.parametrize("ties", ["wrong", "right"])
 def test_the_parity_flip_table_follows_the_benchmarks_tie_rule_and_sees_a_move_to_an_exact_tie(ties):
     from foil_studio.analysis.inspection import run_table
