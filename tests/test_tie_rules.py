@@ -205,3 +205,29 @@ def run_of_set(scores: np.ndarray, groups: list[dict]) -> store.RunColumns:
     return store.RunColumns(
         "scores", np.arange(n), np.array(["retrieval"] * n), np.array(["controlled_a"] * n), scores, [None] * n, groups
     )
+
+
+def test_the_parity_report_of_a_named_subset_reads_only_its_items_under_both_runs(fresh_db, fixtures):
+    """VALSE's `valid` subset: a flip outside the subset is not reported, nor counted in either
+    run's headline (both runs are read through the subset)."""
+    from foil_studio.analysis.parity import parity
+    from foil_studio.data.loading import import_path
+
+    import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json", name="valse")
+    dataset = store.get_dataset(fresh_db, "valse")
+    items = store.list_items(fresh_db, dataset["id"], limit=10_000)
+    valid = [item["id"] for item in items if item["truth"].get("valid_foil") is True]
+    invalid = [item["id"] for item in items if item["truth"].get("valid_foil") is not True]
+    assert valid and invalid
+    for run in ("a", "b"):
+        run_id = store.ensure_run(fresh_db, dataset["id"], run, kind="scores")
+        flipped = {valid[0], invalid[0]} if run == "b" else set()
+        with store.transaction(fresh_db):
+            store.put_scores(
+                fresh_db, run_id, [(i, [0.2, 0.3] if i in flipped else [0.3, 0.2]) for i in valid + invalid]
+            )
+    report = parity(fresh_db, "valse", "a", "b", subset="valid", n_boot=50)
+    assert report.n_items == len(valid) and report.flips["item"].tolist() == [valid[0]]
+    assert (report.value_a, report.value_b) == (100.0, pytest.approx(100 * (len(valid) - 1) / len(valid)))
+    everything = parity(fresh_db, "valse", "a", "b", n_boot=50)
+    assert everything.n_items == len(items) and sorted(everything.flips["item"]) == sorted([valid[0], invalid[0]])
