@@ -2,9 +2,11 @@
 
 Reads the results on stdin (or a file given as the first argument) and prints, per module,
 the mutants killed, survived and not reached by the selected tests, and the score
-killed / (killed + survived + not reached); a package of several mutated modules
-(`data/item_kinds/`) also gets a line of its own. `--functions MODULE NAME...` adds the
-figures of those functions of MODULE together (the read functions of `data.store.annotation`).
+killed / (killed + survived + not reached); mutants a run has not checked (yet) are counted
+apart and left out of the score. A package of several mutated modules
+(`foil_studio/data/item_kinds/`, `annotate/task_types/`) also gets a line of its own.
+`--functions MODULE NAME...` adds the figures of those functions of MODULE together (the read
+functions of `foil_studio.data.store.annotation`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 LINE = re.compile(r"^\s*(?P<module>[\w.]+?)\.x_?(?P<function>\w+?)__mutmut_\d+: (?P<status>.+?)\s*$")
-PACKAGES = ("data.item_kinds",)  # mutated as a whole package: one line for all its modules
+# mutated as a whole package: one line for all its modules
+PACKAGES = ("foil_studio.data.item_kinds", "foil_studio.annotate.task_types")
 GROUPS = {
     "killed": "killed",
     "survived": "survived",
     "no tests": "not reached",
     "timeout": "killed",
     "suspicious": "survived",
+    "not checked": "not run",
 }
 
 
@@ -50,12 +54,13 @@ def main() -> None:
         functions = (args[at + 1], set(args[at + 2 :]))
         args = args[:at]
     text = Path(args[0]).read_text() if args else sys.stdin.read()
-    print(f"{'module':<44} {'killed':>7} {'survived':>9} {'not reached':>12} {'score':>7}")
+    print(f"{'module':<52} {'killed':>7} {'survived':>9} {'not reached':>12} {'score':>7} {'not run':>8}")
     for module, counts in sorted(summarize(text.splitlines(), functions).items()):
-        total = sum(counts.values())
+        scored = counts["killed"] + counts["survived"] + counts["not reached"]
+        score = f"{100 * counts['killed'] / scored:>6.1f}%" if scored else f"{'-':>7}"
         print(
-            f"{module:<44} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} "
-            f"{100 * counts['killed'] / total:>6.1f}%"
+            f"{module:<52} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} "
+            f"{score} {counts['not run']:>8}"
         )
 
 
