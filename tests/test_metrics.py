@@ -868,3 +868,56 @@ def test_retrieval_chance_is_recall_at_k_of_a_random_ranking_over_each_items_own
         pytest.approx(100 * (1 / 5 + 1 / 3) / 2),
         pytest.approx(100 * np.mean(1 / options)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("family", "kind", "headline"),
+    [
+        ("pairwise", "pair", "accuracy_micro"),
+        ("hard_positive", "triple", "aug_acc"),
+        ("paraphrase", "paraphrase", "itt"),
+        ("retrieval", "retrieval", "recall_at_1"),
+    ],
+)
+def test_imported_decisions_are_each_familys_headline_with_no_ties(family, kind, headline):
+    from foil_studio.analysis import results
+    from foil_studio.data import store
+
+    decisions = [{"correct": True}, {"correct": False}, {"correct": 1}, {"correct": 0}]
+    run = store.RunColumns(
+        "correct", np.arange(4), np.array([kind] * 4), np.array(["c"] * 4), None, decisions, [None] * 4
+    )
+    for ties in ("wrong", "right", "half"):
+        outcomes, tied = results.METRIC_FAMILIES[family].outcomes(run, ties)
+        assert list(outcomes) == [headline] and outcomes[headline].tolist() == [1.0, 0.0, 1.0, 0.0]
+        assert tied.tolist() == [0, 0, 0, 0]
+
+
+def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_asked_for(fresh_db, fixtures, tmp_path):
+    """Only this dataset's runs (another dataset's run is not listed), each as `run_metrics`
+    computes it with the same subset, tie rule and resamples; a run that cannot be scored is a note."""
+    from foil_studio.analysis import results
+    from foil_studio.data import formats, store
+
+    import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json", name="valse")
+    import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].sample(tmp_path), name="spatial")
+    valse = store.get_dataset(fresh_db, "valse")
+    items = store.list_items(fresh_db, valse["id"], limit=10_000)
+    valid = [item["id"] for item in items if item["truth"].get("valid_foil") is True]
+    scored = store.ensure_run(fresh_db, valse["id"], "scored", kind="scores")
+    undecided = store.ensure_run(fresh_db, valse["id"], "undecided", kind="correct")
+    spatial = store.get_dataset(fresh_db, "spatial")["id"]
+    elsewhere = store.ensure_run(fresh_db, spatial, "elsewhere", kind="scores")
+    spatial_item = store.list_items(fresh_db, spatial, limit=1)[0]
+    with store.transaction(fresh_db):
+        store.put_scores(fresh_db, scored, [(item["id"], [0.3, 0.3 if n % 3 else 0.1]) for n, item in enumerate(items)])
+        store.put_outcomes(fresh_db, undecided, [(valid[0], {"correct": True})])
+        store.put_scores(fresh_db, undecided, [(valid[1], [0.3, 0.1])])
+        store.put_scores(fresh_db, elsewhere, [(spatial_item["id"], [0.3, 0.1, 0.1, 0.1])])
+    summaries = results.run_summaries(fresh_db, "valse", n_boot=20, subset="valid", ties="half")
+    assert list(summaries) == ["scored", "undecided"]
+    assert summaries["scored"] == results.run_metrics(
+        fresh_db, "valse", "scored", n_boot=20, subset="valid", ties="half"
+    )
+    assert summaries["scored"]["n"] == len(valid) and summaries["scored"]["tie_rule"]["rule"] == "half"
+    assert summaries["undecided"] == {"note": "1 items of this run have no imported decision"}

@@ -103,8 +103,9 @@ def test_right_scores_every_tie_as_won_and_wrong_as_lost_on_every_comparison(fam
 
 
 def test_the_parity_report_decides_under_the_benchmarks_tie_rule(fresh_db, tmp_path):
-    """What'sUp counts a tie as right: a move from a wrong margin to an exact tie flips the item
-    to right in the report's table and its headline, computed through `parity` itself."""
+    """What'sUp counts a tie as right, under run A as under run B: a move from a wrong margin to
+    an exact tie flips an item to right, and a tie under A that becomes a clear win is listed (its
+    gap changed sign) as right under both; computed through `parity` itself."""
     from foil_studio.analysis.parity import parity
     from foil_studio.data import formats
     from foil_studio.data.loading import import_path
@@ -112,7 +113,8 @@ def test_the_parity_report_decides_under_the_benchmarks_tie_rule(fresh_db, tmp_p
     import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].sample(tmp_path), name="spatial")
     dataset = store.get_dataset(fresh_db, "spatial")
     items = store.list_items(fresh_db, dataset["id"], limit=1000)
-    first = items[0]["id"]
+    first, second = items[0]["id"], items[1]["id"]
+    credits = {"a": [], "b": []}
     for run in ("a", "b"):
         run_id = store.ensure_run(fresh_db, dataset["id"], run, kind="scores")
         rows = []
@@ -120,13 +122,25 @@ def test_the_parity_report_decides_under_the_benchmarks_tie_rule(fresh_db, tmp_p
             scores = [0.2, 0.3] + [0.1] * (len(item["captions"]) - 2)  # wrong by a margin
             if run == "b" and item["id"] == first:
                 scores[0] = 0.3  # now tied with the best negative
+            if item["id"] == second:
+                scores[0] = 0.3 if run == "a" else 0.5  # tied under A, a clear win under B
             rows.append((item["id"], scores))
+            credits[run].append(float(scores[0] >= max(scores[1:])))  # What'sUp: a tie is right
         with store.transaction(fresh_db):
             store.put_scores(fresh_db, run_id, rows)
-    report = parity(fresh_db, "spatial", "a", "b", n_boot=50)
-    assert report.flips["item"].tolist() == [first]
-    assert (bool(report.flips["correct A"].iloc[0]), bool(report.flips["correct B"].iloc[0])) == (False, True)
-    assert (report.metric, report.value_a, report.value_b) == ("individual_accuracy", 0.0, 100 / len(items))
+    report = parity(fresh_db, "spatial", "a", "b", n_boot=50, seed=7)
+    assert (report.dataset, report.run_a, report.run_b, report.n_items) == ("spatial", "a", "b", len(items))
+    flips = report.flips.set_index("item")
+    assert report.flips["item"].tolist() == [second, first]  # smallest margin under A first: the tie
+    assert (bool(flips.loc[first, "correct A"]), bool(flips.loc[first, "correct B"])) == (False, True)
+    assert (bool(flips.loc[second, "correct A"]), bool(flips.loc[second, "correct B"])) == (True, True)
+    assert (report.metric, report.value_a, report.value_b) == (
+        "individual_accuracy",
+        100 / len(items),
+        200 / len(items),
+    )
+    paired = np.array(credits["b"]) - np.array(credits["a"])
+    assert report.change_interval == m.share_interval(paired, n_boot=50, seed=7)
 
 
 @pytest.mark.parametrize("ties", ["wrong", "right"])
