@@ -462,6 +462,46 @@ def json_cases() -> list[Case]:
             "row 1",
         ),
         Case(
+            "whatsup-no-image-path",
+            "whatsup",
+            file_writer("controlled_images_dataset.json", json.dumps([WHATSUP, {"caption_options": ["a", "b"]}])),
+            ("image_path",),
+            "row 2",
+        ),
+        Case(
+            "whatsup-empty-caption-option",
+            "whatsup",
+            file_writer("controlled_images_dataset.json", json.dumps([{**WHATSUP, "caption_options": ["A mug", " "]}])),
+            ("caption 2",),
+            "row 1",
+        ),
+        Case(
+            "whatsup-image-escapes",
+            "whatsup",
+            file_writer(
+                "controlled_images_dataset.json",
+                json.dumps([WHATSUP, {**WHATSUP, "image_path": "../../etc/mug_on_table.jpeg"}]),
+            ),
+            ("..",),
+            "row 2",
+        ),
+        Case(
+            "whatsup-qa-number-caption",
+            "whatsup",
+            file_writer(
+                "vg_qa_one_obj.json", json.dumps([[1, "A cup on the left", "A cup on the right"], [2, 5, "b"]])
+            ),
+            ("expected [image_id, right caption, wrong caption]",),
+            "row 2",
+        ),
+        Case(
+            "whatsup-qa-empty-right-caption",
+            "whatsup",
+            file_writer("coco_qa_two_obj.json", json.dumps([[139, "", "A dog below a cat"]])),
+            ("expected [image_id, right caption, wrong caption]",),
+            "row 1",
+        ),
+        Case(
             "whatsup-qa-short-row",
             "whatsup",
             file_writer("coco_qa_one_obj.json", json.dumps([[139, "A dog on the left"]])),
