@@ -61,9 +61,9 @@ types: $(VENV)/.testing
 
 # Mutation score of the core modules (TESTING.md); slow, so not part of `make test` or CI.
 mutation: $(VENV)/.testing
-	$(PY) -m pip install -q "mutmut>=3.3"
+	$(PY) -m pip install -q "mutmut>=3.8,<4"
 	$(PY) bench/mutation_run.py $(MUTANTS)
-	$(VENV)/bin/mutmut results --all true > mutation-results.txt || true
+	$(PY) -m mutmut results --all true > mutation-results.txt || true
 	$(PY) bench/mutation_summary.py mutation-results.txt
 
 clean:
