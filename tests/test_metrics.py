@@ -895,7 +895,8 @@ def test_imported_decisions_are_each_familys_headline_with_no_ties(family, kind,
 
 def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_asked_for(fresh_db, fixtures, tmp_path):
     """Only this dataset's runs (another dataset's run is not listed), each as `run_metrics`
-    computes it with the same subset, tie rule and resamples; a run that cannot be scored is a note."""
+    computes it with the same subset, tie rule and resamples; a run that cannot be scored is a
+    note saying why. A whole-dataset summary computed first is not served for the subset."""
     from foil_studio.analysis import results
     from foil_studio.data import formats, store
 
@@ -904,20 +905,100 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
     valse = store.get_dataset(fresh_db, "valse")
     items = store.list_items(fresh_db, valse["id"], limit=10_000)
     valid = [item["id"] for item in items if item["truth"].get("valid_foil") is True]
-    scored = store.ensure_run(fresh_db, valse["id"], "scored", kind="scores")
-    undecided = store.ensure_run(fresh_db, valse["id"], "undecided", kind="correct")
+    invalid = [item["id"] for item in items if item["id"] not in valid]
+    runs = {name: store.ensure_run(fresh_db, valse["id"], name, kind=kind) for name, kind in RUN_KINDS}
     spatial = store.get_dataset(fresh_db, "spatial")["id"]
     elsewhere = store.ensure_run(fresh_db, spatial, "elsewhere", kind="scores")
     spatial_item = store.list_items(fresh_db, spatial, limit=1)[0]
     with store.transaction(fresh_db):
-        store.put_scores(fresh_db, scored, [(item["id"], [0.3, 0.3 if n % 3 else 0.1]) for n, item in enumerate(items)])
-        store.put_outcomes(fresh_db, undecided, [(valid[0], {"correct": True})])
-        store.put_scores(fresh_db, undecided, [(valid[1], [0.3, 0.1])])
+        store.put_scores(
+            fresh_db, runs["scored"], [(item["id"], [0.3, 0.3 if n % 3 else 0.1]) for n, item in enumerate(items)]
+        )
+        store.put_outcomes(fresh_db, runs["decided"], [(i, {"correct": n % 2 == 0}) for n, i in enumerate(valid)])
+        store.put_outcomes(fresh_db, runs["undecided"], [(valid[0], {"correct": True})])
+        store.put_scores(fresh_db, runs["undecided"], [(valid[1], [0.3, 0.1])])
+        store.put_scores(fresh_db, runs["outside"], [(invalid[0], [0.3, 0.1])])
         store.put_scores(fresh_db, elsewhere, [(spatial_item["id"], [0.3, 0.1, 0.1, 0.1])])
+    whole = results.run_metrics(fresh_db, "valse", "scored", n_boot=20, ties="half")
     summaries = results.run_summaries(fresh_db, "valse", n_boot=20, subset="valid", ties="half")
-    assert list(summaries) == ["scored", "undecided"]
+    assert list(summaries) == [name for name, _ in RUN_KINDS]
     assert summaries["scored"] == results.run_metrics(
         fresh_db, "valse", "scored", n_boot=20, subset="valid", ties="half"
     )
-    assert summaries["scored"]["n"] == len(valid) and summaries["scored"]["tie_rule"]["rule"] == "half"
+    assert (whole["n"], summaries["scored"]["n"]) == (len(items), len(valid)) and "subset" not in whole
+    assert summaries["scored"]["subset"] == "valid" and summaries["scored"]["tie_rule"]["rule"] == "half"
+    assert summaries["decided"]["n"] == len(valid) and "tie_rule" not in summaries["decided"]  # decisions: no ties
     assert summaries["undecided"] == {"note": "1 items of this run have no imported decision"}
+    assert summaries["outside"] == {"note": "run 'outside' on 'valse' has no scored items in subset 'valid'"}
+
+
+RUN_KINDS = [("scored", "scores"), ("decided", "correct"), ("undecided", "correct"), ("outside", "scores")]
+
+
+def _retrieval_run(categories: list[str], scores: np.ndarray):
+    from foil_studio.data import store
+
+    n = len(categories)
+    kinds = np.array(["retrieval"] * n)
+    return store.RunColumns("scores", np.arange(n), kinds, np.array(categories), scores, [None] * n, [None] * n)
+
+
+def test_an_order_set_summary_carries_its_seeds_mean_and_standard_error():
+    from foil_studio.analysis import results
+    from foil_studio.data import formats
+
+    rng = np.random.default_rng(5)
+    scores = rng.choice([0.1, 0.2, 0.3], size=(30, 5))
+    run = _retrieval_run([f"seed {n % 3}" for n in range(30)], scores)
+    summary = results.summarize_run(run, results.Settings(formats.MADE_HERE["aro-order"], "right", n_boot=20))
+    assert summary["over_seeds"] == results.over_seeds(summary["by_category"])
+    assert summary["over_seeds"]["precision_at_1"]["n_seeds"] == 3
+    plain = results.summarize_run(run, results.Settings(formats.REGISTRY["crepe"], "right", n_boot=20))
+    assert "over_seeds" not in plain  # categories that are not seeds have no mean over them
+
+
+def test_a_benchmarks_names_reach_every_part_of_its_summary_and_dropped_metrics_leave_all():
+    """What'sUp calls recall@1 individual accuracy and drops recall@3 and @5: renamed in the
+    metrics, intervals, per category and its intervals, and the chance levels alike."""
+    from foil_studio.analysis import results
+    from foil_studio.data import formats
+
+    scores = np.array([[0.9, 0.1, 0.2, 0.3], [0.1, 0.9, 0.2, 0.3], [0.9, 0.1, np.nan, np.nan]])
+    run = _retrieval_run(["controlled_a", "controlled_a", "coco_one"], scores)
+    summary = results.summarize_run(run, results.Settings(formats.REGISTRY["whatsup"], n_boot=20))
+    parts = [
+        summary["metrics"],
+        summary["intervals"],
+        *summary["by_category"].values(),
+        *summary["category_intervals"].values(),
+        *summary["chance"].values(),
+    ]
+    for part in parts:
+        assert "individual_accuracy" in part and not {"recall_at_1", "recall_at_3", "recall_at_5"} & set(part)
+    assert summary["chance"]["coco_one"]["individual_accuracy"] == pytest.approx(50.0)
+    assert summary["category_intervals"]["controlled_a"]["individual_accuracy"] is not None
+
+
+def test_bivlc_types_count_their_subtypes_ties_and_resample_as_asked():
+    """BiVLC's `replace` holds `replace_obj` and `replace_att`: its ties are theirs added up, and
+    its interval is the one `metrics.summarize` gives the types with the run's resamples and seed."""
+    from foil_studio.analysis import metrics, results
+    from foil_studio.data import formats, store
+
+    tied, clear = [[0.5, 0.5], [0.2, 0.6]], [[0.9, 0.1], [0.2, 0.8]]
+    scores = np.array([tied, clear, tied, clear, clear, tied])
+    categories = ["replace_obj", "replace_obj", "replace_att", "replace_att", "swap_obj", "swap_obj"]
+    run = store.RunColumns(
+        "scores", np.arange(6), np.array(["group"] * 6), np.array(categories), scores, [None] * 6, [None] * 6
+    )
+    settings = results.Settings(formats.REGISTRY["bivlc"], "wrong", n_boot=30, seed=4)
+    summary = results.summarize_run(run, settings)
+    by_category = summary["by_category"]
+    assert (
+        summary["by_type"]["replace"]["ties"] == by_category["replace_obj"]["ties"] + by_category["replace_att"]["ties"]
+    )
+    assert summary["by_type"]["replace"]["ties"] == 2 and summary["by_type"]["swap"]["ties"] == 1
+    outcomes, _ = results.METRIC_FAMILIES["bivlc"].outcomes(run, "wrong")
+    types = results.category_types(run.categories, settings.source)
+    expected = metrics.summarize(outcomes, types, n_boot=30, seed=4)["category_intervals"]
+    assert summary["type_intervals"]["replace"]["group"] == expected["replace"]["group"]
