@@ -758,3 +758,16 @@ def test_a_closed_study_takes_nobody_until_it_is_opened_again(db):
     crowd_studies.close_study(db, created["batch"], closed=False)
     assert store.get_batch(db, created["batch"])["closed_at"] is None
     assert crowd_studies.join_crowd(db, token, pid(1))["external_id"] == pid(1)
+
+
+def test_a_revision_keeps_the_old_and_new_answer_who_and_why_and_an_unknown_label_is_named(db):
+    created = make_batch(db)
+    answer_next(db, "ada", created["batch"], pick=4)
+    label = store.batch_labels(db, store.get_batch(db, created["batch"])["id"])[0]
+    store.revise_label(db, label["id"], {"answer": "1"}, by="admin")  # no reason given
+    [revision] = db.query("SELECT * FROM label_revisions WHERE label_id = ?", [label["id"]])
+    assert json.loads(revision["previous_answer"]) == label["answer"]
+    assert json.loads(revision["new_answer"]) == {"answer": "1"}
+    assert (revision["revised_by"], revision["reason"]) == ("admin", "") and revision["revised_at"]
+    with pytest.raises(store.NotFoundError, match="no label with id 999999"):
+        store.revise_label(db, 999999, {"answer": "1"}, by="admin")

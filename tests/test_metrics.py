@@ -1002,3 +1002,29 @@ def test_bivlc_types_count_their_subtypes_ties_and_resample_as_asked():
     types = results.category_types(run.categories, settings.source)
     expected = metrics.summarize(outcomes, types, n_boot=30, seed=4)["category_intervals"]
     assert summary["type_intervals"]["replace"]["group"] == expected["replace"]["group"]
+
+
+def test_a_chosen_tie_rule_says_whether_it_is_also_the_benchmarks_own():
+    from foil_studio.analysis import results
+    from foil_studio.data import formats
+
+    whatsup = formats.REGISTRY["whatsup"]  # its own rule: right
+    assert results.tie_rule(whatsup, None) == {"rule": "right", "why": f"whatsup's own rule: {whatsup.ties_because}"}
+    assert results.tie_rule(whatsup, "right")["why"] == (
+        "chosen for this table instead of the benchmark's rule (also whatsup's own rule)"
+    )
+    assert results.tie_rule(whatsup, "half")["why"] == (
+        "chosen for this table instead of the benchmark's rule (whatsup's own rule is right)"
+    )
+    with pytest.raises(ValueError, match="unknown tie rule"):
+        results.tie_rule(whatsup, "coin")
+
+
+def test_categories_are_typed_only_where_they_are_subtypes_of_the_formats_types():
+    from foil_studio.analysis import results
+    from foil_studio.data import formats
+
+    bivlc = formats.REGISTRY["bivlc"]
+    assert results.category_types(np.array(["replace_obj", "swap_att"]), bivlc).tolist() == ["replace", "swap"]
+    assert results.category_types(np.array(["replace", "swap"]), bivlc) is None  # already types
+    assert results.category_types(np.array(["replace_obj"]), formats.REGISTRY["winoground"]) is None
