@@ -771,3 +771,55 @@ def test_a_revision_keeps_the_old_and_new_answer_who_and_why_and_an_unknown_labe
     assert (revision["revised_by"], revision["reason"]) == ("admin", "") and revision["revised_at"]
     with pytest.raises(store.NotFoundError, match="no label with id 999999"):
         store.revise_label(db, 999999, {"answer": "1"}, by="admin")
+
+
+def test_an_admin_decision_is_stored_decoded_and_replaced_by_a_later_one(db):
+    created = make_batch(db)
+    batch_id = store.get_batch(db, created["batch"])["id"]
+    item = store.batch_assignments(db, batch_id)[0]["item_id"]
+    assert store.batch_decisions(db, batch_id) == {}
+    store.decide(db, batch_id, item, 0, {"answer": "2"}, by="admin")
+    decision = store.batch_decisions(db, batch_id)[(item, 0)]
+    assert (decision["answer"], decision["decided_by"], decision["reason"]) == ({"answer": "2"}, "admin", "")
+    store.decide(db, batch_id, item, 0, {"answer": "none"}, by="lead", reason="second look")
+    [(key, later)] = store.batch_decisions(db, batch_id).items()
+    assert key == (item, 0) and (later["answer"], later["decided_by"], later["reason"]) == (
+        {"answer": "none"},
+        "lead",
+        "second look",
+    )
+    flags = store.batch_labels(db, batch_id)
+    assert all(isinstance(label["flags"], list) for label in flags)  # decoded, as the answers
+
+
+def test_an_annotator_is_idle_only_without_a_draw_an_opened_item_or_an_answer_since(db):
+    """`stale_assignments` with `idle_before`: unopened units go back only when their holder has
+    done nothing in the batch since then: neither been dealt work, nor opened, nor answered."""
+    created = make_batch(db, n=6, overlap=1, annotators=("ada",))
+    batch_id = store.get_batch(db, created["batch"])["id"]
+    ada = store.ensure_annotator(db, "ada")["id"]
+    now = datetime.now(UTC)
+    long_ago, recently = store.timestamp(now - timedelta(hours=2)), store.timestamp(now - timedelta(minutes=1))
+    cutoff, lease = store.timestamp(now - timedelta(minutes=30)), store.timestamp(now - timedelta(hours=1))
+
+    def stale_unopened() -> int:
+        rows = store.stale_assignments(db, batch_id, lease, idle_before=cutoff)
+        return sum(r["opened_at"] is None for r in rows)
+
+    with store.transaction(db):
+        db.execute("UPDATE assignments SET assigned_at = ? WHERE batch_id = ?", [long_ago, batch_id])
+    assert stale_unopened() == 6 and store.stale_assignments(db, batch_id, lease) == []  # idle only when asked
+    state = queues.draw(db, ada, created["batch"])  # opens one item now
+    assert stale_unopened() == 0
+    queues.submit_answer(db, ada, created["batch"], state.task, {"answer": state.task.options[0].value})
+    with store.transaction(db):
+        db.execute("UPDATE assignments SET opened_at = ? WHERE batch_id = ?", [long_ago, batch_id])
+        db.execute(
+            "UPDATE assignments SET opened_at = NULL WHERE batch_id = ? AND item_id != ?",
+            [batch_id, state.task.item_id],
+        )
+        db.execute("UPDATE labels SET submitted_at = ? WHERE batch_id = ?", [recently, batch_id])
+    assert stale_unopened() == 0  # answered a minute ago
+    with store.transaction(db):
+        db.execute("UPDATE labels SET submitted_at = ? WHERE batch_id = ?", [long_ago, batch_id])
+    assert stale_unopened() == 5  # nothing since the cutoff: the five unopened units go back
