@@ -823,3 +823,32 @@ def test_an_annotator_is_idle_only_without_a_draw_an_opened_item_or_an_answer_si
     with store.transaction(db):
         db.execute("UPDATE labels SET submitted_at = ? WHERE batch_id = ?", [long_ago, batch_id])
     assert stale_unopened() == 5  # nothing since the cutoff: the five unopened units go back
+
+
+def test_the_store_names_what_it_cannot_find_or_make(db):
+    """Each refusal names the thing and what exists: a missing batch lists the batches, a taken
+    batch name is named, a bad name says what it was meant to name."""
+    with pytest.raises(store.NotFoundError) as missing:
+        store.get_batch(db, "no-such-batch")
+    assert str(missing.value) == "no batch named 'no-such-batch' (batches: none)"
+    created = make_batch(db)
+    with pytest.raises(store.NotFoundError, match=rf"\(batches: {created['batch']}\)$"):
+        store.get_batch(db, "no-such-batch")
+    batch = store.get_batch(db, created["batch"])
+    with pytest.raises(store.StoreError, match=f"a batch named '{created['batch']}' already exists"):
+        store.create_batch(db, created["batch"], batch["dataset_id"], batch["task"], batch["config"])
+    with pytest.raises(store.InvalidNameError, match="an annotator name must be non-empty text"):
+        store.ensure_annotator(db, " ")
+    with pytest.raises(store.InvalidNameError, match="a batch name must be non-empty text"):
+        store.create_batch(db, "", batch["dataset_id"], batch["task"], batch["config"])
+    with pytest.raises(store.NotFoundError, match="no assignment with id 987654"):
+        store.open_assignment(db, 987654)
+
+
+def test_opening_an_assignment_returns_when_it_was_first_opened(db):
+    created = make_batch(db)
+    assignment = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])[0]["id"]
+    first = store.open_assignment(db, assignment)
+    assert first == db.execute("SELECT opened_at FROM assignments WHERE id = ?", [assignment]).fetchone()[0]
+    assert datetime.fromisoformat(first) <= datetime.now(UTC)
+    assert store.open_assignment(db, assignment) == first  # a reload keeps the first time

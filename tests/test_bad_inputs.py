@@ -1029,7 +1029,8 @@ def test_bad_names_are_refused_on_the_way_in(case, where, seeded_store):
         pytest.skip("an empty batch or dataset name means: choose one for me")
     db = store.open_db(seeded_store)
     before = digest(seeded_store)
-    with pytest.raises(store.InvalidNameError, match=f"a {where} name"):
+    article = "an" if where[0] in "aeiou" else "a"  # "an annotator name", "a batch name"
+    with pytest.raises(store.InvalidNameError, match=f"{article} {where} name"):
         if where == "annotator":
             store.ensure_annotator(db, name)
         elif where == "batch":

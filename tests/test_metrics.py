@@ -930,6 +930,11 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
     assert summaries["decided"]["n"] == len(valid) and "tie_rule" not in summaries["decided"]  # decisions: no ties
     assert summaries["undecided"] == {"note": "1 items of this run have no imported decision"}
     assert summaries["outside"] == {"note": "run 'outside' on 'valse' has no scored items in subset 'valid'"}
+    assert (summaries["scored"]["dataset"], summaries["scored"]["run"]) == ("valse", "scored")
+    store.ensure_run(fresh_db, valse["id"], "empty", kind="scores")
+    with pytest.raises(results.UnsupportedRunError) as empty:
+        results.run_metrics(fresh_db, "valse", "empty")
+    assert str(empty.value) == "run 'empty' on 'valse' has no scored items"
 
 
 RUN_KINDS = [("scored", "scores"), ("decided", "correct"), ("undecided", "correct"), ("outside", "scores")]

@@ -43,15 +43,16 @@ def check_name(kind: str, name: Any) -> str:
     >>> check_name("run", "ViT-B-32 [openai]")
     'ViT-B-32 [openai]'
     """
+    named = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} name"
     if not isinstance(name, str) or not name.strip():
-        raise InvalidNameError(f"a {kind} name must be non-empty text, got {name!r}")
+        raise InvalidNameError(f"{named} must be non-empty text, got {name!r}")
     if len(name) > MAX_NAME_CHARS:
         raise InvalidNameError(
-            f"a {kind} name may have at most {MAX_NAME_CHARS} characters, got {len(name)}: {name[:40]!r}..."
+            f"{named} may have at most {MAX_NAME_CHARS} characters, got {len(name)}: {name[:40]!r}..."
         )
     bad = _NAME_FORBIDDEN.search(name)
     if bad:
-        raise InvalidNameError(f"a {kind} name may not hold control characters, got {bad.group()!r} in {name!r}")
+        raise InvalidNameError(f"{named} may not hold control characters, got {bad.group()!r} in {name!r}")
     return name
 
 
