@@ -8,7 +8,8 @@ apart and left out of the score. A package of several mutated modules
 `--functions MODULE NAME...` adds the figures of those functions of MODULE together (the read
 functions of `foil_studio.data.store.annotation`). `--sql-case` also counts the survivors whose
 only change is the letter case of SQL text (`SELECT` -> `select`): SQL keywords and unquoted
-names are case-insensitive, so these are equivalent mutants; they are printed apart and a second
+names are case-insensitive, so these are equivalent mutants (not when an alias changes case: SQLite
+names the column as the alias is written); they are printed apart and a second
 score leaves them out. It reads the mutated sources under `mutants/`.
 """
 
@@ -33,7 +34,11 @@ GROUPS = {
 }
 
 
-SQL = re.compile(r"\b(select|insert|update|delete|from|where|join|order by|values|on conflict|set)\b", re.I)
+# SQL as this code writes it: upper-case keywords, or a table-qualified column (`b.assigned_at`)
+SQL = re.compile(
+    r"\b(SELECT|INSERT|UPDATE|DELETE|FROM|WHERE|JOIN|ORDER BY|GROUP BY|VALUES|ON CONFLICT|COALESCE|MAX|COUNT|"
+    r"LIMIT|AS|SET|AND|NULL)\b|\"[a-z_]+\.[a-z_]+"
+)
 MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 
 
@@ -49,6 +54,8 @@ def _functions_of(module: str) -> dict[str, list[str]]:
         if header:
             name = header[1]
             found[name] = []
+        elif line[:1].strip() and not line.startswith((")", "]", "}")):
+            name = None  # a module-level statement ends the function (mutmut's trampolines follow it)
         elif name is not None:
             found[name].append(line)
     return found
@@ -62,7 +69,12 @@ def only_sql_case(module: str, mutant: str) -> bool:
     if original is None or changed is None or len(original) != len(changed):
         return False
     pairs = [(a, b) for a, b in zip(original, changed) if a != b]
-    return bool(pairs) and all(a.lower() == b.lower() and SQL.search(a) for a, b in pairs)
+    return bool(pairs) and all(a.lower() == b.lower() and SQL.search(a) and not _renames_alias(a, b) for a, b in pairs)
+
+
+def _renames_alias(original: str, mutated: str) -> bool:
+    """An alias written in capitals (`AS DATASET`) is a new column name on SQLite: not equivalent."""
+    return re.findall(r"\b(?i:as) (\w+)", original) != re.findall(r"\b(?i:as) (\w+)", mutated)
 
 
 def summarize(

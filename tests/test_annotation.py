@@ -788,8 +788,9 @@ def test_an_admin_decision_is_stored_decoded_and_replaced_by_a_later_one(db):
         "lead",
         "second look",
     )
-    flags = store.batch_labels(db, batch_id)
-    assert all(isinstance(label["flags"], list) for label in flags)  # decoded, as the answers
+    answer_next(db, "ada", created["batch"], pick=1)
+    labels = store.batch_labels(db, batch_id)
+    assert labels and all(label["flags"] == [] and isinstance(label["answer"], dict) for label in labels)  # decoded
 
 
 def test_an_annotator_is_idle_only_without_a_draw_an_opened_item_or_an_answer_since(db):
@@ -852,3 +853,20 @@ def test_opening_an_assignment_returns_when_it_was_first_opened(db):
     assert first == db.execute("SELECT opened_at FROM assignments WHERE id = ?", [assignment]).fetchone()[0]
     assert datetime.fromisoformat(first) <= datetime.now(UTC)
     assert store.open_assignment(db, assignment) == first  # a reload keeps the first time
+
+
+def test_the_batch_list_names_each_batch_with_its_dataset_task_and_counts(db):
+    before = {row["name"] for row in store.list_batches(db)}
+    first, second = make_batch(db, n=4, overlap=2), make_batch(db, task="validate_negative", dataset="demo-sugarcrepe")
+    answer_next(db, "ada", first["batch"], pick=1)
+    rows = {row["name"]: row for row in store.list_batches(db) if row["name"] not in before}
+    assert list(rows) == [first["batch"], second["batch"]]  # in the order they were made
+    one = rows[first["batch"]]
+    assert (one["dataset"], one["task"], one["n_assignments"], one["n_labels"]) == (
+        "demo-bivlc-candidates",
+        "pick_image",
+        8,
+        1,
+    )
+    assert one["id"] == store.get_batch(db, first["batch"])["id"] and one["created_at"]
+    assert (rows[second["batch"]]["dataset"], rows[second["batch"]]["n_labels"]) == ("demo-sugarcrepe", 0)
