@@ -720,10 +720,14 @@ def test_the_reading_time_runs_from_the_item_on_screen_and_the_minimum_is_the_ba
             )
         return shown
 
+    with pytest.raises(store.LabelRefused, match="had not finished appearing") as unseen:
+        queues.submit_answer(db, ada, created["batch"], task, answer, require_shown=True)
+    assert unseen.value.reason == "not_shown"  # the code the annotator's page reads to wait, not to scold
     for shown_ago in (0.05, 0.3):  # drawn a minute ago, on screen for less than the batch's 0.5 s
         set_times(60, shown_ago)
-        with pytest.raises(store.LabelRefused, match="on screen for only 0\\.[0-4]"):
+        with pytest.raises(store.LabelRefused, match="on screen for only 0\\.[0-4]") as brief:
             queues.submit_answer(db, ada, created["batch"], task, answer, require_shown=True)
+        assert brief.value.reason == "too_fast"
     assert store.batch_labels(db, batch_id) == []
     shown = set_times(60, 2)
     assert queues.submit_answer(db, ada, created["batch"], task, answer, require_shown=True)

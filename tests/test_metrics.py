@@ -1033,3 +1033,19 @@ def test_categories_are_typed_only_where_they_are_subtypes_of_the_formats_types(
     assert results.category_types(np.array(["replace_obj", "swap_att"]), bivlc).tolist() == ["replace", "swap"]
     assert results.category_types(np.array(["replace", "swap"]), bivlc) is None  # already types
     assert results.category_types(np.array(["replace_obj"]), formats.REGISTRY["winoground"]) is None
+
+
+def test_imported_bivlc_decisions_combine_into_its_seven_outcomes_with_no_ties():
+    from foil_studio.analysis import metrics, results
+    from foil_studio.data import store
+
+    keys = ("ipos2t", "ineg2t", "tpos2i", "tneg2i")
+    decisions = [dict(zip(keys, row)) for row in ([1, 1, 1, 1], [1, 0, 1, 1], [0, 0, 0, 0])]
+    run = store.RunColumns(
+        "groups", np.arange(3), np.array(["group"] * 3), np.array(["c"] * 3), None, decisions, [None] * 3
+    )
+    outcomes, tied = results.METRIC_FAMILIES["bivlc"].outcomes(run, "half")
+    expected = metrics.combine_bivlc(**{k: np.array([float(d[k]) for d in decisions]) for k in keys})
+    assert set(outcomes) == set(metrics.BIVLC_KEYS)
+    assert all(np.array_equal(outcomes[k], expected[k]) for k in outcomes)
+    assert outcomes["group"].tolist() == [1.0, 0.0, 0.0] and tied.tolist() == [0, 0, 0]
