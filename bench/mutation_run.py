@@ -20,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.conftest import FIXTURES  # noqa: E402  (the checkout's rule for the shared files)
 from tests.postgres_support import PostgresServer  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def main(globs: list[str]) -> int:
         "PYTEST_DEBUG_TEMPROOT": str(temp_root),
         # the tests run from mutants/, one folder down: the shared benchmark files are found from
         # the checkout, else every test of a real file would skip and its mutants go untested
-        "FOIL_FIXTURES": os.environ.get("FOIL_FIXTURES", str(REPO.parent / "shared" / "fixtures")),
+        "FOIL_FIXTURES": str(FIXTURES),
         # mutmut forks each mutant from a process that has run torch: a forked child whose parent
         # started OpenMP's thread pool hangs in its first torch call (every demo-store test did)
         "OMP_NUM_THREADS": "1",

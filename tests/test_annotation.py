@@ -371,6 +371,11 @@ def pid(n: int) -> str:
     return f"{n:024x}"
 
 
+def study_token(created: dict) -> str:
+    """The study token of a crowd batch's link."""
+    return created["crowd_url"].split("study=")[1].split("&")[0]
+
+
 def make_crowd_batch(db, n=6, overlap=2, per_worker=3, gold=0.0):
     spec = batches.BatchSpec(
         "demo-bivlc-candidates",
@@ -388,7 +393,7 @@ def make_crowd_batch(db, n=6, overlap=2, per_worker=3, gold=0.0):
 
 def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
     created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    token = study_token(created)
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in created["crowd_url"]
     workers = [crowd_studies.join_crowd(db, token, pid(i)) for i in range(4)]
     assert crowd_studies.join_crowd(db, token, pid(0))["id"] == workers[0]["id"]  # a second visit adds nothing
@@ -418,7 +423,7 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
 
 def open_study(created: dict, participant: str, checks=None) -> AppTest:
     """A participant follows the study link, consents and presses Start (`checks(at)` on the first screen)."""
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    token = study_token(created)
     at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
     at.query_params.update({"study": token, "PROLIFIC_PID": participant, "STUDY_ID": "s1", "SESSION_ID": "x"})
     at.run()
@@ -471,7 +476,7 @@ def test_a_participant_returns_the_study_from_the_page(app_db):
 
 def test_failing_gold_checks_get_the_screen_out_code(db):
     created = make_crowd_batch(db, n=10, overlap=1, per_worker=2, gold=0.5)
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    token = study_token(created)
     worker = crowd_studies.join_crowd(db, token, pid(0xCA7E1E55))
     batch = store.get_batch(db, created["batch"])
     items = store.items_by_id(db, {i for i, _, _ in batch["config"]["units"]})
@@ -567,7 +572,7 @@ def test_a_finished_lab_batch_leads_to_the_next_one_without_a_completion_code(ap
 
 def test_a_bad_participant_id_is_told_why_without_the_admin_sign_in_form(app_db):
     created = make_crowd_batch(app_db, n=4, overlap=1, per_worker=2)
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    token = study_token(created)
     at = AppTest.from_file(str(APP_SCRIPT), default_timeout=60)
     at.query_params.update({"study": token, "PROLIFIC_PID": "not-an-id", "STUDY_ID": "s1", "SESSION_ID": "x"})
     at.run()
@@ -678,7 +683,7 @@ def test_revoking_an_annotators_tokens_ends_every_link_of_theirs_and_no_one_else
 def test_a_participants_studies_count_their_own_units_and_answers_as_they_are_now(db):
     first = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
     second = make_crowd_batch(db, n=4, overlap=1, per_worker=2)
-    tokens = [created["crowd_url"].split("study=")[1].split("&")[0] for created in (first, second)]
+    tokens = [study_token(created) for created in (first, second)]
     worker = crowd_studies.join_crowd(db, tokens[0], pid(1))
     crowd_studies.join_crowd(db, tokens[0], pid(2))  # someone else's units are not counted
     batch = store.get_batch(db, first["batch"])
@@ -737,7 +742,7 @@ def test_the_reading_time_runs_from_the_item_on_screen_and_the_minimum_is_the_ba
 
 def test_a_studys_joins_list_each_participant_with_what_they_hold_and_answered(db):
     created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    token = study_token(created)
     first, second = (crowd_studies.join_crowd(db, token, pid(n)) for n in (1, 2))
     state = queues.draw(db, first["id"], created["batch"])
     queues.submit_answer(db, first["id"], created["batch"], state.task, {"answer": state.task.options[0].value})
@@ -754,7 +759,7 @@ def test_a_studys_joins_list_each_participant_with_what_they_hold_and_answered(d
 
 def test_a_closed_study_takes_nobody_until_it_is_opened_again(db):
     created = make_crowd_batch(db, n=6, overlap=2, per_worker=3)
-    token = created["crowd_url"].split("study=")[1].split("&")[0]
+    token = study_token(created)
     crowd_studies.close_study(db, created["batch"])
     assert store.get_batch(db, created["batch"])["closed_at"]
     with pytest.raises(batches.BatchError, match="closed"):

@@ -846,15 +846,14 @@ def test_retrieval_chance_is_recall_at_k_of_a_random_ranking_over_each_items_own
     """CREPE's items have varying numbers of captions (padded with NaN): chance of recall@k is
     min(1, k / options) per item, averaged overall and per category."""
     from foil_studio.analysis import results
-    from foil_studio.data import formats, store
+    from foil_studio.data import formats
 
     scores = np.full((4, 5), np.nan)
     scores[0, :5] = [0.9, 0.1, 0.2, 0.3, 0.4]  # five options
     scores[1, :3] = [0.1, 0.9, 0.2]  # three
     scores[2, :2] = [0.9, 0.1]  # two
     scores[3, :4] = [0.1, 0.2, 0.9, 0.3]  # four
-    kinds, categories = np.array(["retrieval"] * 4), np.array(["x", "x", "y", "y"])
-    run = store.RunColumns("scores", np.arange(4), kinds, categories, scores, [None] * 4, [None] * 4)
+    run = _columns("scores", ["x", "x", "y", "y"], scores=scores, kind="retrieval")
     summary = results.summarize_run(run, results.Settings(formats.REGISTRY["crepe"], n_boot=10))
     chance = summary["chance"]
     options = np.array([5, 3, 2, 4])
@@ -881,12 +880,9 @@ def test_retrieval_chance_is_recall_at_k_of_a_random_ranking_over_each_items_own
 )
 def test_imported_decisions_are_each_familys_headline_with_no_ties(family, kind, headline):
     from foil_studio.analysis import results
-    from foil_studio.data import store
 
     decisions = [{"correct": True}, {"correct": False}, {"correct": 1}, {"correct": 0}]
-    run = store.RunColumns(
-        "correct", np.arange(4), np.array([kind] * 4), np.array(["c"] * 4), None, decisions, [None] * 4
-    )
+    run = _columns("correct", ["c"] * 4, outcomes=decisions, kind=kind)
     for ties in ("wrong", "right", "half"):
         outcomes, tied = results.METRIC_FAMILIES[family].outcomes(run, ties)
         assert list(outcomes) == [headline] and outcomes[headline].tolist() == [1.0, 0.0, 1.0, 0.0]
@@ -940,21 +936,13 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
 RUN_KINDS = [("scored", "scores"), ("decided", "correct"), ("undecided", "correct"), ("outside", "scores")]
 
 
-def _retrieval_run(categories: list[str], scores: np.ndarray):
-    from foil_studio.data import store
-
-    n = len(categories)
-    kinds = np.array(["retrieval"] * n)
-    return store.RunColumns("scores", np.arange(n), kinds, np.array(categories), scores, [None] * n, [None] * n)
-
-
 def test_an_order_set_summary_carries_its_seeds_mean_and_standard_error():
     from foil_studio.analysis import results
     from foil_studio.data import formats
 
     rng = np.random.default_rng(5)
     scores = rng.choice([0.1, 0.2, 0.3], size=(30, 5))
-    run = _retrieval_run([f"seed {n % 3}" for n in range(30)], scores)
+    run = _columns("scores", [f"seed {n % 3}" for n in range(30)], scores=scores, kind="retrieval")
     summary = results.summarize_run(run, results.Settings(formats.MADE_HERE["aro-order"], "right", n_boot=20))
     assert summary["over_seeds"] == results.over_seeds(summary["by_category"])
     assert summary["over_seeds"]["precision_at_1"]["n_seeds"] == 3
@@ -969,7 +957,7 @@ def test_a_benchmarks_names_reach_every_part_of_its_summary_and_dropped_metrics_
     from foil_studio.data import formats
 
     scores = np.array([[0.9, 0.1, 0.2, 0.3], [0.1, 0.9, 0.2, 0.3], [0.9, 0.1, np.nan, np.nan]])
-    run = _retrieval_run(["controlled_a", "controlled_a", "coco_one"], scores)
+    run = _columns("scores", ["controlled_a", "controlled_a", "coco_one"], scores=scores, kind="retrieval")
     summary = results.summarize_run(run, results.Settings(formats.REGISTRY["whatsup"], n_boot=20))
     parts = [
         summary["metrics"],
@@ -988,14 +976,12 @@ def test_bivlc_types_count_their_subtypes_ties_and_resample_as_asked():
     """BiVLC's `replace` holds `replace_obj` and `replace_att`: its ties are theirs added up, and
     its interval is the one `metrics.summarize` gives the types with the run's resamples and seed."""
     from foil_studio.analysis import metrics, results
-    from foil_studio.data import formats, store
+    from foil_studio.data import formats
 
     tied, clear = [[0.5, 0.5], [0.2, 0.6]], [[0.9, 0.1], [0.2, 0.8]]
     scores = np.array([tied, clear, tied, clear, clear, tied])
     categories = ["replace_obj", "replace_obj", "replace_att", "replace_att", "swap_obj", "swap_obj"]
-    run = store.RunColumns(
-        "scores", np.arange(6), np.array(["group"] * 6), np.array(categories), scores, [None] * 6, [None] * 6
-    )
+    run = _columns("scores", categories, scores=scores, kind="group")
     settings = results.Settings(formats.REGISTRY["bivlc"], "wrong", n_boot=30, seed=4)
     summary = results.summarize_run(run, settings)
     by_category = summary["by_category"]
@@ -1037,13 +1023,10 @@ def test_categories_are_typed_only_where_they_are_subtypes_of_the_formats_types(
 
 def test_imported_bivlc_decisions_combine_into_its_seven_outcomes_with_no_ties():
     from foil_studio.analysis import metrics, results
-    from foil_studio.data import store
 
     keys = ("ipos2t", "ineg2t", "tpos2i", "tneg2i")
     decisions = [dict(zip(keys, row)) for row in ([1, 1, 1, 1], [1, 0, 1, 1], [0, 0, 0, 0])]
-    run = store.RunColumns(
-        "groups", np.arange(3), np.array(["group"] * 3), np.array(["c"] * 3), None, decisions, [None] * 3
-    )
+    run = _columns("groups", ["c"] * 3, outcomes=decisions, kind="group")
     outcomes, tied = results.METRIC_FAMILIES["bivlc"].outcomes(run, "half")
     expected = metrics.combine_bivlc(**{k: np.array([float(d[k]) for d in decisions]) for k in keys})
     assert set(outcomes) == set(metrics.BIVLC_KEYS)

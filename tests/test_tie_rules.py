@@ -194,9 +194,7 @@ def test_whatsup_pairs_and_sets_take_the_product_of_half_credits():
         {"pair": "p2", "set": "s"},
         {"pair": "p2", "set": "s"},
     ]
-    run = store.RunColumns(
-        "scores", np.arange(4), np.array(["retrieval"] * 4), np.array(["controlled_a"] * 4), scores, [None] * 4, groups
-    )
+    run = run_of_set(scores, groups)
     whatsup = formats.REGISTRY["whatsup"]
     summary = results.summarize_run(run, results.Settings(whatsup, "half", n_boot=10, seed=3))
     half = summary["metrics"]
