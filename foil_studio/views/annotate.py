@@ -83,14 +83,25 @@ progress_of = {b["name"]: b for b in mine}
 
 
 def batch_label(name: str) -> str:
-    """What an annotator reads for a batch: its number, task and own progress (not the internal name)."""
-    row = progress_of[name]
+    """What an annotator reads for a batch: its number and task (not the internal name). No counts:
+    the browser hands back the label chosen, so a label that changes with each answer would send
+    the next key press to the first batch."""
     number = list(progress_of).index(name) + 1
-    return f"Batch {number}: {row['task'].replace('_', ' ')} ({row['done'] or 0} of {row['assigned']} done)"
+    return f"Batch {number}: {progress_of[name]['task'].replace('_', ' ')}"
+
+
+def batch_progress() -> str:
+    """Every batch's own progress, beside the menu."""
+    return " · ".join(
+        f"{batch_label(name)}, {row['done'] or 0} of {row['assigned']} done" for name, row in progress_of.items()
+    )
 
 
 if len(mine) > 1:
+    if st.session_state.get("batch") not in progress_of:
+        st.session_state.pop("batch", None)  # a batch no longer held (returned, deleted): back to the first
     batch_name = st.selectbox("Batch", list(progress_of), key="batch", format_func=batch_label)
+    st.caption(batch_progress())
 else:
     batch_name = mine[0]["name"]
 queues.reassign_stale(db, batch_name)  # frees items others walked away from (its own short write)
@@ -102,14 +113,19 @@ def show_notice() -> None:
     """What happened to the last answer (stored, already stored, refused), until the next one:
     the rerun the browser causes when it reports the item shown must not wipe a refusal away."""
     notice = st.session_state.get("notice")
-    if notice:
-        kind, message = notice
+    if notice and notice[0] == batch_name:  # never carried over to another batch's item
+        _, kind, message = notice
         {"success": st.success, "info": st.info, "error": st.error}[kind](message)
+
+
+def tell(kind: str, message: str) -> None:
+    """Keep what happened to the last answer, for this batch's page only."""
+    st.session_state["notice"] = (batch_name, kind, message)
 
 
 def return_study() -> None:
     freed = crowd_studies.return_study(db, batch_name, role.annotator_id)
-    st.session_state["notice"] = (
+    tell(
         "info",
         f"You returned the study; {freed} item{'s' if freed != 1 else ''} went back to the pool.",
     )
@@ -174,7 +190,7 @@ if task is None:
     if crowd:
         finish = crowd_studies.finish_crowd(db, batch_name, role.annotator_id)
         if finish.dealt:
-            st.session_state["notice"] = ("info", finish.sentence())
+            tell("info", finish.sentence())
             st.rerun()
         (st.success if finish.code and finish.passed else st.warning)(finish.sentence())
         if finish.completion_url:
@@ -222,7 +238,7 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
     if practice_item is not None:  # practice: feedback, nothing stored
         right = is_correct(task.type, practice_item, task.part, answer)
         st.session_state[f"practice:{batch_name}"] = step + 1
-        st.session_state["notice"] = (
+        tell(
             "info",
             "Practice feedback: "
             + ("Correct." if right else "Not quite: look again at every detail the text mentions."),
@@ -242,16 +258,15 @@ def record(task: Task, answer: dict[str, Any], practice_item: dict[str, Any] | N
             require_shown=True,
         )
     except (TaskError, store.StoreError) as error:
-        st.session_state["notice"] = ("error", f"Not stored. {error}")
+        tell("error", f"Not stored. {error}")
         if isinstance(error, store.LabelRefused) and error.reason == "not_shown":
             # the browser's report that the item is on screen never arrived: ask it again
             st.session_state["report_again"] = st.session_state.get("report_again", 0) + 1
         return
-    st.session_state["notice"] = (
-        ("success", "Saved.")
-        if fresh
-        else ("info", "That item was already answered (a second press, or another tab): nothing was stored twice.")
-    )
+    if fresh:
+        tell("success", "Saved.")
+    else:
+        tell("info", "That item was already answered (a second press, or another tab): nothing was stored twice.")
 
 
 def record_form(task: Task, labels_to_values: dict[str, str], practice_item: dict[str, Any] | None) -> None:
