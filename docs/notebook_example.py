@@ -21,5 +21,9 @@ batch = studio.batches()["name"].iloc[0]
 agreement = studio.agreement(batch)
 print(f"{batch}: {len(studio.labels(batch))} labels")
 for name in ("percent_agreement", "cohen_mean", "krippendorff_alpha", "gwet_ac1"):
-    low, high = agreement["intervals"][name]
-    print(f"{name:<18} {agreement[name]:7.3f}  95% interval {low:.3f} to {high:.3f}")
+    if agreement[name] is None:  # an undefined coefficient is None, with its reason in "undefined"
+        print(f"{name:<18} undefined: {agreement['undefined'][name]}")
+        continue
+    interval = agreement["intervals"][name]  # None when too few resamples define it
+    low_high = "no interval (too few items)" if interval is None else f"{interval[0]:.3f} to {interval[1]:.3f}"
+    print(f"{name:<18} {agreement[name]:7.3f}  95% interval {low_high}")

@@ -92,6 +92,26 @@ def test_the_notebook_example_prints_the_figures_of_the_command_line(scored_demo
     assert f"check: {agreement['n_labels']} labels" in printed
 
 
+def test_the_notebook_example_says_why_a_coefficient_is_undefined(demo_db):
+    """The example on a store whose first batch has no answer yet: every coefficient undefined,
+    said with its reason (it unpacked a None interval before)."""
+    api.Studio(demo_db).score("demo-sugarcrepe", "demo", run="demo-clip")
+    location = store.location(demo_db)
+    foil(location, "batch", "create", "demo-sugarcrepe", "--task", "validate_negative", "--n", "4", "--name", "fresh")
+    done = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "notebook_example.py")],
+        env={**os.environ, "FOIL_DB": str(location)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fresh: 0 labels" in done.stdout
+    assert "percent_agreement  undefined: no item has two or more labels" in done.stdout
+    assert "gwet_ac1           undefined: no item has two or more labels" in done.stdout
+
+
 def test_each_method_returns_what_its_command_computes(scored_demo_with_a_batch):
     studio = scored_demo_with_a_batch
     location = studio.location

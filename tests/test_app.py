@@ -341,7 +341,7 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     at.multiselect(key="scores_runs:demo-bivlc").set_value(["model"]).run()
     at.selectbox(key="scores_metric:demo-bivlc").set_value("group").run()
     table = at.dataframe[1].value.set_index("category")
-    assert table.loc["(all)", "humans"] == 100.0 and "model" in table.columns
+    assert table.loc["(all)", "humans"] == "100.00" and "model" in table.columns
     assert not at.exception
     traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
     assert [(t["type"], t["name"]) for t in traces] == [
@@ -351,6 +351,36 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     assert (
         table.loc["(all)", "humans 95% CI"] and table.loc["(all)", "humans n"] < table.loc["(all)", "n"]
     )  # humans answered a sample, said so
+
+
+def test_model_scores_with_a_baseline_answered_in_one_category_leaves_the_others_empty_and_says_why(app, demo_db):
+    """A baseline batch with no answer yet, and one drawn with --category and answered: the page
+    opened on a TypeError (the humans' missing intervals); no human figure is shown before an
+    item is decided, and a category without one has empty humans cells and a sentence saying so."""
+    from foil_studio.analysis.models import ModelSpec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.annotate import batches, simulation
+
+    score_dataset(demo_db, "demo-sugarcrepe", load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="m")
+    batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada",), 1, 6, name="empty"))
+    at = app(ADMIN)
+    at.switch_page("views/model_scores.py").run()
+    at.selectbox(key="scores_dataset").set_value("demo-sugarcrepe").run()
+    assert not at.exception
+    assert "humans" not in at.dataframe[1].value.columns  # nothing decided: no human column, no sentence
+    assert not any("Humans:" in c.value for c in at.caption)
+
+    spec = batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada",), 1, None, categories=("swap_att",), seed=2)
+    simulation.simulate(demo_db, batches.create_batch(demo_db, spec)["batch"], accuracies=1.0)
+    at.run()
+    assert not at.exception
+    table = at.dataframe[1].value.set_index("category")
+    assert table.loc["swap_att", "humans"] == "100.00" and table.loc["swap_att", "humans 95% CI"]
+    others = table.drop(index=["swap_att", "(all)"])
+    assert (others["humans"] == "").all() and (others["humans 95% CI"] == "").all() and (others["humans n"] == 0).all()
+    said = " ".join(c.value for c in at.caption)
+    assert "No item of add_att, add_obj" in said and "their humans cells are empty" in said
+    assert "None" not in at.dataframe[0].value.to_string()  # the runs table: no "None" for a missing pretrained tag
 
 
 def test_score_now_with_the_defaults_scores_offline_and_shows_the_new_run(app, demo_db):

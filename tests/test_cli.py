@@ -249,3 +249,15 @@ def test_readme_example_outputs_are_what_the_commands_print():
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_baseline_of_a_batch_with_no_answer_says_why_and_prints_no_figure(demo_db):
+    """It printed `metrics: accuracy_micro , accuracy_macro` (blank, NaN underneath) with rc 0."""
+    from foil_studio.annotate import batches
+    from foil_studio.data import store
+
+    batches.create_batch(demo_db, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada",), 1, 5, name="bl"))
+    for extra in ((), ("--json",)):
+        done = run_cli("baseline", "bl", *extra, db=store.location(demo_db))
+        assert done.returncode != 0 and not done.stdout
+        assert done.stderr.strip() == "error: no question of bl has an answer yet: a baseline needs one"

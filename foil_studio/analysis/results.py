@@ -535,10 +535,15 @@ def over_seeds_sentence(over_seeds: Mapping[str, Mapping[str, Any]]) -> str:
     return f"over {n} seeds (mean ± standard error of the seeds' figures): {figures}"
 
 
-def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | None]) -> dict[str, Any]:
-    """Plotly `error_y` for bars at `values` with asymmetric 95% intervals (none where absent)."""
-    lows = [v - i[0] if i is not None else 0.0 for v, i in zip(values, intervals)]
-    highs = [i[1] - v if i is not None else 0.0 for v, i in zip(values, intervals)]
+def error_bars(values: Sequence[float], intervals: Sequence[Sequence[float] | float | None]) -> dict[str, Any]:
+    """Plotly `error_y` for bars at `values` with asymmetric 95% intervals (none where absent:
+    None, or a table's missing cell, NaN).
+
+    >>> error_bars([50.0, float("nan")], [(40.0, 65.0), float("nan")])["array"]
+    [15.0, 0.0]
+    """
+    lows = [v - i[0] if isinstance(i, Sequence) else 0.0 for v, i in zip(values, intervals)]
+    highs = [i[1] - v if isinstance(i, Sequence) else 0.0 for v, i in zip(values, intervals)]
     return {"type": "data", "symmetric": False, "array": highs, "arrayminus": lows, "thickness": 1}
 
 

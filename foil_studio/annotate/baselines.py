@@ -57,6 +57,8 @@ def human_baseline(
     by_task = {b["task"]: question_outcomes(db, b["name"]) for b in batches if b["task"] in BASELINE_TASKS}
     if not by_task:
         raise BaselineError(f"none of {batch_names} is a baseline task {BASELINE_TASKS}")
+    if not any(by_task.values()):  # no figure is defined before the first majority answer
+        raise BaselineError(f"no question of {', '.join(batch_names)} has an answer yet: a baseline needs one")
     items = store.items_by_id(db, {item for outcomes in by_task.values() for item, _ in outcomes})
     dataset = datasets.pop()
     if _asks_several_parts(by_task, items.values()):

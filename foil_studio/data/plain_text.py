@@ -19,14 +19,16 @@ def figure(value: float, decimals: int = 2) -> str:
     return shown[1:] if shown.startswith("-") and float(shown) == 0 else shown
 
 
-def interval_text(interval: Sequence[float] | None) -> str:
+def interval_text(interval: Sequence[float] | float | None) -> str:
     """An interval as "low to high" with two decimals (as the figures beside it), "" when there
-    is none; "to", not a dash, so that negative ends read as such.
+    is none (None, or a table's missing cell: NaN); "to", not a dash, so that negative ends read as such.
 
-    >>> interval_text((78.794, 92.941)), interval_text((-32.857, -24.29)), interval_text(None)
-    ('78.79 to 92.94', '-32.86 to -24.29', '')
+    >>> interval_text((78.794, 92.941)), interval_text((-32.857, -24.29))
+    ('78.79 to 92.94', '-32.86 to -24.29')
+    >>> interval_text(None), interval_text(float("nan"))
+    ('', '')
     """
-    if interval is None or any(v != v for v in interval):  # NaN: too few items to resample
+    if not isinstance(interval, Sequence) or any(v != v for v in interval):  # NaN: too few items to resample
         return ""
     return f"{figure(interval[0])} to {figure(interval[1])}"
 

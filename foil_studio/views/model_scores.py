@@ -138,9 +138,8 @@ summaries = run_summaries(
     db, db_path, dataset, fingerprint, subset, None if tie_choice == BENCHMARK_RULE else tie_choice
 )
 overview = results.runs_overview(store.list_runs(db, dataset), summaries)
-st.dataframe(
-    pd.DataFrame(overview), hide_index=True, width="stretch", column_config=two_decimals(pd.DataFrame(overview))
-)
+overview_frame = text.blank_missing(pd.DataFrame(overview))
+st.dataframe(overview_frame, hide_index=True, width="stretch", column_config=two_decimals(overview_frame))
 
 with st.expander("Delete a run"):
     doomed = st.selectbox("Run to delete", [row["run"] for row in overview], key="delete_run_name")
@@ -177,13 +176,18 @@ if with_humans:
     human_table = pd.DataFrame(results.category_table({"humans": humans}, ["humans"], key, level)).rename(
         columns={"n": "humans n"}
     )
-    table = table.merge(human_table, on="category", how="left").astype(
-        {"humans n": "Int64"}
-    )  # whole items, also where a category has none
+    table = table.merge(human_table, on="category", how="left")
+    undecided = table.loc[table["humans n"].isna(), "category"].tolist()
+    table["humans n"] = table["humans n"].fillna(0).astype(int)  # whole items, also where a category has none
     st.caption(
         f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the "
         f"{first['n_items']} items (the humans n column); the models' figures are over every item, so the two differ "
         "in sample as well as in who answers."
+        + (
+            f" No item of {text.md(', '.join(undecided))} has a decided human answer yet: their humans cells are empty."
+            if undecided
+            else ""
+        )
     )
 chance = results.chance_levels(summaries[chosen[0]], key, table["category"].tolist())
 shown = table.assign(
@@ -192,6 +196,8 @@ shown = table.assign(
         for name in [*chosen, *(["humans"] if with_humans else [])]
     }
 )
+if with_humans:  # an empty cell, not "None", where a category has no decided item (said in the caption)
+    shown["humans"] = table["humans"].map(lambda v: "" if pd.isna(v) else plain_text.figure(v))
 # the category stays in view while the runs' columns scroll sideways (three runs are wider than the page)
 columns = {**two_decimals(shown), "category": st.column_config.TextColumn(pinned=True)}
 st.dataframe(shown, hide_index=True, width="stretch", column_config=columns)

@@ -10,6 +10,7 @@ import html
 import re
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 
 # Characters that start markup inside a line (CommonMark, GitHub's tables and strikethrough,
@@ -70,3 +71,9 @@ def literal_figure(figure: go.Figure) -> go.Figure:
     figure.for_each_xaxis(escape_title)
     figure.for_each_yaxis(escape_title)
     return figure
+
+
+def blank_missing(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table whose missing text cells are empty: Streamlit draws a missing value as "None"."""
+    text_columns = frame.select_dtypes(exclude="number").columns
+    return frame.assign(**{c: frame[c].fillna("") for c in text_columns})
