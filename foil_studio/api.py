@@ -111,7 +111,8 @@ class Studio:
         return pd.DataFrame(store.batch_labels(self.db, store.get_batch(self.db, batch)["id"]))
 
     def agreement(self, batch: str) -> dict[str, Any]:
-        """Inter-annotator agreement of a batch with 95% intervals (`foil agreement --json`)."""
+        """Inter-annotator agreement of a batch (`foil agreement --json`): every coefficient, Fleiss'
+        kappa among them, with its 95% interval from bootstrap resamples of items (`intervals`)."""
         from foil_studio.annotate.batch_reports import batch_agreement
 
         return batch_agreement(self.db, batch)

@@ -15,6 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from foil_studio.annotate import agreement, batch_reports, batches, simulation
 from foil_studio.data import store
+from foil_studio.data.plain_text import figure, interval_text
 from tests.conftest import FOIL_CLI, REPO
 
 pytestmark = pytest.mark.both_engines
@@ -361,3 +362,58 @@ def test_agreement_report_intervals_use_the_resamples_asked_for_and_name_undefin
     report = agreement.agreement_report(same, n_boot=20)
     assert report["cohen_mean"] is None and report["gwet_ac1"] is None
     assert set(report["undefined"]) >= {"cohen_mean", "gwet_ac1"} and all(report["undefined"].values())
+
+
+# Three raters on 16 items, and each coefficient with its 95% interval from 200 resamples of items
+# (seed 0). Reference values computed by explicit resampling, one library per coefficient: for each
+# resample the rows `numpy.random.default_rng(0).integers(0, 16, 16)` (the stream
+# `agreement.bootstrap` draws), then statsmodels 0.15 `fleiss_kappa(aggregate_raters(codes)[0])`,
+# the mean of scikit-learn's `cohen_kappa_score` over the three pairs, `krippendorff.alpha`
+# (nominal), and percent agreement and Gwet's AC1 (Gwet 2008: p_e = sum pi_k (1 - pi_k) / (q - 1))
+# written out; `numpy.percentile(values, [2.5, 97.5])`. `resampled_fleiss` below repeats the Fleiss one.
+THREE_RATERS = {"a": list("xxyxzyxxyyxzxxyx"), "b": list("xyyxzyxyyyxxxxyx"), "c": list("xxyzzyxxyxxzxyyx")}
+RESAMPLED = {
+    "percent_agreement": (75.0, 58.33333333333333, 91.66666666666666),
+    "cohen_mean": (0.5787890913941335, 0.252476605295097, 0.8256171206014468),
+    "fleiss": (0.5745937961595273, 0.22830158730158737, 0.8236176315959379),
+    "krippendorff_alpha": (0.5834564254062038, 0.2443786375661376, 0.8272922642710226),
+    "gwet_ac1": (0.6459741856177013, 0.45220137303388835, 0.879582064453946),
+}
+
+
+def resampled_fleiss(table: pd.DataFrame, n_boot: int, seed: int) -> tuple[float, float]:
+    """Fleiss' kappa's percentile interval by explicit resampling of items, with statsmodels."""
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    codes = np.unique(table.to_numpy(), return_inverse=True)[1].reshape(table.shape)
+    rng = np.random.default_rng(seed)
+    values = [fleiss_kappa(aggregate_raters(codes[rng.integers(0, len(codes), len(codes))])[0]) for _ in range(n_boot)]
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def test_every_coefficient_and_its_interval_equal_explicit_resampling_with_the_libraries():
+    table = pd.DataFrame(THREE_RATERS)
+    report = agreement.agreement_report(table, n_boot=200, seed=0)
+    for key, (value, low, high) in RESAMPLED.items():
+        assert report[key] == pytest.approx(value, rel=1e-12), key
+        assert report["intervals"][key] == pytest.approx((low, high), rel=1e-12), key
+    assert resampled_fleiss(table, 200, 0) == pytest.approx(RESAMPLED["fleiss"][1:], rel=1e-12)
+
+
+def test_fleiss_kappa_has_its_interval_in_the_table_the_protocol_and_the_api(db):
+    from foil_studio import api
+    from foil_studio.annotate.export import protocol_paragraph
+
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben", "cleo"), 3, 60, seed=4)
+    )
+    simulation.simulate(db, created["batch"], accuracies=0.85, seed=4)
+    report = api.Studio(db).agreement(created["batch"])
+    low, high = report["intervals"]["fleiss"]
+    assert low < report["fleiss"] < high
+    row = next(r for r in agreement.coefficient_rows(report) if r["coefficient"] == "Fleiss' kappa")
+    assert row["95% interval"] and row["95% interval"] == interval_text((low, high))
+    assert f"Fleiss' kappa {figure(report['fleiss'])} (95% CI {row['95% interval']})" in protocol_paragraph(
+        db, created["batch"]
+    )

@@ -149,9 +149,9 @@ def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):
         "leaderboard"
     ]
 
-    truth = health.authors_shares(demo_db, DATASET)
+    truth = health.own_shares(demo_db, DATASET)["by_category"]
     every = {r["id"]: r for r in store.list_items(demo_db, store.get_dataset(demo_db, DATASET)["id"], limit=1 << 20)}
-    true_share = sum(t["invalid"] for t in truth.values()) / sum(t["items"] for t in truth.values())
+    true_share = sum(t["counts"]["invalid"] for t in truth.values()) / sum(t["items"] for t in truth.values())
     held = 0
     for seed in range(1, 11):
         plan = health.plan_sample(demo_db, DATASET, 60, seed=seed)  # from the items health-1 left
@@ -183,13 +183,17 @@ def test_valse_pieces_estimated_from_40_items_each_hold_the_crowds_share(fresh_d
     """VALSE's three votes per foil are the population's truth. Forty items per piece answered as the
     crowd's majority did, through the whole path once (batch, queues, consensus, report: the report
     shows both figures), then for ten more seeds' samples: each piece's interval holds its true
-    invalid share in the large majority of cases."""
+    invalid share in the large majority of cases. VALSE's rule says "not valid", which our
+    outcomes split into invalid and ambiguous: the report sets it beside our invalid-or-ambiguous
+    share, never beside the invalid one alone."""
     from foil_studio.data import item_kinds
     from foil_studio.data.item_kinds.truth import negative_verdict
 
     import_path(fresh_db, "valse", fixtures / "valse" / "data", name="valse")
-    truth = health.authors_shares(fresh_db, "valse")
-    assert truth is not None and len(truth) >= 10
+    own = health.own_shares(fresh_db, "valse")
+    assert own is not None and len(own["by_category"]) >= 10
+    assert [m["outcomes"] for m in own["measures"]] == ["invalid+ambiguous"]
+    truth = {c: t["counts"]["invalid+ambiguous"] / t["items"] for c, t in own["by_category"].items()}
     every = {r["id"]: r for r in store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=1 << 20)}
 
     def invalid(item: int) -> bool:
@@ -201,7 +205,7 @@ def test_valse_pieces_estimated_from_40_items_each_hold_the_crowds_share(fresh_d
         plan = health.plan_sample(fresh_db, "valse", per_category=40, seed=seed)
         for category, items in plan.drawn.items():
             share = h.stratum_share(sum(map(invalid, items)), len(items), plan.sizes[category])
-            held += share.low <= truth[category]["invalid_share"] <= share.high
+            held += share.low <= truth[category] <= share.high
             total += 1
     assert held / total >= 0.85, (held, total)
 
@@ -211,8 +215,11 @@ def test_valse_pieces_estimated_from_40_items_each_hold_the_crowds_share(fresh_d
     report = health.health_report(fresh_db, "valse", n_boot=100)
     for row in report["strata"]:
         assert row["invalid"] == sum(map(invalid, plan.drawn[row["category"]]))
-        assert row["authors_invalid_share"] == truth[row["category"]]["invalid_share"]
-    assert "dataset's own invalid %" in health.report_markdown(report)
+        assert row["own"] == {"invalid+ambiguous": round(truth[row["category"]], 4)}
+    own_column = "dataset's own % (not valid: fewer than 2 of 3 crowd workers chose the caption)"
+    table = health.strata_table(report)
+    assert list(table[0])[-2:] == ["invalid or ambiguous % (95% CI)", own_column], list(table[0])
+    assert own_column in health.report_markdown(report)
 
 
 def test_cli_sample_next_report(demo_db, tmp_path):
@@ -263,6 +270,15 @@ def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
     assert not at.exception
     batches = health.health_batches(demo_db, DATASET)
     assert len(batches) == 1 and len(batches[0]["config"]["health"]["items"]) == 21
+    # the page moves on to the drawn sample (it kept "No health sample yet" and the first form) and
+    # shows the new batch's links once, where it says they are
+    assert not any("No health sample" in i.value for i in at.info)
+    assert "Draw the sample" not in [b.label for b in at.button]
+    assert any(s.value.startswith(f"Batch {batches[0]['name']}: 21 items") for s in at.success)
+    shown_links = [c.value for c in at.code]
+    holders = {a["name"] for a in store.list_annotators(demo_db)}
+    by_link = [store.annotator_by_token(demo_db, link.split("?token=")[1]) for link in shown_links]
+    assert len(shown_links) == 3 and all(a is not None and a["name"] in holders for a in by_link)  # the first three
     simulate(demo_db, batches[0]["name"], accuracies=1.0, seed=0)
     at = app(ADMIN)
     at.switch_page("views/health.py").run()
@@ -307,3 +323,56 @@ def test_a_rank_target_draws_where_the_two_runs_disagree(demo_db):
     assert plan.allocation == "neyman" and plan.target == "rank" and len(plan.item_ids) == 40
     assert not set(plan.item_ids) & set(drawn)
     assert len(set(spreads.values())) > 1  # the categories differ, so the allocation is not even by chance
+
+
+def test_valse_not_valid_is_set_beside_our_invalid_or_ambiguous_share(fresh_db, fixtures):
+    """VALSE's rule says "not valid" (fewer than 2 of 3 workers chose the caption), which covers what
+    our validations call invalid and ambiguous alike: its figure stands beside our invalid-or-ambiguous
+    share, labelled with its definition, in the table, the methods paragraph and the page's chart,
+    and never beside the invalid share alone."""
+    import_path(fresh_db, "valse", fixtures / "valse" / "data", name="valse")
+    plan = health.plan_sample(fresh_db, "valse", per_category=12, seed=0)
+    health.create_sample_batch(fresh_db, plan, ("v1", "v2", "v3"), overlap=3, name="valse-health")
+    simulate(fresh_db, "valse-health", accuracies=0.75, seed=0)  # some ties and Unsure: ambiguous items
+    report = health.health_report(fresh_db, "valse", n_boot=50)
+    definition = "not valid: fewer than 2 of 3 crowd workers chose the caption"
+    assert report["own_verdicts"] == [{"outcomes": "invalid+ambiguous", "definition": definition}]
+    own = health.own_shares(fresh_db, "valse")["by_category"]
+    assert sum(row["ambiguous"] for row in report["strata"]) > 0
+    for row in report["strata"]:
+        share = row["invalid_or_ambiguous_share"]
+        assert share["estimate"] == round((row["invalid"] + row["ambiguous"]) / row["decided"], 4)
+        mine = own[row["category"]]
+        assert row["own"] == {"invalid+ambiguous": round(mine["counts"]["invalid+ambiguous"] / mine["items"], 4)}
+    overall = report["overall"]
+    not_valid = sum(t["counts"]["invalid+ambiguous"] for t in own.values()) / sum(t["items"] for t in own.values())
+    assert overall["own"] == {"invalid+ambiguous": round(not_valid, 4)}
+
+    columns = list(health.strata_table(report)[0])
+    own_column = f"dataset's own % ({definition})"
+    assert columns.index(own_column) == columns.index("invalid or ambiguous % (95% CI)") + 1
+    assert [c for c in columns if c.startswith("dataset's own")] == [own_column]
+    ours = health.share_text(overall["invalid_or_ambiguous_share"]).split(" (")[0]
+    assert f"{100 * not_valid:.1f}% ({definition}) against our estimate of {ours}%" in report["methods"]
+    assert re.search(r"invalid or ambiguous\.", report["methods"]), report["methods"]
+
+    chart = health.compared_shares(report)
+    assert chart["title"].startswith("Invalid or ambiguous negatives") and '"not valid"' in chart["title"]
+    assert definition in chart["own_name"]
+    for point, row in zip(chart["rows"], report["strata"]):
+        assert point["estimate"] == 100 * row["invalid_or_ambiguous_share"]["estimate"]
+        assert point["own"] == 100 * row["own"]["invalid+ambiguous"]
+
+
+def test_the_demo_sets_its_known_flaws_beside_the_invalid_share_and_its_ambiguous_ones_beside_ambiguous(demo_db):
+    draw(demo_db, 35)
+    simulate(demo_db, "health-1", accuracies=0.9, seed=0)
+    report = health.health_report(demo_db, DATASET, n_boot=50)
+    assert [m["outcomes"] for m in report["own_verdicts"]] == ["invalid", "ambiguous"]
+    columns = list(health.strata_table(report)[0])
+    flaws, ambiguous = (f"dataset's own % ({m['definition']})" for m in report["own_verdicts"])
+    assert columns.index(flaws) == columns.index("invalid % (95% CI)") + 1
+    assert columns.index(ambiguous) == columns.index("ambiguous % (95% CI)") + 1
+    assert "invalid or ambiguous % (95% CI)" not in columns
+    chart = health.compared_shares(report)
+    assert chart["title"].startswith("Invalid negatives") and '"known flaw"' in chart["title"]

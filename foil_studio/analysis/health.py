@@ -8,18 +8,22 @@ The contract (README, "Benchmark health"):
   make one such sample); each drawn item's inclusion probability is n_c / N_c.
 * **Outcome.** Each drawn item's validations end valid, invalid or ambiguous (the majority, a tie
   being ambiguous); items not yet decided are left out of n_c.
-* **Invalid share of a stratum.** p_c = x_c / n_c with a Clopper-Pearson (exact) 95% interval on
-  the effective sample size n_c (N_c - 1) / (N_c - n_c), the finite-population correction (a
-  census is exact).
-* **Overall share.** p = sum W_c p_c with W_c = N_c / N; its variance sum W_c^2 (1 - f_c) q_c (1 - q_c)
-  / n_c on smoothed shares q_c = (x_c + 1) / (n_c + 2), so a stratum that showed no invalid item
-  still counts as varying; a Clopper-Pearson interval on the Korn-Graubard effective sample size
-  q (1 - q) / variance (q = sum W_c q_c; degrees of freedom n - K; at most n, corrected for the
-  population), which keeps its coverage when few items are invalid.
+* **Invalid share of a stratum.** p_c = x_c / n_c with the exact 95% interval for sampling without
+  replacement: the K / N_c (K the stratum's invalid items, a whole number) that a test at 2.5% in
+  each tail of the hypergeometric distribution of x_c does not reject (a census is exact).
+* **Overall share.** p = sum W_c p_c with W_c = N_c / N and Korn and Graubard's (1998) interval as
+  R's `survey::svyciprop(method="beta")` computes it: the design variance
+  v = sum W_c^2 (1 - f_c) p_c (1 - p_c) / (n_c - 1), the effective size p (1 - p) / v scaled by
+  (t_{n-1} / t_{n-K})^2 (K strata), a Clopper-Pearson interval on it. One departure: a stratum
+  that showed 0 or n_c invalid items would add no variance, so there (and only there) its share
+  in v and in p (1 - p) is (x_c + 1) / (n_c + 2).
 * **Accuracy on valid items.** A ratio estimator: sum_c (N_c / n_c) (valid and right) over
   sum_c (N_c / n_c) (valid), each run's credit as its metrics count it (ties by the benchmark's
-  rule), with a stratified bootstrap percentile interval; paired differences of two runs from the
-  same resamples, and the share of resamples in which their order differs from the published one.
+  rule). Its interval is Clopper-Pearson on the effective size p (1 - p) / v, v the variance of
+  stratified bootstrap resamples (McCarthy and Snowden's resample sizes), scaled by the same t
+  ratio and at most the valid items drawn (finite-population corrected). Paired differences of
+  two runs take percentile intervals of the same resamples, and the share of resamples in which
+  their order differs from the published one.
 * **Horvitz-Thompson.** Where items were drawn with unequal probabilities pi_i (importance
   sampling), the total of y is sum y_i / pi_i, unbiased whenever every pi_i > 0.
 
@@ -28,7 +32,7 @@ Pure functions of counts and arrays; `annotate.health` reads them off the store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +95,40 @@ def effective_size(n: Any, size: Any) -> np.ndarray:
         return np.where(n < size, n * (size - 1) / np.maximum(size - n, 1e-12), np.inf)
 
 
+def hypergeometric_interval(count: Any, n: int, size: int, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """The exact interval of a finite population's share from `count` (a number or an array) of `n`
+    items drawn without replacement out of `size`: every K / size (K whole) under which drawing
+    `count` is in neither tail of the hypergeometric distribution (a tail of at most
+    (1 - level) / 2 rejects).
+
+    >>> [float(x) for x in hypergeometric_interval(0, 40, 50)]  # 2 invalid of 50 both go undrawn with p 0.037
+    [0.0, 0.04]
+    >>> [float(x) for x in hypergeometric_interval(3, 10, 10)]  # a census
+    [0.3, 0.3]
+    """
+    count = np.asarray(count, dtype=int)
+    tail = (1 - level) / 2
+    everything = np.full(count.shape, size)
+    # P(X >= count | K) grows with K and P(X <= count | K) shrinks: each bound is a bisection over K
+    low = _first(lambda k: stats.hypergeom.sf(count - 1, size, k, n) > tail, np.zeros(count.shape, int), everything)
+    high = _first(lambda k: stats.hypergeom.cdf(count, size, k, n) <= tail, low, everything + 1) - 1
+    return low / size, high / size
+
+
+def _first(holds: Callable[[np.ndarray], np.ndarray], low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Elementwise the smallest k in [low, high) for which `holds(k)` (false, then true as k grows),
+    else high."""
+    while (open_ := low < high).any():
+        middle = (low + high) // 2
+        found = holds(middle)
+        high = np.where(open_ & found, middle, high)
+        low = np.where(open_ & ~found, middle + 1, low)
+    return low
+
+
 def stratum_share(invalid: int, decided: int, size: int, level: float = LEVEL) -> Share:
-    """The invalid share of one stratum: `invalid` of `decided` drawn items, of `size` in all.
+    """The invalid share of one stratum: `invalid` of `decided` drawn items, of `size` in all, with
+    its exact interval for sampling without replacement (`hypergeometric_interval`).
 
     >>> stratum_share(3, 3, 3).low  # a census is exact
     1.0
@@ -101,19 +137,15 @@ def stratum_share(invalid: int, decided: int, size: int, level: float = LEVEL) -
         raise ValueError("a stratum needs at least one decided item for an estimate")
     if decided > size or not 0 <= invalid <= decided:
         raise ValueError(f"{invalid} of {decided} decided items in a stratum of {size}")
-    share = invalid / decided
-    if decided == size:
-        return Share(share, share, share, invalid, decided, size)
-    n_eff = effective_size(decided, size)
-    low, high = exact_interval(share * n_eff, n_eff, level)
-    return Share(share, float(low), float(high), invalid, decided, size)
+    low, high = hypergeometric_interval(invalid, decided, size, level)
+    return Share(invalid / decided, float(low), float(high), invalid, decided, size)
 
 
 def stratified_share(
     invalid: Sequence[int], decided: Sequence[int], sizes: Sequence[int], level: float = LEVEL
 ) -> Share:
     """The invalid share of the whole population from its strata (every one with a decided item):
-    the stratified estimate with a Korn-Graubard exact interval.
+    the stratified estimate with Korn and Graubard's exact interval (the module's docstring).
 
     >>> s = stratified_share([1, 0], [10, 10], [100, 300])
     >>> round(s.estimate, 4), s.size
@@ -122,20 +154,34 @@ def stratified_share(
     x, n, size = (np.asarray(v, dtype=float) for v in (invalid, decided, sizes))
     if len(n) == 0 or (n < 1).any():
         raise ValueError("every stratum needs at least one decided item for an overall estimate")
+    if (n > size).any() or (x < 0).any() or (x > n).any():
+        raise ValueError(f"{invalid} of {decided} decided items in strata of {sizes}")
     weights = size / size.sum()
-    shares = x / n
-    estimate = float(weights @ shares)
+    estimate = float(weights @ (x / n))
     total, population = int(n.sum()), int(size.sum())
     if total == population:
         return Share(estimate, estimate, estimate, int(x.sum()), total, population)
-    # Smoothed shares (x + 1) / (n + 2) in the variance and in the effective size's numerator alike:
-    # a stratum that showed no invalid item still varies, and its zero does not shrink the sample
-    smoothed = (x + 1) / (n + 2)
-    variance = float(np.sum(weights**2 * (1 - n / size) * smoothed * (1 - smoothed) / n))
-    centre = float(weights @ smoothed)
-    cap = float(effective_size(total, population))
-    low, high = korn_graubard(estimate, variance, total, cap, len(n), level, centre=centre)
+    variance, centre = stratified_variance(x, n, size)
+    low, high = korn_graubard(estimate, variance, total, len(n), level, centre=centre)
     return Share(estimate, float(low), float(high), int(x.sum()), total, population)
+
+
+def stratified_variance(invalid: np.ndarray, decided: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
+    """The stratified share's design variance sum W_c^2 (1 - f_c) q_c (1 - q_c) / (n_c - 1) and the
+    share sum W_c q_c whose p (1 - p) goes with it: q_c = x_c / n_c, but (x_c + 1) / (n_c + 2) in
+    a stratum that showed 0 or n_c invalid items, which would otherwise add no variance at all.
+
+    >>> variance, centre = stratified_variance(np.array([3.0]), np.array([10.0]), np.array([100.0]))
+    >>> round(variance, 6), centre
+    (0.021, 0.3)
+    """
+    edge = (invalid == 0) | (invalid == decided)
+    shares = np.where(edge, (invalid + 1) / (decided + 2), invalid / decided)
+    weights = sizes / sizes.sum()
+    # n_c - 1: the sample variance's divisor; a stratum of one decided item is at an edge, smoothed
+    spread = shares * (1 - shares) / np.maximum(decided - 1, 1)
+    variance = float(np.sum(weights**2 * (1 - decided / sizes) * spread))
+    return variance, float(weights @ shares)
 
 
 def allocate(
@@ -171,7 +217,9 @@ def allocate(
         weights = np.array([wanted[c] for c in open_strata], dtype=float)
         if weights.sum() <= 0:  # nothing left to learn where weights are zero: spread evenly
             weights = np.ones(len(open_strata))
-        quotas = left * weights / weights.sum()
+        # rounded so that weights equal up to a common factor (Neyman with equal spreads and
+        # proportional) break ties between remainders alike, not by the last bit
+        quotas = np.round(left * weights / weights.sum(), 9)
         whole = np.floor(quotas).astype(int)
         for i in np.argsort(-(quotas - whole), kind="stable")[: left - whole.sum()]:
             whole[i] += 1
@@ -218,9 +266,10 @@ def valid_accuracy(
     seed: int = 0,
     level: float = LEVEL,
 ) -> Leaderboard:
-    """Accuracy on valid items per run (ratio estimator over strata) with stratified bootstrap
-    intervals. `strata[i]`, `valid[i]` and `credits[i, r]` describe drawn item i (credit of run r:
-    1 right, 0 wrong, 0.5 a half-counted tie); `sizes` gives each stratum's N_c.
+    """Accuracy on valid items per run (ratio estimator over strata) with Korn-Graubard intervals on
+    the variance of stratified bootstrap resamples (the module's docstring). `strata[i]`, `valid[i]`
+    and `credits[i, r]` describe drawn item i (credit of run r: 1 right, 0 wrong, 0.5 a half-counted
+    tie); `sizes` gives each stratum's N_c.
 
     The bootstrap resamples each stratum's items with replacement (`_resample_size` of them); since
     an item enters only through its (valid, credits) pattern, each stratum is resampled as
@@ -250,7 +299,7 @@ def valid_accuracy(
     drawn_valid = int(valid.sum())
     cap = float(effective_size(drawn_valid, max(round(float(denominator[0])), drawn_valid)))
     variance = np.nanvar(accuracy[1:], axis=0, ddof=1)
-    low, high = korn_graubard(accuracy[0], variance, drawn_valid, cap, len(strata_present), level)
+    low, high = korn_graubard(accuracy[0], variance, drawn_valid, len(strata_present), level, cap=cap)
     difference: dict[tuple[str, str], tuple[float, float, float]] = {}
     flips: dict[tuple[str, str], float] = {}
     for a in range(len(runs)):
@@ -266,18 +315,26 @@ def valid_accuracy(
 
 
 def korn_graubard(
-    estimate: Any, variance: Any, n: int, cap: float, n_strata: int, level: float = LEVEL, centre: Any = None
+    estimate: Any,
+    variance: Any,
+    n: int,
+    n_strata: int,
+    level: float = LEVEL,
+    *,
+    cap: float = np.inf,
+    centre: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Korn and Graubard's (1998) interval for a proportion estimated from a complex sample: the
-    Clopper-Pearson interval on the effective sample size p (1 - p) / variance, scaled by
-    (t_{n-1} / t_{n-K})^2 for the K strata's degrees of freedom and never above `cap` (the sample's
-    own size, finite-population corrected), so strata that happened to show no variation do not
-    make it falsely narrow. `estimate` and `variance` may be arrays (one per run); `centre`, where
-    given, is the share whose p (1 - p) matches the variance (a smoothed one), else `estimate`.
+    """Korn and Graubard's (1998) interval for a proportion estimated from a complex sample, as
+    R's `survey::svyciprop(method="beta")` computes it: the Clopper-Pearson interval of
+    estimate * n_eff in n_eff, n_eff = p (1 - p) / variance scaled by (t_{n-1} / t_{n-K})^2 for the
+    K strata's degrees of freedom. `estimate` and `variance` may be arrays (one per run); `centre`,
+    where given, is the share whose p (1 - p) matches the variance (a smoothed one), else
+    `estimate`; `cap`, where given, bounds n_eff (a zero variance takes it); an infinite n_eff (a
+    census) gives the estimate itself.
 
-    >>> low, high = korn_graubard(0.0, 0.0, 40, 40.0, 4)
-    >>> float(low), round(float(high), 4)
-    (0.0, 0.0881)
+    >>> low, high = korn_graubard(0.3, 0.021, 10, 1)
+    >>> round(float(low), 4), round(float(high), 4)
+    (0.0667, 0.6525)
     """
     estimate, variance = np.asarray(estimate, dtype=float), np.asarray(variance, dtype=float)
     centre = estimate if centre is None else np.asarray(centre, dtype=float)
@@ -286,7 +343,9 @@ def korn_graubard(
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where(variance > 0, centre * (1 - centre) / variance * factor, cap)
     n_eff = np.clip(np.nan_to_num(n_eff, nan=cap), 1, cap)
-    return exact_interval(estimate * n_eff, n_eff, level)
+    low, high = exact_interval(estimate * n_eff, n_eff, level)
+    census = np.isinf(n_eff)
+    return np.where(census, estimate, low), np.where(census, estimate, high)
 
 
 def _resample_size(n: int, size: int) -> int:

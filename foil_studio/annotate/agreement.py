@@ -193,6 +193,15 @@ def fleiss_from_counts(counts: np.ndarray) -> tuple[float | None, int, str | Non
     )
 
 
+def _fleiss_from_codes(codes: np.ndarray) -> float | None:
+    """Fleiss' kappa of a code matrix (NaN = missing), the bootstrap's way to `fleiss`: None where
+    the units rated twice or more do not all have the same number of raters."""
+    n_classes = int(np.nanmax(codes)) + 1 if np.isfinite(codes).any() else 0
+    counts = np.stack([(codes == c).sum(axis=1) for c in range(n_classes)], axis=1) if n_classes else codes[:, :0]
+    rated = counts[counts.sum(axis=1) >= 1]
+    return fleiss_from_counts(rated)[0] if len(rated) else None
+
+
 def krippendorff_alpha(table: pd.DataFrame, level: str = "nominal") -> tuple[float | None, int, str | None]:
     """Krippendorff's alpha over units with at least two labels (missing labels allowed)."""
     usable = table[table.notna().sum(axis=1) >= 2]
@@ -284,6 +293,8 @@ def agreement_report(
     """Every coefficient with its item count, 95% intervals and reasons for undefined ones."""
     undefined: dict[str, str] = {}
     percent, n_percent = percent_agreement(table)
+    if percent is None:
+        undefined["percent_agreement"] = "no item has two or more labels"
     pairs = cohen_pairs(table)
     defined = [p["kappa"] for p in pairs if p["kappa"] is not None]
     cohen_mean = float(np.mean(defined)) if defined else None
@@ -303,6 +314,7 @@ def agreement_report(
         "cohen_mean": lambda c: _mean_or_none(
             [k for i, j in combinations(range(c.shape[1]), 2) if (k := cohen_kappa(c[:, i], c[:, j])[0]) is not None]
         ),
+        "fleiss": _fleiss_from_codes,
         "krippendorff_alpha": lambda c: _alpha_from_codes(c, level),
         "gwet_ac1": _ac1_from_codes,
     }

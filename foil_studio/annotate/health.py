@@ -28,8 +28,9 @@ from foil_studio.annotate.batch_reports import batch_agreement
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
 from foil_studio.annotate.consensus import decisions
 from foil_studio.data import store
-from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, source_verdict
+from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS, VERDICT_KEYS, TruthKey
 from foil_studio.data.plain_text import figure, interval_text
+from foil_studio.data.reading import whole_number_problem
 
 TASK = "validate_negative"
 # One negative per item, so that an item's outcome is its negative's (a retrieval item's several
@@ -38,6 +39,13 @@ HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
 OUTCOME_OF_ANSWER = {"negative_false": "valid", "negative_true": "invalid", "unsure": "ambiguous"}
 TARGETS = ("share", "rank")
+# The shares the report estimates, by the outcomes each counts (the names `TruthKey.measures` uses),
+# with the report's key and the words for it.
+SHARES = {
+    "invalid": ("invalid_share", "invalid"),
+    "ambiguous": ("ambiguous_share", "ambiguous"),
+    "invalid+ambiguous": ("invalid_or_ambiguous_share", "invalid or ambiguous"),
+}
 
 
 class HealthError(BatchError):
@@ -179,9 +187,11 @@ def plan_sample(
         raise HealthError("give a budget (items in all) or a number per category, not both")
     if target == "rank" and len(runs) != 2:
         raise HealthError("a rank target needs two runs, the pair whose order matters")
+    _check_draw_sizes(budget, per_category)
     sample = read_sample(db, dataset)
     sizes, taken = sample.sizes, sample.drawn
     before = dict(Counter(taken.values()))
+    _check_budget_left(dataset, budget, sum(sizes.values()) - len(taken))
     if per_category is not None:
         wanted = {c: min(per_category, sizes[c] - before.get(c, 0)) for c in sizes}
     else:
@@ -195,6 +205,24 @@ def plan_sample(
     if not drawn:
         raise HealthError(f"every item of {dataset} with a negative is in a health sample already")
     return SamplePlan(dataset, "neyman" if target == "rank" else allocation, target, seed, sizes, before, drawn)
+
+
+def _check_draw_sizes(budget: int | None, per_category: int | None) -> None:
+    """A budget or a number per category is a whole number of at least 1 (`reading`'s rule)."""
+    for name, value in (("budget", budget), ("per_category", per_category)):
+        problem = None if value is None else whole_number_problem(value, at_least=1)
+        if problem:
+            raise HealthError(f"{name} {problem}")
+
+
+def _check_budget_left(dataset: str, budget: int | None, left: int) -> None:
+    """Refuse a budget over the items left to draw: drawing fewer than asked without a word would
+    leave the user's design other than they planned (a number per category is "at most" by nature)."""
+    if budget is not None and 0 < left < budget:
+        raise HealthError(
+            f"a budget of {budget} items, but only {left} items of {dataset} with a negative are left to draw "
+            f"(not yet in its health sample); give a budget of {left} or less"
+        )
 
 
 def _share_spreads(sample: HealthSample) -> dict[str, float]:
@@ -257,24 +285,53 @@ def _credits_by_item(db: sqlite_utils.Database, dataset: str, run: str, ties: st
     return dict(zip(loaded.item_ids.tolist(), credits.tolist()))
 
 
-def authors_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, dict[str, Any]] | None:
-    """Per category the invalid share the dataset's own truth gives over all its items (VALSE's
-    crowd votes, the demo's known flaws); None when its items carry no such verdict."""
-    counts: dict[str, Counter[str]] = {}
-    dataset_id = store.get_dataset(db, dataset)["id"]
-    for category, truth in store.item_truths(db, dataset_id, HEALTH_KINDS):
-        verdict = source_verdict(truth)
-        if verdict is None:
+def own_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
+    """The shares the dataset's own verdicts give over all its items (VALSE's crowd rule, the demo's
+    known flaws), for what they measure (`TruthKey.measures`: which outcomes they count, in whose
+    words); None when its items carry no such verdict, or verdicts that measure different things."""
+    verdicts: dict[str, Counter[str]] = {}
+    keys: set[TruthKey] = set()
+    for category, truth in store.item_truths(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS):
+        judged = _own_verdict(truth)
+        if judged is None:
             return None
-        counts.setdefault(category, Counter())[verdict] += 1
+        keys.add(judged[0])
+        verdicts.setdefault(category, Counter())[judged[1]] += 1
+    if len({key.measures for key in keys}) != 1:
+        return None
+    measures = next(iter(keys)).measures
     return {
-        c: {
-            "invalid_share": round(n["invalid"] / sum(n.values()), 4),
-            "ambiguous_share": round(n["ambiguous"] / sum(n.values()), 4),
-            "invalid": n["invalid"],
-            "items": sum(n.values()),
-        }
-        for c, n in sorted(counts.items())
+        "measures": [{"outcomes": outcomes, "definition": words} for outcomes, words in measures],
+        "by_category": {c: _own_counts(n, measures) for c, n in sorted(verdicts.items())},
+    }
+
+
+def _own_verdict(truth: Mapping[str, Any]) -> tuple[TruthKey, str] | None:
+    """The truth key that judges the item's negative (the first present, as `source_verdict` reads
+    it) and its verdict; None where none does, or it says nothing of what it measures."""
+    key = next((k for k in VERDICT_KEYS if k.name in truth), None)
+    if key is None or key.verdict is None or not key.measures:
+        return None
+    verdict = key.verdict(truth[key.name])
+    return None if verdict is None else (key, verdict)
+
+
+def _own_counts(verdicts: Counter[str], measures: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """A category's items and, per measured share, how many of them its verdicts count."""
+    return {
+        "items": sum(verdicts.values()),
+        "counts": {outcomes: sum(verdicts[o] for o in outcomes.split("+")) for outcomes, _ in measures},
+    }
+
+
+def _own_figures(own: Mapping[str, Any], categories: Sequence[str]) -> dict[str, float]:
+    """Per measured share, the dataset's own figure over all items of `categories`."""
+    rows = [own["by_category"][c] for c in categories if c in own["by_category"]]
+    items = sum(row["items"] for row in rows)
+    return {
+        m["outcomes"]: round(sum(row["counts"][m["outcomes"]] for row in rows) / items, 4)
+        for m in own["measures"]
+        if items
     }
 
 
@@ -288,8 +345,9 @@ def health_report(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's
-    design, the validations' agreement, the invalid and ambiguous shares per category and overall
-    with 95% intervals (beside the dataset's own verdicts where it carries them), and each run's
+    design, the validations' agreement, the invalid, ambiguous and invalid-or-ambiguous shares per
+    category and overall with 95% intervals (each share the dataset's own verdicts measure beside
+    their figure, `own`, where it carries them), and each run's
     accuracy on all items (published) and on valid items, with paired differences."""
     sample = read_sample(db, dataset)
     batches, drawn, outcomes, sizes, counts = (
@@ -301,15 +359,16 @@ def health_report(
     )
     if not batches:
         raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
-    authors = authors_shares(db, dataset)
-    strata = [_stratum_row(c, sizes[c], counts.get(c), (authors or {}).get(c)) for c in sorted(sizes)]
+    own = own_shares(db, dataset)
+    strata = [_stratum_row(c, sizes[c], counts.get(c), own) for c in sorted(sizes)]
     decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
     report: dict[str, Any] = {
         "dataset": dataset,
         "design": _design_summary(batches, sizes, counts),
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
+        "own_verdicts": None if own is None else own["measures"],
         "strata": strata,
-        "overall": _overall(decided, sizes, counts, authors),
+        "overall": _overall(decided, sizes, counts, own),
         "hackability": hackability(db, dataset),
         "human_baseline": _human_baseline(db, dataset),
         "leaderboard": None,
@@ -354,37 +413,34 @@ def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
 
 
 def _stratum_row(
-    category: str, size: int, counts: Mapping[str, int] | None, authors: Mapping[str, Any] | None
+    category: str, size: int, counts: Mapping[str, int] | None, own: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     counts = counts or {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
-    row: dict[str, Any] = {"category": category, "size": size, **counts, "invalid_share": None, "ambiguous_share": None}
+    row: dict[str, Any] = {"category": category, "size": size, **counts, **{key: None for key, _ in SHARES.values()}}
     if counts["decided"]:
-        row["invalid_share"] = h.stratum_share(counts["invalid"], counts["decided"], size).as_dict()
-        row["ambiguous_share"] = h.stratum_share(counts["ambiguous"], counts["decided"], size).as_dict()
-    if authors is not None:
-        row["authors_invalid_share"] = authors["invalid_share"]
+        for outcomes, (key, _) in SHARES.items():
+            found = sum(counts[o] for o in outcomes.split("+"))
+            row[key] = h.stratum_share(found, counts["decided"], size).as_dict()
+    if own is not None:
+        row["own"] = _own_figures(own, [category])
     return row
 
 
 def _overall(
-    decided: list[str], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]], authors: Any
+    decided: list[str], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]], own: Any
 ) -> dict[str, Any]:
     """The stratified shares over the categories with a decided item (`covers`: their items)."""
+    overall: dict[str, Any] = {"covers": 0, "size": sum(sizes.values()), **{key: None for key, _ in SHARES.values()}}
     if not decided:
-        return {"covers": 0, "size": sum(sizes.values()), "invalid_share": None, "ambiguous_share": None}
+        return overall
     n = [counts[c]["decided"] for c in decided]
     size = [sizes[c] for c in decided]
-    overall: dict[str, Any] = {
-        "covers": sum(size),
-        "size": sum(sizes.values()),
-        "categories_without_decided_items": sorted(set(sizes) - set(decided)),
-        "invalid_share": h.stratified_share([counts[c]["invalid"] for c in decided], n, size).as_dict(),
-        "ambiguous_share": h.stratified_share([counts[c]["ambiguous"] for c in decided], n, size).as_dict(),
-    }
-    if authors is not None:
-        total = sum(authors[c]["items"] for c in decided)
-        invalid = sum(authors[c]["invalid"] for c in decided)
-        overall["authors_invalid_share"] = round(invalid / total, 4)
+    overall |= {"covers": sum(size), "categories_without_decided_items": sorted(set(sizes) - set(decided))}
+    for outcomes, (key, _) in SHARES.items():
+        found = [sum(counts[c][o] for o in outcomes.split("+")) for c in decided]
+        overall[key] = h.stratified_share(found, n, size).as_dict()
+    if own is not None:
+        overall["own"] = _own_figures(own, decided)
     return overall
 
 
@@ -517,9 +573,12 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
         )
         sentences.append(
             f"We estimate that {_percent(overall['invalid_share'])} of the negatives are invalid and "
-            f"{_percent(overall['ambiguous_share'])} ambiguous{covers} (stratified estimator; exact intervals on "
-            "the Korn-Graubard effective sample size)."
+            f"{_percent(overall['ambiguous_share'])} ambiguous{covers} (stratified estimator; per category, exact "
+            "intervals for sampling without replacement, from the hypergeometric distribution; overall, Korn and "
+            "Graubard's exact interval on the design-based effective sample size, where a category that showed no "
+            "invalid item, or only invalid ones, enters the variance as if one more of each had been drawn)."
         )
+        sentences += _own_sentences(report)
     blind = report.get("hackability")
     if blind:
         figures = " and ".join(f"{blind['overall'][s]:.2f}% ({s})" for s in blind["scorers"])
@@ -549,6 +608,21 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             + "."
         )
     return " ".join(sentences)
+
+
+def _own_sentences(report: Mapping[str, Any]) -> list[str]:
+    """Each share the dataset's own verdicts measure, their figure against our estimate of it."""
+    overall = report["overall"]
+    measures = report.get("own_verdicts") or []
+    parts = [
+        f"{100 * overall['own'][m['outcomes']]:.1f}% ({m['definition']}) against our estimate of "
+        f"{_percent(overall[SHARES[m['outcomes']][0]])} {SHARES[m['outcomes']][1]}"
+        for m in measures
+        if m["outcomes"] in overall.get("own", {})
+    ]
+    if not parts:
+        return []
+    return [f"On all items of the same categories the dataset's own verdicts give {'; '.join(parts)}."]
 
 
 def share_text(share: Mapping[str, Any] | None) -> str:
@@ -588,33 +662,68 @@ def agreement_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per category, and "all" over them, the items, drawn, decided, invalid and ambiguous counts and
-    shares in percent with intervals (the dataset's own invalid share beside them where known)."""
-    authors = any("authors_invalid_share" in row for row in report["strata"])
+    shares in percent with intervals; beside each share the dataset's own verdicts measure, their
+    figure over all items, labelled with its definition (and the invalid-or-ambiguous share shown
+    only where they measure it)."""
+    measured = {m["outcomes"]: m["definition"] for m in report.get("own_verdicts") or []}
+    shown = [o for o in SHARES if o != "invalid+ambiguous" or o in measured]
 
-    def row_of(category: str, counts: Mapping[str, Any], invalid: Any, ambiguous: Any, own: float | None) -> dict:
+    def row_of(category: str, counts: Mapping[str, Any], figures: Mapping[str, Any]) -> dict[str, Any]:
         row = {"category": category, **counts}
-        row |= {"invalid % (95% CI)": share_text(invalid), "ambiguous % (95% CI)": share_text(ambiguous)}
-        return row | ({"dataset's own invalid %": None if own is None else round(100 * own, 1)} if authors else {})
+        for outcomes in shown:
+            key, words = SHARES[outcomes]
+            row[f"{words} % (95% CI)"] = share_text(figures[key])
+            if outcomes in measured:
+                own = figures.get("own", {}).get(outcomes)
+                row[f"dataset's own % ({measured[outcomes]})"] = "" if own is None else figure(100 * own, 1)
+        return row
 
     keys = ("drawn", "decided", "invalid", "ambiguous")
-    rows = [
-        row_of(
-            r["category"],
-            {"items": r["size"], **{k: r[k] for k in keys}},
-            r["invalid_share"],
-            r["ambiguous_share"],
-            r.get("authors_invalid_share"),
-        )
-        for r in report["strata"]
-    ]
+    rows = [row_of(r["category"], {"items": r["size"], **{k: r[k] for k in keys}}, r) for r in report["strata"]]
     overall = report["overall"]
     if overall["invalid_share"] is not None:
         design = report["design"]
         counts = {"items": overall["covers"], "drawn": design["drawn"], "decided": design["decided"]}
         counts |= {"invalid": overall["invalid_share"]["count"], "ambiguous": overall["ambiguous_share"]["count"]}
-        invalid, ambiguous = overall["invalid_share"], overall["ambiguous_share"]
-        rows.append(row_of("all", counts, invalid, ambiguous, overall.get("authors_invalid_share")))
+        rows.append(row_of("all", counts, overall))
     return rows
+
+
+def compared_shares(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What the page charts per category: the first share the dataset's own verdicts measure (the
+    invalid share where they measure none), our estimate with its interval in percent and their
+    figure, with a title and names saying which is compared with which."""
+    measures = report.get("own_verdicts") or []
+    outcomes = measures[0]["outcomes"] if measures else "invalid"
+    key, words = SHARES[outcomes]
+    rows = [
+        {
+            "category": r["category"],
+            "estimate": 100 * r[key]["estimate"],
+            "low": 100 * r[key]["interval"][0],
+            "high": 100 * r[key]["interval"][1],
+            "own": 100 * r["own"][outcomes] if outcomes in r.get("own", {}) else None,
+        }
+        for r in report["strata"]
+        if r[key] is not None
+    ]
+    title = f"{words.capitalize()} negatives per category, % (95% interval)"
+    if not measures:
+        return {
+            "title": title,
+            "axis": f"{words} %",
+            "estimate_name": "estimated from the sample",
+            "own_name": None,
+            "rows": rows,
+        }
+    definition = measures[0]["definition"]
+    return {
+        "title": f'{title}, against the dataset\'s own "{definition.split(":")[0]}"',
+        "axis": f"{words} %",
+        "estimate_name": f"{words}, estimated from the sample",
+        "own_name": f"the dataset's own verdicts on all items ({definition})",
+        "rows": rows,
+    }
 
 
 def blind_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:

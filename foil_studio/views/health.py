@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from foil_studio.analysis.health import ALLOCATIONS
-from foil_studio.annotate import browse, health
+from foil_studio.annotate import browse, health, links
 from foil_studio.data import store
 from foil_studio.views import text
 from foil_studio.views.session import session_db
@@ -61,18 +61,37 @@ def draw_form(first: bool) -> None:
         )
         created = health.create_sample_batch(db, plan, chosen, overlap=int(overlap), name=name.strip() or None)
     except (store.StoreError, ValueError) as error:
-        st.error(str(error))
+        st.error(text.md(error))
         return
-    st.success(
+    base = links.app_address(st.context.url)
+    st.session_state[f"health_drawn:{dataset}"] = (
         f"Batch {text.md(created['batch'])}: {created['drawn']} items for {len(chosen)} annotators. "
-        "Their links are on Annotation batches."
+        "Each link is shown once (the store keeps only hashes): copy them now. A lost link is issued again on "
+        "Annotation batches.",
+        [
+            (f"{a['name']} ({a['n_assigned']} items)", links.annotator_link(base, a["token"]))
+            for a in created["annotators"]
+        ],
     )
+    st.rerun()  # on to the drawn sample: its report, and the next-batch form in place of the first
+
+
+def show_drawn() -> None:
+    """What the last draw made, once: the batch and its annotators' links."""
+    drawn = st.session_state.pop(f"health_drawn:{dataset}", None)
+    if drawn:
+        message, issued = drawn
+        st.success(message)
+        for label, link in issued:
+            st.text(label)
+            st.code(link, language=None)  # a copy button on hover
 
 
 if not batches:
     st.info("No health sample of this dataset yet. Draw one: it becomes a validate_negative batch.")
     draw_form(first=True)
     st.stop()
+show_drawn()
 with st.expander("Draw the next batch"):
     draw_form(first=False)
 
@@ -98,33 +117,32 @@ if overall["invalid_share"] is None:
     )
     st.stop()
 
-shares = [row for row in report["strata"] if row["invalid_share"] is not None]
+compared = health.compared_shares(report)
+rows = compared["rows"]
 figure = go.Figure(
     go.Bar(
-        x=[row["category"] for row in shares],
-        y=[100 * row["invalid_share"]["estimate"] for row in shares],
+        x=[row["category"] for row in rows],
+        y=[row["estimate"] for row in rows],
         error_y={
             "type": "data",
             "symmetric": False,
-            "array": [100 * (row["invalid_share"]["interval"][1] - row["invalid_share"]["estimate"]) for row in shares],
-            "arrayminus": [
-                100 * (row["invalid_share"]["estimate"] - row["invalid_share"]["interval"][0]) for row in shares
-            ],
+            "array": [row["high"] - row["estimate"] for row in rows],
+            "arrayminus": [row["estimate"] - row["low"] for row in rows],
         },
-        name="estimated from the sample",
+        name=compared["estimate_name"],
     )
 )
-if any("authors_invalid_share" in row for row in shares):
+if compared["own_name"]:
     figure.add_scatter(
-        x=[row["category"] for row in shares],
-        y=[100 * row["authors_invalid_share"] for row in shares],
+        x=[row["category"] for row in rows if row["own"] is not None],
+        y=[row["own"] for row in rows if row["own"] is not None],
         mode="markers",
         marker={"symbol": "diamond", "size": 10},
-        name="the dataset's own verdicts (all items)",
+        name=compared["own_name"],
     )
 figure.update_layout(
-    title="Invalid negatives per category, % (95% interval)",
-    yaxis_title="invalid %",
+    title=compared["title"],
+    yaxis_title=compared["axis"],
     height=380,
     legend={"orientation": "h", "y": -0.25},
     margin={"t": 50, "b": 10},

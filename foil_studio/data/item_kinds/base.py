@@ -36,11 +36,15 @@ class Shown:
 class TruthKey:
     """One key of an item's ``truth``: ``said(value, shown)`` is its sentence for a newcomer (None:
     said elsewhere, as candidates' validity on their images); ``verdict(value)``, for a key that
-    judges the item's negative, is that judgement: "valid", "invalid" or "ambiguous"."""
+    judges the item's negative, is that judgement: "valid", "invalid" or "ambiguous". ``measures``
+    says which share its verdicts give, each as (the outcomes of a validation it counts, joined by
+    "+", the source's definition in words): a source that does not set ambiguous items apart
+    counts "invalid+ambiguous" (VALSE's "not valid")."""
 
     name: str
     said: Callable[[Any, Shown], str | None]
     verdict: Callable[[Any], str | None] | None = None
+    measures: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

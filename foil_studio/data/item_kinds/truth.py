@@ -71,7 +71,12 @@ def crowd_votes_sentence(valid: bool, votes: Mapping[str, int] | None) -> str:
     return f"Crowd validation: {counts}, {votes.get('other', 0)} neither: {verdict} {KEPT_WHEN}."
 
 
-NEGATIVE = TruthKey("negative", _negative, _negative_verdict)  # the altered caption's verdict in the image (demo)
+NEGATIVE = TruthKey(  # the altered caption's verdict in the image (demo)
+    "negative",
+    _negative,
+    _negative_verdict,
+    measures=(("invalid", "known flaw: the altered caption is also true"), ("ambiguous", "known ambiguous negative")),
+)
 POSITIVE_VARIANT = TruthKey("positive_variant", _positive_variant)  # the hard positive's verdict
 AMBIGUOUS = TruthKey("ambiguous", _ambiguous)  # BiVLC: the positive caption fits the generated image too
 CORRECT = TruthKey("correct", _correct)  # retrieval: the index of the true caption
@@ -82,6 +87,7 @@ VALID_FOIL = TruthKey(  # VALSE's authors' crowd rule
     "valid_foil",
     lambda value, shown: crowd_votes_sentence(bool(value), shown.votes),
     lambda value: "valid" if value else "invalid",
+    measures=(("invalid+ambiguous", "not valid: fewer than 2 of 3 crowd workers chose the caption"),),
 )
 
 
