@@ -51,7 +51,7 @@ pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.defau
 navigation = st.navigation(pages)
 st.sidebar.markdown("**Foil Studio**")
 st.sidebar.caption(
-    "Annotate, score and inspect vision-language compositionality benchmarks. README.md in the checkout has every "
-    "command."
+    "Annotate, score and inspect vision-language compositionality benchmarks. Every command: "
+    f"`{paths.command_name()} --help` in a terminal."
 )
 navigation.run()

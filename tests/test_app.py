@@ -190,6 +190,25 @@ def test_datasets_page_exports_a_dataset_as_a_zip(app, demo_db, tmp_path, downlo
     assert any("the sugarcrepe layout holds pair items; demo-bivlc has group items" in e.value for e in at.error)
 
 
+def test_datasets_page_exports_negclips_training_table(app, demo_db, downloads):
+    """The CLI's `export --format negclip-csv` was missing from the page's formats."""
+    from foil_studio.annotate import batches, simulation
+
+    at = app(ADMIN)
+    at.selectbox(key="dataset").set_value("demo-sugarcrepe").run()
+    at.selectbox(key="export_format").set_value("negclip-csv").run()
+    assert not [s for s in at.selectbox if s.key == "export_subset"]  # the validated items, no subset
+    at.button(key="export").click().run()
+    assert any("demo-sugarcrepe has no validate_negative batch" in e.value for e in at.error)
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 12, seed=4)
+    simulation.simulate(demo_db, batches.create_batch(demo_db, spec)["batch"], accuracies=1.0)
+    at.button(key="export").click().run()
+    assert not at.exception
+    table = zipfile.ZipFile(io.BytesIO(downloads["demo-sugarcrepe-negclip-csv.zip"])).read("negclip.tsv").decode()
+    header, *rows = table.splitlines()
+    assert header.split("\t") == ["filepath", "title", "neg_caption", "neg_image"] and 0 < len(rows) <= 12
+
+
 def test_captions_are_plain_text_not_markup(app, demo_db):
     db = demo_db
     from foil_studio.data.formats import Parsed

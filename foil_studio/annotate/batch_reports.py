@@ -69,8 +69,12 @@ def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any
     return {"batch": batch_name, **report, "bootstrap": {"resamples": AGREEMENT_BOOTSTRAP, "seed": AGREEMENT_SEED}}
 
 
+BY_CATEGORY_COEFFICIENTS = ("percent_agreement", "cohen_mean", "krippendorff_alpha", "gwet_ac1")
+
+
 def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
-    """Percent agreement, mean Cohen's kappa and Krippendorff's alpha per item category."""
+    """Percent agreement, mean Cohen's kappa, Krippendorff's alpha and Gwet's AC1 per item category,
+    with the reason of each one undefined there (None)."""
     from foil_studio.annotate.agreement import task_agreement
 
     batch = store.get_batch(db, batch_name)
@@ -86,6 +90,9 @@ def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[di
                 "cohen_mean": report["cohen_mean"],
                 "krippendorff_alpha": report["krippendorff_alpha"],
                 "gwet_ac1": report["gwet_ac1"],
+                "undefined because": "; ".join(
+                    f"{key}: {why}" for key, why in report["undefined"].items() if key in BY_CATEGORY_COEFFICIENTS
+                ),
             }
         )
     return rows

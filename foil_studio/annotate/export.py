@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,7 @@ from foil_studio.annotate.consensus import decisions, excluded_annotators
 from foil_studio.annotate.construction import pick_image_survivors
 from foil_studio.annotate.gold import GOLD_PASS, rule_text
 from foil_studio.annotate.task_types import REGISTRY
-from foil_studio.data import formats, item_kinds, store
+from foil_studio.data import formats, item_kinds, paths, store
 from foil_studio.data.images import resolve_image
 from foil_studio.data.plain_text import count_range, figure
 
@@ -368,3 +369,11 @@ def _neighbour_rows(categories: list[str], seed: int) -> list[list[int]]:
 
 # Training tables `./foil export DATASET --format NAME` writes from validated items.
 TRAINING_FORMATS = {"negclip-csv": export_negclip}
+
+
+def training_archive(db: sqlite_utils.Database, dataset: str, fmt: str, folder: Path) -> tuple[dict[str, Any], bytes]:
+    """A training format (`TRAINING_FORMATS`) written into a fresh `folder` (an earlier export
+    there is removed), zipped: the Datasets page's download of what `foil export` writes."""
+    shutil.rmtree(folder, ignore_errors=True)
+    report = TRAINING_FORMATS[fmt](db, dataset, folder)
+    return report, paths.zip_folder(folder)

@@ -18,6 +18,18 @@ def checkout_root() -> Path | None:
 
 
 _CHECKOUT = checkout_root()
+
+
+def command_name() -> str:
+    """How a person types the command line here: `./foil` in a checkout (its launcher runs the
+    checkout's venv), `foil` where the package is installed.
+
+    >>> command_name() in ("./foil", "foil")
+    True
+    """
+    return "./foil" if _CHECKOUT is not None and (_CHECKOUT / "foil").is_file() else "foil"
+
+
 # what `make run` builds; an installed package has no such store (`foil demo` builds ./foil.db)
 DEMO_STORE: Path | None = _CHECKOUT / "demo_store" / "foil.db" if _CHECKOUT else None
 

@@ -91,7 +91,16 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         )
         crowd = st.checkbox("Crowd study link (workers join with their Prolific id)", key="new_crowd")
         per_worker = (
-            st.number_input("Items per crowd worker", min_value=1, value=20, key="new_per_worker") if crowd else None
+            st.number_input(
+                "Items per crowd worker (gold items come on top)",
+                min_value=1,
+                value=20,
+                key="new_per_worker",
+                help="Each participant answers this many regular items, plus the gold items (known answers) "
+                "mixed in when the gold share is above 0: their progress counts both.",
+            )
+            if crowd
+            else None
         )
         cap = (
             st.number_input(
@@ -173,11 +182,7 @@ def live_progress(batch_name: str) -> None:
     progress = pd.DataFrame(batch_reports.batch_progress(session_db(), batch_name))
     # a figure nobody has yet (no person's answer, no gold item) is an empty cell: the table
     # would draw a missing number as "None", so these two columns are written out as text
-    figures = {
-        c: progress[c].map(lambda x: "" if x is None or pd.isna(x) else f"{x:.1f}")
-        for c in ("median_seconds", "gold_accuracy")
-        if c in progress
-    }
+    figures = {c: text.figure_cells(progress[c], 1) for c in ("median_seconds", "gold_accuracy") if c in progress}
     st.dataframe(
         progress.assign(**figures),
         hide_index=True,
@@ -272,12 +277,9 @@ if report["cohen_pairs"]:
 
 by_category = pd.DataFrame(batch_reports.agreement_by_category(db, name))
 if report["n_labels"] and not by_category.empty:
-    st.dataframe(
-        by_category,
-        hide_index=True,
-        width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.2f") for c in by_category.select_dtypes("float")},
-    )
+    # an undefined coefficient is an empty cell (the last column says why), never "None"
+    figures = {c: text.figure_cells(by_category[c]) for c in batch_reports.BY_CATEGORY_COEFFICIENTS}
+    st.dataframe(by_category.assign(**figures), hide_index=True, width="stretch")
 
 st.subheader("Disagreements")
 excluded = consensus.excluded_annotators(db, name)

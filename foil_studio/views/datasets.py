@@ -8,6 +8,7 @@ import streamlit as st
 
 from foil_studio.analysis import exports
 from foil_studio.annotate import browse
+from foil_studio.annotate.export import TRAINING_FORMATS, training_archive
 from foil_studio.data import formats, paths, store
 from foil_studio.data.formats import BadInputError
 from foil_studio.data.images import UnsafeImagePathError
@@ -120,12 +121,14 @@ st.plotly_chart(text.literal_figure(chart), key="category_chart")
 with st.expander("Export"):
     fmt = st.selectbox(
         "Format",
-        exports.FORMATS,
+        [*exports.FORMATS, *TRAINING_FORMATS],
         key="export_format",
-        help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups",
+        help="jsonl and parquet carry every run's per-instance results; sugarcrepe holds pairs, bivlc groups; "
+        "negclip-csv is NegCLIP's training table of the items whose negatives validate_negative batches validated",
     )
-    export_subset = subset_choice(db, dataset, "export_subset")
-    pictures = exports.image_files(db, dataset, subset=export_subset)
+    training = fmt in TRAINING_FORMATS  # the validated items, with absolute image paths: no subset, no copies
+    export_subset = None if training else subset_choice(db, dataset, "export_subset")
+    pictures = {} if training else exports.image_files(db, dataset, subset=export_subset)
     size = sum(path.stat().st_size for path in pictures.values())
     with_images = st.checkbox(
         f"Include the images ({len(pictures):,} files, {size / 1e6:,.1f} MB) so the zip imports elsewhere "
@@ -134,20 +137,20 @@ with st.expander("Export"):
         disabled=not pictures,
     )
     if st.button("Prepare the download", key="export"):
+        folder = paths.output_dir(db_file, "exports", dataset, fmt)
         try:
-            exported, archive = exports.export_archive(
-                db,
-                dataset,
-                fmt,
-                paths.output_dir(db_file, "exports", dataset, fmt),
-                subset=export_subset,
-                with_images=with_images,
-            )
+            if training:
+                exported, archive = training_archive(db, dataset, fmt, folder)
+            else:
+                exported, archive = exports.export_archive(
+                    db, dataset, fmt, folder, subset=export_subset, with_images=with_images
+                )
         except store.StoreError as error:
             st.error(text.md(error))
         else:
+            rows = f"{exported['n_rows']} rows" if training else f"{exported['n_items']} items"
             st.download_button(
-                f"{text.md(dataset)} ({fmt}, {exported['n_items']} items, zip)",
+                f"{text.md(dataset)} ({fmt}, {rows}, zip)",
                 archive,
                 f"{dataset}-{fmt}.zip",
                 key="export_zip",

@@ -197,7 +197,7 @@ shown = table.assign(
     }
 )
 if with_humans:  # an empty cell, not "None", where a category has no decided item (said in the caption)
-    shown["humans"] = table["humans"].map(lambda v: "" if pd.isna(v) else plain_text.figure(v))
+    shown["humans"] = text.figure_cells(table["humans"])
 # the category stays in view while the runs' columns scroll sideways (three runs are wider than the page)
 columns = {**two_decimals(shown), "category": st.column_config.TextColumn(pinned=True)}
 st.dataframe(shown, hide_index=True, width="stretch", column_config=columns)

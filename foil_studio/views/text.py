@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from foil_studio.data.plain_text import figure
+
 # Characters that start markup inside a line (CommonMark, GitHub's tables and strikethrough,
 # LaTeX): a backslash makes each literal. An underscore inside a word ("negative_caption") never
 # starts emphasis. Hyphens and numbers act only at the start of a line (lists).
@@ -77,3 +79,9 @@ def blank_missing(frame: pd.DataFrame) -> pd.DataFrame:
     """A table whose missing text cells are empty: Streamlit draws a missing value as "None"."""
     text_columns = frame.select_dtypes(exclude="number").columns
     return frame.assign(**{c: frame[c].fillna("") for c in text_columns})
+
+
+def figure_cells(column: pd.Series, decimals: int = 2) -> pd.Series:
+    """A table's numbers as text with fixed decimals, and an empty cell where a figure is not
+    defined (a table would draw the missing number as "None"); the page says why beside it."""
+    return column.map(lambda x: "" if x is None or pd.isna(x) else figure(x, decimals))
