@@ -417,3 +417,16 @@ def test_fleiss_kappa_has_its_interval_in_the_table_the_protocol_and_the_api(db)
     assert f"Fleiss' kappa {figure(report['fleiss'])} (95% CI {row['95% interval']})" in protocol_paragraph(
         db, created["batch"]
     )
+
+
+def test_rank_questions_are_named_by_the_caption_they_rank(demo_db):
+    """The per-question rows said rank_0/1/2, where annotators saw "rank of caption (1)" (a display
+    position, shuffled): each question ranks one caption role of the item, and says which."""
+    spec = batches.BatchSpec("demo-hard-positives", "rank_captions", ("ada", "ben"), 2, 6, seed=1, name="ranks")
+    simulation.simulate(demo_db, batches.create_batch(demo_db, spec)["batch"], accuracies=0.8)
+    rows = agreement.question_rows(batch_reports.batch_agreement(demo_db, "ranks"))
+    assert [row["question"] for row in rows] == [
+        "rank of the positive caption",
+        "rank of the negative caption",
+        "rank of the hard positive caption",
+    ]

@@ -362,9 +362,11 @@ def coefficient_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def question_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per question of a multi-question task (compare_negatives), its items and coefficients."""
+    """Per question of a multi-question task (compare_negatives, rank_captions), its items and
+    coefficients; a question in words where the report has them (`question_words`)."""
+    words = report.get("question_words", {})
     return [
-        {"question": question, "items": part["n_items"], **{key: part[key] for key in COEFFICIENTS}}
+        {"question": words.get(question, question), "items": part["n_items"], **{k: part[k] for k in COEFFICIENTS}}
         for question, part in report.get("by_question", {}).items()
     ]
 

@@ -13,7 +13,7 @@ import sqlite_utils
 
 from foil_studio.annotate.batches import SIMULATED, BatchError
 from foil_studio.annotate.gold import GOLD_PASS, fails_gold
-from foil_studio.annotate.task_types import is_correct
+from foil_studio.annotate.task_types import is_correct, task_type
 from foil_studio.data import store
 
 AGREEMENT_BOOTSTRAP, AGREEMENT_SEED = 1000, 0  # behind every agreement interval, wherever it is shown
@@ -66,7 +66,20 @@ def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any
     batch = store.get_batch(db, batch_name)
     labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
     report = task_agreement(labels, batch["task"], n_boot=AGREEMENT_BOOTSTRAP, seed=AGREEMENT_SEED)
+    if "by_question" in report:
+        report["question_words"] = _question_words(db, batch)
     return {"batch": batch_name, **report, "bootstrap": {"resamples": AGREEMENT_BOOTSTRAP, "seed": AGREEMENT_SEED}}
+
+
+def _question_words(db: sqlite_utils.Database, batch: store.BatchRow) -> dict[str, str]:
+    """Each question of the batch's task in the words of its items ("rank of the negative caption",
+    not rank_2): the questions name caption roles, which are the same on every item of a dataset."""
+    kind = task_type(batch["task"])
+    assignments = store.batch_assignments(db, batch["id"])
+    if kind.question_words is None or not assignments:
+        return {q: q for q in kind.questions}
+    item = store.items_by_id(db, [assignments[0]["item_id"]])[assignments[0]["item_id"]]
+    return {q: kind.question_words(item, q) for q in kind.questions}
 
 
 BY_CATEGORY_COEFFICIENTS = ("percent_agreement", "cohen_mean", "krippendorff_alpha", "gwet_ac1")

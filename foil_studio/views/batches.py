@@ -236,12 +236,9 @@ if report["n_labels"]:
         f"{report['bootstrap']['seed']}), as in the CLI and the protocol paragraph. {report['note']}"
     )
 if "by_question" in report and report["n_labels"]:
-    st.dataframe(
-        pd.DataFrame(agreement.question_rows(report)),
-        hide_index=True,
-        width="stretch",
-        column_config={key: st.column_config.NumberColumn(format="%.2f") for key in agreement.COEFFICIENTS},
-    )
+    questions = pd.DataFrame(agreement.question_rows(report))
+    shown = questions.assign(**{k: text.figure_cells(questions[k]) for k in agreement.COEFFICIENTS})
+    st.dataframe(shown, hide_index=True, width="stretch")  # an empty cell: undefined for that question
     st.caption(
         "Each question of this task is agreed on separately; the table above pools them (each question of each item "
         "one unit)."
