@@ -364,7 +364,8 @@ def test_answers_stay_in_the_batch_chosen_among_three_of_different_tasks(site):
 
     me = store.annotator_by_name(db, "tess")["id"]
     rows = db.execute(
-        "SELECT b.name, l.answer FROM labels l JOIN batches b ON b.id = l.batch_id WHERE l.annotator_id = ? ORDER BY l.id",
+        "SELECT b.name, l.answer FROM labels l JOIN batches b ON b.id = l.batch_id"
+        " WHERE l.annotator_id = ? ORDER BY l.id",
         [me],
     ).fetchall()
     import json

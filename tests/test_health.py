@@ -289,6 +289,18 @@ def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
     assert f"{100 * report['overall']['invalid_share']['estimate']:.1f}%" in shown.replace("\\", "")
     assert at.dataframe[0].value["category"].tolist() == [row["category"] for row in report["strata"]] + ["all"]
     assert at.dataframe[0].value["items"].iloc[-1] == report["design"]["items"] == report["overall"]["covers"]
+    # the leaderboard's figures in a table, not only on the chart's hover
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="trained")
+    at.run()
+    board = next(d.value for d in at.dataframe if "valid items % (95% CI)" in d.value.columns)
+    assert board["run"].tolist() == ["trained"]
+    assert (
+        board["all items %"].iloc[0]
+        == health.leaderboard_table(health.health_report(demo_db, DATASET))[0]["all items %"]
+    )
 
 
 def test_a_rank_target_draws_where_the_two_runs_disagree(demo_db):

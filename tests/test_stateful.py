@@ -39,9 +39,9 @@ ADMIN_TOKEN = "stateful-admin-token"
 PEOPLE = ("ann1", "ann2", "ann3")
 DATASETS = ("demo-sugarcrepe", "demo-hard-positives", "demo-bivlc", "demo-bivlc-candidates", "demo-crepe")
 ADMIN_PAGES = tuple(page for page in PAGES if page.role == "admin")
-# Words that say a figure went missing on its way out ("None" as a whole word; pick_image's
-# "None" answer is a button label, and buttons are not read).
-UNDEFINED = re.compile(r"\b(nan|NaN|None|inf|-inf|<NA>)\b")
+# Words that say a figure went missing on its way out, as whole words; pick_image's answer
+# "None" is written in quotes wherever a text names it (and buttons are not read).
+UNDEFINED = re.compile(r'(?<!")\b(nan|NaN|None|inf)\b(?!")|<NA>')
 EXAMPLES = int(os.environ.get("FOIL_STATEFUL_EXAMPLES", "6"))
 STEPS = int(os.environ.get("FOIL_STATEFUL_STEPS", "14"))
 STEPS_RUN: list[int] = []  # the length of every sequence run (the longest goes in TESTING.md)
@@ -60,7 +60,9 @@ def assert_true_text(where: str, texts: list[str]) -> None:
     """No text says nan, None or inf where a figure belongs."""
     for shown in texts:
         found = UNDEFINED.search(shown)
-        assert found is None, f"{where} shows {found.group(0)!r}: {shown[max(0, found.start() - 200) : found.end() + 80]}"
+        assert found is None, (
+            f"{where} shows {found.group(0)!r}: {shown[max(0, found.start() - 200) : found.end() + 80]}"
+        )
 
 
 def assert_finite_json(where: str, value) -> None:

@@ -312,8 +312,9 @@ def draw_answers(task: Task) -> None:
     else:
         with st.form(key=f"form:{key}", border=False):
             values = {o.label: o.value for o in task.options}
-            for q, label in zip(task.questions, task.question_labels):
-                st.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
+            # the questions side by side: stacked, three rankings pushed Submit below a 720-pixel screen
+            for column, q, label in zip(st.columns(len(task.questions)), task.questions, task.question_labels):
+                column.radio(label, list(values), horizontal=True, key=f"{q}:{key}", index=None)
             st.form_submit_button(
                 "Submit", shortcut="Ctrl+Enter", type="primary", on_click=record_form, args=(task, values, item)
             )

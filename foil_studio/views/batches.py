@@ -256,10 +256,11 @@ if report["cohen_pairs"]:
         )
         left.plotly_chart(text.literal_figure(heatmap), key="kappa_heatmap")
     answers = pd.DataFrame(browse.answers_in_words(db, name))
-    (right if len(report["cohen_pairs"]) > 1 else left).plotly_chart(
-        text.literal_figure(px.histogram(answers, x="answer", color="annotator", barmode="group", title="Answers")),
-        key="answers_chart",
-    )
+    # answers on the vertical axis: their words (a ranking says three ranks) are read whole, not cut
+    chart = px.histogram(answers, y="answer", color="annotator", barmode="group", title="Answers", orientation="h")
+    chart.update_yaxes(automargin=True, title_text="")
+    chart = text.whole_number_ticks(chart, answers.groupby(["answer", "annotator"]).size().max(), axis="x")
+    (right if len(report["cohen_pairs"]) > 1 else left).plotly_chart(text.literal_figure(chart), key="answers_chart")
     st.dataframe(
         pd.DataFrame(report["cohen_pairs"]),
         hide_index=True,
@@ -367,7 +368,7 @@ next_step = task_type(batch_row["task"]).next_step
 if next_step:
     st.subheader("Next construction step")
     survivors = construction.pick_image_survivors(db, name)
-    st.write(f"{len(survivors)} items have a chosen image so far (majority vote; a tie with None drops the item).")
+    st.write(f'{len(survivors)} items have a chosen image so far (majority vote; a tie with "None" drops the item).')
     if survivors and st.button(f"Create an {next_step} batch from the chosen images", key=f"to_{next_step}"):
         try:
             follow = construction.create_ambiguity_batch(db, name)  # the pick batch's annotators hold it

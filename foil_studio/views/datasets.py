@@ -116,6 +116,7 @@ if images_of["images missing"] or images_of["images found"] is None:
                 st.rerun()
 categories = browse.category_table(db, dataset)
 chart = px.bar(categories, x="category", y="items", title=f"{dataset}: items per category")
+chart = text.whole_number_ticks(chart, categories["items"].max())
 st.plotly_chart(text.literal_figure(chart), key="category_chart")
 
 with st.expander("Export"):

@@ -196,6 +196,7 @@ if board.get("runs"):
         margin={"t": 20, "b": 10},
     )
     st.plotly_chart(text.literal_figure(dumbbell), width="stretch")
+    st.dataframe(pd.DataFrame(health.leaderboard_table(report)), hide_index=True, width="stretch")  # the figures
     if board["pairs"]:
         st.dataframe(pd.DataFrame(health.pairs_table(report)), hide_index=True, width="stretch")
 humans = report.get("human_baseline")

@@ -1,7 +1,5 @@
 """Inspect runs: score-gap histograms, model against model, and the failure browser."""
 
-from pathlib import Path
-
 import pandas as pd
 import plotly.express as px
 import sqlite_utils
@@ -64,17 +62,24 @@ def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, finge
 
 @st.dialog("Image", width="large")
 def enlarge(path: str, caption: str, captions: list[str]) -> None:
-    """The captions, then the original image at its own resolution, shrunk to fit the window
-    (never stretched: a 128-pixel image stays sharp)."""
+    """The captions, then the image as large as the dialog holds: shrunk to fit, or a small one
+    (the demo's 128 pixels) magnified by a whole factor, each pixel a sharp square, not blurred."""
     for line in captions:
         st.text(line)
-    st.image(path, caption=caption, width=display_width(Path(path)))
-
-
-def display_width(path: Path, max_width: int = 1000, max_height: int = 560) -> int:
-    """Pixels wide to show an image at: its own width, less where it would overflow the dialog."""
     with Image.open(path) as image:
-        width, height = image.size
+        shown = magnified(image)
+    st.image(shown, caption=caption, width=display_width(shown.size))
+
+
+def magnified(image: Image.Image, max_width: int = 1000, max_height: int = 560) -> Image.Image:
+    """A small image scaled up by the largest whole factor that fits (nearest neighbour)."""
+    factor = max(1, min(max_width // image.width, max_height // image.height))
+    return image.resize((image.width * factor, image.height * factor), Image.Resampling.NEAREST)
+
+
+def display_width(size: tuple[int, int], max_width: int = 1000, max_height: int = 560) -> int:
+    """Pixels wide to show an image at: its own width, less where it would overflow the dialog."""
+    width, height = size
     return max(1, min(width, max_width, int(width * max_height / max(height, 1))))
 
 
@@ -159,7 +164,7 @@ else:
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.update_xaxes(showticklabels=True)  # ticks under every facet, not only the bottom row
     figure.add_vline(x=0, line_dash="dash")
-    figure = text.literal_figure(figure)
+    figure = text.literal_figure(text.whole_number_ticks(figure, bars["count"].max()))
     figure.for_each_annotation(
         lambda a: a.update(text=a.text.replace(FACET_BREAK, "<br>"))
     )  # after escaping: the only markup
@@ -187,7 +192,8 @@ else:
         f"{len(listed)} items of {text.md(run_a)} with {text.md(gap)} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}"
         + (" (from the box drawn on the chart; double-click the chart to clear it)" if box else "")
     )
-    st.dataframe(listed, hide_index=True, width="stretch")
+    gap_columns = {c: st.column_config.NumberColumn(format="%.3f") for c in listed.select_dtypes("float")}
+    st.dataframe(listed, hide_index=True, width="stretch", column_config=gap_columns)  # one number of decimals
     in_range = {int(i) for i in listed["item"]}
 
 if run_b:

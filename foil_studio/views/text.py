@@ -85,3 +85,11 @@ def figure_cells(column: pd.Series, decimals: int = 2) -> pd.Series:
     """A table's numbers as text with fixed decimals, and an empty cell where a figure is not
     defined (a table would draw the missing number as "None"); the page says why beside it."""
     return column.map(lambda x: "" if x is None or pd.isna(x) else figure(x, decimals))
+
+
+def whole_number_ticks(figure: go.Figure, highest: float, axis: str = "y") -> go.Figure:
+    """Ticks at whole numbers on an axis of counts: with small counts plotly would put ticks at
+    0.5, 1.5..., a count nothing can have."""
+    if highest <= 10:
+        figure.update_yaxes(dtick=1, tick0=0) if axis == "y" else figure.update_xaxes(dtick=1, tick0=0)
+    return figure

@@ -63,7 +63,7 @@ TASK_TYPE = TaskType(
     ("candidates",),
     "Read the description, then pick the image that shows all the information in it. "
     "Aesthetic defects (deformed hands or faces, odd textures) are accepted. If no image shows "
-    "everything the description says, choose None.",
+    'everything the description says, choose "None".',
     build,
     expected,
     correct,
