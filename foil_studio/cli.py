@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 import sqlite_utils
@@ -37,7 +37,7 @@ from foil_studio.annotate.task_types import TASK_TYPES, TaskError
 from foil_studio.data import formats, paths, plain_text, store
 from foil_studio.data.formats import BadInputError
 from foil_studio.data.images import UnsafeImagePathError
-from foil_studio.data.reading import read_text
+from foil_studio.data.reading import read_text, whole_number_problem
 from foil_studio.data.subsets import SUBSETS
 from foil_studio.data.word_order import TaggerUnavailableError
 
@@ -69,11 +69,11 @@ class Command:
 
 COMMANDS: list[Command] = []
 GROUP_HELP = {
-    "build": "build a benchmark from other data (ARO's order sets from a captioned image set)",
-    "health": "benchmark health: how many negatives are invalid, and the leaderboard without them",
-    "batch": "annotation batches",
-    "annotator": "manage annotators",
-    "runs": "model runs: list (the default) or delete",
+    "build": "Build a benchmark from other data (ARO's order sets from a captioned image set).",
+    "health": "Benchmark health: how many negatives are invalid, and the leaderboard without them.",
+    "batch": "Annotation batches: create one, see who joined a crowd study, close it, or build BiVLC's next step.",
+    "annotator": "Manage annotators.",
+    "runs": "Model runs: list (the default) or delete.",
 }
 GROUP_DEFAULT = {"runs": "list"}  # `./foil runs [DATASET]` is `./foil runs list [DATASET]`
 
@@ -81,6 +81,26 @@ GROUP_DEFAULT = {"runs": "list"}  # `./foil runs [DATASET]` is `./foil runs list
 def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     """One argument of a command, as `argparse.add_argument` takes it."""
     return flags, options
+
+
+def whole_number(at_least: int = 0, below: int | None = None) -> Callable[[str], int]:
+    """An argument type: a whole number from `at_least` (below `below`), refused by the rule the
+    readers apply to every whole number in a file (`reading.whole_number_problem`)."""
+
+    def parse(text: str) -> int:
+        try:
+            value: Any = int(text)
+        except ValueError:
+            value = text
+        problem = whole_number_problem(value, at_least, below)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return int(value)
+
+    return parse
+
+
+AT_LEAST_ONE = whole_number(1)
 
 
 # Options several commands share, declared once.
@@ -93,13 +113,13 @@ SUBSET = arg(
 )
 BOOTSTRAP_RESAMPLES = arg(
     "--bootstrap",
-    type=int,
+    type=AT_LEAST_ONE,
     default=BOOTSTRAP,
     metavar="N",
     help="resamples for the 95%% intervals (the app uses the same)",
 )
 CHECKPOINT = arg("--checkpoint", metavar="FILE", help="local weights file")
-BATCH_SIZE = arg("--batch-size", type=int, default=64, metavar="N")
+BATCH_SIZE = arg("--batch-size", type=AT_LEAST_ONE, default=64, metavar="N")
 DEVICE = arg("--device", default="auto", metavar="auto|cpu|cuda")
 CACHE_DIR = arg("--cache-dir", metavar="DIR", help="where open_clip looks for downloaded weights")
 
@@ -159,15 +179,23 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
     reports = install_demo(db, paths.demo_image_root(args.db))
     print("scoring the demo datasets with the demo model...", file=sys.stderr)
     score_demo(db, [r.dataset for r in reports], progress=TerminalProgress())
+    kinds = {d["name"]: d["kind"] for d in store.list_datasets(db)}  # as `foil datasets` says it (aro-order...)
     datasets = [
-        {"name": r.dataset, "kind": "demo", "n_items": r.n_items, "by_category": r.by_category} for r in reports
+        {"name": r.dataset, "kind": kinds[r.dataset], "n_items": r.n_items, "by_category": r.by_category}
+        for r in reports
     ]
     return {"datasets": datasets, "runs": store.list_runs(db), "seconds": time.perf_counter() - started}
 
 
 @command(
     "serve",
-    arg("--port", type=int, default=8501, metavar="N", help="the port to serve on (default 8501)"),
+    arg(
+        "--port",
+        type=whole_number(1, below=65536),
+        default=8501,
+        metavar="N",
+        help="the port to serve on (default 8501)",
+    ),
     arg("--address", metavar="HOST", help="listen only on this address (default: every interface)"),
 )
 def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
@@ -179,7 +207,8 @@ def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
 
     host = args.address if args.address and args.address not in ("0.0.0.0", "::") else "localhost"
     print(f"Admin link: http://{host}:{args.port}/?token={admin_token(args.db)}", flush=True)
-    print("Command line (another terminal): foil datasets, foil --help", flush=True)
+    foil = paths.command_name()
+    print(f"Command line (another terminal): {foil} datasets, {foil} --help", flush=True)
     command = server.streamlit_command(sys.executable, args.port, args.address)
     try:
         finished = subprocess.run(command, env=server.app_environment(args.db), check=False)
@@ -221,8 +250,10 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     arg("--images", required=True, metavar="DIR", help="the image root the captions' image paths are relative to"),
     arg("--name", required=True, metavar="NAME", help="the dataset's name (coco-order, flickr30k-order...)"),
     SEED,
-    arg("--seeds", type=int, default=1, metavar="K", help="perturb with K seeds (S, S+1...): one category each"),
-    arg("--max", type=int, metavar="N", help="only the first N captions"),
+    arg(
+        "--seeds", type=AT_LEAST_ONE, default=1, metavar="K", help="perturb with K seeds (S, S+1...): one category each"
+    ),
+    arg("--max", type=AT_LEAST_ONE, metavar="N", help="only the first N captions"),
     arg(
         "--spacy-model", default="en_core_web_sm", metavar="MODEL", help="the spaCy model that tags: a name or a folder"
     ),
@@ -234,8 +265,6 @@ def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> 
     from foil_studio.data import order_sets, word_order
     from foil_studio.data.loading import store_parsed
 
-    if args.seeds < 1 or (args.max is not None and args.max < 1):
-        raise UsageError("--seeds and --max take a whole number of at least 1")
     captioned = order_sets.read_captioned(Path(args.captions))
     parsed = order_sets.build_order_set(
         captioned,
@@ -327,7 +356,7 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
         help="auto (default): bf16 where the device computes it natively, else fp32; the run records which and why",
     ),
     BATCH_SIZE,
-    arg("--limit", type=int, metavar="N", help="score only the first N items"),
+    arg("--limit", type=AT_LEAST_ONE, metavar="N", help="score only the first N items"),
     arg("--run", metavar="NAME", help="run name (default: model-tag, with -bf16 when run in bf16)"),
     DEVICE,
     CACHE_DIR,
@@ -520,8 +549,8 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     arg("dataset"),
     arg("--task", required=True, choices=TASK_TYPES),
     arg("--category", action="append", metavar="CAT", help="only items of this category (repeatable)"),
-    arg("--n", type=int, metavar="N", help="sample this many items (default: all)"),
-    arg("--overlap", type=int, default=SPEC_DEFAULTS["overlap"], metavar="K", help="annotators per item"),
+    arg("--n", type=AT_LEAST_ONE, metavar="N", help="sample this many items (default: all)"),
+    arg("--overlap", type=AT_LEAST_ONE, default=SPEC_DEFAULTS["overlap"], metavar="K", help="annotators per item"),
     arg(
         "--gold-share",
         type=float,
@@ -542,20 +571,20 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
     ),
     arg(
         "--crowd-items",
-        type=int,
+        type=AT_LEAST_ONE,
         metavar="N",
         help="crowd study: items per participant who joins through the study link",
     ),
     arg(
         "--max-participants",
-        type=int,
+        type=AT_LEAST_ONE,
         metavar="P",
         help="crowd study: participants holding work at once (default: just enough)",
     ),
     arg(
         "--window",
         metavar="W",
-        type=int,
+        type=AT_LEAST_ONE,
         default=SPEC_DEFAULTS["window"],
         help="crowd study: unanswered units a participant holds at most; more are dealt as they answer",
     ),
@@ -641,7 +670,7 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     arg("--annotators", nargs="+", metavar="NAME", help="default: the pick batch's annotators"),
     arg(
         "--overlap",
-        type=int,
+        type=AT_LEAST_ONE,
         metavar="K",
         help="annotators per item (default: two, or one when only one holds the batch)",
     ),
@@ -660,11 +689,15 @@ def cmd_batch_from_picks(db: sqlite_utils.Database, args: argparse.Namespace) ->
 
 HEALTH_DRAW = (
     arg("dataset"),
-    arg("--budget", type=int, metavar="N", help="items to draw in all (or --per-category)"),
-    arg("--per-category", type=int, metavar="N", help="items to draw from each category instead of a budget"),
+    arg("--budget", type=AT_LEAST_ONE, metavar="N", help="items to draw in all (or --per-category)"),
+    arg("--per-category", type=AT_LEAST_ONE, metavar="N", help="items to draw from each category instead of a budget"),
     arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
     arg(
-        "--overlap", type=int, default=3, metavar="K", help="annotators per item (default 3: a majority always exists)"
+        "--overlap",
+        type=AT_LEAST_ONE,
+        default=3,
+        metavar="K",
+        help="annotators per item (default 3: a majority always exists)",
     ),
     SEED,
     arg("--name", metavar="NAME"),
@@ -705,6 +738,13 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
     Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
     interval of two runs' accuracy difference on valid items."""
+    from foil_studio.annotate.health import HealthError, health_batches
+
+    if not health_batches(db, args.dataset):
+        raise HealthError(
+            f"{args.dataset} has no health sample yet: draw a health sample first with "
+            f"`./foil health sample {args.dataset} --budget N`"
+        )
     return _health_batch(db, args, allocation="neyman", target=args.target, runs=tuple(args.runs or ()))
 
 
@@ -731,6 +771,8 @@ def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     where it has them), each run on all items and on valid items, and a methods paragraph."""
     from foil_studio.annotate.health import health_report, report_markdown
 
+    for run in args.runs or ():  # refused before the card is made, answered items or not
+        store.get_run(db, args.dataset, run)
     report = health_report(db, args.dataset, args.runs, ties=args.ties, n_boot=args.bootstrap, seed=args.seed)
     if args.out:
         out = Path(args.out)
@@ -796,7 +838,12 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
 @command(
     "simulate",
     arg("batch"),
-    arg("--annotators", type=int, metavar="N", help="answer as the first N annotators of the batch (default: all)"),
+    arg(
+        "--annotators",
+        type=AT_LEAST_ONE,
+        metavar="N",
+        help="answer as the first N annotators of the batch (default: all)",
+    ),
     arg("--accuracy", type=float, default=0.9, metavar="P", help="chance each answer matches the ground truth"),
     SEED,
 )
@@ -1066,9 +1113,16 @@ def jsonable(value: Any) -> Any:
 # --- argument parsing ------------------------------------------------------------------------
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but its refusals are one line, as every other error of the CLI."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every registered command (``@command`` beside each handler)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument(
         "--db",
         help="store file or postgresql:// URL (default: $FOIL_DB, else ./foil.db if present"
@@ -1076,7 +1130,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    parser = argparse.ArgumentParser(prog="foil", description=__doc__.splitlines()[0])
+    parser = Parser(prog="foil", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     groups: dict[str, Any] = {}
     for registered in COMMANDS:

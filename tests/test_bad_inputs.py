@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from foil_studio.annotate import batches
+from foil_studio import cli
+from foil_studio.annotate import batches, health
 from foil_studio.data import store
 from foil_studio.data.formats import BadInputError
 from foil_studio.data.loading import import_path
-from tests.conftest import FOIL_CLI, REPO
+from tests.conftest import FOIL_CLI, REPO, SMALL_DEMO
 
 SC = {"filename": "a.jpg", "caption": "a red cup", "negative_caption": "a blue cup"}
 VALSE = {
@@ -69,6 +70,8 @@ WHATSUP = {
     "caption_options": ["A mug on a table", "A mug under a table"],
 }
 JSONL = {"kind": "pair", "category": "att", "id": "1", "captions": ["a red cup", "a blue cup"], "images": ["a.jpg"]}
+RETRIEVAL = {**JSONL, "kind": "retrieval", "captions": ["a red cup", "a blue cup", "a cup red"]}
+CANDIDATES = {**JSONL, "kind": "candidates", "captions": ["a red cup"], "images": ["a.jpg", "b.jpg", "c.jpg"]}
 CSV_HEADERS = {
     "sugarcrepe-correct": ["filename", "caption", "negative_caption", "type", "subtype", "correct"],
     "bivlc-results": [
@@ -760,7 +763,38 @@ def hf_cases() -> list[Case]:
             ("cannot read as an Arrow stream",),
         ),
         Case("hf-parquet-garbage", "hf", file_writer("x.parquet", b"PAR1" + os.urandom(100)), ("cannot read",)),
+        Case(
+            "hf-split-leaves-the-folder",
+            "hf",
+            lambda f: (hf_saved(None)(f), file_writer("hf/dataset_dict.json", json.dumps({"splits": [".."]}))(f))[1],
+            ("split '..'", "a folder inside"),
+        ),
+        Case(
+            "hf-split-dot",
+            "hf",
+            lambda f: (hf_saved(None)(f), file_writer("hf/dataset_dict.json", json.dumps({"splits": ["."]}))(f))[1],
+            ("split '.'", "a folder inside"),
+        ),
+        Case("hf-split-object", "hf", hf_saved({"a": 1}), ("_split is {'a': 1} (dict)", "expected text")),
     ]
+
+
+def hf_saved(split: object) -> Callable[[Path], Path]:
+    """A `save_to_disk` folder of one SugarCrepe++ row whose state.json names `split` (the folder `hf/split`)."""
+
+    def write(folder: Path) -> Path:
+        import pyarrow as pa
+
+        target = folder / "hf" / "split"
+        target.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pylist([SCPP])
+        with pa.ipc.new_stream(str(target / "data.arrow"), table.schema) as writer:
+            writer.write_table(table)
+        state = {"_data_files": [{"filename": "data.arrow"}], "_split": split}
+        (target / "state.json").write_text(json.dumps(state))
+        return target
+
+    return write
 
 
 # Every field read as a number, a count or an id, given a boolean (JSON's true is Python's 1), a
@@ -790,8 +824,15 @@ def _typed_fields() -> list[tuple[str, Callable[[object], Callable[[Path], Path]
         ("hard-positives", lambda v: hard_positives([{**HP, "image_id": v}]), "image_id", True),
         ("sugarcrepe-pp", lambda v: file_writer("swap_obj.json", json.dumps([{**SCPP, "id": v}])), "id", True),
         ("winoground", lambda v: file_writer("examples.jsonl", json.dumps({**WINO, "id": v}) + "\n"), "id", True),
+        ("winoground", winoground_preds, "num_main_preds", True),
         ("jsonl", lambda v: jsonl({**JSONL, "id": v}), "id", True),
+        ("jsonl", lambda v: jsonl({**RETRIEVAL, "truth": {"correct": v}}), "truth.correct", True),
+        ("jsonl", lambda v: jsonl({**CANDIDATES, "truth": {"best": v}}), "truth.best", True),
     ]
+
+
+def winoground_preds(value: object) -> Callable[[Path], Path]:
+    return file_writer("examples.jsonl", json.dumps({**WINO, "num_main_preds": value}) + "\n")
 
 
 def typed_cases() -> list[Case]:
@@ -817,6 +858,38 @@ def typed_cases() -> list[Case]:
             ("caption 2 is True",),
             "row 1",
         ),
+        Case("winoground-num_main_preds-1.5", "winoground", winoground_preds(1.5), ("num_main_preds is 1.5",), "row 1"),
+        Case(
+            "winoground-num_main_preds-word",
+            "winoground",
+            winoground_preds("one"),
+            ("num_main_preds is 'one'", "whole number"),
+            "row 1",
+        ),
+        Case(
+            "jsonl-truth.correct-out-of-range",
+            "jsonl",
+            jsonl({**RETRIEVAL, "truth": {"correct": 9}}),
+            ("truth.correct is 9", "from 0 to 2"),
+            "row 1",
+        ),
+        Case(
+            "jsonl-truth.best-out-of-range",
+            "jsonl",
+            jsonl({**CANDIDATES, "truth": {"best": 7}}),
+            ("truth.best is 7", "from 0 to 2"),
+            "row 1",
+        ),
+        *[
+            Case(
+                f"aro-{k}-negative",
+                "aro",
+                file_writer("vgr.json", json.dumps([{**ARO, k: -5}])),
+                (f"{k} is -5", "0 or more"),
+                "row 1",
+            )
+            for k in ("bbox_w", "bbox_h")
+        ],
         Case(
             "winoground-image-boolean",
             "winoground",
@@ -850,7 +923,8 @@ def digest(path: Path) -> str:
 
 
 def test_the_corpus_is_large():
-    assert len(CASES) + len(STORE_CASES) + len(NAME_CASES) >= 80
+    assert len(CASES) + len(STORE_CASES) + len(NAME_CASES) + len(COMMAND_CASES) >= 80
+    assert len({c.name for c in COMMAND_CASES}) == len(COMMAND_CASES)
     assert len({c.name for c in CASES}) == len(CASES)
 
 
@@ -1041,6 +1115,146 @@ def test_bad_names_are_refused_on_the_way_in(case, where, seeded_store):
             import_path(db, "jsonl", seeded_store.parent / "seed.jsonl", name=name)
     db.conn.close()
     assert digest(seeded_store) == before
+
+
+# --- command arguments ------------------------------------------------------------------------------
+
+HEALTH = "demo-sugarcrepe"
+HEALTH_ITEMS = 7 * SMALL_DEMO.pairs_per_category  # its items in the tests' demo: seven categories of pairs
+FIRST_DRAW = 20  # the health sample of the `sampled` store: drawn, nothing answered yet
+
+
+@dataclass(frozen=True)
+class CommandCase:
+    """A command given a bad argument, or run out of turn, and what its one line must say."""
+
+    name: str
+    argv: tuple[str, ...]
+    says: tuple[str, ...]
+    sampled: bool = False  # run on a store whose demo-sugarcrepe has a health sample
+
+
+def health_argv(action: str, *rest: str) -> tuple[str, ...]:
+    return ("health", action, HEALTH, *rest)
+
+
+TWO_NEW = ("--annotators", "hann1", "hann2")
+COMMAND_CASES = [
+    CommandCase("health-sample-budget-negative", health_argv("sample", "--budget", "-1"), ("--budget", "1 or more")),
+    CommandCase("health-next-budget-negative", health_argv("next", "--budget", "-3"), ("--budget", "1 or more"), True),
+    CommandCase("health-sample-budget-zero", health_argv("sample", "--budget", "0"), ("--budget", "1 or more")),
+    CommandCase("health-next-budget-zero", health_argv("next", "--budget", "0"), ("--budget", "1 or more"), True),
+    CommandCase("health-sample-per-category-zero", health_argv("sample", "--per-category", "0"), ("--per-category",)),
+    CommandCase(
+        "health-sample-per-category-negative", health_argv("sample", "--per-category", "-2"), ("--per-category",)
+    ),
+    CommandCase("health-next-per-category-negative", health_argv("next", "--per-category", "-1"), ("--per-category",)),
+    CommandCase("serve-port-negative", ("serve", "--port", "-1"), ("--port", "from 1 to 65535")),
+    CommandCase("serve-port-too-large", ("serve", "--port", "70000"), ("--port", "from 1 to 65535")),
+    CommandCase(
+        "health-next-before-a-sample",
+        health_argv("next", "--budget", "10"),
+        ("draw a health sample first", f"./foil health sample {HEALTH}"),
+    ),
+    CommandCase(
+        "health-sample-budget-over-the-items",
+        health_argv("sample", "--budget", "1000"),
+        ("budget of 1000", f"only {HEALTH_ITEMS} items"),
+    ),
+    CommandCase(
+        "health-next-budget-over-what-is-left",
+        health_argv("next", "--budget", "100000"),
+        ("budget of 100000", f"only {HEALTH_ITEMS - FIRST_DRAW} items"),
+        True,
+    ),
+    CommandCase(
+        "health-report-unknown-run-before-answers",
+        health_argv("report", "--runs", "no-such-run"),
+        ("no run named 'no-such-run'",),
+        True,
+    ),
+    CommandCase("health-report-bootstrap-zero", health_argv("report", "--bootstrap", "0"), ("--bootstrap",), True),
+    CommandCase("health-report-bootstrap-negative", health_argv("report", "--bootstrap", "-5"), ("--bootstrap",), True),
+    CommandCase(
+        "health-sample-overlap-over-the-annotators",
+        health_argv("sample", "--budget", "10", *TWO_NEW, "--overlap", "3"),
+        ("overlap 3", "2 annotators"),
+    ),
+    *[
+        CommandCase(
+            f"health-sample-overlap{value}",
+            health_argv("sample", "--budget", "10", *TWO_NEW, "--overlap", value),
+            ("--overlap", "1 or more"),
+        )
+        for value in ("0", "-1")
+    ],
+]
+
+
+@pytest.fixture
+def command_store(demo_store, tmp_path):
+    """A copy of the demo store, with or without a health sample of demo-sugarcrepe."""
+
+    def make(sampled: bool) -> Path:
+        path = tmp_path / "foil.db"
+        store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(path)])
+        db = store.open_db(path)  # opened once before, as every store a command is given
+        if sampled:
+            plan = health.plan_sample(db, HEALTH, FIRST_DRAW)
+            health.create_sample_batch(db, plan, ("ann-a", "ann-b", "ann-c"), overlap=3, name="health-1")
+        db.conn.close()
+        return path
+
+    return make
+
+
+def folder_files(folder: Path) -> dict[str, str]:
+    """Every file under `folder` -> a digest of its bytes (SQLite's -wal and -shm aside: `digest` has the log)."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.endswith(("-wal", "-shm"))
+    }
+
+
+def run_command(argv: tuple[str, ...], db: Path) -> int:
+    """`./foil ARGV --db DB` in this process; its exit code (argparse refuses by SystemExit)."""
+    try:
+        return cli.main([*argv, "--db", str(db)])
+    except SystemExit as done:
+        return int(done.code or 0)
+
+
+@pytest.mark.parametrize("case", COMMAND_CASES, ids=lambda c: c.name)
+def test_a_bad_argument_is_refused_in_one_line_before_anything_is_written(case, command_store, capsys):
+    path = command_store(case.sampled)
+    before = (digest(path), folder_files(path.parent))
+    capsys.readouterr()
+    code = run_command(case.argv, path)
+    shown = capsys.readouterr()
+    assert code != 0 and shown.err.count("\n") == 1 and not shown.out, shown
+    assert all(part in shown.err for part in case.says) and "Traceback" not in shown.err, shown.err
+    assert (digest(path), folder_files(path.parent)) == before
+
+
+def test_a_hub_id_fails_fast_when_the_hub_cannot_be_reached(tmp_path, monkeypatch):
+    """No network here: the Hub's address ($HF_ENDPOINT) is a closed local port."""
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = store.open_db(tmp_path / "foil.db")
+    started = time.perf_counter()
+    with pytest.raises(BadInputError, match="cannot reach the Hub") as caught:
+        import_path(db, "hf", Path("no-such-org/no-such-dataset"))
+    assert time.perf_counter() - started < 5 and "HF_HUB_OFFLINE=1" in str(caught.value)
+    assert store.dataset_names(db) == []
 
 
 # --- secrets ---------------------------------------------------------------------------------------

@@ -97,7 +97,31 @@ def test_missing_weights_offline_give_a_clear_one_line_error(demo_db, tmp_path):
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: cannot load weights for ViT-B-32 / openai")
-    assert "--checkpoint" in last and "Traceback" not in done.stderr
+    assert "local checkpoint file" in last and "Traceback" not in done.stderr
+
+
+def test_missing_weights_with_the_hub_out_of_reach_fail_at_once_and_say_so(tmp_path, monkeypatch):
+    """No HF_HUB_OFFLINE set and no network: the library retried for 48 s; the load now checks
+    the Hub's address for 3 s and reads the cache only. The message is whole (it was cut mid-word)
+    and names no command-line flag (the Model scores page shows it too)."""
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a local port nothing listens on: the Hub "out of reach"
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    started = time.perf_counter()
+    with pytest.raises(models.ModelUnavailableError) as refused:
+        load_model(ModelSpec("ViT-B-32", "openai"), cache_dir=str(tmp_path / "empty-cache"))
+    assert time.perf_counter() - started < 15  # seconds, not the retries' minute
+    said = str(refused.value)
+    assert said.startswith(f"cannot load weights for ViT-B-32 / openai (the Hub at http://127.0.0.1:{port} is out")
+    assert "--" not in said and said.endswith("or give a local checkpoint file.")
+    from huggingface_hub import constants
+
+    assert constants.HF_HUB_OFFLINE is False  # the cache-only switch was put back
 
 
 def test_missing_checkpoint_file_is_named(tmp_path):

@@ -357,7 +357,7 @@ class StudioMachine(RuleBasedStateMachine):
 
     def counts(self) -> tuple[int, ...]:
         return tuple(
-            self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: S608 (fixed names)
+            self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
             for table in ("batches", "assignments", "labels", "annotators")
         )
 

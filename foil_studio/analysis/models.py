@@ -20,7 +20,8 @@ import hashlib
 import json
 import logging
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import numpy as np
 import open_clip
 import torch
 import torch.nn.functional as F
+from huggingface_hub import constants as hf_constants
 from PIL import Image
 
 from foil_studio.analysis.model_spec import (  # noqa: F401  (re-exported: callers name them models.X)
@@ -42,6 +44,7 @@ from foil_studio.analysis.model_spec import (  # noqa: F401  (re-exported: calle
     ModelUnavailableError,
     demo_model_spec,
 )
+from foil_studio.data import hub
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +173,21 @@ def load_model(spec: ModelSpec, device: str = "auto", cache_dir: str | None = No
     weights = _weights_argument(spec)
     if spec.random_weights:
         torch.manual_seed(0)  # the same random model every time, so timing runs are comparable
+    unreachable = (
+        not spec.checkpoint and not spec.random_weights and not hub.offline_requested() and not hub.hub_reachable()
+    )
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            spec.arch,
-            pretrained=weights,
-            precision=spec.precision,
-            device=target,
-            force_quick_gelu=quick_gelu,
-            cache_dir=cache_dir,
-        )
+        with _cache_only(unreachable):
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                spec.arch,
+                pretrained=weights,
+                precision=spec.precision,
+                device=target,
+                force_quick_gelu=quick_gelu,
+                cache_dir=cache_dir,
+            )
     except (RuntimeError, OSError, ValueError) as error:
-        raise ModelUnavailableError(_unavailable_message(spec, error)) from error
+        raise ModelUnavailableError(_unavailable_message(spec, error, unreachable)) from error
     model.eval()
     tokenizer = open_clip.get_tokenizer(spec.arch)
     digest = _file_digest(Path(spec.checkpoint)) if spec.checkpoint else (spec.pretrained or RANDOM_WEIGHTS)
@@ -204,12 +211,28 @@ def _config_quick_gelu(arch: str) -> bool:
     return bool(config and config.get("quick_gelu", False))
 
 
-def _unavailable_message(spec: ModelSpec, error: Exception) -> str:
+@contextmanager
+def _cache_only(unreachable: bool) -> Iterator[None]:
+    """With the Hub out of reach, read the Hugging Face cache only: cached weights load and missing
+    ones fail at once (the library retried for about 48 s before)."""
+    before = hf_constants.HF_HUB_OFFLINE
+    hf_constants.HF_HUB_OFFLINE = before or unreachable
+    try:
+        yield
+    finally:
+        hf_constants.HF_HUB_OFFLINE = before
+
+
+def _unavailable_message(spec: ModelSpec, error: Exception, unreachable: bool) -> str:
+    """Why the weights did not load, and how to provide them (in words the page and the CLI share)."""
     name = spec.arch + (f" / {spec.pretrained}" if spec.pretrained else "")
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if len(reason) > 300:  # a library's message can run on; cut between words
+        reason = reason[:300].rsplit(" ", 1)[0] + " ..."
+    offline = f" (the Hub at {hub.hub_endpoint()} is out of reach)" if unreachable else ""
     return (
-        f"cannot load weights for {name}: {str(error).splitlines()[0][:200]}. "
-        "Without network access, download them on a connected machine into the Hugging Face cache "
-        "(HF_HOME, or --cache-dir) and copy it here, or pass a local file with --checkpoint FILE."
+        f"cannot load weights for {name}{offline}: {reason}. Without network access, download them on a connected "
+        "machine into the Hugging Face cache (HF_HOME) and copy that folder here, or give a local checkpoint file."
     )
 
 

@@ -53,10 +53,15 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a <= b else (b, a)
 
 
+def check_overlap(overlap: int, n_annotators: int) -> None:
+    """Each unit goes to `overlap` different annotators: from 1 to as many as there are."""
+    if overlap < 1 or overlap > n_annotators:
+        raise BatchError(f"overlap {overlap} with {n_annotators} annotators; expected from 1 to {n_annotators}")
+
+
 def plan_assignments(n_units: int, annotators: list[int], overlap: int, seed: int | str) -> list[list[int]]:
     """For each unit, the `overlap` distinct annotators who get it (see the module docstring)."""
-    if overlap < 1 or overlap > len(annotators):
-        raise BatchError(f"overlap {overlap} needs between 1 and {len(annotators)} annotators")
+    check_overlap(overlap, len(annotators))
     rng = random.Random(f"assign:{seed}")
     load = Counter({a: 0 for a in annotators})
     shared: Counter[tuple[int, int]] = Counter()
@@ -133,6 +138,8 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     name = store.check_name("batch", spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}")
     for annotator in spec.annotators:
         store.check_name("annotator", annotator)
+    if spec.crowd_items is None:  # before any annotator is created: a refused batch stores nothing
+        check_overlap(spec.overlap, len(spec.annotators))
     dataset = store.get_dataset(db, spec.dataset)
     candidates = _eligible_items(db, dataset["id"], spec)
     rng = random.Random(f"batch:{spec.seed}")

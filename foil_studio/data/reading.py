@@ -228,28 +228,60 @@ def check_text(value: Any, file: Path | str, row: int | str | None, field: str) 
 
 
 # JSON's true and false are Python's True and False, which are also ints (True == 1): every
-# number or id read from a file goes through one of these, so a boolean is never taken for one.
+# number or id read from a file, and every whole-number argument of a command, goes through
+# `whole_number_problem`, so a boolean is never taken for one.
 
 
-def check_count(value: Any, file: Path | str, row: int | str | None, field: str) -> int:
-    """`value` if it is a whole number of zero or more (a vote count); a boolean, a float or a
-    negative number is refused, naming the file, row and field."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadInputError(
-            file, row, f"{field} is {value!r} ({type(value).__name__}); expected a whole number, 0 or more"
-        )
-    return value
+def whole_number_problem(value: Any, at_least: int = 0, below: int | None = None, meaning: str = "") -> str | None:
+    """None when `value` is a whole number from `at_least` (and below `below`), else what is wrong,
+    for the caller to put after the field's or argument's name: the one rule for whole numbers
+    from outside (file fields, command arguments). `meaning` says what the number stands for.
+
+    >>> whole_number_problem(True), whole_number_problem(2, at_least=1, below=3) is None
+    ('is True (bool); expected a whole number, 0 or more', True)
+    >>> whole_number_problem(3, below=3, meaning="one of 3 captions")
+    'is 3 (int); expected a whole number from 0 to 2 (one of 3 captions)'
+    """
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if whole and at_least <= value and (below is None or value < below):
+        return None
+    span = f", {at_least} or more" if below is None else f" from {at_least} to {below - 1}"
+    note = f" ({meaning})" if meaning else ""
+    return f"is {value!r} ({type(value).__name__}); expected a whole number{span}{note}"
 
 
-def check_number(value: Any, file: Path | str, row: int | str | None, field: str) -> float:
-    """`value` as a float if it is a finite number (a box coordinate, a score); a boolean or text is refused."""
+def check_count(
+    value: Any,
+    file: Path | str,
+    row: int | str | None,
+    field: str,
+    *,
+    at_least: int = 0,
+    below: int | None = None,
+    meaning: str = "",
+) -> int:
+    """`value` if it is a whole number from `at_least` (below `below`; a vote count, an index);
+    otherwise BadInputError naming the file, row and field (`whole_number_problem`)."""
+    problem = whole_number_problem(value, at_least, below, meaning)
+    if problem:
+        raise BadInputError(file, row, f"{field} {problem}")
+    return int(value)
+
+
+def check_number(
+    value: Any, file: Path | str, row: int | str | None, field: str, at_least: float | None = None
+) -> float:
+    """`value` as a float if it is a finite number (a box coordinate, a score), `at_least` or more
+    when given (a box's width); a boolean or text is refused."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or value != value
         or value in (float("inf"), float("-inf"))
+        or (at_least is not None and value < at_least)
     ):
-        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected a number")
+        least = "" if at_least is None else f", {at_least:g} or more"
+        raise BadInputError(file, row, f"{field} is {value!r} ({type(value).__name__}); expected a number{least}")
     return float(value)
 
 
@@ -258,7 +290,7 @@ def check_id(value: Any, file: Path | str, row: int | str | None, field: str) ->
     a float or a negative number is refused (`True` would become an image `…True.jpg`)."""
     if isinstance(value, str):
         return check_text(value, file, row, field).strip()
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if whole_number_problem(value):
         raise BadInputError(
             file, row, f"{field} is {value!r} ({type(value).__name__}); expected an id: text or a whole number"
         )

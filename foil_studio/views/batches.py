@@ -227,9 +227,7 @@ if not report["n_labels"]:
     )
 summary = pd.DataFrame(agreement.coefficient_rows(report))
 if report["n_labels"]:
-    st.dataframe(
-        summary, hide_index=True, width="stretch", column_config={"value": st.column_config.NumberColumn(format="%.2f")}
-    )
+    st.dataframe(summary.assign(value=text.figure_cells(summary["value"])), hide_index=True, width="stretch")
     st.caption(
         f"{report['n_items']} questions, {report['n_labels']} labels (gold items excluded), {report['level']} scale; "
         f"95% intervals from {report['bootstrap']['resamples']:,} bootstrap resamples of items (seed "

@@ -21,6 +21,7 @@ from foil_studio.data.items import Item
 from foil_studio.data.reading import BadInputError, check_id, check_number, read_json
 
 BOX = ("bbox_x", "bbox_y", "bbox_w", "bbox_h")
+SIZES = ("bbox_w", "bbox_h")  # a box's width and height: never negative
 
 
 def parse_aro(path: Path) -> Parsed:
@@ -47,7 +48,7 @@ def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
         raise BadInputError(
             file, number, f"{', '.join(missing)} missing; expected numeric bbox_x, bbox_y, bbox_w, bbox_h"
         )
-    bbox = [check_number(record[k], file, number, k) for k in BOX]
+    bbox = [check_number(record[k], file, number, k, at_least=0 if k in SIZES else None) for k in BOX]
     return make_item(
         file,
         number,

@@ -20,10 +20,13 @@ from typing import Any
 
 import pandas as pd
 
+from foil_studio.data.item_kinds import REGISTRY as ITEM_KIND_RECORDS
+from foil_studio.data.item_kinds.truth import BEST, CORRECT
 from foil_studio.data.items import Item, ItemShapeError
 from foil_studio.data.reading import (
     BadInputError,
     check_binary_file,
+    check_count,
     check_text,
     parse_json,
     read_csv_rows,
@@ -181,9 +184,27 @@ def make_item(file: Path, row: int | str, **fields: Any) -> Item:
                 file, row, f"{key} is {fields[key]!r} ({type(fields[key]).__name__}); expected an object"
             )
     try:
-        return Item(**fields)
+        item = Item(**fields)
     except ItemShapeError as error:
         raise BadInputError(file, row, str(error)) from None
+    check_truth_indexes(item, file, row)
+    return item
+
+
+# Truth keys that point into the item's own lists (`data.item_kinds.truth`): the list each one
+# indexes, and whether null may stand for none (a candidate set none of whose images fits).
+TRUTH_INDEXES = {CORRECT.name: ("captions", False), BEST.name: ("images", True)}
+
+
+def check_truth_indexes(item: Item, file: Path, row: int | str) -> None:
+    """Each index of the item's truth (a key its kind lists) is a whole number into its list."""
+    listed = {key.name for key in ITEM_KIND_RECORDS[item.kind].truth_keys}
+    for key, (points_into, nullable) in TRUTH_INDEXES.items():
+        if key not in listed or key not in item.truth or (nullable and item.truth[key] is None):
+            continue
+        size = len(getattr(item, points_into))
+        meaning = f"the index of one of its {size} {points_into}" + (", or null for none" if nullable else "")
+        check_count(item.truth[key], file, row, f"truth.{key}", below=size, meaning=meaning)
 
 
 def keyed_records(path: Path, fields: tuple[str, ...]) -> Iterator[tuple[Path, str, dict[str, Any]]]:

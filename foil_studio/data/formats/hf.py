@@ -1,7 +1,8 @@
 """Hugging Face `datasets` copies of benchmarks: a folder written by ``save_to_disk`` (a
 ``DatasetDict`` with one folder per split, or one ``Dataset``), the parquet files the Hub serves
 (``{split}-00000-of-00001.parquet``, in a folder or alone), or, where the `datasets` library is
-installed and the network reachable, a Hub id (``Aman-J/SugarCrepe_pp``).
+installed and the network reachable, a Hub id (``Aman-J/SugarCrepe_pp``). A Hub that cannot be
+reached is refused at once, not after the library's retries; ``HF_HUB_OFFLINE=1`` reads the cache.
 
 Each split is one category. The benchmark is recognized by its columns and its rows become
 items exactly as that benchmark's own format reads its files (`LAYOUTS`); images embedded in
@@ -22,7 +23,8 @@ import pyarrow.parquet as pq
 
 from foil_studio.data.formats import sugarcrepe_pp
 from foil_studio.data.formats.base import Format, Parsed
-from foil_studio.data.reading import BadInputError, check_binary_file, read_json
+from foil_studio.data.hub import hub_endpoint, hub_reachable, offline_requested
+from foil_studio.data.reading import BadInputError, check_binary_file, check_text, read_json
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 SHARD = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}$")
@@ -101,10 +103,20 @@ def read_splits(path: Path) -> list[Split]:
 
 
 def _dict_splits(folder: Path) -> list[str]:
-    document = read_json(folder / "dataset_dict.json")
+    """The split names `dataset_dict.json` lists, each a folder inside `folder` (never `..`)."""
+    file = folder / "dataset_dict.json"
+    document = read_json(file)
     names = document.get("splits") if isinstance(document, dict) else None
-    if not isinstance(names, list) or not all(isinstance(n, str) and n and "/" not in n for n in names):
-        raise BadInputError(folder / "dataset_dict.json", None, "expected {'splits': [names of split folders]}")
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise BadInputError(file, None, "expected {'splits': [names of split folders]}")
+    for name in names:
+        if name in (".", "..") or Path(name).name != name or "\\" in name:
+            raise BadInputError(
+                file,
+                None,
+                f"split {name!r} is not a plain folder name; expected {{'splits': [names of split folders]}}, "
+                f"each a folder inside {folder}",
+            )
     return names
 
 
@@ -117,12 +129,18 @@ def _arrow_splits(folder: Path, name: str | None) -> list[Split]:
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not all(isinstance(f, dict) and "filename" in f for f in files):
         raise BadInputError(state_file, None, "expected '_data_files': [{'filename': ...}]")
-    split = name or str(state.get("_split") or folder.name)
+    split = name or _state_split(state, state_file) or folder.name
     rows: list[dict[str, Any]] = []
     for entry in files:
         file = folder / Path(str(entry["filename"])).name  # never a path out of the folder
         rows += _arrow_rows(file)
     return [Split(split, folder, rows)]
+
+
+def _state_split(state: dict[str, Any], file: Path) -> str | None:
+    """The split a saved `Dataset` names (`_split`: text, or null for none)."""
+    split = state.get("_split")
+    return None if split is None else check_text(split, file, None, "_split")
 
 
 def _arrow_rows(file: Path) -> list[dict[str, Any]]:
@@ -166,6 +184,14 @@ def _hub_splits(hub_id: str) -> list[Split]:
             None,
             "reading a Hub id needs the datasets library: pip install datasets (or pass a local copy)",
         ) from None
+    if not offline_requested() and not hub_reachable():
+        raise BadInputError(
+            Path(hub_id),
+            None,
+            f"cannot reach the Hub at {hub_endpoint()}. Without network access, save the dataset with save_to_disk "
+            "on a connected machine and pass that folder, or set HF_HUB_OFFLINE=1 to read a copy already in the "
+            "Hugging Face cache (HF_HOME)",
+        )
     try:
         loaded = datasets.load_dataset(hub_id)
     except Exception as error:  # the library raises many kinds (network, missing repo, auth)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from foil_studio.data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
-from foil_studio.data.reading import check_id
+from foil_studio.data.reading import check_count, check_id
 
 WINOGROUND_FIELDS = ("image_0", "image_1", "caption_0", "caption_1", "collapsed_tag")
 KEPT = ("tag", "secondary_tag", "num_main_preds")
@@ -38,12 +38,20 @@ def parse_winoground(path: Path) -> Parsed:
                 source_id=key,
                 captions=(record["caption_0"], record["caption_1"]),
                 images=tuple(f"{record[k].strip()}.png" for k in ("image_0", "image_1")),
-                meta={k: record[k] for k in KEPT if k in record},
+                meta=_kept(record, file, number),
             ),
             file,
             number,
         )
     return parsed
+
+
+def _kept(record: dict[str, Any], file: Path, number: int) -> dict[str, Any]:
+    """The tags and the number of main predicates (a whole number) the example carries."""
+    kept = {k: record[k] for k in KEPT if k in record}
+    if "num_main_preds" in kept:
+        kept["num_main_preds"] = check_count(kept["num_main_preds"], file, number, "num_main_preds")
+    return kept
 
 
 def write_winoground(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
