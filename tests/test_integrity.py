@@ -23,6 +23,7 @@ from sklearn.metrics import cohen_kappa_score
 from foil_studio.annotate import batch_reports, batches, consensus, crowd_studies, queues, simulation
 from foil_studio.annotate.task_types import TASK_TYPES, expected_answer, is_correct, task_type
 from foil_studio.data import store
+from foil_studio.data.plain_text import figure
 from tests.conftest import DATASET_FOR_TASK, FOIL_CLI
 
 pytestmark = pytest.mark.both_engines
@@ -466,10 +467,14 @@ def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
     assert not at.exception
     per_question = next(d.value for d in at.dataframe if "question" in d.value.columns)
     report = batch_reports.batch_agreement(demo_db, batch)
-    assert list(per_question["question"]) == ["rank_0", "rank_1", "rank_2"]
-    assert list(per_question["krippendorff_alpha"]) == pytest.approx(
-        [report["by_question"][q]["krippendorff_alpha"] for q in ("rank_0", "rank_1", "rank_2")]
-    )
+    assert list(per_question["question"]) == [
+        "rank of the positive caption",
+        "rank of the negative caption",
+        "rank of the hard positive caption",
+    ]  # the caption each question ranks, not rank_0/1/2
+    assert list(per_question["krippendorff_alpha"]) == [
+        figure(report["by_question"][q]["krippendorff_alpha"]) for q in ("rank_0", "rank_1", "rank_2")
+    ]  # written with two decimals, an empty cell where undefined
 
 
 def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):

@@ -212,7 +212,7 @@ class StudioMachine(RuleBasedStateMachine):
     @rule(data=st.data(), choice=st.integers(0, 8), presses=st.integers(1, 3))
     def answer_on_my_queue(self, data, choice, presses) -> None:
         who = data.draw(st.sampled_from(sorted(self.tokens)))
-        page = self.queue_of(who)
+        page = self.queue_of(who).run()  # their tab, as their next action redraws it (a new batch appears)
         me = store.annotator_by_name(self.db, who)["id"]
         mine = [b["name"] for b in store.annotator_batches(self.db, me)]
         if len(mine) > 1:

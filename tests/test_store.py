@@ -149,9 +149,10 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
         queues.submit_answer(
             old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"}
         )
-    # back to version 9 (13, 12 and 11 undone first): labels stored, and assignments that know nothing of them
+    # back to version 9 (14 to 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
         for statement in (
+            "DROP TABLE health_items; DELETE FROM schema_migrations WHERE version = 14;"
             "ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
             "ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
             "ALTER TABLE crowd_joins DROP COLUMN quota; DELETE FROM schema_migrations WHERE version = 11;"

@@ -148,8 +148,10 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         raise BatchError(f"no {'/'.join(task_type(spec.task).item_kinds)} items in {spec.dataset} match this batch")
     gold_items = _pick_gold(chosen, spec, rng)
     annotators = [store.ensure_annotator(db, annotator) for annotator in spec.annotators]
+    drawn = (spec.health or {}).get("items", {})  # a health design's items go to rows, not into the config
     config = {
-        **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids")},
+        **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids", "health")},
+        **({"health": {k: v for k, v in spec.health.items() if k != "items"}} if spec.health else {}),
         "instructions": spec.instructions or task_type(spec.task).instructions,
         "completion_code": secrets.token_hex(4).upper(),
         "n_items": len(chosen),
@@ -160,6 +162,7 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     with store.transaction(db):
         batch_id = store.create_batch(db, name, dataset["id"], spec.task, config)
         store.add_assignments(db, batch_id, rows)
+        store.add_health_items(db, batch_id, [(int(i), e["category"], e["inclusion"]) for i, e in drawn.items()])
         # Each batch hands out a link per annotator; links issued before stay valid.
         tokens = {a["id"]: a["token"] or store.issue_token(db, a["id"]) for a in annotators}
     counts = Counter(annotator for _, _, annotator, _, _ in rows)

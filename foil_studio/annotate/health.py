@@ -107,7 +107,15 @@ def health_batches(db: sqlite_utils.Database, dataset: str) -> list[store.BatchR
 
 def drawn_items(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
     """Item -> category of every item a health batch of the dataset drew."""
-    return _drawn(health_batches(db, dataset))
+    return _drawn(db, health_batches(db, dataset))
+
+
+def batch_design(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
+    """A health batch's design as recorded: allocation, target, seed, strata and, per drawn item
+    (`store.health_items`), its category and inclusion probability."""
+    batch = store.get_batch(db, batch_name)
+    items = {str(i): {"category": c, "inclusion": p} for _, i, c, p in store.health_items(db, [batch["id"]])}
+    return {**batch["config"][DESIGN_KEY], "items": items}
 
 
 def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
@@ -117,8 +125,8 @@ def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
     return _outcomes(db, health_batches(db, dataset))
 
 
-def _drawn(batches: Sequence[store.BatchRow]) -> dict[int, str]:
-    return {int(item): entry["category"] for b in batches for item, entry in b["config"][DESIGN_KEY]["items"].items()}
+def _drawn(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
+    return {item: category for _, item, category, _ in store.health_items(db, [b["id"] for b in batches])}
 
 
 def _outcomes(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
@@ -163,7 +171,7 @@ class HealthSample:
 def read_sample(db: sqlite_utils.Database, dataset: str) -> HealthSample:
     """The dataset's health sample as the store holds it now (empty before the first batch)."""
     batches = health_batches(db, dataset)
-    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(batches), _outcomes(db, batches))
+    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(db, batches), _outcomes(db, batches))
 
 
 def plan_sample(

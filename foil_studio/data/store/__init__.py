@@ -4,11 +4,11 @@ One SQLite file (WAL mode, foreign keys on) opened through sqlite-utils, or a Po
 (``--db postgresql://...``, psycopg 3, `postgres.py`), both opened and checked in `connection.py`,
 with the same schema, migrations (`schema.py`) and transactions; the few fragments that differ
 are in `dialect.py`. Nothing here imports from the layers above (analysis, annotate, the pages);
-callers use ``from data import store`` and ``store.<function>``, whichever module below defines
+callers use ``from foil_studio.data import store`` and ``store.<function>``, whichever module below defines
 it. The schema only changes through the named, forward-only migrations in ``MIGRATIONS``; the
 table ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 10)
+Schema (version 14)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
@@ -24,6 +24,8 @@ Schema (version 10)
 ``batches``       an annotation batch over a dataset: ``task`` and JSON ``config`` (overlap,
                   gold share, seed, instructions, completion code...); ``closed_at`` (since 8): a
                   closed crowd study takes no new participants.
+``health_items``  (since 14) a health sample batch's drawn items: ``category`` (its stratum) and
+                  ``inclusion`` probability (of the sample as it stood after that draw).
 ``crowd_joins``   (since version 8) every participant who joined a crowd study through its link.
 ``assignments``   (batch, item, part, annotator) with a ``position`` in the annotator's queue,
                   ``is_gold``, ``assigned_at`` (since 8: when it was handed to this annotator) and
@@ -53,6 +55,7 @@ Schema (version 10)
 from foil_studio.data.store.annotation import (
     LabelWrite,
     add_assignments,
+    add_health_items,
     annotator_batches,
     annotator_by_name,
     annotator_by_token,
@@ -69,6 +72,7 @@ from foil_studio.data.store.annotation import (
     ensure_annotator,
     get_batch,
     has_returned,
+    health_items,
     issue_token,
     item_labels,
     joined_studies,

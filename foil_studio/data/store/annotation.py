@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -173,16 +173,41 @@ def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str
 
 
 def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict[str, Any]]:
-    """The batches holding work for one annotator, with their progress."""
+    """The batches holding work for one annotator, with their progress. The counts are grouped
+    before the join: grouped after it, every assignment's row carried its batch's config into a
+    temporary B-tree (165 ms a call with a 1,100-item health design, on every key press)."""
     return list(
         db.query(
-            "SELECT b.id, b.name, b.task, b.config, COUNT(a.id) AS assigned,"
-            f" SUM({_ANSWERED}) AS done"
-            " FROM assignments a JOIN batches b ON b.id = a.batch_id WHERE a.annotator_id = ?"
-            " GROUP BY b.id ORDER BY b.id",
+            "SELECT b.id, b.name, b.task, b.config, c.assigned, c.done FROM"
+            f" (SELECT a.batch_id, COUNT(*) AS assigned, SUM({_ANSWERED}) AS done FROM assignments a"
+            "  WHERE a.annotator_id = ? GROUP BY a.batch_id) c"
+            " JOIN batches b ON b.id = c.batch_id ORDER BY b.id",
             [annotator_id],
         )
     )
+
+
+def add_health_items(db: sqlite_utils.Database, batch_id: int, rows: Iterable[tuple[int, str, float]]) -> None:
+    """Record a health sample batch's drawn items: (item id, category, inclusion probability)."""
+    db.conn.executemany(
+        "INSERT INTO health_items (batch_id, item_id, category, inclusion) VALUES (?, ?, ?, ?)",
+        [(batch_id, item, category, inclusion) for item, category, inclusion in rows],
+    )
+
+
+def health_items(db: sqlite_utils.Database, batch_ids: Sequence[int]) -> list[tuple[int, int, str, float]]:
+    """(batch id, item id, category, inclusion) of every item these health batches drew."""
+    if not batch_ids:
+        return []
+    marks = ", ".join("?" for _ in batch_ids)
+    return [
+        (int(b), int(i), str(c), float(p))
+        for b, i, c, p in db.execute(
+            f"SELECT batch_id, item_id, category, inclusion FROM health_items WHERE batch_id IN ({marks})"
+            " ORDER BY batch_id, item_id",
+            list(batch_ids),
+        ).fetchall()
+    ]
 
 
 def unanswered_assignments(

@@ -22,6 +22,7 @@ COPY_ORDER = (
     "annotator_tokens",
     "batches",
     "assignments",
+    "health_items",
     "labels",
     "label_revisions",
     "decisions",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlite_utils
 
 from foil_studio.data.store.base import Migration, _now, _token_hash, transaction
@@ -246,6 +248,29 @@ def _m0013_shown_at(db: sqlite_utils.Database) -> None:
     db.executescript("ALTER TABLE assignments ADD COLUMN shown_at TEXT;")
 
 
+def _m0014_health_items(db: sqlite_utils.Database) -> None:
+    # A health sample's drawn items (category, inclusion probability) move from the batch's config
+    # to rows: the config is read on every annotator's key press, and grew by 60 bytes an item.
+    db.executescript(
+        """
+        CREATE TABLE health_items (
+            batch_id INTEGER NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id),
+            category TEXT NOT NULL,
+            inclusion REAL NOT NULL,
+            PRIMARY KEY (batch_id, item_id));
+        """
+    )
+    for batch_id, text in db.execute("SELECT id, config FROM batches").fetchall():
+        config = json.loads(text)
+        design = config.get("health")
+        if not design or "items" not in design:
+            continue
+        rows = [(batch_id, int(item), e["category"], e["inclusion"]) for item, e in design.pop("items").items()]
+        db.conn.executemany("INSERT INTO health_items VALUES (?, ?, ?, ?)", rows)
+        db.execute("UPDATE batches SET config = ? WHERE id = ?", [json.dumps(config), batch_id])
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -277,6 +302,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0011_crowd_quota", _m0011_crowd_quota),
     ("0012_returned_studies", _m0012_returned_studies),
     ("0013_shown_at", _m0013_shown_at),
+    ("0014_health_items", _m0014_health_items),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
