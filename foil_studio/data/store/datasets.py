@@ -106,53 +106,75 @@ def upsert_items(db: sqlite_utils.Database, dataset_id: int, items: Iterable[Ite
     Identical items within one input are told apart by their occurrence number, so the same
     file imported twice maps onto the same rows. An item without images matches a stored item
     with the same text; an item with images fills in a stored text-only item.
+
+    A fixed number of statements whatever the number of items (the stored keys read once, new
+    rows written with one `executemany`): on PostgreSQL a query per item was a network round
+    trip each, 330 items a second.
     """
+    keyed = list(_occurrence_keys(items))
+    by_item_key, by_text_key = _stored_keys(db, dataset_id)
+    result: list[tuple[int | str, bool]] = []
+    fills, inserts = [], []
+    for item, item_key, text_key in keyed:
+        if item_key in by_item_key:
+            result.append((by_item_key[item_key], False))
+        elif text_key in by_text_key and not item.images:
+            result.append((by_text_key[text_key][0], False))
+        elif text_key in by_text_key and by_text_key[text_key][1] == "[]":
+            row_id = by_text_key[text_key][0]
+            fills.append((json.dumps(list(item.images)), item_key, row_id))
+            result.append((row_id, False))
+        else:
+            inserts.append(_item_row(dataset_id, item, item_key, text_key))
+            result.append((item_key, True))  # its id once inserted
+    db.conn.executemany("UPDATE items SET images = ?, item_key = ? WHERE id = ?", fills)
+    db.conn.executemany(
+        "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
+        " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        inserts,
+    )
+    new_ids = _stored_keys(db, dataset_id)[0] if inserts else {}
+    return [(new_ids[key] if isinstance(key, str) else key, fresh) for key, fresh in result]
+
+
+def _occurrence_keys(items: Iterable[Item]) -> Iterable[tuple[Item, str, str]]:
+    """Each item with its content and text keys, numbered by occurrence within the input."""
     content_seen: Counter[str] = Counter()
     text_seen: Counter[str] = Counter()
-    result = []
     for item in items:
-        item_key = f"{item.content_key}#{content_seen[item.content_key]}"
-        text_key = f"{item.text_key}#{text_seen[item.text_key]}"
+        yield (
+            item,
+            f"{item.content_key}#{content_seen[item.content_key]}",
+            f"{item.text_key}#{text_seen[item.text_key]}",
+        )
         content_seen[item.content_key] += 1
         text_seen[item.text_key] += 1
-        result.append(_upsert_item(db, dataset_id, item, item_key, text_key))
-    return result
 
 
-def _upsert_item(
-    db: sqlite_utils.Database, dataset_id: int, item: Item, item_key: str, text_key: str
-) -> tuple[int, bool]:
-    found = db.execute("SELECT id FROM items WHERE dataset_id = ? AND item_key = ?", [dataset_id, item_key]).fetchone()
-    if found:
-        return int(found[0]), False
-    same_text = db.execute(
-        "SELECT id, images FROM items WHERE dataset_id = ? AND text_key = ?", [dataset_id, text_key]
-    ).fetchone()
-    if same_text and not item.images:
-        return int(same_text[0]), False
-    if same_text and same_text[1] == "[]":
-        db.execute(
-            "UPDATE items SET images = ?, item_key = ? WHERE id = ?",
-            [json.dumps(list(item.images)), item_key, same_text[0]],
-        )
-        return int(same_text[0]), False
-    cursor = db.execute(
-        "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
-        " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        [
-            dataset_id,
-            item.kind,
-            item.category,
-            item.source_id,
-            item_key,
-            text_key,
-            json.dumps(list(item.captions)),
-            json.dumps(list(item.images)),
-            json.dumps(item.truth),
-            json.dumps(item.meta),
-        ],
+def _stored_keys(db: sqlite_utils.Database, dataset_id: int) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
+    """The dataset's items by item key (-> id) and by text key (-> the first such item's id and images)."""
+    by_item_key: dict[str, int] = {}
+    by_text_key: dict[str, tuple[int, str]] = {}
+    rows = db.execute("SELECT id, item_key, text_key, images FROM items WHERE dataset_id = ? ORDER BY id", [dataset_id])
+    for row_id, item_key, text_key, images in rows.fetchall():
+        by_item_key[item_key] = int(row_id)
+        by_text_key.setdefault(text_key, (int(row_id), images))
+    return by_item_key, by_text_key
+
+
+def _item_row(dataset_id: int, item: Item, item_key: str, text_key: str) -> tuple[Any, ...]:
+    return (
+        dataset_id,
+        item.kind,
+        item.category,
+        item.source_id,
+        item_key,
+        text_key,
+        json.dumps(list(item.captions)),
+        json.dumps(list(item.images)),
+        json.dumps(item.truth),
+        json.dumps(item.meta),
     )
-    return int(cursor.fetchone()[0]), True
 
 
 def record_images(db: sqlite_utils.Database, dataset_id: int, infos: Iterable[ImageInfo]) -> None:
