@@ -5,11 +5,12 @@ import json
 
 import pandas as pd
 import plotly.graph_objects as go
+import sqlite_utils
 import streamlit as st
 
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.annotate import browse, health, links
-from foil_studio.data import store
+from foil_studio.data import paths, store
 from foil_studio.views import text
 from foil_studio.views.session import session_db
 
@@ -27,6 +28,13 @@ if not names:
 dataset = st.selectbox("Dataset", names, key="health_dataset")
 batches = health.health_batches(db, dataset)
 annotators = [a["name"] for a in store.list_annotators(db)]
+
+
+@st.cache_data(max_entries=8, show_spinner="Computing the estimates and their intervals...")
+def health_report(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict:
+    """The report, computed again only when the dataset's items, batches, labels, decisions or runs
+    change (the fingerprint): a rerun of the page, a widget moved, recomputes nothing."""
+    return health.health_report(_db, dataset)
 
 
 def draw_form(first: bool) -> None:
@@ -95,7 +103,7 @@ show_drawn()
 with st.expander("Draw the next batch"):
     draw_form(first=False)
 
-report = health.health_report(db, dataset)
+report = health_report(db, str(paths.db_path()), dataset, store.dataset_fingerprint(db, dataset))
 overall = report["overall"]
 if overall["invalid_share"] is not None:
     first, second, third = st.columns(3)

@@ -252,7 +252,9 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
         "  WHERE batches.dataset_id = :d),"
         " (SELECT COUNT(*) || ':' || COALESCE(MAX(decisions.decided_at), '')"
         " FROM decisions JOIN batches ON batches.id = decisions.batch_id"
-        "  WHERE batches.dataset_id = :d)",
+        "  WHERE batches.dataset_id = :d),"
+        # a new batch (a health sample's next draw) changes what is drawn before any label arrives
+        " (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) FROM batches WHERE dataset_id = :d)",
         {"d": dataset_id},
     ).fetchone()
     return ":".join(map(str, row))

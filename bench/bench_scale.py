@@ -1,0 +1,160 @@
+"""A benchmark at scale with a real health sample: import, an annotator's key press, the health
+report and the two pages a large benchmark opens first, per size and engine.
+
+    .venv/bin/python bench/bench_scale.py                     # --sizes 10000 100000 --sample 1100
+    .venv/bin/python bench/bench_scale.py --engines sqlite postgresql --sizes 10000 100000 --sample 1100 5000
+
+Per size: a SugarCrepe-format pair dataset of N generated items (seven categories) is imported
+(items a second, store size); a health sample of `--sample` items is drawn for three annotators
+(overlap 3); then one annotator answers `--answers` items through the page's own functions
+(`store.annotator_batches`, `queues.draw`, `queues.submit_answer`), each key press timed whole
+(p50 and p95); `health report` is timed (its first call fits the blind audit); and, on SQLite,
+Datasets and Benchmark health are rendered through AppTest, first and again (a rerun that
+changes nothing). PostgreSQL runs on a throwaway local server (tests/postgres_support.py).
+Figures are of one run on one machine: read the growth between sizes, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from foil_studio.annotate import health, queues  # noqa: E402
+from foil_studio.annotate.batches import SIMULATED  # noqa: E402
+from foil_studio.data import store  # noqa: E402
+from foil_studio.data.formats import Parsed  # noqa: E402
+from foil_studio.data.items import Item  # noqa: E402
+from foil_studio.data.loading import store_parsed  # noqa: E402
+
+CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
+ANNOTATORS = ("ann-a", "ann-b", "ann-c")
+DATASET = "large"
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def generated(n: int) -> Parsed:
+    """n SugarCrepe-like pairs, as a reader hands them to the store."""
+    parsed = Parsed("sugarcrepe", DATASET)
+    for i in range(n):
+        category = CATEGORIES[i % len(CATEGORIES)]
+        caption = f"a photo number {i} of a cat on a mat"
+        parsed.add(Item("pair", category, str(i), (caption, caption.replace("cat", "dog")), (f"{i % 5000}.jpg",)), "x", i)
+    return parsed
+
+
+def percentiles(seconds: list[float]) -> str:
+    cuts = statistics.quantiles(seconds, n=20)
+    return f"p50 {1000 * statistics.median(seconds):.1f} ms, p95 {1000 * cuts[18]:.1f} ms"
+
+
+def key_presses(db, n: int) -> list[float]:
+    """One annotator's key presses: their batches listed (My queue's menu), the item drawn, the answer stored."""
+    me = store.annotator_by_name(db, ANNOTATORS[0])["id"]
+    batch = health.health_batches(db, DATASET)[-1]["name"]
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        store.annotator_batches(db, me)
+        task = queues.draw(db, me, batch).task
+        if task is None:
+            break
+        queues.submit_answer(db, me, batch, task, {"answer": "negative_false"}, flags=[SIMULATED])
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def page_seconds(db_location: str, page: str, dataset_key: str) -> tuple[float, float]:
+    """First render and a rerun that changes nothing, through AppTest."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["FOIL_DB"] = db_location
+    os.environ["FOIL_ADMIN_TOKEN"] = "bench-admin-token"
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "foil_studio" / "app.py"), default_timeout=600)
+    at.query_params["token"] = "bench-admin-token"
+    at.run()
+    started = time.perf_counter()
+    at.switch_page(page).run()
+    if dataset_key:
+        at.selectbox(key=dataset_key).set_value(DATASET).run()
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    at.run()
+    again = time.perf_counter() - started
+    if at.exception:
+        raise RuntimeError(f"{page}: {at.exception}")
+    return first, again
+
+
+def one_size(location: str, engine: str, n: int, samples: list[int], answers: int, pages: bool) -> None:
+    db = store.open_db(location)
+    started = time.perf_counter()
+    store_parsed(db, generated(n), kind="sugarcrepe", path="bench")
+    took = time.perf_counter() - started
+    files = [Path(location), Path(f"{location}-wal")]  # WAL mode: recent pages sit beside the file
+    size = f", store {sum(f.stat().st_size for f in files if f.exists()) / 1e6:.0f} MB" if engine == "sqlite" else ""
+    say(f"{engine} {n:>9,} items: import {took:.1f} s ({n / took:,.0f} items/s){size}")
+    drawn = 0
+    for sample in samples:
+        plan = health.plan_sample(db, DATASET, sample - drawn, allocation="proportional", seed=len(samples))
+        health.create_sample_batch(db, plan, ANNOTATORS, overlap=3, name=f"health-{sample}")
+        drawn = sample
+        presses = key_presses(db, answers)
+        say(f"{engine} {n:>9,} items, sample {sample:>5,}: key press (menu, draw, store) {percentiles(presses)}")
+        started = time.perf_counter()
+        health.health_report(db, DATASET, n_boot=200)
+        first = time.perf_counter() - started
+        started = time.perf_counter()
+        health.health_report(db, DATASET, n_boot=200)
+        say(
+            f"{engine} {n:>9,} items, sample {sample:>5,}: health report {first:.2f} s first, "
+            f"{time.perf_counter() - started:.2f} s again"
+        )
+        if pages and engine == "sqlite":
+            for title, page, key in (
+                ("Datasets", "views/datasets.py", "dataset"),
+                ("Benchmark health", "views/health.py", "health_dataset"),
+            ):
+                first, again = page_seconds(location, page, key)
+                say(f"{engine} {n:>9,} items, sample {sample:>5,}: {title} page {first:.2f} s first, {again:.2f} s rerun")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--sample", type=int, nargs="+", default=[1100], help="health sample sizes, growing")
+    parser.add_argument("--answers", type=int, default=200, help="key presses timed per sample")
+    parser.add_argument("--engines", nargs="+", default=["sqlite"], choices=["sqlite", "postgresql"])
+    parser.add_argument("--no-pages", action="store_true", help="skip the AppTest page renders")
+    args = parser.parse_args()
+    server = None
+    if "postgresql" in args.engines:
+        from tests.postgres_support import PostgresServer
+
+        server = PostgresServer().start()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            for n in args.sizes:
+                for engine in args.engines:
+                    if engine == "sqlite":
+                        location = str(Path(folder) / f"scale-{n}.db")
+                    else:
+                        assert server is not None
+                        location = server.create_database()
+                    one_size(location, engine, n, sorted(args.sample), args.answers, not args.no_pages)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
