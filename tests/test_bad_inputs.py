@@ -776,7 +776,95 @@ def hf_cases() -> list[Case]:
             ("split '.'", "a folder inside"),
         ),
         Case("hf-split-object", "hf", hf_saved({"a": 1}), ("_split is {'a': 1} (dict)", "expected text")),
+        # layouts the `datasets` library writes that name no category, or one category twice: refused, never guessed
+        Case(
+            "hf-train-split-without-config",
+            "hf",
+            hf_written("data/train-00000-of-00001.parquet"),
+            ("split 'train' of no named config names no category", "one config per category"),
+        ),
+        Case(
+            "hf-converted-without-config",
+            "hf",
+            hf_written("default/test/0000.parquet"),
+            ("split 'test' of no named config names no category",),
+        ),
+        Case(
+            "hf-converted-split-folder",
+            "hf",
+            hf_written("replace_att/train/0000.parquet", "hf/replace_att/train"),
+            ("the name '0000.parquet' names no split",),
+        ),
+        Case(
+            "hf-file-named-by-no-split",
+            "hf",
+            hf_written("swap_object.parquet"),
+            ("'swap_object.parquet' names no split",),
+        ),
+        Case(
+            "hf-missing-shard",
+            "hf",
+            hf_written("data/swap_object-00001-of-00002.parquet"),
+            ("split 'swap_object' of no named config has shards ['00001-of-00002']", "00000 to 00001 of 00002"),
+        ),
+        Case(
+            "hf-part-splits-of-one-config",
+            "hf",
+            hf_saved_dict("replace_att", ("test", "train")),
+            ("split 'test' of config 'replace_att' and split 'train' of config 'replace_att' would both be category",),
+        ),
+        Case(
+            "hf-image-path-absolute",
+            "hf",
+            hf_written("data/swap_object-00000-of-00001.parquet", image="a.png", absolute=True),
+            ("image path '/", "a.png' leaves the image root"),
+            "row 1",
+        ),
+        Case(
+            "hf-image-path-up",
+            "hf",
+            hf_written("data/swap_object-00000-of-00001.parquet", image="../a.png"),
+            ("image path '../a.png' leaves the image root",),
+            "row 1",
+        ),
     ]
+
+
+def hf_written(relative: str, read: str = "hf", image: str = "", absolute: bool = False) -> Callable[[Path], Path]:
+    """One SugarCrepe++ row written by the `datasets` library's to_parquet at `hf/{relative}`; the import reads
+    `read`. With `image`, a PNG written at that path (from the `hf` folder) is the row's `Image()` cell: its path
+    as to_parquet stores it, as given (from the folder the copy was made in) or `absolute`."""
+
+    def write(folder: Path) -> Path:
+        import contextlib
+
+        import datasets
+
+        (folder / "hf").mkdir(exist_ok=True)
+        with contextlib.chdir(folder / "hf"):  # the library measures each image file at the path it was given
+            if not image:
+                part = datasets.Dataset.from_list([SCPP])
+            else:
+                Path(image).write_bytes(png_header_only(1, 1))
+                stored = str(Path(image).resolve()) if absolute else image
+                part = datasets.Dataset.from_list([{**SCPP, "image": stored}]).cast_column("image", datasets.Image())
+            part.to_parquet(str(folder / "hf" / relative))
+        return folder / read
+
+    return write
+
+
+def hf_saved_dict(config: str, splits: tuple[str, ...]) -> Callable[[Path], Path]:
+    """A `DatasetDict` of one SugarCrepe++ row per split, saved by the `datasets` library as `hf/{config}`."""
+
+    def write(folder: Path) -> Path:
+        import datasets
+
+        target = folder / "hf" / config
+        datasets.DatasetDict({split: datasets.Dataset.from_list([SCPP]) for split in splits}).save_to_disk(str(target))
+        return target
+
+    return write
 
 
 def hf_saved(split: object) -> Callable[[Path], Path]:

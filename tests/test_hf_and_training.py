@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 import io
 import json
+import shutil
 from collections import Counter
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pandas as pd
@@ -35,34 +37,68 @@ ITEM_FIELDS = ["kind", "category", "source_id", "captions", "images", "truth", "
 
 @pytest.fixture(scope="module")
 def hf_copy(tmp_path_factory, fixtures):
-    """SugarCrepe++ as the Hub holds it, saved by `datasets` both ways: save_to_disk and parquet shards."""
+    """SugarCrepe++ as the Hub holds it, written by `datasets` in each layout the library and the Hub write."""
     folder = tmp_path_factory.mktemp("hf")
+    copy = scpp_splits(fixtures)
+    copy.save_to_disk(str(folder / "saved"))
+    for split, part in copy.items():
+        part.to_parquet(str(folder / "parquet" / "data" / f"{split}-00000-of-00001.parquet"))
+        # push_to_hub before datasets 2.15: splits in data/, the shard's fingerprint in its name
+        push_to_hub_files(part, folder / "pushed_fingerprinted", "data", split, shards=1, fingerprinted=True)
+        # push_to_hub(config_name=...), as on the Hub today: a folder per config holding its train split, two shards
+        push_to_hub_files(part, folder / "pushed_configs", split, "train", shards=2)
+        # the Hub's own parquet conversion (refs/convert/parquet)
+        part.to_parquet(str(folder / "converted" / split / "train" / "0000.parquet"))
+        # configs saved one by one (load_dataset(id, config).save_to_disk(config)): a train split each
+        datasets.DatasetDict({"train": part}).save_to_disk(str(folder / "configs" / split))
+    return folder
+
+
+def scpp_splits(fixtures: Path) -> datasets.DatasetDict:
+    """SugarCrepe++'s repository files as a `DatasetDict` named as on the Hub."""
     source = fixtures / "sugarcrepe_pp" / "data"
-    copy = datasets.DatasetDict(
+    return datasets.DatasetDict(
         {
             HF_SPLITS[f.stem]: datasets.Dataset.from_list(json.loads(f.read_text()))
             for f in sorted(source.glob("*.json"))
         }
     )
-    copy.save_to_disk(str(folder / "saved"))
-    for split, part in copy.items():
-        part.to_parquet(str(folder / "parquet" / "data" / f"{split}-00000-of-00001.parquet"))
-    return folder
+
+
+def push_to_hub_files(part, repo: Path, data_dir: str, split: str, *, shards: int, fingerprinted: bool = False):
+    """The parquet files push_to_hub uploads for one split: its contiguous shards under the library's naming
+    (`{data_dir}/{split}-00000-of-00002.parquet`; releases before 2.15 added `-{fingerprint}`)."""
+    from datasets.arrow_dataset import PUSH_TO_HUB_WITHOUT_METADATA_CONFIGS_SPLIT_PATTERN_SHARDED as DATA_PATTERN
+
+    for index in range(shards):
+        shard = part.shard(num_shards=shards, index=index, contiguous=True)
+        suffix = f"-{shard._fingerprint}" if fingerprinted else ""
+        name = f"{data_dir}/{split}-{index:05d}-of-{shards:05d}{suffix}.parquet"
+        # the patterns the library finds a split's files by: data/ without configs, {config}/{split}-* with them
+        assert fnmatch(name, DATA_PATTERN.format(split=split) if data_dir == "data" else f"{data_dir}/{split}-*")
+        shard.to_parquet(str(repo / name))
 
 
 def stored_items(db_file: Path, dataset: str) -> pd.DataFrame:
     return api.open_store(db_file).items(dataset)[ITEM_FIELDS].sort_values("source_id", ignore_index=True)
 
 
-@pytest.mark.parametrize("layout", ["saved", "parquet", "one split file"])
+LAYOUTS = {
+    "saved": "saved",
+    "parquet": "parquet",
+    "one split file": "saved/dataset_dict.json",
+    "push_to_hub, fingerprinted shards": "pushed_fingerprinted",
+    "push_to_hub, a config per category in two shards": "pushed_configs",
+    "the Hub's parquet conversion": "converted",
+    "configs saved one by one": "configs",
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_a_saved_hugging_face_copy_imports_as_the_same_items_as_the_repository_files(
     layout, hf_copy, fixtures, tmp_path
 ):
-    path = {
-        "saved": hf_copy / "saved",
-        "parquet": hf_copy / "parquet",
-        "one split file": hf_copy / "saved" / "dataset_dict.json",
-    }[layout]
+    path = hf_copy / LAYOUTS[layout]
     from_hf = api.open_store(tmp_path / "hf.db").import_file("hf", path)
     from_files = api.open_store(tmp_path / "files.db").import_file("sugarcrepe-pp", fixtures / "sugarcrepe_pp" / "data")
     assert from_hf["n_items"] == from_files["n_items"] == 4757
@@ -124,6 +160,72 @@ def test_a_hub_id_is_refused_in_one_line_when_it_cannot_be_reached(tmp_path, mon
     assert studio.datasets().empty
 
 
+def test_configs_saved_one_by_one_into_one_store_stay_apart(hf_copy, tmp_path):
+    studio = api.open_store(tmp_path / "foil.db")
+    reports = [
+        studio.import_file("hf", hf_copy / "configs" / config)
+        for config in ("replace_attribute", "replace_object", "swap_object")
+    ]
+    assert [report["by_category"] for report in reports] == [
+        {"replace_att": 788},
+        {"replace_obj": 1652},
+        {"swap_obj": 245},
+    ]
+    stored = store.category_counts(studio.db, store.get_dataset(studio.db, "sugarcrepe-pp")["id"])
+    assert stored == {"replace_att": 788, "replace_obj": 1652, "swap_obj": 245}
+
+
+def test_an_image_column_written_as_paths_is_read_by_its_path_under_the_image_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the library stores each path as it was given
+    for colour in ("red", "green"):
+        (tmp_path / "coco").mkdir(exist_ok=True)
+        Image.new("RGB", (4, 4), colour).save(tmp_path / "coco" / f"{colour}.png")
+    rows = {
+        "id": [0, 1],
+        "image": ["coco/red.png", "coco/green.png"],
+        "caption": ["a red cup", "a green cup"],
+        "caption2": ["a cup that is red", "a cup that is green"],
+        "negative_caption": ["a blue cup", "a white cup"],
+    }
+    part = datasets.Dataset.from_dict(rows).cast_column("image", datasets.Image())
+    part.to_parquet(str(tmp_path / "copy" / "data" / "swap_object-00000-of-00001.parquet"))
+    studio = api.open_store(tmp_path / "foil.db")
+    report = studio.import_file("hf", tmp_path / "copy", images=tmp_path, name="paths")
+    assert report["n_items"] == 2 and report["missing_images"] == 0
+    assert sorted(images[0] for images in studio.items("paths")["images"]) == ["coco/green.png", "coco/red.png"]
+
+
+def test_a_hub_id_imports_every_config(hf_copy, fixtures, tmp_path, monkeypatch):
+    """SugarCrepe++ on the Hub: five configs with a `train` split each. No network here: the library's own
+    functions read a local repository laid out and described (README's `configs`) as push_to_hub leaves it."""
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    repo = tmp_path / "repo"
+    shutil.copytree(hf_copy / "pushed_configs", repo)
+    card = DatasetCardData()
+    MetadataConfigs(
+        {config: {"data_files": [{"split": "train", "path": f"{config}/train-*"}]} for config in HF_SPLITS.values()}
+    ).to_dataset_card_data(card)
+    DatasetCard(f"---\n{card}\n---\n").save(str(repo / "README.md"))
+    hub_id = "Aman-J/SugarCrepe_pp"
+    names, load = datasets.get_dataset_config_names, datasets.load_dataset
+    asked = []
+    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda path, **kw: asked.append(path) or names(str(repo)))
+    monkeypatch.setattr(
+        datasets, "load_dataset", lambda path, *a, **kw: load(str(repo), *a, cache_dir=str(tmp_path / "cache"), **kw)
+    )
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the copy in the cache: no reachability check
+    monkeypatch.chdir(tmp_path)
+    from_hub = api.open_store(tmp_path / "hub.db").import_file("hf", hub_id)
+    from_files = api.open_store(tmp_path / "files.db").import_file("sugarcrepe-pp", fixtures / "sugarcrepe_pp" / "data")
+    assert asked == [hub_id]
+    assert from_hub["by_category"] == from_files["by_category"] and from_hub["n_items"] == 4757
+    pd.testing.assert_frame_equal(
+        stored_items(tmp_path / "hub.db", "sugarcrepe-pp"), stored_items(tmp_path / "files.db", "sugarcrepe-pp")
+    )
+
+
 # --- NegCLIP's training table --------------------------------------------------------------------
 
 
@@ -175,3 +277,21 @@ def test_negclip_is_refused_without_validated_negatives(demo_db, tmp_path):
     with pytest.raises(BatchError, match="no validate_negative batch"):
         export_negclip(demo_db, "demo-sugarcrepe", tmp_path)
     assert not (tmp_path / "negclip.tsv").exists()
+
+
+@pytest.mark.parametrize("verdicts", [("negative_false", "negative_true"), ("negative_true", "negative_false")])
+def test_negclip_drops_a_negative_any_batch_decided_against_in_either_order(demo_db, tmp_path, verdicts):
+    """Two validate_negative batches decide one item differently: it is left out whichever batch came
+    first; an item both batches keep stays."""
+    dataset = "demo-sugarcrepe"
+    disputed, agreed = store.list_items(demo_db, store.get_dataset(demo_db, dataset)["id"], limit=2)
+    for n, verdict in enumerate(verdicts):
+        spec = batches.BatchSpec(
+            dataset, "validate_negative", ("ada",), overlap=1, item_ids=(disputed["id"], agreed["id"]), name=f"b{n}"
+        )
+        batch_id = store.get_batch(demo_db, batches.create_batch(demo_db, spec)["batch"])["id"]
+        store.decide(demo_db, batch_id, disputed["id"], 0, {"answer": verdict}, by="admin")
+        store.decide(demo_db, batch_id, agreed["id"], 0, {"answer": "negative_false"}, by="admin")
+    report = export_negclip(demo_db, dataset, tmp_path)
+    assert read_negclip(tmp_path)["title"].tolist() == [agreed["captions"][0]]
+    assert report["batches"] == ["b0", "b1"]

@@ -1,18 +1,27 @@
-"""Hugging Face `datasets` copies of benchmarks: a folder written by ``save_to_disk`` (a
-``DatasetDict`` with one folder per split, or one ``Dataset``), the parquet files the Hub serves
-(``{split}-00000-of-00001.parquet``, in a folder or alone), or, where the `datasets` library is
-installed and the network reachable, a Hub id (``Aman-J/SugarCrepe_pp``). A Hub that cannot be
+"""Hugging Face `datasets` copies of benchmarks, in the layouts the library and the Hub write: a
+folder written by ``save_to_disk`` (a ``DatasetDict`` with one folder per split, or one
+``Dataset``; or a folder holding one such folder per config), the parquet files of a Hub
+repository (``push_to_hub``'s ``data/{split}-00000-of-00001[-fingerprint].parquet`` or
+``{config}/{split}-00000-of-00001.parquet``, a split's shards read as one), the Hub's own parquet
+conversion (``{config}/{split}/0000.parquet``), or, where the `datasets` library is installed, a Hub
+id (``Aman-J/SugarCrepe_pp``), whose configs are enumerated and read together. A Hub that cannot be
 reached is refused at once, not after the library's retries; ``HF_HUB_OFFLINE=1`` reads the cache.
 
-Each split is one category. The benchmark is recognized by its columns and its rows become
-items exactly as that benchmark's own format reads its files (`LAYOUTS`); images embedded in
-the table (``{bytes, path}``) are written to the store's files folder as in any parquet import.
-The files are read with pyarrow: reading a local copy needs no `datasets` install.
+Categories are what the benchmark means: a split's name, or, where the split is only a part
+(``train``, ``validation``, ``test``), its config's name (a folder's name where the copy records
+none), never a file's or shard's name. A layout that names no category, or gives two splits one
+category, is refused with what was found. The benchmark is recognized by its columns and its rows
+become items exactly as that benchmark's own format reads its files (`LAYOUTS`); images embedded
+in the table (``{bytes, path}``) are written to the store's files folder as in any parquet import,
+and an ``Image()`` cell holding only a path (``to_parquet`` writes no bytes) is that path, relative
+to the image root (``--images``) like any image path. The files are read with pyarrow: reading a
+local copy needs no `datasets` install.
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,16 +36,50 @@ from foil_studio.data.hub import hub_endpoint, hub_reachable, offline_requested
 from foil_studio.data.reading import BadInputError, check_binary_file, check_text, read_json
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-SHARD = re.compile(r"^(?P<split>.+?)-\d{5}-of-\d{5}$")
+# push_to_hub's shard names; releases of `datasets` before 2.15 appended the shard's fingerprint
+SHARD = re.compile(r"^(?P<split>.+?)-(?P<index>\d{5})-of-(?P<total>\d{5})(?:-[0-9a-f]+)?$")
+CONVERTED = re.compile(r"^\d{4}$")  # the Hub's parquet conversion: {config}/{split}/0000.parquet
+PART_SPLITS = frozenset({"train", "validation", "test"})  # `datasets.Split`'s names: a part, not a category
+UNNAMED_CONFIGS = frozenset({"default", "data"})  # the Hub's name for a dataset without configs, push_to_hub's folder
+EXPECTED = (
+    "expected splits named by category ({split}-00000-of-00001.parquet as push_to_hub writes them, or a "
+    "save_to_disk folder with one folder per split) or one config per category ({config}/train-00000-of-00001"
+    ".parquet, the Hub's {config}/train/0000.parquet, or a save_to_disk folder per config)"
+)
 
 
 @dataclass(frozen=True)
 class Split:
-    """One split of the copy: its name (the category), the file it was read from, its rows."""
+    """One split of the copy: its config (None: the unnamed one), its name (None: unnamed), the
+    file it was read from, its rows."""
 
-    name: str
+    config: str | None
+    name: str | None
     file: Path
     rows: list[dict[str, Any]]
+
+    @property
+    def category(self) -> str | None:
+        """What the benchmark means by it: the split's name, or its config's where the split is only a part."""
+        return self.name if self.name and self.name not in PART_SPLITS else self.config
+
+    def describe(self) -> str:
+        """The split in words, for messages."""
+        return _describe(self.config, self.name)
+
+
+def _describe(config: str | None, split: str | None) -> str:
+    return f"split {split!r} of " + (f"config {config!r}" if config else "no named config")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a parquet file's name puts it: config, split, and its shard number and count (None: unnumbered)."""
+
+    config: str | None
+    split: str
+    index: int
+    total: int | None
 
 
 @dataclass(frozen=True)
@@ -56,9 +99,26 @@ def parse_hf(path: Path) -> Parsed:
     splits = read_splits(path)
     layout = layout_of(splits, path)
     parsed = Parsed(layout.benchmark, layout.benchmark)
-    for split in splits:
-        layout.add_split(parsed, split.name, split.rows, split.file)
+    for category, split in categories(splits, path):
+        layout.add_split(parsed, category, [_stored_paths(row) for row in split.rows], split.file)
     return parsed
+
+
+def categories(splits: list[Split], path: Path) -> list[tuple[str, Split]]:
+    """(category, split) of every split, by category; refused where a split names none or two name one."""
+    named: dict[str, Split] = {}
+    for split in splits:
+        category = split.category
+        if category is None or category in PART_SPLITS:
+            raise BadInputError(path, None, f"{split.describe()} names no category; {EXPECTED}")
+        if category in named:
+            raise BadInputError(
+                path,
+                None,
+                f"{named[category].describe()} and {split.describe()} would both be category {category!r}; {EXPECTED}",
+            )
+        named[category] = split
+    return sorted(named.items(), key=lambda pair: pair[0])
 
 
 def layout_of(splits: list[Split], path: Path) -> Layout:
@@ -71,8 +131,19 @@ def layout_of(splits: list[Split], path: Path) -> Layout:
     raise BadInputError(path, None, f"columns {sorted(columns)} match no known benchmark (expected {known})")
 
 
+def _stored_paths(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with each `Image()` cell that holds no bytes (`to_parquet` of image files) as its path."""
+    return {key: _image_path(value) for key, value in row.items()}
+
+
+def _image_path(value: Any) -> Any:
+    if isinstance(value, dict) and value.keys() == {"bytes", "path"} and value["bytes"] is None:
+        return value["path"]
+    return value
+
+
 def read_splits(path: Path) -> list[Split]:
-    """The non-empty splits of a local copy (or of a Hub id, through `datasets`), sorted by name."""
+    """The non-empty splits of a local copy (or of a Hub id, through `datasets`)."""
     if not path.exists():
         if HUB_ID.match(str(path)):
             return _hub_splits(str(path))
@@ -80,12 +151,11 @@ def read_splits(path: Path) -> list[Split]:
     if path.is_file() and path.name in ("dataset_dict.json", "state.json"):
         path = path.parent  # the folder save_to_disk wrote, named by its index file
     if path.is_file():
-        splits = [_parquet_split(path)]
-    elif (path / "dataset_dict.json").is_file():
-        names = _dict_splits(path)
-        splits = [s for name in names for s in _arrow_splits(path / name, name)]
-    elif (path / "state.json").is_file():
-        splits = _arrow_splits(path, None)
+        splits = _parquet_splits([path], path)
+    elif _is_saved(path):
+        splits = _saved_splits(path)
+    elif configs := [folder for folder in sorted(path.iterdir()) if folder.is_dir() and _is_saved(folder)]:
+        splits = [split for folder in configs for split in _saved_splits(folder)]
     else:
         files = sorted(path.rglob("*.parquet"))
         if not files:
@@ -93,13 +163,32 @@ def read_splits(path: Path) -> list[Split]:
                 path,
                 None,
                 "holds no dataset_dict.json, state.json or .parquet file; expected a folder written by "
-                "save_to_disk or the dataset's parquet files",
+                "save_to_disk (or one per config) or the dataset's parquet files",
             )
-        splits = _merge([_parquet_split(file) for file in files])
+        splits = _parquet_splits(files, path)
     splits = [s for s in splits if s.rows]
     if not splits:
         raise BadInputError(path, None, "holds no rows; expected at least one item")
-    return sorted(splits, key=lambda s: s.name)
+    return splits
+
+
+def _config(name: str | None) -> str | None:
+    """A config's name, None for the unnamed one."""
+    return None if name is None or name in UNNAMED_CONFIGS else name
+
+
+# --- save_to_disk folders --------------------------------------------------------------------------
+
+
+def _is_saved(folder: Path) -> bool:
+    return (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file()
+
+
+def _saved_splits(folder: Path) -> list[Split]:
+    """A `DatasetDict` (one folder per split) or one `Dataset`, saved by save_to_disk in `folder`."""
+    if (folder / "dataset_dict.json").is_file():
+        return [_arrow_split(folder / name, folder.name, name) for name in _dict_splits(folder)]
+    return [_arrow_split(folder, folder.name, None)]
 
 
 def _dict_splits(folder: Path) -> list[str]:
@@ -120,8 +209,9 @@ def _dict_splits(folder: Path) -> list[str]:
     return names
 
 
-def _arrow_splits(folder: Path, name: str | None) -> list[Split]:
-    """One saved `Dataset` folder: its state names the Arrow files (IPC streams) and the split."""
+def _arrow_split(folder: Path, saved_as: str, name: str | None) -> Split:
+    """One saved `Dataset` folder: its state names the Arrow files (IPC streams) and the split; its
+    config is the one its info records, else the name of the folder it was saved as."""
     state_file = folder / "state.json"
     if not state_file.is_file():
         raise BadInputError(folder, None, "no state.json; expected a split folder written by save_to_disk")
@@ -129,18 +219,24 @@ def _arrow_splits(folder: Path, name: str | None) -> list[Split]:
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not all(isinstance(f, dict) and "filename" in f for f in files):
         raise BadInputError(state_file, None, "expected '_data_files': [{'filename': ...}]")
-    split = name or _state_split(state, state_file) or folder.name
+    split = name or _state_text(state, state_file, "_split")
     rows: list[dict[str, Any]] = []
     for entry in files:
         file = folder / Path(str(entry["filename"])).name  # never a path out of the folder
         rows += _arrow_rows(file)
-    return [Split(split, folder, rows)]
+    return Split(_config(_recorded_config(folder)) or _config(saved_as), split, folder, rows)
 
 
-def _state_split(state: dict[str, Any], file: Path) -> str | None:
-    """The split a saved `Dataset` names (`_split`: text, or null for none)."""
-    split = state.get("_split")
-    return None if split is None else check_text(split, file, None, "_split")
+def _recorded_config(folder: Path) -> str | None:
+    """The config a saved split's `dataset_info.json` records (`load_dataset` records it; `from_dict` does not)."""
+    file = folder / "dataset_info.json"
+    return _state_text(read_json(file), file, "config_name") if file.is_file() else None
+
+
+def _state_text(document: Any, file: Path, key: str) -> str | None:
+    """A text field of a saved dataset's JSON (null or absent: None)."""
+    value = document.get(key) if isinstance(document, dict) else None
+    return None if value is None else check_text(value, file, None, key)
 
 
 def _arrow_rows(file: Path) -> list[dict[str, Any]]:
@@ -152,38 +248,70 @@ def _arrow_rows(file: Path) -> list[dict[str, Any]]:
         raise BadInputError(file, None, f"cannot read as an Arrow stream written by save_to_disk: {error}") from None
 
 
-def _parquet_split(file: Path) -> Split:
+# --- parquet files ---------------------------------------------------------------------------------
+
+
+def _parquet_splits(files: list[Path], root: Path) -> list[Split]:
+    """The splits of parquet `files` under `root` (a folder, or the one file), a split's shards as one."""
+    tables = [(file, _parquet_rows(file)) for file in files]  # read first: a broken file is named as such
+    places = {file: _place(file, root) for file in files}
+    _check_shards(places, root)
+    merged: dict[tuple[str | None, str], Split] = {}
+    for file, rows in tables:
+        place = places[file]
+        before = merged.get((place.config, place.split))
+        merged[(place.config, place.split)] = Split(
+            place.config, place.split, before.file if before else file, [*before.rows, *rows] if before else rows
+        )
+    return list(merged.values())
+
+
+def _parquet_rows(file: Path) -> list[dict[str, Any]]:
     if file.suffix.lower() != ".parquet":
         raise BadInputError(file, None, "expected a .parquet file or a folder")
     check_binary_file(file)
     try:
-        rows = pq.read_table(file).to_pylist()
+        return pq.read_table(file).to_pylist()
     except (pa.ArrowInvalid, OSError) as error:
         raise BadInputError(file, None, f"cannot read as a parquet table: {error}") from None
-    match = SHARD.match(file.stem)
-    return Split(match.group("split") if match else file.stem, file, rows)
 
 
-def _merge(splits: list[Split]) -> list[Split]:
-    """Shards of one split (`train-00000-of-00002`, `train-00001-of-00002`) as one split."""
-    merged: dict[str, Split] = {}
-    for split in splits:
-        before = merged.get(split.name)
-        rows = [*before.rows, *split.rows] if before else split.rows
-        merged[split.name] = Split(split.name, before.file if before else split.file, rows)
-    return list(merged.values())
+def _place(file: Path, root: Path) -> Place:
+    """A file's config and split, from its name and the folders at or below `root` (never above it)."""
+    folders = [root.name, *file.relative_to(root).parts[:-1]] if root.is_dir() else []
+    shard = SHARD.match(file.stem)
+    if shard:
+        config = _config(folders[-1]) if folders else None
+        return Place(config, shard["split"], int(shard["index"]), int(shard["total"]))
+    if CONVERTED.match(file.stem) and len(folders) >= 2:
+        return Place(_config(folders[-2]), folders[-1], int(file.stem), None)
+    raise BadInputError(file, None, f"the name {file.name!r} names no split; {EXPECTED}")
+
+
+def _check_shards(places: dict[Path, Place], root: Path) -> None:
+    """Every split in numbered shards has them all (`train-00000-of-00002` and `train-00001-of-00002`)."""
+    shards: dict[tuple[str | None, str], set[tuple[int, int]]] = defaultdict(set)
+    for place in places.values():
+        if place.total is not None:
+            shards[(place.config, place.split)].add((place.index, place.total))
+    for (config, split), found in shards.items():
+        totals = {total for _, total in found}
+        if len(totals) > 1 or {index for index, _ in found} != set(range(max(totals))):
+            names = sorted(f"{index:05d}-of-{total:05d}" for index, total in found)
+            raise BadInputError(
+                root,
+                None,
+                f"{_describe(config, split)} has shards {names}; expected every shard 00000 to "
+                f"{max(totals) - 1:05d} of {max(totals):05d}",
+            )
+
+
+# --- a Hub id --------------------------------------------------------------------------------------
 
 
 def _hub_splits(hub_id: str) -> list[Split]:
-    """A Hub dataset's splits through the `datasets` library (images left as stored bytes)."""
-    try:
-        import datasets  # type: ignore[import-not-found]
-    except ImportError:
-        raise BadInputError(
-            Path(hub_id),
-            None,
-            "reading a Hub id needs the datasets library: pip install datasets (or pass a local copy)",
-        ) from None
+    """Every split of every config of a Hub dataset, through the `datasets` library (images left as stored bytes)."""
+    datasets = _datasets_library(hub_id)
     if not offline_requested() and not hub_reachable():
         raise BadInputError(
             Path(hub_id),
@@ -193,16 +321,33 @@ def _hub_splits(hub_id: str) -> list[Split]:
             "Hugging Face cache (HF_HOME)",
         )
     try:
-        loaded = datasets.load_dataset(hub_id)
+        loaded = {config: datasets.load_dataset(hub_id, config) for config in datasets.get_dataset_config_names(hub_id)}
     except Exception as error:  # the library raises many kinds (network, missing repo, auth)
         raise BadInputError(Path(hub_id), None, f"could not load from the Hub: {error}") from None
-    return [Split(name, Path(hub_id), part.with_format("arrow")[:].to_pylist()) for name, part in loaded.items()]
+    return [
+        Split(_config(config), name, Path(hub_id), part.with_format("arrow")[:].to_pylist())
+        for config, parts in loaded.items()
+        for name, part in parts.items()
+    ]
+
+
+def _datasets_library(hub_id: str) -> Any:
+    try:
+        import datasets  # type: ignore[import-not-found]
+    except ImportError:
+        raise BadInputError(
+            Path(hub_id),
+            None,
+            "reading a Hub id needs the datasets library: pip install datasets (or pass a local copy)",
+        ) from None
+    return datasets
 
 
 HF = Format(
     "hf",
-    "a Hugging Face `datasets` copy: a `save_to_disk` folder, its parquet files or a Hub id; one split per category, "
-    "recognized by its columns (SugarCrepe++'s), read as that benchmark's own files are",
+    "a Hugging Face `datasets` copy: a `save_to_disk` folder, its parquet files (as `push_to_hub` or the Hub's "
+    "conversion name them) or a Hub id (every config); categories are split names, or config names where the "
+    "splits are `train`/`test`; recognized by its columns (SugarCrepe++'s), read as that benchmark's own files are",
     "./foil import hf scpp_hf/ --images coco/val2017",
     parse_hf,
 )
