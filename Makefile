@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test check lint types demo docs clean chromium postgresql mutation
+.PHONY: run test check lint types demo docs clean chromium postgresql mutation stateful
 
 # The checkout is installed editable: `foil` and `python -m foil_studio.cli` run this tree.
 $(VENV)/.runtime: requirements.txt pyproject.toml
@@ -58,6 +58,13 @@ lint: $(VENV)/.testing
 
 types: $(VENV)/.testing
 	$(VENV)/bin/mypy
+
+# The stateful test of admins and annotators with many more sequences than `make test` runs
+# (TESTING.md records what it explored and found); FOIL_STATEFUL_NO_SHRINK=1 skips shrinking.
+stateful: $(VENV)/.testing
+	FOIL_STATEFUL_EXAMPLES=$(or $(EXAMPLES),40) FOIL_STATEFUL_STEPS=$(or $(STEPS),30) FOIL_STATEFUL_REPORT=stateful-explored.json \
+		$(PY) -m pytest -q -p no:randomly tests/test_stateful.py
+	cat stateful-explored.json
 
 # Mutation score of the core modules (TESTING.md); slow, so not part of `make test` or CI.
 mutation: $(VENV)/.testing
