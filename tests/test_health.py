@@ -429,3 +429,23 @@ def test_the_health_page_computes_its_report_once_until_the_labels_change(app, d
     store.decide(demo_db, batch_id, label["item"], 0, {"answer": "negative_true"}, by="admin")
     at.run()
     assert len(computed) == 2  # an admin's decision changes the estimates: computed again
+
+
+def test_with_no_valid_item_decided_the_leaderboard_says_why_instead_of_nan(demo_db):
+    """Found by the stateful test: every decided item invalid gave "nan% (95% CI 0.00 to 100.00)
+    on valid items" in the methods paragraph, the page and the card."""
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="trained")
+    draw(demo_db, 5)
+    annotators = {a["name"]: a["id"] for a in store.list_annotators(demo_db)}
+    for name in ("ann-a", "ann-b", "ann-c"):
+        while (state := draw_next(demo_db, annotators[name], "health-1")).task is not None:
+            submit_answer(
+                demo_db, annotators[name], "health-1", state.task, {"answer": "negative_true"}, flags=[SIMULATED]
+            )
+    report = health.health_report(demo_db, DATASET, n_boot=50)
+    assert report["leaderboard"]["runs"] == [] and report["leaderboard"]["undefined"] == health.NO_VALID_ITEM
+    card = health.report_markdown(report)
+    assert "nan" not in card and "Accuracy on valid items: not yet defined (no decided item is valid yet" in card

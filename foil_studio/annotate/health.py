@@ -486,6 +486,9 @@ def _agreement_row(db: sqlite_utils.Database, batch: str) -> dict[str, Any]:
     }
 
 
+NO_VALID_ITEM = "no decided item is valid yet, so no run has an accuracy on valid items"
+
+
 def _leaderboard(
     db: sqlite_utils.Database,
     dataset: str,
@@ -514,6 +517,8 @@ def _leaderboard(
     skipped.update({n: "did not score every drawn item" for n in credit if n not in scored})
     if not scored:
         return {"runs": [], "skipped": skipped}
+    if not any(outcomes[i] == "valid" for i in items):  # 0 of 0: no accuracy on valid items, not nan
+        return {"runs": [], "skipped": skipped, "undefined": NO_VALID_ITEM}
     published = [float(np.mean(list(credit[name].values()))) for name in scored]  # the all-items accuracy
     board = h.valid_accuracy(
         [drawn[i] for i in items],
@@ -602,6 +607,8 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             f"{first['metric']} {first['value']:.2f} (95% CI {first['interval'][0]:.2f} to {first['interval'][1]:.2f})."
         )
     board = report.get("leaderboard") or {}
+    if board.get("undefined"):
+        sentences.append(f"Accuracy on valid items: not yet defined ({board['undefined']}).")
     if board.get("runs"):
         parts = [
             f"{row['run']} {row['published']:.2f}% on all items and {row['valid']:.2f}% "

@@ -213,6 +213,8 @@ if humans and humans["metrics"]:
         f"Human baseline ({text.md(', '.join(humans['batches']))}; {humans['n']} items): "
         + "; ".join(f"{row['metric']} {row['value (95% CI)']}" for row in health.human_table(report))
     )
+if board.get("undefined"):
+    st.caption(f"Leaderboard on valid items: {board['undefined']}.")
 for run, why in (board.get("skipped") or {}).items():
     st.caption(f"{text.md(run)} left out: {text.md(why)}")
 
