@@ -129,13 +129,11 @@ with st.expander("Export"):
     )
     training = fmt in TRAINING_FORMATS  # the validated items, with absolute image paths: no subset, no copies
     export_subset = None if training else subset_choice(db, dataset, "export_subset")
-    pictures = {} if training else exports.image_files(db, dataset, subset=export_subset)
-    size = sum(path.stat().st_size for path in pictures.values())
+    files, size = (0, 0) if training else exports.image_totals(db, dataset, subset=export_subset)
     with_images = st.checkbox(
-        f"Include the images ({len(pictures):,} files, {size / 1e6:,.1f} MB) so the zip imports elsewhere "
-        "(--images images)",
+        f"Include the images ({files:,} files, {size / 1e6:,.1f} MB) so the zip imports elsewhere (--images images)",
         key="export_images",
-        disabled=not pictures,
+        disabled=not files,
     )
     if st.button("Prepare the download", key="export"):
         folder = paths.output_dir(db_file, "exports", dataset, fmt)

@@ -124,6 +124,7 @@ from foil_studio.data.store.datasets import (
     delete_dataset,
     ensure_dataset,
     get_dataset,
+    found_image_totals,
     image_status_counts,
     item_ids_by_category,
     item_kind_counts,

@@ -82,6 +82,13 @@ def item_kind_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, in
     return {kind: n for kind, n in db.execute(sql, [dataset_id]).fetchall()}
 
 
+def found_image_totals(db: sqlite_utils.Database, dataset_id: int) -> tuple[int, int]:
+    """How many of a dataset's image files were found at import (or attached since), and their bytes."""
+    sql = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM images WHERE dataset_id = ? AND status = 'ok'"
+    files, size = db.execute(sql, [dataset_id]).fetchone()
+    return int(files), int(size)
+
+
 def image_status_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
     """Referenced image files of one dataset by status (ok, missing, unreadable)."""
     sql = "SELECT status, COUNT(*) FROM images WHERE dataset_id = ? GROUP BY status"
