@@ -199,9 +199,8 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
     arg("--address", metavar="HOST", help="listen only on this address (default: every interface)"),
 )
 def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
-    """Start the app on this store and print its admin link; runs until Ctrl-C."""
-    import subprocess
-
+    """Start the app on this store and print its admin link; runs until Ctrl-C or SIGTERM, which stop
+    the app too (exit code 130 or 143)."""
     from foil_studio import server
     from foil_studio.annotate.roles import admin_token
 
@@ -210,12 +209,11 @@ def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
     foil = paths.command_name()
     print(f"Command line (another terminal): {foil} datasets, {foil} --help", flush=True)
     command = server.streamlit_command(sys.executable, args.port, args.address)
-    try:
-        finished = subprocess.run(command, env=server.app_environment(args.db), check=False)
-    except KeyboardInterrupt:
-        return
-    if finished.returncode != 0:
-        raise OSError(f"the app stopped with exit code {finished.returncode} (its reason is printed above)")
+    code = server.serve(command, server.app_environment(args.db))
+    if code - 128 in server.STOP_SIGNALS:  # stopped by a signal, the app with it: the shell's code for that
+        sys.exit(code)
+    if code != 0:
+        raise OSError(f"the app stopped with exit code {code} (its reason is printed above)")
 
 
 @command(
@@ -260,8 +258,9 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
 )
 def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Build ARO's COCO-Order / Flickr30k-Order from a captioned image set: per caption, a retrieval item of the
-    caption and its four word-order perturbations (tagged by spaCy, as ARO does; chance 20%), one category per
-    seed; captions too short to perturb are left out and listed in `warnings`."""
+    caption and its four word-order perturbations (tagged by spaCy, the trigrams cut by NLTK, as ARO does; chance
+    20%), one category per seed; a caption a seed's perturbations leave the same once normalised is left out of that
+    seed and listed in `warnings`."""
     from foil_studio.data import order_sets, word_order
     from foil_studio.data.loading import store_parsed
 
@@ -608,7 +607,7 @@ def cmd_admin_token(db: sqlite_utils.Database, args: argparse.Namespace) -> str:
 )
 def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Create an annotation batch: items, overlap, gold share, annotators; with --crowd-items, a crowd
-    study whose one link deals units to participants as they join."""
+    study whose one link deals units to participants as they work."""
     from foil_studio.annotate.batches import DEFAULT_CONSENT, PROLIFIC_COMPLETION_URL, BatchSpec, create_batch
 
     annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))

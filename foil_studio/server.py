@@ -1,9 +1,15 @@
-"""Starting the app: the one Streamlit command line `foil serve`, `make run` and the browser tests use."""
+"""Starting the app: the one Streamlit command line `foil serve`, `make run` and the browser tests use,
+and `serve`, which runs it until it exits or `foil serve` is asked to stop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import time
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from foil_studio.data import paths
@@ -35,3 +41,48 @@ def app_environment(db: str | Path) -> dict[str, str]:
     app does not depend on the folder it was started from)."""
     location = str(db) if paths.is_store_url(str(db)) else str(Path(db).resolve())
     return {**os.environ, "FOIL_DB": location}
+
+
+# What Docker, Kubernetes and systemd stop a service with (SIGTERM), Ctrl-C, and a closed terminal.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+GRACE_SECONDS = 10  # the app's time to shut down before its process group is killed
+POLL_SECONDS = 0.2
+
+
+def serve(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run the app (`command`) until it exits, or until this process gets one of STOP_SIGNALS; then
+    stop the app and every process it started. Return the app's exit code, or 128 + the signal's
+    number (the shell's convention: 143 for SIGTERM, 130 for Ctrl-C).
+
+    The app runs in a process group of its own, so that a signal sent to this process alone (as
+    `kill` and container runtimes send it) still reaches all of it. The signals are caught before
+    the app starts and only noted by the handler, so none is lost while it starts. A signal this
+    process ignores (SIGHUP under `nohup`) stays ignored.
+    """
+    received: list[int] = []
+    watched = [number for number in STOP_SIGNALS if signal.getsignal(number) is not signal.SIG_IGN]
+    previous = {number: signal.signal(number, lambda got, _frame: received.append(got)) for number in watched}
+    try:
+        with subprocess.Popen(command, env=env, start_new_session=True) as app:
+            while app.poll() is None and not received:
+                time.sleep(POLL_SECONDS)
+            stop_group(app)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return 128 + received[0] if received else app.returncode
+
+
+def stop_group(app: subprocess.Popen) -> None:
+    """SIGTERM to the app's process group; after the app's exit (or GRACE_SECONDS), SIGKILL to
+    whatever of the group is left."""
+    _signal_group(app.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        app.wait(timeout=GRACE_SECONDS)
+    _signal_group(app.pid, signal.SIGKILL)
+    app.wait()
+
+
+def _signal_group(group: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is gone: nothing is left of it
+        os.killpg(group, number)

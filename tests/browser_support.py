@@ -61,7 +61,7 @@ def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> 
                 start_new_session=True,
             )
             try:
-                _wait_healthy(port, process)
+                wait_healthy(port, process)
             except ServerExited:
                 if attempt == attempts - 1:
                     raise
@@ -85,7 +85,7 @@ def _stop(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
+def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -397,6 +397,9 @@ def test_crowd_workers_fill_every_item_exactly_to_the_overlap(db):
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in created["crowd_url"]
     workers = [crowd_studies.join_crowd(db, token, pid(i)) for i in range(4)]
     assert crowd_studies.join_crowd(db, token, pid(0))["id"] == workers[0]["id"]  # a second visit adds nothing
+    assert store.batch_assignments(db, store.get_batch(db, created["batch"])["id"]) == []  # joining deals nothing
+    for worker in workers:
+        queues.draw(db, worker["id"], created["batch"])  # the first draw deals the first units
     rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
     assert Counter(r["annotator"] for r in rows) == {
         f"crowd-{pid(i)}": 2 for i in range(4)

@@ -209,20 +209,22 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
     for fake in ["bot", "12345", "x" * 24, "<script>", pid(1)[:-1], pid(1) + "0", pid(1).upper()[:23] + "G"]:
         with pytest.raises(batches.BatchError, match="valid participant id"):
             crowd_studies.join_crowd(demo_db, token, fake)
-    joined, refused = [], []
-    for n in range(50):  # 50 plausible made-up ids arrive at once
+    working, refused = [], []
+    for n in range(50):  # 50 plausible made-up ids arrive at once, and each draws an item
         try:
-            joined.append(crowd_studies.join_crowd(demo_db, token, pid(1000 + n)))
+            bot = crowd_studies.join_crowd(demo_db, token, pid(1000 + n))
         except batches.BatchError as error:
             refused.append(str(error))
-    assert len(joined) == 4 and len(refused) == 46 and all("full" in r for r in refused)
+            continue
+        working += [bot] if queues.draw(demo_db, bot["id"], batch).task is not None else []
+    assert len(working) == 4 and len(refused) == 46 and all("full" in r for r in refused)  # the cap
     with pytest.raises(batches.BatchError, match="full"):
         crowd_studies.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
-    later = datetime.now(UTC) + timedelta(minutes=11)
-    assert (
-        queues.reassign_stale(demo_db, batch, now=later) == 8
-    )  # ...the bots hold 2 each (the window) and never opened one
+    assert queues.reassign_stale(demo_db, batch, now=datetime.now(UTC) + timedelta(minutes=11)) == 4  # unopened
+    later = datetime.now(UTC) + timedelta(minutes=31)
+    assert queues.reassign_stale(demo_db, batch, now=later) == 4  # ...the items they opened, past their lease
     real = crowd_studies.join_crowd(demo_db, token, pid(7))
+    queues.draw(demo_db, real["id"], batch)
     mine = [
         a
         for a in store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
@@ -235,6 +237,7 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
 def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_lease(demo_db):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=3, idle_minutes=10)
     busy, idle = crowd_studies.join_crowd(demo_db, token, pid(1)), crowd_studies.join_crowd(demo_db, token, pid(2))
+    queues.draw(demo_db, idle["id"], batch)  # one item on screen, one dealt behind it; then idle walks away
     state = queues.draw(demo_db, busy["id"], batch)
     queues.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
     queues.draw(demo_db, busy["id"], batch)
@@ -245,9 +248,9 @@ def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_
     freed = queues.reassign_stale(demo_db, batch, now=later)
     rows_after = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
     lost = Counter(a["annotator"] for a in rows_before) - Counter(a["annotator"] for a in rows_after)
-    # idle gives back both of its window; busy gives back the unopened one dealt after its answer and keeps
-    # the answered one and the one on screen
-    assert lost[idle["name"]] == 2 and lost[busy["name"]] == 1 and freed == 3
+    # each gives back its unopened unit: idle keeps the item on screen (its lease runs), busy the answered one
+    # and the one on screen
+    assert lost[idle["name"]] == 1 and lost[busy["name"]] == 1 and freed == 2
     assert len(labels_of(demo_db, batch)) == 1
 
 
@@ -281,7 +284,7 @@ def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db):
     later = datetime.now(UTC) + timedelta(minutes=11)
     queues.reassign_stale(demo_db, batch, now=later)  # idle: the unopened unit goes back
     for n in (3, 4, 5):  # others take the 5 units left, 2 + 2 + 1
-        crowd_studies.join_crowd(demo_db, token, pid(n), now=later)
+        queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(n), now=later)["id"], batch)
     finish = crowd_studies.finish_crowd(demo_db, batch, first["id"])
     assert finish.code is None and finish.dealt == 0 and "no completion code yet" in finish.sentence()
 
@@ -306,37 +309,29 @@ def test_a_returned_study_frees_its_units_at_once_and_takes_no_more(demo_db):
 
 
 def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
-    """200 well-formed made-up ids in one minute on a 100-item study: they hold 2 units each at
-    most, until the no-show time returns them; a real participant then gets units and finishes."""
+    """Issue 41: 200 well-formed made-up ids join a 100-item study (overlap 2, 20 items each: a cap
+    of 10) in one minute and open nothing. They hold no place: a real participant who joins in that
+    minute is dealt items at once and finishes. Ids that each take a unit fill only the cap."""
     spec = batches.BatchSpec(
-        "demo-sugarcrepe",
-        "validate_negative",
-        (),
-        1,
-        100,
-        seed=9,
-        crowd_items=20,
-        min_seconds=0,
-        idle_minutes=5,
-        joins_per_minute=1000,
+        "demo-sugarcrepe", "validate_negative", (), 2, 100, seed=9, crowd_items=20, min_seconds=0, idle_minutes=5
     )
     created = batches.create_batch(demo_db, spec)
     batch, token = created["batch"], created["crowd_url"].split("study=")[1].split("&")[0]
+    assert store.get_batch(demo_db, batch)["config"]["max_participants"] == 10
     now = datetime.now(UTC)
-    joined = 0
-    for n in range(200):
-        try:
-            crowd_studies.join_crowd(demo_db, token, pid(5000 + n), now=now + timedelta(seconds=n * 0.25))
-            joined += 1
-        except batches.BatchError as error:
-            assert "full" in str(error)
-    rows = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
-    assert joined == 5 and len(rows) == 10  # the cap (just enough for 100 items at 20 each), 2 units each
+    for n in range(200):  # joins_per_minute keeps its default (20): the rate counts places taken, not ids
+        crowd_studies.join_crowd(demo_db, token, pid(5000 + n), now=now + timedelta(seconds=n * 0.3))
+    real = crowd_studies.join_crowd(demo_db, token, pid(7), now=now + timedelta(seconds=30))
+    assert queues.draw(demo_db, real["id"], batch).task is not None  # within the flood's minute
+    takers = [
+        crowd_studies.join_crowd(demo_db, token, pid(9000 + n), now=now + timedelta(seconds=40)) for n in range(30)
+    ]
+    took = [t for t in takers if queues.draw(demo_db, t["id"], batch).task is not None]
+    assert len(took) == 9  # with the real participant, the cap of 10; the others were dealt nothing
     with pytest.raises(batches.BatchError, match="full"):
-        crowd_studies.join_crowd(demo_db, token, pid(7), now=now + timedelta(minutes=2))
-    after_no_show = now + timedelta(minutes=6)
-    assert queues.reassign_stale(demo_db, batch, now=after_no_show) == 10
-    real = crowd_studies.join_crowd(demo_db, token, pid(7), now=after_no_show)
+        crowd_studies.join_crowd(demo_db, token, pid(8), now=now + timedelta(seconds=50))
+    rows = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
+    assert len({r["annotator_id"] for r in rows}) == 10 and len(rows) == 20  # a window of 2 each: 10% of the units
     while (state := queues.draw(demo_db, real["id"], batch)).task is not None:
         queues.submit_answer(demo_db, real["id"], batch, state.task, first_option(state.task))
     finish = crowd_studies.finish_crowd(demo_db, batch, real["id"])
@@ -346,8 +341,10 @@ def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
 def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
     batch, token = crowd(demo_db, n=20, overlap=2, per_worker=2, joins_per_minute=5, max_participants=100)
     now = datetime.now(UTC)
-    for n in range(5):
-        crowd_studies.join_crowd(demo_db, token, pid(n), now=now)
+    late = crowd_studies.join_crowd(demo_db, token, pid(9), now=now)  # joined, not started yet
+    for n in range(5):  # five take their places (the first draw deals their units)
+        queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(n), now=now)["id"], batch)
+    assert queues.draw(demo_db, late["id"], batch).task is None  # a sixth start in the minute is held back
     with pytest.raises(batches.BatchError, match="Too many people"):
         crowd_studies.join_crowd(demo_db, token, pid(5), now=now)
     crowd_studies.join_crowd(demo_db, token, pid(5), now=now + timedelta(minutes=2))
@@ -355,7 +352,7 @@ def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
     with pytest.raises(batches.BatchError, match="closed"):
         crowd_studies.join_crowd(demo_db, token, pid(6), now=now + timedelta(minutes=4))
     assert crowd_studies.join_crowd(demo_db, token, pid(0))["external_id"] == pid(0)  # those in may come back
-    assert len(crowd_studies.study_joins(demo_db, batch)) == 6
+    assert len(crowd_studies.study_joins(demo_db, batch)) == 7
 
 
 # --- agreement and adjudication -----------------------------------------------------------------
@@ -479,7 +476,7 @@ def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
 
 def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=2)
-    crowd_studies.join_crowd(demo_db, token, pid(42))
+    queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(42))["id"], batch)
     at = admin_page(store.location(demo_db), "views/batches.py")
     at.selectbox(key="batch").set_value(batch).run()
     joins = next(d.value for d in at.dataframe if "external_id" in d.value.columns)

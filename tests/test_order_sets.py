@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,22 @@ CAPTIONS = [
 ]
 
 
+# ARO's `perturb_functions` for COCO-Order and Flickr30k-Order (its dataset_zoo/aro_datasets.py), in its
+# order, and the name each has here.
+ARO_PERTURB_FUNCTIONS = [
+    "shuffle_nouns_and_adj",
+    "shuffle_allbut_nouns_and_adj",
+    "shuffle_within_trigrams",
+    "shuffle_trigrams",
+]
+NAMED_HERE = {
+    "shuffle_nouns_and_adj": "shuffle_nouns_and_adjectives",
+    "shuffle_allbut_nouns_and_adj": "shuffle_all_but_nouns_and_adjectives",
+    "shuffle_within_trigrams": "shuffle_within_trigrams",
+    "shuffle_trigrams": "shuffle_trigrams",
+}
+
+
 def tag_by_lexicon(captions, model=None):
     """The demo lexicon, which covers the test captions: nouns, adjectives, anything else."""
     return demo_world.demo_tags(captions)
@@ -48,11 +65,12 @@ def test_options_are_the_caption_and_its_four_perturbations_in_aros_order(tmp_pa
     assert len(parsed.items) == 2
     for item, caption in zip(parsed.items, CAPTIONS):
         tokens = tag_by_lexicon([caption])[0]
-        shuffled = word_order.perturbations(tokens, 3)
+        shuffled = word_order.perturbations(tokens, word_order.words(caption), 3)
         expected = [order_sets.pre_caption(caption)] + [
-            order_sets.pre_caption(shuffled[n]) for n in order_sets.ARO_ORDER
+            order_sets.pre_caption(shuffled[NAMED_HERE[n]]) for n in ARO_PERTURB_FUNCTIONS
         ]
         assert list(item.captions) == expected
+        assert item.meta["options"] == ["caption", *(NAMED_HERE[n] for n in ARO_PERTURB_FUNCTIONS)]
         assert len(set(item.captions)) == 5  # every option differs from the caption and each other
         assert item.kind == "retrieval" and item.truth == {"correct": 0} and item.category == "seed 3"
         for option in item.captions[1:]:
@@ -70,6 +88,47 @@ def test_each_seed_is_a_category_and_the_same_seed_gives_the_same_items(tmp_path
     assert sorted({i.category for i in first.items}) == [f"seed {s}" for s in range(5)]
     by_seed = {i.category: i.captions for i in first.items if i.source_id.endswith("/0")}
     assert len(set(by_seed.values())) > 1  # other seeds, other orders
+
+
+def test_trigram_perturbations_cut_nltks_words_of_the_raw_caption_as_aro_does(tmp_path):
+    """ARO's trigram perturbations read `nltk.word_tokenize(caption)`, not spaCy's tokens: quotes
+    become `` and '', a hyphenated word stays whole, a run of spaces is no token."""
+    caption = 'A "red" circle left of a blue-green  square'
+    aro_words = ["a", "``", "red", "''", "circle", "left", "of", "a", "blue-green", "square"]  # lower-cased
+    groups = [aro_words[i : i + 3] for i in range(0, len(aro_words), 3)]
+    path = tmp_path / "captions.jsonl"
+    path.write_text(json.dumps({"image": "a.png", "caption": caption}))
+    parsed = order_sets.build_order_set(order_sets.read_captioned(path), tag_by_lexicon, name="x", seeds=range(5))
+    assert len(parsed.items) == 5
+    for item in parsed.items:
+        options = dict(zip(item.meta["options"], item.captions))
+        within = options["shuffle_within_trigrams"].split()
+        assert [sorted(g) for g in trigrams_of(within)] == [sorted(g) for g in groups]
+        whole = [" ".join(g) for g in groups]
+        assert any(" ".join(order) == options["shuffle_trigrams"] for order in permutations(whole))
+
+
+def trigrams_of(words: list[str]) -> list[list[str]]:
+    return [words[i : i + 3] for i in range(0, len(words), 3)]
+
+
+def tag_by_hand(captions, model=None):
+    """Nouns and adjectives of the captions below, by hand; any other word X."""
+    nouns, adjectives = {"dog", "cat", "man", "hat", "cup", "boy", "girl", "bench", "table"}, {"small", "big"}
+    return [[Token(w, "NN" if w in nouns else "JJ" if w in adjectives else "X") for w in c.split()] for c in captions]
+
+
+def test_a_seeds_items_do_not_depend_on_which_other_seeds_are_built():
+    """A caption whose draw in one seed comes out the same once case is removed ("a" and "A" swapped)
+    is left out of that seed only: `--seeds 1` and `--seeds 5` give seed 0 the same items."""
+    captions = ["A dog and a cat", "A man with a hat and a cup", "A small dog and a big cat on a table"]
+    captioned = [order_sets.Captioned(f"{n}.png", c, Path("x.jsonl"), n + 1) for n, c in enumerate(captions)]
+    alone = order_sets.build_order_set(captioned, tag_by_hand, name="x", seeds=[0])
+    among = order_sets.build_order_set(captioned, tag_by_hand, name="x", seeds=range(5))
+    seed_0 = [(i.source_id, i.captions) for i in among.items if i.category == "seed 0"]
+    assert [(i.source_id, i.captions) for i in alone.items] == seed_0
+    assert "0/1" in [source for source, _ in seed_0] and "1/1" not in [i.source_id for i in among.items]
+    assert any("left out of seed 1:" in w.message and "a man with a hat" in w.message for w in among.warnings)
 
 
 def test_jsonl_with_one_caption_per_line_and_limits(tmp_path):

@@ -12,7 +12,8 @@ from foil_studio.data.word_order import (
     ADJECTIVE_TAGS,
     INSTALL_HINT,
     NOUN_TAGS,
-    PERTURBATIONS,
+    TAGGED,
+    WORDS,
     Token,
     TooShortError,
     perturbations,
@@ -39,15 +40,15 @@ CAPTIONS = [
 @pytest.mark.parametrize("seed", range(20))
 def test_every_perturbation_keeps_the_words_and_changes_the_order(caption, seed):
     original = [t.text for t in caption]
-    for name, words in perturbations(caption, seed).items():
-        assert Counter(words.split()) == Counter(original), name
-        assert words.split() != original, (name, seed)
+    for name, perturbed in perturbations(caption, original, seed).items():
+        assert Counter(perturbed.split()) == Counter(original), name
+        assert perturbed.split() != original, (name, seed)
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_nouns_and_adjectives_move_only_among_their_own_positions(seed):
     caption = CAPTIONS[0]
-    out = PERTURBATIONS["shuffle_nouns_and_adjectives"](caption, random.Random(seed)).split()
+    out = TAGGED["shuffle_nouns_and_adjectives"](caption, random.Random(seed)).split()
     for token, word in zip(caption, out):
         if token.tag in NOUN_TAGS:
             assert word in {t.text for t in caption if t.tag in NOUN_TAGS}
@@ -60,7 +61,7 @@ def test_nouns_and_adjectives_move_only_among_their_own_positions(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_everything_but_nouns_and_adjectives_moves_and_they_stay(seed):
     caption = CAPTIONS[0]
-    out = PERTURBATIONS["shuffle_all_but_nouns_and_adjectives"](caption, random.Random(seed)).split()
+    out = TAGGED["shuffle_all_but_nouns_and_adjectives"](caption, random.Random(seed)).split()
     others = Counter(t.text for t in caption if t.tag not in NOUN_TAGS | ADJECTIVE_TAGS)
     moved = Counter(word for token, word in zip(caption, out) if token.tag not in NOUN_TAGS | ADJECTIVE_TAGS)
     assert moved == others
@@ -70,37 +71,36 @@ def test_everything_but_nouns_and_adjectives_moves_and_they_stay(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_trigram_perturbations_respect_trigram_boundaries(seed):
     caption = CAPTIONS[1]  # 9 words: three whole trigrams
-    words = [t.text for t in caption]
-    groups = trigrams(words)
-    out = PERTURBATIONS["shuffle_trigrams"](caption, random.Random(seed)).split()
-    assert sorted(map(tuple, trigrams(out))) == sorted(map(tuple, groups)) and out != words
-    within = PERTURBATIONS["shuffle_within_trigrams"](caption, random.Random(seed)).split()
-    assert [Counter(g) for g in trigrams(within)] == [Counter(g) for g in groups] and within != words
-    eleven = CAPTIONS[0][:11]  # its last trigram has two words, shuffled inside its own slot
-    inside = PERTURBATIONS["shuffle_within_trigrams"](eleven, random.Random(seed)).split()
-    assert [Counter(g) for g in trigrams(inside)] == [Counter(g) for g in trigrams([t.text for t in eleven])]
+    plain = [t.text for t in caption]
+    groups = trigrams(plain)
+    out = WORDS["shuffle_trigrams"](plain, random.Random(seed)).split()
+    assert sorted(map(tuple, trigrams(out))) == sorted(map(tuple, groups)) and out != plain
+    within = WORDS["shuffle_within_trigrams"](plain, random.Random(seed)).split()
+    assert [Counter(g) for g in trigrams(within)] == [Counter(g) for g in groups] and within != plain
+    eleven = [t.text for t in CAPTIONS[0][:11]]  # its last trigram has two words, shuffled inside its own slot
+    inside = WORDS["shuffle_within_trigrams"](eleven, random.Random(seed)).split()
+    assert [Counter(g) for g in trigrams(inside)] == [Counter(g) for g in trigrams(eleven)]
 
 
 def test_captions_too_short_to_perturb_are_reported_not_kept():
     one_noun = tagged("a/DT dog/NN")
     with pytest.raises(TooShortError, match="shuffle_nouns_and_adjectives"):
-        PERTURBATIONS["shuffle_nouns_and_adjectives"](one_noun, random.Random(0))
+        TAGGED["shuffle_nouns_and_adjectives"](one_noun, random.Random(0))
     with pytest.raises(TooShortError, match="shuffle_trigrams"):
-        PERTURBATIONS["shuffle_trigrams"](one_noun, random.Random(0))  # a single trigram has nowhere to go
+        WORDS["shuffle_trigrams"](["a", "dog"], random.Random(0))  # a single trigram has nowhere to go
     only_nouns = tagged("dogs/NNS cats/NNS")
     with pytest.raises(TooShortError, match="shuffle_all_but_nouns_and_adjectives"):
-        PERTURBATIONS["shuffle_all_but_nouns_and_adjectives"](only_nouns, random.Random(0))
-    same_word = tagged("buffalo/NN buffalo/NN buffalo/NN")
+        TAGGED["shuffle_all_but_nouns_and_adjectives"](only_nouns, random.Random(0))
     with pytest.raises(TooShortError, match="shuffle_within_trigrams"):
-        PERTURBATIONS["shuffle_within_trigrams"](same_word, random.Random(0))
+        WORDS["shuffle_within_trigrams"](["buffalo"] * 3, random.Random(0))
     with pytest.raises(TooShortError):
-        perturbations(one_noun, seed=0)
+        perturbations(one_noun, ["a", "dog"], seed=0)
 
 
 def test_the_same_seed_gives_the_same_captions_and_another_seed_others():
-    first = [perturbations(c, 3) for c in CAPTIONS]
-    assert [perturbations(c, 3) for c in CAPTIONS] == first
-    assert [perturbations(c, 4) for c in CAPTIONS] != first
+    first = [perturbations(c, [t.text for t in c], 3) for c in CAPTIONS]
+    assert [perturbations(c, [t.text for t in c], 3) for c in CAPTIONS] == first
+    assert [perturbations(c, [t.text for t in c], 4) for c in CAPTIONS] != first
 
 
 def test_tagging_needs_an_english_model_and_says_how_to_install_one():

@@ -1,6 +1,19 @@
 """Crowd studies (e.g. Prolific): participants join through the study's link and are dealt units
 on demand, up to a window of unanswered ones; practice items first; a completion code (or the
-screen-out code, when gold checks fail) once their work is complete; returning the study; closing it."""
+screen-out code, when gold checks fail) once their work is complete; returning the study; closing it.
+
+Places are taken by work, not by joining. Joining registers a participant (their quota, their
+session) and deals nothing; their first units are dealt when they draw their first item, after
+the consent, instructions and practice screens. A participant holds a place while they hold an
+unanswered unit: made-up ids that join and open nothing hold neither units nor places, however
+many arrive, so a real participant among them is dealt items as soon as they start. Taking a
+place is what the study limits: a participant who holds nothing in it (new, or every unit went
+back unanswered) is dealt units only while fewer than `max_participants` hold work and fewer
+than `joins_per_minute` took their place in the last minute, so ids that each take a unit
+cannot drain the study: they hold at most the cap's places, a window each, until their lease or
+the no-show time returns the units. Joining is refused when those limits are reached already
+(the study is full, or too many started), the study is closed, or no unit is free.
+"""
 
 from __future__ import annotations
 
@@ -22,14 +35,14 @@ from foil_studio.data import store
 def join_crowd(
     db: sqlite_utils.Database, crowd_token: str, external_id: str, *, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Register a crowd worker (e.g. a Prolific PID) and deal them their first units; safe to repeat.
+    """Register a crowd worker (e.g. a Prolific PID) for a study; safe to repeat. Nothing is dealt
+    yet: their first draw deals their first units (`top_up`), so an id that joins and opens
+    nothing holds no place (the module's docstring has the rule).
 
-    Units are dealt on demand: a participant holds at most the study's `window` unanswered units
-    and gets more as they answer (`draw`), so made-up ids that join and leave hold little, and
-    only until the no-show time (`idle_minutes`) returns it. Refused with a BatchError saying why
-    when the link is wrong, the id implausible, the participant returned the study, or the study
-    is closed or full, too many people joined in the last minute, or no work is left. A
-    participant who holds open work, or finished, gets a new session and nothing more.
+    Refused with a BatchError saying why when the link is wrong, the id implausible, the
+    participant returned the study, or the study is closed or full, too many participants took
+    their place in the last minute, or no unit is free. A participant who holds work (open or
+    answered) gets a new session and nothing more.
     """
     batch = store.batch_by_crowd_token(db, crowd_token)
     if batch is None:
@@ -43,11 +56,14 @@ def join_crowd(
         known = store.annotator_by_name(db, name)
         if known is not None and store.has_returned(db, batch["id"], known["id"]):
             raise BatchError("You returned this study, so it cannot be taken up again.")
-        if known is None or not _holds_or_finished(db, batch, known["id"]):
-            _check_study_open(db, batch, now or datetime.now(UTC))
+        if known is None or _takes_place(db, batch, known["id"]):
+            refusal = _refusal(db, batch, now or datetime.now(UTC))
+            if refusal is not None:
+                raise BatchError(refusal)
             worker = store.ensure_annotator(db, name, external_id=worker_id)
-            if not _deal(db, batch, worker["id"], worker_id):
+            if not _crowd_share(batch, worker["id"], store.batch_assignments(db, batch["id"])):
                 raise BatchError("Every item of this study is taken right now. Please try again later.")
+            store.record_join(db, batch["id"], worker["id"], worker_id, _quota(batch))
         else:
             worker = {**known, "token": None}
     return {**worker, "token": worker["token"] or store.issue_token(db, worker["id"])}  # older sessions stay valid
@@ -101,7 +117,7 @@ def finish_crowd(db: sqlite_utils.Database, batch_name: str, annotator_id: int) 
                 else None
             )
             return CrowdFinish(code, passed, answered, quota, completion_url=url)
-        dealt = 0 if store.has_returned(db, batch["id"], annotator_id) else _deal(db, batch, annotator_id, None)
+        dealt = 0 if store.has_returned(db, batch["id"], annotator_id) else _deal(db, batch, annotator_id)
     return CrowdFinish(None, True, answered, quota, dealt)
 
 
@@ -125,7 +141,7 @@ def top_up(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) 
         store.lock_batch(db, batch["id"])
         if store.has_returned(db, batch["id"], annotator_id):
             return 0
-        return _deal(db, batch, annotator_id, None)
+        return _deal(db, batch, annotator_id)
 
 
 def _answered_and_quota(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> tuple[int, int]:
@@ -133,11 +149,10 @@ def _answered_and_quota(db: sqlite_utils.Database, batch: store.BatchRow, annota
     return held - unanswered, store.crowd_quota(db, batch["id"], annotator_id) or held
 
 
-def _holds_or_finished(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> bool:
-    """A known participant who holds open units, or reached their quota, is dealt nothing on joining again."""
-    unanswered, held = store.open_units(db, batch["id"], annotator_id)
-    quota = store.crowd_quota(db, batch["id"], annotator_id)
-    return unanswered > 0 or (quota is not None and held - unanswered >= quota)
+def _takes_place(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> bool:
+    """Whether units dealt to a participant now would take a place: they hold nothing in the batch
+    (new, or every unit went back unanswered)."""
+    return store.open_units(db, batch["id"], annotator_id)[1] == 0
 
 
 def _nothing_left_for(batch: store.BatchRow, annotator_id: int, current: list[dict[str, Any]]) -> bool:
@@ -151,30 +166,37 @@ def _nothing_left_for(batch: store.BatchRow, annotator_id: int, current: list[di
     )
 
 
-def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int, external_id: str | None) -> int:
+def _deal(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> int:
     """Inside the batch's lock: deal a participant units up to the window (regular units short of
-    their overlap, and gold), record their quota on their first deal; return how many were dealt."""
-    config = batch["config"]
-    current = store.batch_assignments(db, batch["id"])
-    share = _crowd_share(batch, annotator_id, current)
+    their overlap, and gold); return how many were dealt. One who holds nothing in the batch (new,
+    or every unit went back unanswered) takes a place by it, so gets units only while the study
+    has room for a newcomer (`_refusal`); one who answered some goes on as before."""
+    if _takes_place(db, batch, annotator_id) and _refusal(db, batch, datetime.now(UTC)):
+        return 0
+    share = _crowd_share(batch, annotator_id, store.batch_assignments(db, batch["id"]))
     store.add_assignments(db, batch["id"], share)
-    if external_id is not None:
-        n_regular = sum(not gold for *_, gold in config["units"])
-        quota = min(config["crowd_items"], n_regular) + sum(bool(gold) for *_, gold in config["units"])
-        store.record_join(db, batch["id"], annotator_id, external_id, quota)
     return len(share)
 
 
-def _check_study_open(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> None:
-    """Raise BatchError when a crowd study takes no new participant now (closed, full, or joined too fast)."""
+def _quota(batch: store.BatchRow) -> int:
+    """The units a participant answers for their code: their items per participant (or every
+    regular unit, where fewer) and every gold unit."""
+    units = batch["config"]["units"]
+    return min(batch["config"]["crowd_items"], sum(not gold for *_, gold in units)) + sum(bool(g) for *_, g in units)
+
+
+def _refusal(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> str | None:
+    """Why a crowd study takes no new place now (closed, full, or too many started in the minute
+    before `moment`), in the participant's words; None when it takes one."""
     config = batch["config"]
     if batch.get("closed_at"):
-        raise BatchError("This study is closed.")
+        return "This study is closed."
     if store.participants_holding_work(db, batch["id"]) >= (setting(config, "max_participants") or 1 << 30):
-        raise BatchError("This study is full right now. Places free up when others leave: please try again later.")
-    recent = store.joins_since(db, batch["id"], store.timestamp(moment - timedelta(minutes=1)))
-    if recent >= setting(config, "joins_per_minute"):
-        raise BatchError("Too many people are joining this study at once. Please try again in a minute.")
+        return "This study is full right now. Places free up when others leave: please try again later."
+    since = store.timestamp(moment - timedelta(minutes=1))
+    if store.participants_started_since(db, batch["id"], since) >= setting(config, "joins_per_minute"):
+        return "Too many people are joining this study at once. Please try again in a minute."
+    return None
 
 
 def close_study(db: sqlite_utils.Database, batch_name: str, closed: bool = True) -> None:

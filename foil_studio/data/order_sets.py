@@ -5,11 +5,14 @@ As ARO builds them: every caption of every image becomes one `retrieval` item wh
 the caption and its four word-order perturbations (`data.word_order`, in ARO's order: nouns and
 adjectives shuffled, everything else shuffled, words within trigrams, trigrams), each passed
 through ARO's `pre_caption` (lower case, the characters ``.!"()*#:;~`` removed, at most 30
-words). The true caption is option 0, so chance is one in five. Unlike ARO, a caption whose
-perturbations cannot all differ from it (too short, or different only in removed punctuation) is
-left out and reported, not kept with a duplicate option. Each seed's perturbations are one
+words). The true caption is option 0, so chance is one in five. Each seed's perturbations are one
 category (``seed 0``...): ARO averages its figures over several seeds, and `./foil metrics`
 prints their mean and standard error beside each seed's interval.
+
+Unlike ARO, which keeps every caption, no option repeats the caption: a caption with nothing to
+move (too short) is left out of every seed, and a caption one of whose perturbations comes out the
+same once punctuation and case are removed is left out of that seed only (each is reported), so
+a seed's items do not depend on which other seeds are built.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from foil_studio.data.formats import Parsed
 from foil_studio.data.formats.base import json_lines, make_item
 from foil_studio.data.reading import BadInputError, check_text, read_json
-from foil_studio.data.word_order import PERTURBATIONS, Token, TooShortError, perturbations
+from foil_studio.data.word_order import PERTURBATIONS, Token, TooShortError, perturbations, words
 
 ORDER_SOURCE = "aro-order"  # the record of `formats.MADE_HERE` its datasets follow
 ARO_ORDER = (  # the order of ARO's `perturb_functions`, options 1 to 4 of every item
@@ -91,29 +94,30 @@ def build_order_set(
     captioned: Sequence[Captioned], tagger: Tagger, *, name: str, seeds: Sequence[int], limit: int | None = None
 ) -> Parsed:
     """The order set's items: per seed (a category), one `retrieval` item per caption (the first
-    `limit` captions). Captions that cannot take every perturbation are reported once as warnings."""
+    `limit` captions) that takes every perturbation with that seed. Each caption left out is
+    reported once per reason, with the seeds it is left out of."""
     chosen = list(captioned[:limit] if limit else captioned)
-    tags = tagger([c.caption for c in chosen])
+    read = list(zip(chosen, tagger([c.caption for c in chosen]), (words(c.caption) for c in chosen)))
     parsed = Parsed(ORDER_SOURCE, name)
-    kept: list[tuple[int, Captioned, list[Token]]] = []
-    for n, (caption, tokens) in enumerate(zip(chosen, tags)):
-        try:
-            for seed in seeds:
-                _options(caption.caption, tokens, seed)
-        except TooShortError as error:
-            parsed.warn(caption.file, caption.row, f"left out: {error}")
-            continue
-        kept.append((n, caption, tokens))
+    left_out: dict[tuple[int, str], list[int]] = {}
     for seed in seeds:
-        for n, caption, tokens in kept:
-            parsed.add(_item(caption, _options(caption.caption, tokens, seed), seed, n), caption.file, caption.row)
+        for n, (caption, tokens, split) in enumerate(read):
+            try:
+                parsed.add(
+                    _item(caption, _options(caption.caption, tokens, split, seed), seed, n), caption.file, caption.row
+                )
+            except TooShortError as error:
+                left_out.setdefault((n, str(error)), []).append(seed)
+    for (n, reason), where in sorted(left_out.items()):
+        seeds_named = "every seed" if len(where) == len(seeds) else f"seed {', '.join(map(str, where))}"
+        parsed.warn(read[n][0].file, read[n][0].row, f"left out of {seeds_named}: {reason}")
     return parsed
 
 
-def _options(caption: str, tokens: Sequence[Token], seed: int) -> tuple[str, ...]:
+def _options(caption: str, tokens: Sequence[Token], split: Sequence[str], seed: int) -> tuple[str, ...]:
     """The caption and its perturbations in ARO's order, normalised; TooShortError where one
     comes out the same as the caption."""
-    shuffled = perturbations(tokens, seed)
+    shuffled = perturbations(tokens, split, seed)
     options = (pre_caption(caption), *(pre_caption(shuffled[name]) for name in ARO_ORDER))
     same = [name for name, option in zip(ARO_ORDER, options[1:]) if option == options[0]]
     if same:

@@ -9,6 +9,13 @@ from a tagged caption, four captions with the same words in another order.
   order is shuffled;
 * ``shuffle_within_trigrams``: the words shuffled inside each trigram.
 
+The first two read spaCy's tagged tokens; the trigram ones, as in ARO, NLTK's words of the raw
+caption (`words`). ARO calls `nltk.word_tokenize`, which splits sentences with the Punkt model (a
+download) and applies `NLTKWordTokenizer` to each; here it is applied to the whole caption, which
+is one sentence (4 of SugarCrepe's 4,345 COCO captions hold two, where Punkt may cut a trigram
+elsewhere). spaCy's tokens differ on runs of spaces (tokens to spaCy), hyphenated words and
+quotes (a double quote becomes two backticks or two apostrophes in NLTK's words, as in ARO's options).
+
 As in ARO's code, a perturbation keeps the multiset of words and joins them with spaces. Unlike a
 plain shuffle, it never hands back the caption unchanged: where a shuffle happens to restore the
 original order, the moved words are rotated by one instead (which changes a sequence unless all its
@@ -22,6 +29,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from nltk.tokenize import NLTKWordTokenizer
 
 NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
 ADJECTIVE_TAGS = frozenset({"JJ", "JJR", "JJS"})
@@ -87,6 +96,15 @@ def shuffle_all_but_nouns_and_adjectives(tokens: Sequence[Token], rng: random.Ra
     return " ".join(_moved([t.text for t in tokens], others, rng, "shuffle_all_but_nouns_and_adjectives"))
 
 
+def words(caption: str) -> list[str]:
+    """The caption's words as ARO's trigram perturbations read them (`nltk.word_tokenize` on one sentence).
+
+    >>> words('A "stop" sign on a black-and-white pole..')
+    ['A', '``', 'stop', "''", 'sign', 'on', 'a', 'black-and-white', 'pole', '..']
+    """
+    return list(NLTKWordTokenizer().tokenize(caption))
+
+
 def trigrams(words: Sequence[str]) -> list[list[str]]:
     """Consecutive trigrams, the last one shorter where the length is not a multiple of three.
 
@@ -96,15 +114,15 @@ def trigrams(words: Sequence[str]) -> list[list[str]]:
     return [list(words[i : i + 3]) for i in range(0, len(words), 3)]
 
 
-def shuffle_trigrams(tokens: Sequence[Token], rng: random.Random) -> str:
+def shuffle_trigrams(words: Sequence[str], rng: random.Random) -> str:
     """The trigrams in another order, each kept whole."""
-    groups = [" ".join(group) for group in trigrams([t.text for t in tokens])]
+    groups = [" ".join(group) for group in trigrams(words)]
     return " ".join(_moved(groups, range(len(groups)), rng, "shuffle_trigrams"))
 
 
-def shuffle_within_trigrams(tokens: Sequence[Token], rng: random.Random) -> str:
+def shuffle_within_trigrams(words: Sequence[str], rng: random.Random) -> str:
     """The words of each trigram in another order inside it (a trigram of one repeated word stays)."""
-    groups = trigrams([t.text for t in tokens])
+    groups = trigrams(words)
     if not any(len(set(group)) > 1 for group in groups):
         raise TooShortError(f"shuffle_within_trigrams: no trigram with two different words in {groups!r}")
     return " ".join(
@@ -113,20 +131,31 @@ def shuffle_within_trigrams(tokens: Sequence[Token], rng: random.Random) -> str:
     )
 
 
-PERTURBATIONS: dict[str, Callable[[Sequence[Token], random.Random], str]] = {
+# The perturbations of tagged tokens (spaCy's) and of words (NLTK's), by name.
+TAGGED: dict[str, Callable[[Sequence[Token], random.Random], str]] = {
     "shuffle_nouns_and_adjectives": shuffle_nouns_and_adjectives,
     "shuffle_all_but_nouns_and_adjectives": shuffle_all_but_nouns_and_adjectives,
+}
+WORDS: dict[str, Callable[[Sequence[str], random.Random], str]] = {
     "shuffle_trigrams": shuffle_trigrams,
     "shuffle_within_trigrams": shuffle_within_trigrams,
 }
+PERTURBATIONS = (*TAGGED, *WORDS)
 
 
-def perturbations(tokens: Sequence[Token], seed: int) -> dict[str, str]:
-    """The caption's four perturbations, each from its own generator seeded by `seed`, the caption
-    and the perturbation's name: the same seed gives the same captions. TooShortError names the
-    first perturbation the caption cannot take."""
+def perturbations(tokens: Sequence[Token], words: Sequence[str], seed: int) -> dict[str, str]:
+    """The caption's four perturbations, from its tagged tokens and its NLTK words (`words(caption)`),
+    each from its own generator seeded by `seed`, the caption and the perturbation's name: the same
+    seed gives the same captions. TooShortError names the first perturbation the caption cannot take."""
     caption = " ".join(t.text for t in tokens)
-    return {name: shuffle(tokens, random.Random(f"{seed}:{name}:{caption}")) for name, shuffle in PERTURBATIONS.items()}
+
+    def rng(name: str) -> random.Random:
+        return random.Random(f"{seed}:{name}:{caption}")
+
+    return {
+        **{name: shuffle(tokens, rng(name)) for name, shuffle in TAGGED.items()},
+        **{name: shuffle(words, rng(name)) for name, shuffle in WORDS.items()},
+    }
 
 
 def tag_captions(captions: Sequence[str], model: str = SPACY_MODEL) -> list[list[Token]]:

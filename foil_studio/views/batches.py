@@ -385,8 +385,9 @@ if "crowd_token" in batch_row["config"]:
     config = batch_row["config"]
     st.text(
         f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
-        f"{batches.setting(config, 'joins_per_minute')} may join per minute; each holds at most "
-        f"{batches.setting(config, 'window')} unanswered items at a time; the unopened items of a participant "
+        f"{batches.setting(config, 'joins_per_minute')} may take their place (their first items) per minute; "
+        f"each holds at most {batches.setting(config, 'window')} unanswered items at a time; the unopened items of "
+        "a participant "
         f"idle for {batches.setting(config, 'idle_minutes'):g} minutes go back to the pool."
     )
     if joins:

@@ -532,11 +532,14 @@ def crowd_quota(db: sqlite_utils.Database, batch_id: int, annotator_id: int) -> 
     return None if row is None else int(row[0])
 
 
-def joins_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
-    """How many participants joined a crowd study at or after `since`."""
+def participants_started_since(db: sqlite_utils.Database, batch_id: int, since: str) -> int:
+    """Participants of a batch whose every assignment there was dealt at or after `since`: those
+    who took their place in the batch since then (joining alone deals nothing in a crowd study)."""
     return int(
         db.execute(
-            "SELECT COUNT(*) FROM crowd_joins WHERE batch_id = ? AND joined_at >= ?", [batch_id, since]
+            "SELECT COUNT(*) FROM (SELECT annotator_id FROM assignments WHERE batch_id = ?"
+            " GROUP BY annotator_id HAVING MIN(assigned_at) >= ?) started",
+            [batch_id, since],
         ).fetchone()[0]
     )
 

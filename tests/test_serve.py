@@ -1,0 +1,81 @@
+"""`foil serve` as a service manager runs it: a signal to the `foil` process alone (Docker,
+Kubernetes and systemd stop a service with SIGTERM; Ctrl-C is SIGINT) stops the app and every
+process it started, and the exit code says which signal it was."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.browser_support import free_port, wait_healthy
+from tests.conftest import FOIL_CLI, REPO
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every live process (zombies left out), from /proc."""
+    table = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended while the table was read
+            continue
+        if fields[0] != "Z":
+            table[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes `pid` started, and theirs."""
+    table, found, frontier = process_table(), set(), {pid}
+    while frontier:
+        frontier = {child for child, (parent, _) in table.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def survivors(children: set[int], groups: set[int]) -> set[int]:
+    """The live processes among `children` or in their process groups."""
+    return {pid for pid, (_, group) in process_table().items() if pid in children or group in groups}
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_foil_serve_alone_stops_the_app_and_every_child(tmp_path, stop):
+    port = free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        foil = subprocess.Popen(
+            [*FOIL_CLI, "serve", "--port", str(port), "--db", str(tmp_path / "app.db")],
+            cwd=REPO,
+            env={**os.environ, "FOIL_ADMIN_TOKEN": "serve-test-admin-token"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a group apart from pytest's: what is left of foil's is seen below
+        )
+    children: set[int] = set()
+    try:
+        wait_healthy(port, foil)
+        children = descendants(foil.pid)
+        groups = {group for pid, (_, group) in process_table().items() if pid in children}
+        assert children, "the app runs in a process of its own"
+        os.kill(foil.pid, stop)  # the foil process only, not its group: as `kill` and container runtimes do
+        code = foil.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (survivors(children, groups) or not port_is_free(port)):
+            time.sleep(0.2)
+        assert survivors(children, groups) == set(), "processes foil serve started outlived it"
+        assert port_is_free(port)
+        assert code == 128 + stop, (tmp_path / "serve.log").read_text()[-2000:]
+    finally:
+        for pid in children | {foil.pid}:
+            if pid in process_table():
+                os.kill(pid, signal.SIGKILL)
