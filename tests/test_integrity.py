@@ -474,6 +474,21 @@ def test_batches_page_shows_rank_agreement_per_question(demo_db, admin_page):
     ]  # written with two decimals, an empty cell where undefined
 
 
+def test_batches_page_leaves_an_undefined_coefficient_empty_and_says_why(demo_db, admin_page):
+    """Found by the stateful test: a category with one item (kappa undefined there) and a batch
+    where nobody overlaps drew "None" in the agreement tables."""
+    batch = make(demo_db, n=3, overlap=2, annotators=("ada", "ben"))
+    simulation.simulate(demo_db, batch, accuracies=1.0, seed=1)
+    at = admin_page(store.location(demo_db), "views/batches.py")
+    at.selectbox(key="batch").set_value(batch).run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe]
+    assert not [t.to_string() for t in tables if "None" in t.to_string() or "NaN" in t.to_string()]
+    per_category = next(t for t in tables if "category" in t.columns and "undefined because" in t.columns)
+    undefined = per_category[per_category["cohen_mean"] == ""]
+    assert len(undefined) and all("cohen_mean: " in why for why in undefined["undefined because"])
+
+
 def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=2)
     queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(42))["id"], batch)

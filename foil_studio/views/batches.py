@@ -259,12 +259,9 @@ if report["cohen_pairs"]:
     chart.update_yaxes(automargin=True, title_text="")
     chart = text.whole_number_ticks(chart, answers.groupby(["answer", "annotator"]).size().max(), axis="x")
     (right if len(report["cohen_pairs"]) > 1 else left).plotly_chart(text.literal_figure(chart), key="answers_chart")
-    st.dataframe(
-        pd.DataFrame(report["cohen_pairs"]),
-        hide_index=True,
-        width="stretch",
-        column_config={"kappa": st.column_config.NumberColumn(format="%.2f")},
-    )
+    pairs = pd.DataFrame(report["cohen_pairs"])
+    shown_pairs = pairs.assign(kappa=text.figure_cells(pairs["kappa"]))  # empty where undefined, said beside
+    st.dataframe(text.blank_missing(shown_pairs), hide_index=True, width="stretch")
     reliability = consensus.dawid_skene(db, name)["accuracy"]
     st.caption(
         "Dawid-Skene estimated accuracy per annotator: "
