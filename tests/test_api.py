@@ -56,8 +56,8 @@ def scored_demo_with_a_batch(demo_db):
     return studio
 
 
-def test_the_notebook_example_prints_the_figures_of_the_command_line(scored_demo_with_a_batch):
-    location = scored_demo_with_a_batch.location
+def notebook_example(location) -> str:
+    """What README's Python API example prints on a store (it must end without an error)."""
     done = subprocess.run(
         [sys.executable, str(REPO / "docs" / "notebook_example.py")],
         env={**os.environ, "FOIL_DB": str(location)},
@@ -67,7 +67,12 @@ def test_the_notebook_example_prints_the_figures_of_the_command_line(scored_demo
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    printed = done.stdout.splitlines()
+    return done.stdout
+
+
+def test_the_notebook_example_prints_the_figures_of_the_command_line(scored_demo_with_a_batch):
+    location = scored_demo_with_a_batch.location
+    printed = notebook_example(location).splitlines()
 
     datasets = {d["name"]: d["n_items"] for d in foil(location, "datasets")}
     shown = {line.split()[0]: int(line.split()[-1]) for line in printed if line.split()[0] in datasets}
@@ -98,18 +103,10 @@ def test_the_notebook_example_says_why_a_coefficient_is_undefined(demo_db):
     api.Studio(demo_db).score("demo-sugarcrepe", "demo", run="demo-clip")
     location = store.location(demo_db)
     foil(location, "batch", "create", "demo-sugarcrepe", "--task", "validate_negative", "--n", "4", "--name", "fresh")
-    done = subprocess.run(
-        [sys.executable, str(REPO / "docs" / "notebook_example.py")],
-        env={**os.environ, "FOIL_DB": str(location)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "fresh: 0 labels" in done.stdout
-    assert "percent_agreement  undefined: no item has two or more labels" in done.stdout
-    assert "gwet_ac1           undefined: no item has two or more labels" in done.stdout
+    printed = notebook_example(location)
+    assert "fresh: 0 labels" in printed
+    assert "percent_agreement  undefined: no item has two or more labels" in printed
+    assert "gwet_ac1           undefined: no item has two or more labels" in printed
 
 
 def test_each_method_returns_what_its_command_computes(scored_demo_with_a_batch):
