@@ -26,12 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foil_studio.annotate import health, queues  # noqa: E402
-from foil_studio.annotate.batches import SIMULATED  # noqa: E402
-from foil_studio.data import store  # noqa: E402
-from foil_studio.data.formats import Parsed  # noqa: E402
-from foil_studio.data.items import Item  # noqa: E402
-from foil_studio.data.loading import store_parsed  # noqa: E402
+from foil_studio.annotate import health, queues
+from foil_studio.annotate.batches import SIMULATED
+from foil_studio.data import store
+from foil_studio.data.formats import Parsed
+from foil_studio.data.items import Item
+from foil_studio.data.loading import store_parsed
 
 CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 ANNOTATORS = ("ann-a", "ann-b", "ann-c")
@@ -48,7 +48,8 @@ def generated(n: int) -> Parsed:
     for i in range(n):
         category = CATEGORIES[i % len(CATEGORIES)]
         caption = f"a photo number {i} of a cat on a mat"
-        parsed.add(Item("pair", category, str(i), (caption, caption.replace("cat", "dog")), (f"{i % 5000}.jpg",)), "x", i)
+        item = Item("pair", category, str(i), (caption, caption.replace("cat", "dog")), (f"{i % 5000}.jpg",))
+        parsed.add(item, "x", i)
     return parsed
 
 
@@ -125,7 +126,8 @@ def one_size(location: str, engine: str, n: int, samples: list[int], answers: in
                 ("Benchmark health", "views/health.py", "health_dataset"),
             ):
                 first, again = page_seconds(location, page, key)
-                say(f"{engine} {n:>9,} items, sample {sample:>5,}: {title} page {first:.2f} s first, {again:.2f} s rerun")
+                at = f"{engine} {n:>9,} items, sample {sample:>5,}"
+                say(f"{at}: {title} page {first:.2f} s first, {again:.2f} s again")
 
 
 def main() -> None:
