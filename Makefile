@@ -63,7 +63,7 @@ types: $(VENV)/.testing
 # (TESTING.md records what it explored and found); FOIL_STATEFUL_NO_SHRINK=1 skips shrinking.
 stateful: $(VENV)/.testing
 	FOIL_STATEFUL_EXAMPLES=$(or $(EXAMPLES),40) FOIL_STATEFUL_STEPS=$(or $(STEPS),30) FOIL_STATEFUL_REPORT=stateful-explored.json \
-		$(PY) -m pytest -q -p no:randomly tests/test_stateful.py
+		$(PY) -m pytest -q -p no:randomly --timeout=0 tests/test_stateful.py
 	cat stateful-explored.json
 
 # Mutation score of the core modules (TESTING.md); slow, so not part of `make test` or CI.

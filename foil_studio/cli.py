@@ -27,7 +27,7 @@ import sqlite_utils
 from foil_studio.analysis.blind import SCORERS
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.analysis.metrics import TIE_RULES
-from foil_studio.analysis.model_spec import PRECISIONS, ModelUnavailableError
+from foil_studio.analysis.model_spec import FAMILY_NAMES, PRECISIONS, ModelUnavailableError, split_family
 from foil_studio.analysis.results import BOOTSTRAP
 from foil_studio.annotate import links
 from foil_studio.annotate.batches import SPEC_DEFAULTS
@@ -345,7 +345,13 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 @command(
     "score",
     arg("dataset"),
-    arg("--model", required=True, metavar="ARCH", help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME"),
+    arg(
+        "--model",
+        required=True,
+        metavar="ARCH",
+        help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME; or FAMILY:FOLDER_OR_NAME for another family: "
+        + ", ".join(FAMILY_NAMES),
+    ),
     arg("--pretrained", metavar="TAG", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
     CHECKPOINT,
     arg(
@@ -362,7 +368,14 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 )
 def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Score every item with an open_clip model (cached, batched, de-duplicated); precision `auto`
-    is bf16 where the CPU or GPU computes it natively, else fp32."""
+    is bf16 where the CPU or GPU computes it natively, else fp32.
+
+    Other model families: --model FAMILY:FOLDER_OR_NAME, a folder made by save_pretrained (model and
+    processor) or a hub name already in the Hugging Face cache. blip-itm: BLIP retrieval models scored
+    as ARO scores them (ITM match logit with [ENC] first, plus the ITC cosine; ARO's
+    model_zoo/blip_models.py); flava-itm: FlavaForPreTraining scored as ARO scores it (softmax
+    probability of a match, nothing masked; ARO's model_zoo/flava.py). Each pair is scored once and
+    cached; the run records its family, rule and weights."""
     return _score_in(db, args, args.precision, run=args.run, limit=args.limit)
 
 
@@ -419,12 +432,42 @@ def _score_in(
     from foil_studio.analysis.models import ModelSpec
     from foil_studio.analysis.scoring import score_with_model
 
+    if family := split_family(args.model):
+        return _score_family(db, args, family, precision, run=run, limit=limit)
     return score_with_model(
         db,
         args.dataset,
         ModelSpec(args.model, args.pretrained, args.checkpoint, precision),
         device=args.device,
         cache_dir=args.cache_dir,
+        run=run,
+        batch_size=args.batch_size,
+        limit=limit,
+        progress=TerminalProgress(),
+        notify=lambda sentence: print(sentence, file=sys.stderr),
+    )
+
+
+def _score_family(
+    db: sqlite_utils.Database,
+    args: argparse.Namespace,
+    family: tuple[str, str],
+    precision: str,
+    *,
+    run: str | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """`_score_in` for a family other than open_clip (`--model FAMILY:FOLDER_OR_NAME`)."""
+    from foil_studio.analysis.scorers.pairwise import score_with_family
+
+    if args.pretrained or args.checkpoint:
+        raise UsageError(f"--pretrained and --checkpoint are open_clip's; {family[0]} reads its folder or hub name")
+    return score_with_family(
+        db,
+        args.dataset,
+        *family,
+        precision=precision,
+        device=args.device,
         run=run,
         batch_size=args.batch_size,
         limit=limit,

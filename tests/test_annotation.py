@@ -694,14 +694,15 @@ def test_a_participants_studies_count_their_own_units_and_answers_as_they_are_no
     [study] = store.joined_studies(db, worker["id"])
     assert (study["id"], study["name"], study["task"]) == (batch["id"], first["batch"], "pick_image")
     assert json.loads(study["config"]) == batch["config"]
-    assert (study["assigned"], study["done"]) == (2, 0)
+    assert (study["assigned"], study["done"]) == (0, 0)  # joined: the place is taken by work, at the first draw
     state = queues.draw(db, worker["id"], first["batch"])
+    assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])] == [(2, 0)]  # its window
     queues.submit_answer(db, worker["id"], first["batch"], state.task, {"answer": state.task.options[0].value})
     assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])] == [(2, 1)]
     crowd_studies.join_crowd(db, tokens[1], pid(1))
     studies = store.joined_studies(db, worker["id"])
     assert [s["name"] for s in studies] == [first["batch"], second["batch"]]
-    assert [(s["assigned"], s["done"]) for s in studies] == [(2, 1), (2, 0)]
+    assert [(s["assigned"], s["done"]) for s in studies] == [(2, 1), (0, 0)]
     store.return_study(db, batch["id"], worker["id"])  # the open units go back; the answer stays
     assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])][0] == (1, 1)
     assert store.joined_studies(db, store.ensure_annotator(db, "nobody")["id"]) == []

@@ -58,11 +58,14 @@ def test_health_bench_times_the_estimates_against_the_budget():
 
 
 def test_health_coverage_table_prints_every_condition():
-    from tests.test_health_coverage import conditions
+    from tests.test_health_coverage import SHARES, SINGLE_SIZES, conditions
 
     out = run_bench("bench/health_coverage.py", "--reps", "20")
-    rows = re.findall(
-        r"^\| (single stratum|overall share|valid accuracy) \| .+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 20 \|", out, re.M
+    simulated = re.findall(
+        r"^\| (overall share|valid accuracy) \| .+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 20 \|", out, re.M
     )
-    assert len(rows) == len(conditions())
+    assert len(simulated) == sum(c.part != "single stratum" for c in conditions())
+    # one category's share is computed exactly: a grid of (N, K) rows by n/N, for coverage and for width
+    grid_rows = re.findall(r"^\| \d+ \| \d+ \(0\.\d{3}\) \|( [\d.]+\*? \|){12}$", out, re.M)
+    assert len(grid_rows) == 2 * len(SINGLE_SIZES) * len(SHARES)
     assert re.search(r"Horvitz-Thompson, 20 Poisson samples .* standard errors off", out)

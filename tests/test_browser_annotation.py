@@ -341,13 +341,13 @@ def test_answers_stay_in_the_batch_chosen_among_three_of_different_tasks(site):
     db = store.open_db(site["db"])
     names = {}
     for number, task in enumerate(("validate_negative", "pick_image", "ambiguity"), start=1):
-        spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, ("tess",), 1, 3, seed=number, name=f"tess-{task}")
+        spec = batches.BatchSpec(DATASET_FOR_TASK[task], task, ("vera",), 1, 3, seed=number, name=f"vera-{task}")
         names[number] = spec.name
         created = batches.create_batch(db, spec)
     link = f"{site['base']}/?token={created['annotators'][0]['token']}"
     page = site["browser"].new_context(viewport={"width": 1280, "height": 720}).new_page()
     page.goto(link)
-    expect(page.get_by_text("Welcome, tess")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Welcome, vera")).to_be_visible(timeout=30_000)
     choose_batch(page, 2)
     start_queue(page, expect)
     expect(page.get_by_text("0 of 3 done")).to_be_visible(timeout=20_000)
@@ -362,7 +362,7 @@ def test_answers_stay_in_the_batch_chosen_among_three_of_different_tasks(site):
     expect(page.get_by_role("combobox", name="Batch")).to_have_value("Batch 3: ambiguity")
     answer_and_wait(page, "1")  # Left
 
-    me = store.annotator_by_name(db, "tess")["id"]
+    me = store.annotator_by_name(db, "vera")["id"]
     rows = db.execute(
         "SELECT b.name, l.answer FROM labels l JOIN batches b ON b.id = l.batch_id"
         " WHERE l.annotator_id = ? ORDER BY l.id",

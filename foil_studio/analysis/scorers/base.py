@@ -1,0 +1,176 @@
+"""What a scorer family is: how its models load, how they score an (image, caption) pair, its rule.
+
+A family whose models embed images and captions apart (open_clip) is scored by
+``analysis.scoring``; the others here are cross-encoders: they read an image and a caption together,
+so a family gives three steps that the dataset path (``scorers.pairwise``) batches: prepare each
+distinct image once, prepare each distinct caption once, then score batches of (image, caption)
+pairs from those prepared states.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import transformers
+from huggingface_hub import constants as hf_constants
+from huggingface_hub import snapshot_download
+from PIL import Image
+
+from foil_studio.analysis.model_spec import PRECISIONS, ModelUnavailableError
+from foil_studio.data import hub
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+class PairScorer(Protocol):
+    """A loaded cross-encoder: prepared states per image and per caption, a score per pair."""
+
+    def prepare_images(self, images: list[Image.Image]) -> list[Any]:
+        """One state per image (kept on the CPU between batches)."""
+        ...
+
+    def prepare_texts(self, texts: list[str]) -> list[Any]:
+        """One state per caption."""
+        ...
+
+    def score_pairs(self, images: Sequence[Any], texts: Sequence[Any]) -> list[float]:
+        """The score of each (image state, caption state) pair, in order; higher means a better match."""
+        ...
+
+    def stamp(self) -> dict[str, Any]:
+        """Family-specific facts a run records (tokens used, lengths)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ScorerFamily:
+    """One model family: its name (the prefix of ``--model FAMILY:NAME``), the rule it scores a pair
+    by and where that rule was read, how the rule differs from the paper's (if it does), an example
+    name, the precisions it runs in, and ``load(ref, precision, device)`` (None: open_clip's
+    embedding path in ``analysis.scoring``)."""
+
+    name: str
+    summary: str
+    rule: str
+    source: str
+    example: str
+    load: Callable[[str, str, torch.device], PairScorer] | None = None
+    differs: str = ""
+    precisions: tuple[str, ...] = PRECISIONS
+
+
+@dataclass(frozen=True)
+class LoadedFamily:
+    """A family's loaded model with what its runs record."""
+
+    family: ScorerFamily
+    ref: str
+    scorer: PairScorer
+    precision: str
+    precision_reason: str
+    device: torch.device
+    weights_digest: str
+
+    @property
+    def identity(self) -> str:
+        """A key for cached pair scores: changes whenever the scores could."""
+        parts = [self.family.name, self.ref, self.weights_digest, self.precision, self.family.rule]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+
+    @property
+    def run_name(self) -> str:
+        """`family-name` (the folder's or hub name's last part), with the precision when not fp32."""
+        name = f"{self.family.name}-{Path(self.ref.rstrip('/')).name}"
+        return name if self.precision == "fp32" else f"{name}-{self.precision}"
+
+    def stamp(self) -> dict[str, Any]:
+        """What every run of this model records: family, rule, source, weights, libraries, device."""
+        return {
+            "family": self.family.name,
+            "model": self.ref,
+            "rule": self.family.rule,
+            "rule_source": self.family.source,
+            "rule_differs": self.family.differs,
+            "precision": self.precision,
+            "precision_reason": self.precision_reason,
+            "weights_digest": self.weights_digest,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "device": str(self.device),
+            "model_identity": self.identity,
+            **self.scorer.stamp(),
+        }
+
+
+def weights_folder(ref: str) -> Path:
+    """The folder holding `ref`'s files: `ref` itself when it is a folder, else its snapshot in the
+    Hugging Face cache (ModelUnavailableError, at once, when neither holds it and the Hub is out of
+    reach or the cache only was asked for)."""
+    folder = Path(ref).expanduser()
+    if folder.is_dir():
+        return folder
+    if _looks_like_path(ref):
+        raise ModelUnavailableError(f"model folder {ref} does not exist")
+    unreachable = hub.offline_requested() or not hub.hub_reachable()
+    try:
+        with cache_only(unreachable):
+            return Path(snapshot_download(ref, local_files_only=unreachable))
+    except Exception as error:  # the Hub client raises many types; each means the same here
+        raise ModelUnavailableError(unavailable_message(ref, error, unreachable)) from error
+
+
+def _looks_like_path(ref: str) -> bool:
+    return ref.startswith(("/", ".", "~")) or ref.count("/") > 1
+
+
+@contextmanager
+def cache_only(unreachable: bool) -> Iterator[None]:
+    """With the Hub out of reach, the Hugging Face client reads its cache only (no retrying)."""
+    before = hf_constants.HF_HUB_OFFLINE
+    hf_constants.HF_HUB_OFFLINE = before or unreachable
+    try:
+        yield
+    finally:
+        hf_constants.HF_HUB_OFFLINE = before
+
+
+def unavailable_message(ref: str, error: Exception, unreachable: bool) -> str:
+    """One line: why `ref` did not load, and how to provide its weights."""
+    reason = (str(error).splitlines() or [type(error).__name__])[0][:200]
+    offline = f" (the Hub at {hub.hub_endpoint()} is out of reach)" if unreachable else ""
+    return (
+        f"cannot load {ref}{offline}: {reason}. Give a local folder made by save_pretrained "
+        "(model and processor), or download it on a connected machine into the Hugging Face cache (HF_HOME) "
+        "and copy that folder here."
+    )
+
+
+def folder_digest(folder: Path) -> str:
+    """SHA-256 over the folder's weight files (names and contents, in name order)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)):
+        digest.update(path.relative_to(folder).as_posix().encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:24]
+
+
+def model_dtype(precision: str) -> torch.dtype:
+    """The torch dtype a precision name stands for."""
+    return DTYPES[precision]
+
+
+def place(model: torch.nn.Module, device: torch.device) -> None:
+    """Move a loaded model to `device` (torch's own `to`: transformers' typed wrapper of it confuses mypy)."""
+    torch.nn.Module.to(model, device)

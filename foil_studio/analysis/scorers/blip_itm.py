@@ -1,0 +1,120 @@
+"""BLIP image-text matching as ARO scores it: the ITM head's match logit plus the ITC cosine.
+
+Read from ARO's ``model_zoo/blip_models.py`` (``get_retrieval_scores_batched`` and
+``run_scores_batched``, github.com/mertyg/vision-language-models-are-bows at 81fdd20): captions
+are tokenized to at most 35 tokens; the ITC text feature is read at ``[CLS]``; for the ITM pass the
+first token is replaced by BLIP's ``[ENC]`` token, the text encoder cross-attends to every image
+token, and the score is ``itm_head(h[CLS position])[1] + cos(image_feat, text_feat)``.
+Transformers' ``BlipForImageTextRetrieval.forward`` keeps ``[CLS]`` for ITM (transformers issue
+25629); here ``[ENC]`` is used whenever the tokenizer has it, and the run records which token was read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from transformers import BlipForImageTextRetrieval, BlipProcessor
+
+from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+
+MAX_TOKENS = 35  # ARO's max_length for BLIP captions
+ENC_TOKEN = "[ENC]"
+
+
+@dataclass(frozen=True)
+class BlipImage:
+    """An image's vision tokens (for ITM cross-attention) and its normalised ITC feature."""
+
+    tokens: torch.Tensor
+    feature: torch.Tensor
+
+
+@dataclass(frozen=True)
+class BlipText:
+    """A caption's token ids (unpadded) and its normalised ITC feature."""
+
+    ids: torch.Tensor
+    feature: torch.Tensor
+
+
+class BlipItmScorer:
+    """A loaded BLIP retrieval model scoring pairs by ARO's rule."""
+
+    def __init__(self, model: BlipForImageTextRetrieval, processor: BlipProcessor, device: torch.device) -> None:
+        self.model, self.processor, self.device = model, processor, device
+        self.dtype = next(model.parameters()).dtype
+        vocab = processor.tokenizer.get_vocab()
+        self.enc_id = vocab.get(ENC_TOKEN)
+        self.pad_id = processor.tokenizer.pad_token_id or 0
+
+    @torch.inference_mode()
+    def prepare_images(self, images: list[Image.Image]) -> list[BlipImage]:
+        """Vision tokens and ITC features, one per image."""
+        pixels = self.processor.image_processor(images, return_tensors="pt").pixel_values
+        tokens = self.model.vision_model(pixel_values=pixels.to(self.device, self.dtype)).last_hidden_state
+        features = F.normalize(self.model.vision_proj(tokens[:, 0, :]), dim=-1)
+        return [BlipImage(t, f) for t, f in zip(tokens, features)]
+
+    @torch.inference_mode()
+    def prepare_texts(self, texts: list[str]) -> list[BlipText]:
+        """Token ids and ITC features (read at [CLS]), one per caption."""
+        encoded = self.processor.tokenizer(
+            texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
+        ).to(self.device)
+        hidden = self.model.text_encoder(
+            input_ids=encoded.input_ids, attention_mask=encoded.attention_mask
+        ).last_hidden_state
+        features = F.normalize(self.model.text_proj(hidden[:, 0, :]), dim=-1)
+        lengths = encoded.attention_mask.sum(dim=1).tolist()
+        return [BlipText(ids[:n], f) for ids, n, f in zip(encoded.input_ids, lengths, features)]
+
+    @torch.inference_mode()
+    def score_pairs(self, images: Sequence[BlipImage], texts: Sequence[BlipText]) -> list[float]:
+        """ITM match logit (first token [ENC]) plus the ITC cosine, per pair."""
+        ids, mask = self._padded([t.ids for t in texts])
+        if self.enc_id is not None:
+            ids[:, 0] = self.enc_id
+        tokens = torch.stack([i.tokens for i in images])
+        hidden = self.model.text_encoder(
+            input_ids=ids,
+            attention_mask=mask,
+            encoder_hidden_states=tokens,
+            encoder_attention_mask=torch.ones(tokens.shape[:-1], dtype=torch.long, device=self.device),
+        ).last_hidden_state
+        match = self.model.itm_head(hidden[:, 0, :])[:, 1]
+        cosine = (torch.stack([i.feature for i in images]) * torch.stack([t.feature for t in texts])).sum(dim=-1)
+        return (match.float() + cosine.float()).cpu().tolist()
+
+    def _padded(self, rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=self.pad_id)
+        lengths = torch.tensor([len(r) for r in rows], device=ids.device)
+        mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]).long()
+        return ids, mask
+
+    def stamp(self) -> dict[str, Any]:
+        """The ITM token read and the caption length limit."""
+        return {"itm_first_token": ENC_TOKEN if self.enc_id is not None else "[CLS]", "max_text_tokens": MAX_TOKENS}
+
+
+def load(ref: str, precision: str, device: torch.device) -> BlipItmScorer:
+    """A BLIP ITM model and its processor from a save_pretrained folder or a cached hub name."""
+    folder = weights_folder(ref)
+    model = BlipForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+    place(model, device)
+    return BlipItmScorer(model, BlipProcessor.from_pretrained(folder), device)
+
+
+FAMILY = ScorerFamily(
+    "blip-itm",
+    "BLIP image-text matching (transformers' BlipForImageTextRetrieval), scored as ARO scores it",
+    "ITM head match logit + ITC cosine; ITM reads [ENC] as first token, captions cut at 35 tokens",
+    "ARO, model_zoo/blip_models.py (run_scores_batched), github.com/mertyg/vision-language-models-are-bows @81fdd20",
+    "blip-itm:Salesforce/blip-itm-base-coco",
+    load,
+    differs="with a tokenizer lacking [ENC], ITM reads [CLS] as transformers does (the run says which)",
+)

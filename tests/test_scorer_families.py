@@ -1,0 +1,228 @@
+"""Model families other than open_clip (issue 44): each built from a tiny random configuration,
+saved with save_pretrained and loaded by path as a user's local copy loads; the batched path
+gives the scores of a reference loop written here from the library's documented API (one pair at
+a time, fp32), and the same decisions."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from transformers import (
+    BertTokenizer,
+    BlipConfig,
+    BlipForImageTextRetrieval,
+    BlipImageProcessor,
+    BlipProcessor,
+    FlavaConfig,
+    FlavaForPreTraining,
+    FlavaImageProcessor,
+    FlavaProcessor,
+)
+
+from foil_studio.analysis import model_spec
+from foil_studio.analysis.model_spec import ModelUnavailableError
+from foil_studio.analysis.results import run_metrics
+from foil_studio.analysis.scorers import REGISTRY, scorer_family
+from foil_studio.analysis.scorers.pairwise import load_family, score_with_family
+from foil_studio.analysis.scoring import load_image
+from foil_studio.data import store
+
+WORDS = "a an the red blue green yellow small large big cube sphere ball cylinder left right of on under behind and"
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[ENC]"]
+SMALL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 48}
+SPREAD = 0.3  # a wider init than the default 0.02, so random scores differ by more than float noise
+CAPTIONS = ["a red cube left of the blue sphere", "a blue cube", "the sphere on the cube", "a small green ball"]
+
+
+def _tokenizer(folder: Path) -> BertTokenizer:
+    vocab = folder / "vocab.txt"
+    vocab.write_text("\n".join(SPECIAL + WORDS.split()) + "\n")
+    return BertTokenizer(str(vocab), additional_special_tokens=["[ENC]"])
+
+
+def tiny_blip(folder: Path) -> Path:
+    """A random BLIP ITM model with its processor, saved as a user's local copy is."""
+    tokenizer = _tokenizer(folder)
+    text = {**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "encoder_hidden_size": 32}
+    vision = {**SMALL, "image_size": 32, "patch_size": 8}
+    config = BlipConfig(
+        text_config={**text, "pad_token_id": 0, "bos_token_id": 2, "sep_token_id": 3, "initializer_range": SPREAD},
+        vision_config={**vision, "initializer_range": SPREAD},
+        image_text_hidden_size=16,
+        projection_dim=16,
+        initializer_range=SPREAD,
+    )
+    torch.manual_seed(0)
+    out = folder / "blip"
+    BlipForImageTextRetrieval(config).save_pretrained(out)
+    BlipProcessor(BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer).save_pretrained(out)
+    return out
+
+
+def tiny_flava(folder: Path) -> Path:
+    """A random FLAVA pre-training model with its processor, saved as a user's local copy is."""
+    tokenizer = _tokenizer(folder)
+    config = FlavaConfig(
+        image_config={**SMALL, "image_size": 32, "patch_size": 8, "initializer_range": SPREAD},
+        text_config={**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "initializer_range": SPREAD},
+        multimodal_config={**SMALL, "initializer_range": SPREAD},
+        image_codebook_config={"hidden_size": 16, "num_groups": 2, "num_blocks_per_group": 1, "vocab_size": 32},
+        hidden_size=32,
+        projection_dim=16,
+        initializer_range=SPREAD,
+    )
+    torch.manual_seed(0)
+    out = folder / "flava"
+    FlavaForPreTraining(config).save_pretrained(out)
+    square = {"height": 32, "width": 32}
+    images = FlavaImageProcessor(
+        size=square, crop_size=square, codebook_size=square, codebook_crop_size=square, input_size_patches=4,
+        total_mask_patches=4, mask_group_min_patches=1,
+    )  # fmt: skip
+    FlavaProcessor(images, tokenizer).save_pretrained(out)
+    return out
+
+
+@torch.no_grad()
+def blip_reference(folder: Path, image: Image.Image, caption: str) -> float:
+    """ARO's BLIP score of one pair through the documented API: ITM match logit with [ENC] first, plus ITC."""
+    model = BlipForImageTextRetrieval.from_pretrained(folder).eval()
+    processor = BlipProcessor.from_pretrained(folder)
+    inputs = processor(images=image, text=caption, return_tensors="pt", padding="max_length", max_length=35)
+    cosine = model(**inputs, use_itm_head=False).itm_score[0, 0]
+    inputs["input_ids"][:, 0] = processor.tokenizer.convert_tokens_to_ids("[ENC]")
+    match = model(**inputs, use_itm_head=True).itm_score[0, 1]
+    return float(match + cosine)
+
+
+@torch.no_grad()
+def flava_reference(folder: Path, image: Image.Image, caption: str) -> float:
+    """ARO's FLAVA score of one pair through the documented API: softmax(itm_logits)[match], nothing masked."""
+    model = FlavaForPreTraining.from_pretrained(folder).eval()
+    processor = FlavaProcessor.from_pretrained(folder)
+    inputs = processor(
+        text=[caption], images=[image], return_tensors="pt", padding="max_length", max_length=40,
+        return_codebook_pixels=True, return_image_mask=True,
+    )  # fmt: skip
+    inputs["input_ids_masked"] = inputs["input_ids"].clone()
+    inputs["bool_masked_pos"] = torch.zeros_like(inputs["bool_masked_pos"])
+    return float(torch.softmax(model(**inputs).itm_logits, dim=-1)[0, 1])
+
+
+FAMILIES = {"blip-itm": (tiny_blip, blip_reference), "flava-itm": (tiny_flava, flava_reference)}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def saved(request, tmp_path_factory):
+    """(family name, folder of its tiny saved model)."""
+    build, _ = FAMILIES[request.param]
+    return request.param, build(tmp_path_factory.mktemp(request.param))
+
+
+def _images(n: int) -> list[Image.Image]:
+    rng = np.random.default_rng(7)
+    return [Image.fromarray(rng.integers(0, 256, (40 + 8 * k, 48, 3), dtype=np.uint8)) for k in range(n)]
+
+
+def test_every_cross_encoder_family_is_named_where_the_cli_reads_names():
+    assert set(model_spec.FAMILY_NAMES) == {name for name, family in REGISTRY.items() if family.load is not None}
+    assert all(family.rule and family.source and family.example for family in REGISTRY.values())
+
+
+def test_batched_scores_equal_the_reference_loop_pair_by_pair(saved):
+    name, folder = saved
+    loaded = load_family(scorer_family(name), str(folder), "fp32", "cpu")
+    images = _images(3)
+    image_states, text_states = loaded.scorer.prepare_images(images), loaded.scorer.prepare_texts(CAPTIONS)
+    pairs = [(i, t) for i in range(len(images)) for t in range(len(CAPTIONS))]
+    batched = np.array(
+        loaded.scorer.score_pairs([image_states[i] for i, _ in pairs], [text_states[t] for _, t in pairs])
+    )
+    reference = np.array([FAMILIES[name][1](folder, images[i], CAPTIONS[t]) for i, t in pairs])
+    difference = float(np.abs(batched - reference).max())
+    print(f"{name}: max |batched - reference| = {difference:.2e} over {len(pairs)} pairs")
+    assert difference < 1e-5
+    by_image = batched.reshape(len(images), -1), reference.reshape(len(images), -1)
+    assert (by_image[0].argmax(axis=1) == by_image[1].argmax(axis=1)).all()
+    assert np.ptp(reference) > 1e-3  # the check above compares scores that differ
+
+
+def test_a_demo_dataset_scored_by_a_family_equals_the_reference_item_by_item_and_reaches_metrics(saved, demo_db):
+    name, folder = saved
+    report = score_with_family(demo_db, "demo-sugarcrepe", name, str(folder), precision="fp32", device="cpu", limit=12)
+    run = store.get_run(demo_db, "demo-sugarcrepe", report["run"])
+    assert run["meta"]["family"] == name and run["meta"]["rule"] == REGISTRY[name].rule
+    columns = store.run_columns(demo_db, run["id"])
+    dataset = store.get_dataset(demo_db, "demo-sugarcrepe")
+    items = {item["id"]: item for item in store.list_items(demo_db, dataset["id"], limit=12)}
+    root = Path(dataset["image_root"])
+    reference = np.array(
+        [
+            [FAMILIES[name][1](folder, load_image(root, items[i]["images"][0]), c) for c in items[i]["captions"]]
+            for i in columns.item_ids
+        ]
+    )
+    assert columns.scores is not None
+    difference = float(np.abs(columns.scores - reference).max())
+    print(f"{name} on demo-sugarcrepe: max |stored - reference| = {difference:.2e} over {reference.size} scores")
+    assert difference < 1e-5
+    assert ((columns.scores[:, 0] > columns.scores[:, 1]) == (reference[:, 0] > reference[:, 1])).all()
+    accuracy = run_metrics(demo_db, "demo-sugarcrepe", report["run"], n_boot=50)["metrics"]["accuracy_micro"]
+    assert accuracy == pytest.approx(100 * float(np.mean(reference[:, 0] > reference[:, 1])))
+
+
+def test_a_second_run_reads_every_pair_from_the_cache(saved, demo_db):
+    name, folder = saved
+    first = score_with_family(demo_db, "demo-sugarcrepe", name, str(folder), precision="fp32", device="cpu", limit=5)
+    again = score_with_family(demo_db, "demo-sugarcrepe", name, str(folder), precision="fp32", device="cpu", limit=5)
+    assert first["n_images_encoded"] > 0 and again["n_images_encoded"] == again["n_texts_encoded"] == 0
+    assert first["cache_hits"] == 0 and again["cache_hits"] > 0  # distinct pairs: items may share one
+
+
+def test_a_name_neither_cached_nor_reachable_fails_in_seconds_with_how_to_provide_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-cache"))
+    started = time.perf_counter()
+    with pytest.raises(ModelUnavailableError) as raised:
+        load_family(scorer_family("blip-itm"), "Salesforce/no-such-blip", "fp32", "cpu")
+    assert time.perf_counter() - started < 10
+    message = str(raised.value)
+    assert "\n" not in message and "save_pretrained" in message and "HF_HOME" in message
+
+
+def test_a_missing_local_folder_says_so(tmp_path):
+    with pytest.raises(ModelUnavailableError, match="does not exist"):
+        load_family(scorer_family("flava-itm"), str(tmp_path / "nowhere"), "fp32", "cpu")
+
+
+def test_foil_score_takes_a_family_and_its_folder_and_metrics_read_the_run(saved, demo_store, tmp_path, capsys):
+    import json
+
+    from foil_studio import cli
+
+    name, folder = saved
+    db_file = tmp_path / "foil.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    common = ["--db", str(db_file), "--json"]
+    argv = ["score", "demo-sugarcrepe", "--model", f"{name}:{folder}", "--precision", "fp32", "--limit", "6"]
+    assert cli.main([*argv, "--device", "cpu", *common]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["family"] == name and report["run"] == f"{name}-{folder.name}" and report["n_items"] == 6
+    assert cli.main(["metrics", "demo-sugarcrepe", "--run", report["run"], *common]) == 0
+    assert "accuracy_micro" in json.loads(capsys.readouterr().out)["metrics"]
+    assert cli.main([*argv, "--pretrained", "openai", *common]) != 0
+    assert "open_clip's" in capsys.readouterr().err
+
+
+def test_items_that_need_caption_to_caption_cosines_are_refused_with_the_way_out():
+    from foil_studio.analysis.scorers.pairwise import NoTextScoresError, refuse_text_scores
+    from foil_studio.analysis.scoring import ItemPlan
+
+    refuse_text_scores([ItemPlan(1, "pair", ("i",), ("a", "b"))])
+    with pytest.raises(NoTextScoresError, match="open_clip"):
+        refuse_text_scores([ItemPlan(1, "paraphrase", ("i",), ("a", "b", "c"))])
