@@ -20,8 +20,7 @@ import hashlib
 import json
 import logging
 import platform
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ import numpy as np
 import open_clip
 import torch
 import torch.nn.functional as F
-from huggingface_hub import constants as hf_constants
 from PIL import Image
 
 from foil_studio.analysis.model_spec import (  # noqa: F401  (re-exported: callers name them models.X)
@@ -177,7 +175,7 @@ def load_model(spec: ModelSpec, device: str = "auto", cache_dir: str | None = No
         not spec.checkpoint and not spec.random_weights and not hub.offline_requested() and not hub.hub_reachable()
     )
     try:
-        with _cache_only(unreachable):
+        with hub.cache_only(unreachable):
             model, _, preprocess = open_clip.create_model_and_transforms(
                 spec.arch,
                 pretrained=weights,
@@ -211,24 +209,10 @@ def _config_quick_gelu(arch: str) -> bool:
     return bool(config and config.get("quick_gelu", False))
 
 
-@contextmanager
-def _cache_only(unreachable: bool) -> Iterator[None]:
-    """With the Hub out of reach, read the Hugging Face cache only: cached weights load and missing
-    ones fail at once (the library retried for about 48 s before)."""
-    before = hf_constants.HF_HUB_OFFLINE
-    hf_constants.HF_HUB_OFFLINE = before or unreachable
-    try:
-        yield
-    finally:
-        hf_constants.HF_HUB_OFFLINE = before
-
-
 def _unavailable_message(spec: ModelSpec, error: Exception, unreachable: bool) -> str:
     """Why the weights did not load, and how to provide them (in words the page and the CLI share)."""
     name = spec.arch + (f" / {spec.pretrained}" if spec.pretrained else "")
-    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-    if len(reason) > 300:  # a library's message can run on; cut between words
-        reason = reason[:300].rsplit(" ", 1)[0] + " ..."
+    reason = hub.error_line(error)
     offline = f" (the Hub at {hub.hub_endpoint()} is out of reach)" if unreachable else ""
     return (
         f"cannot load weights for {name}{offline}: {reason}. Without network access, download them on a connected "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -41,3 +43,30 @@ def _hub_address() -> tuple[str, int]:
     if proxy and not proxy_bypass(url.hostname or ""):
         url = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     return url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+
+
+@contextmanager
+def cache_only(unreachable: bool) -> Iterator[None]:
+    """With the Hub out of reach, the Hugging Face client reads its cache only: cached files load
+    and missing ones fail at once (it retried for about 48 s before giving up)."""
+    from huggingface_hub import constants  # only where something is downloaded
+
+    before = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = before or unreachable
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = before
+
+
+def error_line(error: Exception, limit: int = 300) -> str:
+    """An error's first line, for a one-line message: a library's can run on, so it is cut between
+    words, never mid-word.
+
+    >>> error_line(ValueError("no such weights\\nTraceback..."))
+    'no such weights'
+    >>> error_line(OSError("word " * 100), limit=12)
+    'word word ...'
+    """
+    line = (str(error).splitlines() or [type(error).__name__])[0]
+    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " ..."

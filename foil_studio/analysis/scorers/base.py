@@ -12,15 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 import transformers
-from huggingface_hub import constants as hf_constants
 from huggingface_hub import snapshot_download
 from PIL import Image
 
@@ -123,7 +121,7 @@ def weights_folder(ref: str) -> Path:
         raise ModelUnavailableError(f"model folder {ref} does not exist")
     unreachable = hub.offline_requested() or not hub.hub_reachable()
     try:
-        with cache_only(unreachable):
+        with hub.cache_only(unreachable):
             return Path(snapshot_download(ref, local_files_only=unreachable))
     except Exception as error:  # the Hub client raises many types; each means the same here
         raise ModelUnavailableError(unavailable_message(ref, error, unreachable)) from error
@@ -133,20 +131,9 @@ def _looks_like_path(ref: str) -> bool:
     return ref.startswith(("/", ".", "~")) or ref.count("/") > 1
 
 
-@contextmanager
-def cache_only(unreachable: bool) -> Iterator[None]:
-    """With the Hub out of reach, the Hugging Face client reads its cache only (no retrying)."""
-    before = hf_constants.HF_HUB_OFFLINE
-    hf_constants.HF_HUB_OFFLINE = before or unreachable
-    try:
-        yield
-    finally:
-        hf_constants.HF_HUB_OFFLINE = before
-
-
 def unavailable_message(ref: str, error: Exception, unreachable: bool) -> str:
     """One line: why `ref` did not load, and how to provide its weights."""
-    reason = (str(error).splitlines() or [type(error).__name__])[0][:200]
+    reason = hub.error_line(error)
     offline = f" (the Hub at {hub.hub_endpoint()} is out of reach)" if unreachable else ""
     return (
         f"cannot load {ref}{offline}: {reason}. Give a local folder made by save_pretrained "
