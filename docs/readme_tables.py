@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from foil_studio import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
+from foil_studio.analysis.scorers import family_table  # noqa: E402
 from foil_studio.annotate.task_types import task_table  # noqa: E402
 from foil_studio.data.formats import import_table  # noqa: E402
 
@@ -38,6 +39,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "import-kinds": import_table,
     "task-types": task_table,
     "commands": cli.command_table,
+    "scorer-families": family_table,
     "notebook-example": notebook_example,
 }
 

@@ -30,3 +30,14 @@ def scorer_family(name: str) -> ScorerFamily:
     if name not in REGISTRY:
         raise UnknownFamilyError(f"unknown model family {name!r}; known: {', '.join(REGISTRY)}")
     return REGISTRY[name]
+
+
+def family_table() -> str:
+    """README's table of the families: the name `--model` takes, the rule, where it was read."""
+    rows = ["| family | `--model` example | scores an (image, caption) pair by | read from | differs from it |"]
+    rows.append("| --- | --- | --- | --- | --- |")
+    for family in REGISTRY.values():
+        rows.append(
+            f"| `{family.name}` | `{family.example}` | {family.rule} | {family.source} | {family.differs or '-'} |"
+        )
+    return "\n".join(rows)
