@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from foil_studio.analysis.model_spec import ModelSpec, demo_model_spec
+from foil_studio.analysis.model_spec import ModelSpec, demo_model_spec, split_family
 from foil_studio.analysis.results import BOOTSTRAP
 from foil_studio.data import paths, store
 
@@ -129,11 +129,21 @@ class Studio:
         device: str = "auto",
         limit: int | None = None,
     ) -> dict[str, Any]:
-        """Score a dataset with an open_clip model (`foil score`): `model` is an architecture
-        (``"ViT-B-32"`` with ``pretrained="openai"``), a `ModelSpec`, or ``"demo"`` for the shipped
-        demo model. Returns the report `foil score --json` prints."""
+        """Score a dataset (`foil score`): `model` is an open_clip architecture (``"ViT-B-32"`` with
+        ``pretrained="openai"``), a `ModelSpec`, ``"demo"`` for the shipped demo model, or another
+        family's ``"FAMILY:FOLDER_OR_NAME"`` (``"blip-itm:/models/blip"``: README's family table).
+        Returns the report `foil score --json` prints."""
         from foil_studio.analysis.scoring import score_with_model
 
+        family = split_family(model) if isinstance(model, str) else None
+        if family is not None:
+            from foil_studio.analysis.scorers.pairwise import score_with_family
+
+            if pretrained or checkpoint:
+                raise ValueError(f"pretrained and checkpoint are open_clip's; {family[0]} reads its folder or name")
+            return score_with_family(
+                self.db, dataset, *family, precision=precision, device=device, run=run, limit=limit
+            )
         if isinstance(model, ModelSpec):
             spec = model
         elif model == "demo":

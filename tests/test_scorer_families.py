@@ -226,3 +226,18 @@ def test_items_that_need_caption_to_caption_cosines_are_refused_with_the_way_out
     refuse_text_scores([ItemPlan(1, "pair", ("i",), ("a", "b"))])
     with pytest.raises(NoTextScoresError, match="open_clip"):
         refuse_text_scores([ItemPlan(1, "paraphrase", ("i",), ("a", "b", "c"))])
+
+
+def test_the_api_scores_with_a_family_as_the_command_does(saved, demo_store, tmp_path):
+    """`Studio.score` takes the names `foil score --model` takes (issue 44's faces)."""
+    from foil_studio import api
+
+    name, folder = saved
+    db_file = tmp_path / "foil.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    studio = api.Studio(store.open_db(db_file))
+    report = studio.score("demo-sugarcrepe", f"{name}:{folder}", precision="fp32", device="cpu", limit=4)
+    assert report["family"] == name and report["n_items"] == 4
+    assert studio.metrics("demo-sugarcrepe", report["run"])["n"] == 4
+    with pytest.raises(ValueError, match="open_clip's"):
+        studio.score("demo-sugarcrepe", f"{name}:{folder}", pretrained="openai")
