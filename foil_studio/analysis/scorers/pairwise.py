@@ -8,7 +8,7 @@ Each item's image-by-caption matrix is filled from the pair scores and read by i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +111,12 @@ def dataset_plans(
 
 def refuse_text_scores(plans: list[ItemPlan]) -> None:
     """NoTextScoresError when an item's kind reads caption-to-caption cosines (SugarCrepe++'s TOT)."""
-    kinds = sorted({plan.kind for plan in plans if item_kind(plan.kind).text_scores_from is not None})
+    refuse_text_kinds(plan.kind for plan in plans)
+
+
+def refuse_text_kinds(kinds: Iterable[str]) -> None:
+    """`refuse_text_scores` for item kinds named directly (a dataset's, read off the store)."""
+    kinds = sorted({kind for kind in kinds if item_kind(kind).text_scores_from is not None})
     if kinds:
         raise NoTextScoresError(
             f"items of kind {', '.join(kinds)} also need caption-to-caption similarities, which a cross-encoder "
@@ -217,7 +222,8 @@ def score_with_family(
     with the family, its rule and the precision it ran in and why."""
     if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
         notify(skipped)
-    refuse_text_scores(dataset_plans(db, dataset, limit)[2][0])  # before a model loads for nothing
+    # before a model loads for nothing; the dataset's kinds, not its items planned twice
+    refuse_text_kinds(store.item_kind_counts(db, store.get_dataset(db, dataset)["id"]))
     loaded = load_family(scorer_family(family), ref, precision, device)
     report = score_dataset_pairs(db, dataset, loaded, run=run, batch_size=batch_size, limit=limit, progress=progress)
     return {
