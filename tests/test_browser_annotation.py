@@ -357,7 +357,8 @@ def test_answers_stay_in_the_batch_chosen_among_three_of_different_tasks(site):
     choose_batch(page, 3)
     start_queue(page, expect)
     expect(page.get_by_text("0 of 3 done")).to_be_visible(timeout=20_000)
-    assert "Saved." not in page.inner_text("body")  # Batch 2's notice stays with Batch 2
+    wait_idle(page, expect)  # the rerun's stale elements gone: Batch 2's notice stays with Batch 2
+    expect(page.get_by_text("Saved.", exact=True)).to_have_count(0)
     answer_and_wait(page, "3")  # Both
     expect(page.get_by_role("combobox", name="Batch")).to_have_value("Batch 3: ambiguity")
     answer_and_wait(page, "1")  # Left
