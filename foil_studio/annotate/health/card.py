@@ -1,0 +1,264 @@
+"""The benchmark card: the methods paragraph and the tables the page, the Markdown card and the
+CLI show, each a function of the report alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from foil_studio.annotate.agreement import COEFFICIENT_NAMES, COEFFICIENTS
+from foil_studio.annotate.health.sample import SHARES
+from foil_studio.data.plain_text import figure, interval_text
+
+
+def _percent(share: Mapping[str, Any]) -> str:
+    low, high = share["interval"]
+    return f"{100 * share['estimate']:.1f}% (95% CI {100 * low:.1f} to {100 * high:.1f})"
+
+
+def methods_paragraph(report: Mapping[str, Any]) -> str:
+    """The report's methods paragraph: every number in it is a figure of the report's tables."""
+    design, overall = report["design"], report["overall"]
+    allocations = list(dict.fromkeys(b["allocation"] for b in design["batches"]))
+    overlaps = sorted({b["overlap"] for b in design["batches"] if b["overlap"]})
+    sentences = [
+        f"We drew a stratified random sample without replacement of {design['drawn']} of the {design['items']} "
+        f"items of {report['dataset']} with a negative caption (strata: its {design['categories']} categories; "
+        f"{' then '.join(allocations)} allocation; {len(design['batches'])} "
+        f"batch{'es' if len(design['batches']) != 1 else ''}).",
+        f"Each drawn item was validated by {' or '.join(map(str, overlaps))} annotators, who judged whether the "
+        "altered caption is wrong for the image; an item's outcome is the majority answer, a tie or a majority "
+        f"of Unsure counting as ambiguous. {design['decided']} of the {design['drawn']} drawn items are decided.",
+    ]
+    if overall["invalid_share"] is not None:
+        covers = (
+            ""
+            if overall["covers"] == overall["size"]
+            else f" (over the {overall['covers']} items of categories with a decided item)"
+        )
+        sentences.append(
+            f"We estimate that {_percent(overall['invalid_share'])} of the negatives are invalid and "
+            f"{_percent(overall['ambiguous_share'])} ambiguous{covers} (stratified estimator; per category, exact "
+            "intervals for sampling without replacement, from the hypergeometric distribution; overall, Korn and "
+            "Graubard's exact interval on the design-based effective sample size, where a category that showed no "
+            "invalid item, or only invalid ones, enters the variance as if one more of each had been drawn)."
+        )
+        sentences += _own_sentences(report)
+    blind = report.get("hackability")
+    if blind:
+        figures = " and ".join(f"{blind['overall'][s]:.2f}% ({s})" for s in blind["scorers"])
+        sentences.append(
+            f"Blind text-only scorers that never see the image choose the positive caption on {figures} of all "
+            "items (a tie counted half; 50% is chance)."
+        )
+    humans = report.get("human_baseline")
+    if humans and humans["metrics"]:
+        first = humans["metrics"][0]
+        sentences.append(
+            f"Humans answering the models' own question ({', '.join(humans['batches'])}, {humans['n']} items) reach "
+            f"{first['metric']} {first['value']:.2f} (95% CI {first['interval'][0]:.2f} to {first['interval'][1]:.2f})."
+        )
+    board = report.get("leaderboard") or {}
+    if board.get("undefined"):
+        sentences.append(f"Accuracy on valid items: not yet defined ({board['undefined']}).")
+    if board.get("runs"):
+        parts = [
+            f"{row['run']} {row['published']:.2f}% on all items and {row['valid']:.2f}% "
+            f"(95% CI {row['valid_interval'][0]:.2f} to {row['valid_interval'][1]:.2f}) on valid items"
+            for row in board["runs"]
+        ]
+        sentences.append(
+            "Accuracy on valid items (invalid and ambiguous items left out; a ratio estimator over the strata, "
+            "exact intervals on the effective sample size implied by the variance of "
+            f"{board['bootstrap']['resamples']} stratified bootstrap resamples; ties counted {board['ties']}): "
+            + "; ".join(parts)
+            + "."
+        )
+    return " ".join(sentences)
+
+
+def _own_sentences(report: Mapping[str, Any]) -> list[str]:
+    """Each share the dataset's own verdicts measure, their figure against our estimate of it."""
+    overall = report["overall"]
+    measures = report.get("own_verdicts") or []
+    parts = [
+        f"{100 * overall['own'][m['outcomes']]:.1f}% ({m['definition']}) against our estimate of "
+        f"{_percent(overall[SHARES[m['outcomes']][0]])} {SHARES[m['outcomes']][1]}"
+        for m in measures
+        if m["outcomes"] in overall.get("own", {})
+    ]
+    if not parts:
+        return []
+    return [f"On all items of the same categories the dataset's own verdicts give {'; '.join(parts)}."]
+
+
+def share_text(share: Mapping[str, Any] | None) -> str:
+    """A share in percent with its interval, one decimal: "10.0 (1.6 to 29.1)"; "" without one."""
+    if share is None:
+        return ""
+    low, high = (100 * x for x in share["interval"])
+    return f"{figure(100 * share['estimate'], 1)} ({figure(low, 1)} to {figure(high, 1)})"
+
+
+def _with_interval(value: float | None, interval: Sequence[float] | None) -> str:
+    if value is None:
+        return ""
+    return figure(value) + (f" ({interval_text(interval)})" if interval else "")
+
+
+def design_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The sample's batches: allocation, target, seed, items drawn, annotators per item."""
+    keys = {"batch": "batch", "allocation": "allocation", "target": "target", "seed": "seed", "drawn": "drawn"}
+    return [
+        {**{label: b[key] for label, key in keys.items()}, "annotators per item": b["overlap"]}
+        for b in report["design"]["batches"]
+    ]
+
+
+def agreement_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each batch's agreement coefficients with their intervals (as Annotation batches names them)."""
+    return [
+        {
+            "batch": row["batch"],
+            "items": row["n_items"],
+            **{COEFFICIENT_NAMES[key]: _with_interval(row[key], row["intervals"].get(key)) for key in COEFFICIENTS},
+        }
+        for row in report["agreement"]
+    ]
+
+
+def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per category, and "all" over them, the items, drawn, decided, invalid and ambiguous counts and
+    shares in percent with intervals; beside each share the dataset's own verdicts measure, their
+    figure over all items, labelled with its definition (and the invalid-or-ambiguous share shown
+    only where they measure it)."""
+    measured = {m["outcomes"]: m["definition"] for m in report.get("own_verdicts") or []}
+    shown = [o for o in SHARES if o != "invalid+ambiguous" or o in measured]
+
+    def row_of(category: str, counts: Mapping[str, Any], figures: Mapping[str, Any]) -> dict[str, Any]:
+        row = {"category": category, **counts}
+        for outcomes in shown:
+            key, words = SHARES[outcomes]
+            row[f"{words} % (95% CI)"] = share_text(figures[key])
+            if outcomes in measured:
+                own = figures.get("own", {}).get(outcomes)
+                row[f"dataset's own % ({measured[outcomes]})"] = "" if own is None else figure(100 * own, 1)
+        return row
+
+    keys = ("drawn", "decided", "invalid", "ambiguous")
+    rows = [row_of(r["category"], {"items": r["size"], **{k: r[k] for k in keys}}, r) for r in report["strata"]]
+    overall = report["overall"]
+    if overall["invalid_share"] is not None:
+        design = report["design"]
+        counts = {"items": overall["covers"], "drawn": design["drawn"], "decided": design["decided"]}
+        counts |= {"invalid": overall["invalid_share"]["count"], "ambiguous": overall["ambiguous_share"]["count"]}
+        rows.append(row_of("all", counts, overall))
+    return rows
+
+
+def compared_shares(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What the page charts per category: the first share the dataset's own verdicts measure (the
+    invalid share where they measure none), our estimate with its interval in percent and their
+    figure, with a title and names saying which is compared with which."""
+    measures = report.get("own_verdicts") or []
+    outcomes = measures[0]["outcomes"] if measures else "invalid"
+    key, words = SHARES[outcomes]
+    rows = [
+        {
+            "category": r["category"],
+            "estimate": 100 * r[key]["estimate"],
+            "low": 100 * r[key]["interval"][0],
+            "high": 100 * r[key]["interval"][1],
+            "own": 100 * r["own"][outcomes] if outcomes in r.get("own", {}) else None,
+        }
+        for r in report["strata"]
+        if r[key] is not None
+    ]
+    title = f"{words.capitalize()} negatives per category, % (95% interval)"
+    if not measures:
+        return {
+            "title": title,
+            "axis": f"{words} %",
+            "estimate_name": "estimated from the sample",
+            "own_name": None,
+            "rows": rows,
+        }
+    definition = measures[0]["definition"]
+    return {
+        "title": f'{title}, against the dataset\'s own "{definition.split(":")[0]}"',
+        "axis": f"{words} %",
+        "estimate_name": f"{words}, estimated from the sample",
+        "own_name": f"the dataset's own verdicts on all items ({definition})",
+        "rows": rows,
+    }
+
+
+def blind_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Blind text-only accuracy (percent, a tie counted half) per category and over all items."""
+    blind = report["hackability"]
+    rows = [*blind["by_category"].items(), ("all", blind["overall"])]
+    return [{"category": c, **{s: figure(v[s]) for s in blind["scorers"]}} for c, v in rows]
+
+
+def leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each run's accuracy on all items (published) and on valid items with its interval."""
+    return [
+        {
+            "run": r["run"],
+            "all items %": figure(r["published"]),
+            "valid items % (95% CI)": f"{figure(r['valid'])} ({interval_text(r['valid_interval'])})",
+        }
+        for r in (report.get("leaderboard") or {}).get("runs", [])
+    ]
+
+
+def pairs_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each pair of runs: A - B on valid items with its interval, and the resamples ordering them
+    unlike their all-items figures."""
+    return [
+        {
+            "run A": p["a"],
+            "run B": p["b"],
+            "A - B on valid items, points (95% CI)": f"{figure(p['difference'])} ({interval_text(p['interval'])})",
+            "resamples ordering them unlike all items": f"{figure(100 * p['order_differs'], 1)}%",
+        }
+        for p in (report.get("leaderboard") or {}).get("pairs", [])
+    ]
+
+
+def human_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The human baseline's metrics with their intervals (empty without baseline batches)."""
+    humans = report.get("human_baseline") or {"metrics": []}
+    return [
+        {"metric": m["metric"], "value (95% CI)": f"{figure(m['value'])} ({interval_text(m['interval'])})"}
+        for m in humans["metrics"]
+    ]
+
+
+def _markdown_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    cells = [[("" if v is None else str(v)) for v in row.values()] for row in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "| --- " * len(rows[0]) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def report_markdown(report: Mapping[str, Any]) -> str:
+    """The benchmark card in Markdown: the same figures as the JSON report, in the tables the page shows."""
+    lines = [f"# Benchmark health: {report['dataset']}", "", "## Methods", "", report["methods"], ""]
+    lines += ["## Sample", "", *_markdown_table(design_table(report))]
+    lines += ["", "## Agreement of the validations", "", *_markdown_table(agreement_table(report))]
+    lines += ["", "## Invalid negatives per category", "", *_markdown_table(strata_table(report))]
+    if report.get("hackability"):
+        lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
+        lines += _markdown_table(blind_table(report))
+    if leaderboard_table(report):
+        lines += ["", "## Leaderboard: all items (published) and valid items", ""]
+        lines += _markdown_table(leaderboard_table(report))
+        if pairs_table(report):
+            lines += ["", *_markdown_table(pairs_table(report))]
+    humans = report.get("human_baseline")
+    if humans and human_table(report):
+        lines += ["", f"## Human baseline ({', '.join(humans['batches'])}; {humans['n']} items)", ""]
+        lines += _markdown_table(human_table(report))
+    return "\n".join(lines) + "\n"

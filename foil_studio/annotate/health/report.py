@@ -1,0 +1,296 @@
+"""The health report: the sample's design, the validations' agreement, the shares per category and
+overall, the dataset's own verdicts beside them, the blind audit, the human baseline and each
+run's accuracy on all items against valid items (`analysis.health` has the statistics)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from foil_studio.analysis import health as h
+from foil_studio.analysis.audit import audit, stored_audit
+from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, source_format
+from foil_studio.annotate.agreement import COEFFICIENTS
+from foil_studio.annotate.baselines import dataset_baseline
+from foil_studio.annotate.batch_reports import batch_agreement
+from foil_studio.annotate.health.card import methods_paragraph
+from foil_studio.annotate.health.sample import (
+    DESIGN_KEY,
+    HEALTH_KINDS,
+    SHARES,
+    HealthError,
+    read_sample,
+    run_credits,
+)
+from foil_studio.data import store
+from foil_studio.data.item_kinds import VERDICT_KEYS, TruthKey
+
+
+def own_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
+    """The shares the dataset's own verdicts give over all its items (VALSE's crowd rule, the demo's
+    known flaws), for what they measure (`TruthKey.measures`: which outcomes they count, in whose
+    words); None when its items carry no such verdict, or verdicts that measure different things."""
+    verdicts: dict[str, Counter[str]] = {}
+    keys: set[TruthKey] = set()
+    for category, truth in store.item_truths(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS):
+        judged = _own_verdict(truth)
+        if judged is None:
+            return None
+        keys.add(judged[0])
+        verdicts.setdefault(category, Counter())[judged[1]] += 1
+    if len({key.measures for key in keys}) != 1:
+        return None
+    measures = next(iter(keys)).measures
+    return {
+        "measures": [{"outcomes": outcomes, "definition": words} for outcomes, words in measures],
+        "by_category": {c: _own_counts(n, measures) for c, n in sorted(verdicts.items())},
+    }
+
+
+def _own_verdict(truth: Mapping[str, Any]) -> tuple[TruthKey, str] | None:
+    """The truth key that judges the item's negative (the first present, as `source_verdict` reads
+    it) and its verdict; None where none does, or it says nothing of what it measures."""
+    key = next((k for k in VERDICT_KEYS if k.name in truth), None)
+    if key is None or key.verdict is None or not key.measures:
+        return None
+    verdict = key.verdict(truth[key.name])
+    return None if verdict is None else (key, verdict)
+
+
+def _own_counts(verdicts: Counter[str], measures: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """A category's items and, per measured share, how many of them its verdicts count."""
+    return {
+        "items": sum(verdicts.values()),
+        "counts": {outcomes: sum(verdicts[o] for o in outcomes.split("+")) for outcomes, _ in measures},
+    }
+
+
+def _own_figures(own: Mapping[str, Any], categories: Sequence[str]) -> dict[str, float]:
+    """Per measured share, the dataset's own figure over all items of `categories`."""
+    rows = [own["by_category"][c] for c in categories if c in own["by_category"]]
+    items = sum(row["items"] for row in rows)
+    return {
+        m["outcomes"]: round(sum(row["counts"][m["outcomes"]] for row in rows) / items, 4)
+        for m in own["measures"]
+        if items
+    }
+
+
+def health_report(
+    db: sqlite_utils.Database,
+    dataset: str,
+    runs: Sequence[str] | None = None,
+    *,
+    ties: str | None = None,
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's
+    design, the validations' agreement, the invalid, ambiguous and invalid-or-ambiguous shares per
+    category and overall with 95% intervals (each share the dataset's own verdicts measure beside
+    their figure, `own`, where it carries them), and each run's
+    accuracy on all items (published) and on valid items, with paired differences."""
+    sample = read_sample(db, dataset)
+    batches, drawn, outcomes, sizes, counts = (
+        sample.batches,
+        sample.drawn,
+        sample.outcomes,
+        sample.sizes,
+        sample.counts(),
+    )
+    if not batches:
+        raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
+    own = own_shares(db, dataset)
+    strata = [_stratum_row(c, sizes[c], counts.get(c), own) for c in sorted(sizes)]
+    decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
+    report: dict[str, Any] = {
+        "dataset": dataset,
+        "design": _design_summary(batches, sizes, counts),
+        "agreement": [_agreement_row(db, b["name"]) for b in batches],
+        "own_verdicts": None if own is None else own["measures"],
+        "strata": strata,
+        "overall": _overall(decided, sizes, counts, own),
+        "hackability": hackability(db, dataset),
+        "human_baseline": _human_baseline(db, dataset),
+        "leaderboard": None,
+    }
+    if decided:
+        report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
+    report["methods"] = methods_paragraph(report)
+    return report
+
+
+def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
+    """The dataset's human baseline (its baseline batches, as Model scores draws it), or None."""
+    found = dataset_baseline(db, dataset)
+    if found is None:
+        return None
+    return {
+        "batches": found["batches"],
+        "n": found["n"],
+        "metrics": [
+            {"metric": key, "value": round(value, 2), "interval": [round(x, 2) for x in found["intervals"][key]]}
+            for key, value in found["metrics"].items()
+            if found["intervals"].get(key)
+        ],
+    }
+
+
+BLIND_SCORERS = ("stats", "ngram")  # the blind scorers of the card: fitted in seconds, no model to download
+
+
+def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
+    """Blind text-only accuracy (percent, a tie counted half) overall and per category, from the
+    stored audit with the card's scorers, else fitted now (and stored)."""
+    result = stored_audit(db, dataset, scorers=BLIND_SCORERS) or audit(db, dataset, scorers=BLIND_SCORERS)
+    return {
+        "scorers": list(BLIND_SCORERS),
+        "ties": "half",
+        "overall": {s: round(result["blind"][s], 2) for s in BLIND_SCORERS},
+        "by_category": {
+            c: {s: round(v["blind"][s], 2) for s in BLIND_SCORERS} for c, v in sorted(result["by_category"].items())
+        },
+    }
+
+
+def _stratum_row(
+    category: str, size: int, counts: Mapping[str, int] | None, own: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    counts = counts or {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
+    row: dict[str, Any] = {"category": category, "size": size, **counts, **{key: None for key, _ in SHARES.values()}}
+    if counts["decided"]:
+        for outcomes, (key, _) in SHARES.items():
+            found = sum(counts[o] for o in outcomes.split("+"))
+            row[key] = h.stratum_share(found, counts["decided"], size).as_dict()
+    if own is not None:
+        row["own"] = _own_figures(own, [category])
+    return row
+
+
+def _overall(
+    decided: list[str], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]], own: Any
+) -> dict[str, Any]:
+    """The stratified shares over the categories with a decided item (`covers`: their items)."""
+    overall: dict[str, Any] = {"covers": 0, "size": sum(sizes.values()), **{key: None for key, _ in SHARES.values()}}
+    if not decided:
+        return overall
+    n = [counts[c]["decided"] for c in decided]
+    size = [sizes[c] for c in decided]
+    overall |= {"covers": sum(size), "categories_without_decided_items": sorted(set(sizes) - set(decided))}
+    for outcomes, (key, _) in SHARES.items():
+        found = [sum(counts[c][o] for o in outcomes.split("+")) for c in decided]
+        overall[key] = h.stratified_share(found, n, size).as_dict()
+    if own is not None:
+        overall["own"] = _own_figures(own, decided)
+    return overall
+
+
+def _design_summary(
+    batches: list[store.BatchRow], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
+    designs = [b["config"][DESIGN_KEY] for b in batches]
+    return {
+        "batches": [
+            {
+                "batch": b["name"],
+                "allocation": d["allocation"],
+                "target": d["target"],
+                "seed": d["seed"],
+                "drawn": sum(s["drawn"] for s in d["strata"].values()),
+                "overlap": b["config"].get("overlap"),
+            }
+            for b, d in zip(batches, designs)
+        ],
+        "items": sum(sizes.values()),
+        "categories": len(sizes),
+        "drawn": sum(c["drawn"] for c in counts.values()),
+        "decided": sum(c["decided"] for c in counts.values()),
+    }
+
+
+def _agreement_row(db: sqlite_utils.Database, batch: str) -> dict[str, Any]:
+    """The coefficients the Annotation batches page shows for a batch, with their intervals."""
+    report = batch_agreement(db, batch)
+    return {
+        "batch": batch,
+        "n_items": report["n_items"],
+        **{key: report[key] for key in COEFFICIENTS},
+        "intervals": report["intervals"],
+    }
+
+
+NO_VALID_ITEM = "no decided item is valid yet, so no run has an accuracy on valid items"
+
+
+def _leaderboard(
+    db: sqlite_utils.Database,
+    dataset: str,
+    runs: Sequence[str] | None,
+    decided: list[str],
+    drawn: Mapping[int, str],
+    outcomes: Mapping[int, str],
+    sizes: Mapping[str, int],
+    ties: str | None,
+    n_boot: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """Published (all items) against valid-item accuracy per run, with paired differences."""
+    names = list(runs) if runs else [r["run"] for r in store.list_runs(db, dataset)]
+    credit: dict[str, dict[int, float]] = {}
+    skipped: dict[str, str] = {}
+    for name in names:
+        try:
+            credit[name] = run_credits(db, dataset, name, ties)
+        except (UnsupportedRunError, store.NotFoundError) as error:
+            if runs:
+                raise
+            skipped[name] = str(error)
+    items = sorted(i for i in outcomes if drawn[i] in decided)
+    scored = [name for name in credit if all(i in credit[name] for i in items)]
+    skipped.update({n: "did not score every drawn item" for n in credit if n not in scored})
+    if not scored:
+        return {"runs": [], "skipped": skipped}
+    if not any(outcomes[i] == "valid" for i in items):  # 0 of 0: no accuracy on valid items, not nan
+        return {"runs": [], "skipped": skipped, "undefined": NO_VALID_ITEM}
+    published = [float(np.mean(list(credit[name].values()))) for name in scored]  # the all-items accuracy
+    board = h.valid_accuracy(
+        [drawn[i] for i in items],
+        np.array([outcomes[i] == "valid" for i in items]),
+        np.array([[credit[name][i] for name in scored] for i in items]),
+        {c: sizes[c] for c in decided},
+        scored,
+        published=published,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    rows = [
+        {
+            "run": name,
+            "published": round(100 * published[r], 2),
+            "valid": round(100 * float(board.estimate[r]), 2),
+            "valid_interval": [round(100 * float(board.low[r]), 2), round(100 * float(board.high[r]), 2)],
+        }
+        for r, name in enumerate(scored)
+    ]
+    pairs = [
+        {
+            "a": a,
+            "b": b,
+            "difference": round(100 * d, 2),
+            "interval": [round(100 * lo, 2), round(100 * hi, 2)],
+            "order_differs": round(board.order_flip.get((a, b), 0.0), 4),
+        }
+        for (a, b), (d, lo, hi) in board.difference.items()
+    ]
+    tie_rule = ties or source_format(db, dataset).ties
+    return {
+        "runs": rows,
+        "pairs": pairs,
+        "ties": tie_rule,
+        "bootstrap": {"resamples": n_boot, "seed": seed},
+        "skipped": skipped,
+    }

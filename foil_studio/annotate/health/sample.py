@@ -1,0 +1,286 @@
+"""A dataset's health sample: stratified draws of its negatives sent to validate_negative batches
+(each batch records its design) and each drawn item's outcome from its validations.
+
+Several health batches of one dataset make one sample: each draws, per category, at random from
+the items no earlier health batch drew, so the union is a simple random sample per stratum and
+every drawn item's inclusion probability is (items drawn in its stratum) / (items in it).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from foil_studio.analysis import health as h
+from foil_studio.analysis.results import load_run, run_family, source_format
+from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
+from foil_studio.annotate.consensus import decisions
+from foil_studio.data import store
+from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS
+from foil_studio.data.reading import whole_number_problem
+
+TASK = "validate_negative"
+# One negative per item, so that an item's outcome is its negative's (a retrieval item's several
+# negatives would each need a share of their own).
+HEALTH_KINDS = CAPTION_PAIR_KINDS
+DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
+OUTCOME_OF_ANSWER = {"negative_false": "valid", "negative_true": "invalid", "unsure": "ambiguous"}
+TARGETS = ("share", "rank")
+# The shares the report estimates, by the outcomes each counts (the names `TruthKey.measures` uses),
+# with the report's key and the words for it.
+SHARES = {
+    "invalid": ("invalid_share", "invalid"),
+    "ambiguous": ("ambiguous_share", "ambiguous"),
+    "invalid+ambiguous": ("invalid_or_ambiguous_share", "invalid or ambiguous"),
+}
+
+
+class HealthError(BatchError):
+    """A health sample or report cannot be made as asked."""
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """The next draw: per category its size N_c, the items drawn before, and the new items."""
+
+    dataset: str
+    allocation: str
+    target: str
+    seed: int
+    sizes: dict[str, int]
+    before: dict[str, int]
+    drawn: dict[str, list[int]]
+
+    @property
+    def item_ids(self) -> list[int]:
+        """Every newly drawn item, category by category."""
+        return [item for items in self.drawn.values() for item in items]
+
+    def design(self) -> dict[str, Any]:
+        """What the batch records: strata sizes, sample sizes before and now, each new item's
+        category and inclusion probability (of the sample as it stands after this draw), the seed."""
+        strata = {
+            c: {"size": self.sizes[c], "before": self.before.get(c, 0), "drawn": len(self.drawn.get(c, []))}
+            for c in self.sizes
+        }
+        return {
+            "allocation": self.allocation,
+            "target": self.target,
+            "seed": self.seed,
+            "strata": strata,
+            "items": {
+                str(item): {"category": c, "inclusion": round((self.before.get(c, 0) + len(items)) / self.sizes[c], 6)}
+                for c, items in self.drawn.items()
+                for item in items
+            },
+        }
+
+
+def sampling_frame(db: sqlite_utils.Database, dataset: str) -> dict[str, list[int]]:
+    """Category -> the ids of the dataset's items a validate_negative batch can ask about."""
+    frame: dict[str, list[int]] = {}
+    kinds = HEALTH_KINDS
+    for item, category in store.item_strata(db, store.get_dataset(db, dataset)["id"], kinds):
+        frame.setdefault(category, []).append(item)
+    if not frame:
+        raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(kinds)} items)")
+    return frame
+
+
+def health_batches(db: sqlite_utils.Database, dataset: str) -> list[store.BatchRow]:
+    """The dataset's health sample batches, oldest first."""
+    return store.batches_with_setting(db, store.get_dataset(db, dataset)["id"], DESIGN_KEY)
+
+
+def drawn_items(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
+    """Item -> category of every item a health batch of the dataset drew."""
+    return _drawn(db, health_batches(db, dataset))
+
+
+def batch_design(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
+    """A health batch's design as recorded: allocation, target, seed, strata and, per drawn item
+    (`store.health_items`), its category and inclusion probability."""
+    batch = store.get_batch(db, batch_name)
+    items = {str(i): {"category": c, "inclusion": p} for _, i, c, p in store.health_items(db, [batch["id"]])}
+    return {**batch["config"][DESIGN_KEY], "items": items}
+
+
+def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
+    """Item -> valid / invalid / ambiguous for every drawn item its validations decide: the
+    majority answer (annotators screened out by gold left out), an admin's decision where one was
+    made, a tie or a majority of "Unsure" counting as ambiguous. Undecided items are absent."""
+    return _outcomes(db, health_batches(db, dataset))
+
+
+def _drawn(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
+    return {item: category for _, item, category, _ in store.health_items(db, [b["id"] for b in batches])}
+
+
+def _outcomes(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
+    result: dict[int, str] = {}
+    for batch in batches:
+        for decision in decisions(db, batch["name"]):
+            if decision.part == 0 and decision.rule == "unresolved":
+                result[decision.item] = "ambiguous"
+            elif decision.part == 0 and decision.answer is not None:
+                result[decision.item] = OUTCOME_OF_ANSWER[decision.answer]
+    return result
+
+
+@dataclass(frozen=True)
+class HealthSample:
+    """What the store holds of a dataset's health sample, read once: the sampling frame (category
+    -> item ids), the health batches, the drawn items (item -> category) and their outcomes."""
+
+    dataset: str
+    frame: dict[str, list[int]]
+    batches: list[store.BatchRow]
+    drawn: dict[int, str]
+    outcomes: dict[int, str]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Category -> its number of items (N_c)."""
+        return {c: len(items) for c, items in self.frame.items()}
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Category -> drawn, decided, valid, invalid and ambiguous items."""
+        counts: dict[str, dict[str, int]] = {}
+        for item, category in self.drawn.items():
+            row = counts.setdefault(category, {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0})
+            row["drawn"] += 1
+            if item in self.outcomes:
+                row["decided"] += 1
+                row[self.outcomes[item]] += 1
+        return counts
+
+
+def read_sample(db: sqlite_utils.Database, dataset: str) -> HealthSample:
+    """The dataset's health sample as the store holds it now (empty before the first batch)."""
+    batches = health_batches(db, dataset)
+    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(db, batches), _outcomes(db, batches))
+
+
+def plan_sample(
+    db: sqlite_utils.Database,
+    dataset: str,
+    budget: int | None = None,
+    *,
+    allocation: str = "proportional",
+    per_category: int | None = None,
+    target: str = "share",
+    runs: Sequence[str] = (),
+    seed: int = 0,
+) -> SamplePlan:
+    """The next stratified draw from the items no health batch drew yet: `per_category` items from
+    each category, or `budget` items allocated `equal`, `proportional` or `neyman` (from the current
+    estimates, 0.5 where none). `target="rank"` with two `runs` allocates to shrink the interval of
+    their accuracy difference on valid items (Neyman on the spread of the paired difference)."""
+    if target not in TARGETS:
+        raise HealthError(f"unknown target {target!r}; expected one of {list(TARGETS)}")
+    if (budget is None) == (per_category is None):
+        raise HealthError("give a budget (items in all) or a number per category, not both")
+    if target == "rank" and len(runs) != 2:
+        raise HealthError("a rank target needs two runs, the pair whose order matters")
+    _check_draw_sizes(budget, per_category)
+    sample = read_sample(db, dataset)
+    sizes, taken = sample.sizes, sample.drawn
+    before = dict(Counter(taken.values()))
+    _check_budget_left(dataset, budget, sum(sizes.values()) - len(taken))
+    if per_category is not None:
+        wanted = {c: min(per_category, sizes[c] - before.get(c, 0)) for c in sizes}
+    else:
+        assert budget is not None
+        spreads = _difference_spreads(db, sample, runs) if target == "rank" else _share_spreads(sample)
+        wanted = h.allocate(sizes, budget, "neyman" if target == "rank" else allocation, taken=before, spreads=spreads)
+    rng = random.Random(f"health:{dataset}:{seed}:{len(sample.batches)}")
+    drawn = {
+        c: sorted(rng.sample([i for i in sample.frame[c] if i not in taken], n)) for c, n in wanted.items() if n > 0
+    }
+    if not drawn:
+        raise HealthError(f"every item of {dataset} with a negative is in a health sample already")
+    return SamplePlan(dataset, "neyman" if target == "rank" else allocation, target, seed, sizes, before, drawn)
+
+
+def _check_draw_sizes(budget: int | None, per_category: int | None) -> None:
+    """A budget or a number per category is a whole number of at least 1 (`reading`'s rule)."""
+    for name, value in (("budget", budget), ("per_category", per_category)):
+        problem = None if value is None else whole_number_problem(value, at_least=1)
+        if problem:
+            raise HealthError(f"{name} {problem}")
+
+
+def _check_budget_left(dataset: str, budget: int | None, left: int) -> None:
+    """Refuse a budget over the items left to draw: drawing fewer than asked without a word would
+    leave the user's design other than they planned (a number per category is "at most" by nature)."""
+    if budget is not None and 0 < left < budget:
+        raise HealthError(
+            f"a budget of {budget} items, but only {left} items of {dataset} with a negative are left to draw "
+            f"(not yet in its health sample); give a budget of {left} or less"
+        )
+
+
+def _share_spreads(sample: HealthSample) -> dict[str, float]:
+    """Per category sqrt(p (1 - p)) of the smoothed current invalid share (0.5 with no data)."""
+    spreads = {}
+    for c, row in sample.counts().items():
+        share = h.smoothed_share(row["invalid"], row["decided"])
+        spreads[c] = float(np.sqrt(share * (1 - share)))
+    return spreads
+
+
+def _difference_spreads(db: sqlite_utils.Database, sample: HealthSample, runs: Sequence[str]) -> dict[str, float]:
+    """Per category the spread of two runs' paired credit difference on decided valid items (1, the
+    largest a difference of credits in [0, 1] can have, where fewer than two are known)."""
+    credit = [run_credits(db, sample.dataset, run) for run in runs]
+    differences: dict[str, list[float]] = {}
+    for item, outcome in sample.outcomes.items():
+        if outcome == "valid" and all(item in c for c in credit):
+            differences.setdefault(sample.drawn[item], []).append(credit[0][item] - credit[1][item])
+    spread = {c: float(np.std(d, ddof=1)) for c, d in differences.items() if len(d) > 1}
+    return {c: spread.get(c, 1.0) for c in sample.frame}
+
+
+def create_sample_batch(
+    db: sqlite_utils.Database,
+    plan: SamplePlan,
+    annotators: Sequence[str],
+    *,
+    overlap: int = 3,
+    name: str | None = None,
+    crowd_items: int | None = None,
+) -> dict[str, Any]:
+    """Store the plan's draw as a validate_negative batch recording its design; the `batch create`
+    JSON plus the design."""
+    design = plan.design()
+    spec = BatchSpec(
+        plan.dataset,
+        TASK,
+        tuple(annotators),
+        overlap=overlap,
+        item_ids=tuple(plan.item_ids),
+        seed=plan.seed,
+        name=name,
+        crowd_items=crowd_items,
+        health=design,
+    )
+    created = create_batch(db, spec)
+    return {
+        **created,
+        "design": {key: value for key, value in design.items() if key != "items"},
+        "drawn": len(plan.item_ids),
+    }
+
+
+def run_credits(db: sqlite_utils.Database, dataset: str, run: str, ties: str | None = None) -> dict[int, float]:
+    """Each scored item's credit on the run's headline metric (ties by the benchmark's rule)."""
+    loaded = load_run(db, dataset, run)
+    rule = ties or source_format(db, dataset).ties
+    credits = run_family(loaded).credits(loaded, rule)
+    return dict(zip(loaded.item_ids.tolist(), credits.tolist()))
