@@ -141,23 +141,44 @@ def admin_page(monkeypatch):
     return open_page
 
 
-# The admin pages with a dataset select box (`views/registry.py`), and its key.
-ADMIN_PAGES = tuple((page.path, page.dataset_key) for page in PAGES if page.role == "admin" and page.dataset_key)
+# The admin pages with a dataset select box (`views/registry.py`), and the box.
+ADMIN_PAGES = tuple((page.path, page.box) for page in PAGES if page.role == "admin" and page.box)
+
+
+def dataset_box(at, page: str, box) -> list[str]:
+    """The options of the page's dataset box, failing with what the page drew instead when it
+    drew no box with the key its record names."""
+    try:
+        return list(at.selectbox(key=box.key).options)
+    except KeyError:
+        drawn = [e.value for e in (*at.title, *at.info, *at.error, *at.warning)][:6]
+        raise AssertionError(
+            f"{page}: its record (views/registry.py) names a dataset box {box.key!r}, but the page drew none; "
+            f"it showed: {drawn}"
+        ) from None
 
 
 def visit_admin_pages(open_page, db_file: Path, also=None) -> list[tuple[str, str]]:
-    """Open every admin page (`admin_page` fixture) with every dataset it offers, and Inspect runs
-    with every run A; fail on any exception. `also(page, dataset, at)` checks more per dataset.
-    Returns the (page, dataset) pairs visited."""
+    """Open every admin page (`admin_page` fixture) with every dataset its box lists (which must be
+    the datasets its record's rule picks, `browse.datasets_holding`), and Inspect runs with every
+    run A; fail on any exception. `also(page, dataset, at)` checks more per dataset. Returns the
+    (page, dataset) pairs visited."""
+    from foil_studio.annotate.browse import datasets_holding
+
+    db = store.open_db(db_file)
+    listed = {page: datasets_holding(db, box.item_kinds, with_runs=box.with_runs) for page, box in ADMIN_PAGES}
+    db.close()
     visited = []
-    for page, dataset_key in ADMIN_PAGES:
+    for page, box in ADMIN_PAGES:
         at = open_page(db_file, page, timeout=300)
-        for dataset in at.selectbox(key=dataset_key).options:
-            at.selectbox(key=dataset_key).set_value(dataset).run()
+        options, expected = dataset_box(at, page, box), listed[page]
+        assert options == expected, (page, options, expected)
+        for dataset in options:
+            at.selectbox(key=box.key).set_value(dataset).run()
             assert not at.exception, (page, dataset, at.exception)
-            if page == "views/inspect_runs.py":
-                for run in at.selectbox(key=f"run_a:{dataset}").options:
-                    at.selectbox(key=f"run_a:{dataset}").set_value(run).run()
+            for run_key in [k for k in (f"run_a:{dataset}",) if k in {s.key for s in at.selectbox}]:
+                for run in at.selectbox(key=run_key).options:  # Inspect runs: every run A
+                    at.selectbox(key=run_key).set_value(run).run()
                     assert not at.exception, (page, dataset, run, at.exception)
             if also is not None:
                 also(page, dataset, at)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections import Counter
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from foil_studio.annotate import browse
 from foil_studio.data import store
 from foil_studio.views.registry import PAGES, ROLES
-from tests.conftest import ADMIN_PAGES, FOIL_CLI, REPO, SMALL_DEMO, visit_admin_pages
+from tests.conftest import ADMIN_PAGES, FOIL_CLI, REPO, SMALL_DEMO, dataset_box, visit_admin_pages
 from tests.conftest import APP_ADMIN as ADMIN
 
 
@@ -279,10 +279,17 @@ def role_token(role: str, db) -> str | None:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.url_path)
 def test_every_registered_page_opens_for_its_role_and_no_other(app, demo_db, page):
-    """Every page of `views/registry.py` runs for its role and draws a title; the other roles do not have it."""
+    """Every page of `views/registry.py` runs for its role and draws a title (and the dataset box its
+    record names, listing the datasets of its rule); the other roles do not have it."""
     at = app(role_token(page.role, demo_db))
     at.switch_page(page.path).run()
     assert not at.exception and at.title, (page.path, at.exception)
+    if page.box:
+        rule = browse.datasets_holding(demo_db, page.box.item_kinds, with_runs=page.box.with_runs)
+        if rule:
+            assert dataset_box(at, page.path, page.box) == rule, page.path
+        else:  # nothing to choose from: the page says why instead of drawing an empty box
+            assert at.info, page.path
     for other in (r for r in ROLES if r != page.role):
         with pytest.raises(ValueError, match="Could not find a navigation page"):
             app(role_token(other, demo_db)).switch_page(page.path)
@@ -484,8 +491,7 @@ def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin
     import_path(demo_db, "sugarcrepe-correct", fixtures / "bivlc" / "results" / "SUGARCREPE_CORRECT_CLIP_COCO.csv")
     import_path(demo_db, "gpt4v", fixtures / "sugarcrepe" / "gpt4v")
     visited = visit_admin_pages(admin_page, store.location(demo_db))
-    # 6 demo and 2 imported datasets on every dataset page; health lists the 5 with caption pairs, the audit
-    # also the 2 retrieval sets (CREPE-like and ARO's order set: each caption against each negative)
-    listed = {"views/health.py": 5, "views/hackability.py": 7}
-    per_page = {page: listed.get(page, 8) for page, _ in ADMIN_PAGES}
-    assert Counter(page for page, _ in visited) == per_page
+    # every page opened on each dataset its record's rule lists (`visit_admin_pages` checks the lists): all
+    # 6 demo and 2 imported datasets somewhere, and every page with a box on at least one
+    assert {d for _, d in visited} == set(store.dataset_names(demo_db))
+    assert {page for page, _ in visited} == {page for page, _ in ADMIN_PAGES}

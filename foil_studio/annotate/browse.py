@@ -31,10 +31,17 @@ class ItemCard:
     votes: dict[str, int] | None = None  # crowd votes shipped with the benchmark (VALSE's mturk)
 
 
-def caption_pair_datasets(db: sqlite_utils.Database, kinds: Sequence[str] = CAPTION_PAIR_KINDS) -> list[str]:
-    """The datasets holding items of `kinds`: by default a caption and its negative (what
-    validations read; audits also read retrieval items, `item_kinds.AUDITED_KINDS`)."""
-    return [d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(kinds)]
+def datasets_holding(
+    db: sqlite_utils.Database, item_kinds: Sequence[str] = CAPTION_PAIR_KINDS, *, with_runs: bool = False
+) -> list[str]:
+    """The datasets holding an item of `item_kinds` (every dataset when it is empty; by default a
+    caption and its negative, what validations read), only those with a run when `with_runs`:
+    the rule of a page's dataset box (`views.registry.DatasetBox`)."""
+    names = store.dataset_names(db, with_runs=with_runs)
+    if not item_kinds:
+        return names
+    holding = {d["name"] for d in store.list_datasets(db) if set(d["item_kinds"]) & set(item_kinds)}
+    return [name for name in names if name in holding]
 
 
 def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:

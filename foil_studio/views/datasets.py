@@ -13,7 +13,7 @@ from foil_studio.data import formats, paths, store
 from foil_studio.data.formats import BadInputError
 from foil_studio.data.images import UnsafeImagePathError
 from foil_studio.data.loading import attach_images, import_path
-from foil_studio.views import text
+from foil_studio.views import registry, text
 from foil_studio.views.choices import subset_choice
 from foil_studio.views.item_card import draw_item_card
 from foil_studio.views.session import session_db
@@ -88,7 +88,8 @@ if table.empty:
     st.stop()
 st.dataframe(table, hide_index=True, width="stretch")
 
-dataset = st.selectbox("Dataset", table["dataset"].tolist(), key="dataset")
+BOX = registry.page("views/datasets.py").box
+dataset = st.selectbox("Dataset", browse.datasets_holding(db, BOX.item_kinds), key=BOX.key)
 images_of = table.set_index("dataset").loc[dataset]
 if images_of["images missing"] or images_of["images found"] is None:
     with st.expander("Attach an image folder", expanded=bool(images_of["images missing"])):

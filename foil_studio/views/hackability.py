@@ -10,11 +10,11 @@ from foil_studio.analysis import audit as audits
 from foil_studio.analysis import blind, results
 from foil_studio.annotate import browse
 from foil_studio.data import paths, store
-from foil_studio.data.item_kinds import AUDITED_KINDS
-from foil_studio.views import text
+from foil_studio.views import registry, text
 from foil_studio.views.session import session_db
 
 SCATTER_POINTS = 5_000
+BOX = registry.page("views/hackability.py").box
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -36,12 +36,12 @@ st.caption(
     "ties are counted beside each accuracy. Far from 50% either way, captions alone give the answer away: "
     "above, the scorer exploits how negatives were written; below, its opposite choice would."
 )
-names = browse.caption_pair_datasets(db, AUDITED_KINDS)
+names = browse.datasets_holding(db, BOX.item_kinds)
 if not names:
     st.info("No dataset with caption pairs yet.")
     st.stop()
 left, right = st.columns(2)
-dataset = left.selectbox("Dataset", names, key="audit_dataset")
+dataset = left.selectbox("Dataset", names, key=BOX.key)
 compare = right.selectbox("Compare with", ["(none)", *[n for n in names if n != dataset]], key="audit_compare")
 scorers = tuple(st.multiselect("Blind scorers", blind.SCORERS, default=["stats", "ngram"], key="audit_scorers"))
 if not scorers:
@@ -59,7 +59,7 @@ result = run(dataset)
 other = run(compare) if compare != "(none)" else None
 table = pd.DataFrame(audits.audit_table(result, dataset, scorers, other, compare))
 st.dataframe(table.round(2), hide_index=True, width="stretch")
-with_retrieval = browse.caption_pair_datasets(db, ("retrieval",))
+with_retrieval = browse.datasets_holding(db, ("retrieval",))
 if dataset in with_retrieval or compare in with_retrieval:
     st.caption(
         "n counts caption pairs: a retrieval item (CREPE, What'sUp, ARO's order sets) gives one pair per negative, "
@@ -116,7 +116,7 @@ if len(scorers) >= 2:
     )
 
     st.subheader("Adversarial refinement")
-    if dataset not in browse.caption_pair_datasets(db):
+    if dataset not in browse.datasets_holding(db):
         st.caption(
             "Refinement keeps or drops whole caption pairs: this dataset's retrieval items (each caption against "
             "each of its negatives above) are audited, not refined."

@@ -11,7 +11,7 @@ import streamlit as st
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.annotate import browse, health, links
 from foil_studio.data import paths, store
-from foil_studio.views import text
+from foil_studio.views import registry, text
 from foil_studio.views.session import session_db
 
 db = session_db()
@@ -21,11 +21,12 @@ st.caption(
     "and does leaving them out change which model is better? Draw a stratified random sample, let annotators "
     "validate it on their queues, and read the estimates here with 95% intervals."
 )
-names = browse.caption_pair_datasets(db)
+BOX = registry.page("views/health.py").box
+names = browse.datasets_holding(db, BOX.item_kinds)
 if not names:
     st.info("No dataset with caption pairs yet: import one on Datasets.")
     st.stop()
-dataset = st.selectbox("Dataset", names, key="health_dataset")
+dataset = st.selectbox("Dataset", names, key=BOX.key)
 batches = health.health_batches(db, dataset)
 annotators = [a["name"] for a in store.list_annotators(db)]
 

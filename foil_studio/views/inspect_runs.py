@@ -10,7 +10,7 @@ from foil_studio.analysis import inspection, parity
 from foil_studio.analysis.results import UnsupportedRunError
 from foil_studio.annotate import baselines, batches, browse
 from foil_studio.data import paths, plain_text, store
-from foil_studio.views import text
+from foil_studio.views import registry, text
 from foil_studio.views.choices import subset_choice
 from foil_studio.views.item_card import draw_item_card
 from foil_studio.views.session import session_db
@@ -105,11 +105,12 @@ def draw_parity(report: parity.Parity) -> None:
 db_file = paths.db_path()
 db = session_db()
 st.title("Inspect runs")
-with_runs = store.dataset_names(db, with_runs=True)
+BOX = registry.page("views/inspect_runs.py").box
+with_runs = browse.datasets_holding(db, BOX.item_kinds, with_runs=BOX.with_runs)
 if not with_runs:
     st.info("No runs yet.")
     st.stop()
-dataset = st.selectbox("Dataset", with_runs, key="inspect_dataset")
+dataset = st.selectbox("Dataset", with_runs, key=BOX.key)
 runs = [r["run"] for r in store.list_runs(db, dataset)]
 left, right = st.columns(2)
 run_a = left.selectbox("Run A", runs, key=f"run_a:{dataset}")

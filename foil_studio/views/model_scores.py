@@ -9,9 +9,9 @@ import sqlite_utils
 import streamlit as st
 
 from foil_studio.analysis import metrics, model_spec, results
-from foil_studio.annotate import baselines
+from foil_studio.annotate import baselines, browse
 from foil_studio.data import paths, plain_text, store, subsets
-from foil_studio.views import text
+from foil_studio.views import registry, text
 from foil_studio.views.choices import subset_choice
 from foil_studio.views.session import session_db
 
@@ -116,12 +116,13 @@ with st.expander("Score a dataset now"):
 if "scores_notice" in st.session_state:
     st.success(st.session_state.pop("scores_notice"))
 
-with_runs = store.dataset_names(db, with_runs=True)
+BOX = registry.page("views/model_scores.py").box
+with_runs = browse.datasets_holding(db, BOX.item_kinds, with_runs=BOX.with_runs)
 if not with_runs:
     st.info("No runs yet. Score a dataset with `./foil score DATASET --model ARCH ...` or import per-instance results.")
     st.stop()
 
-dataset = st.selectbox("Dataset", with_runs, key="scores_dataset")
+dataset = st.selectbox("Dataset", with_runs, key=BOX.key)
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
 # the tie choice beside the subset choice, or on its own line where the dataset has no subsets (no hole beside it)
 left, right = st.columns(2) if len(subsets.available_subsets(db, dataset)) > 1 else (st.container(), st.container())
