@@ -28,13 +28,13 @@ from foil_studio.annotate.batches import SIMULATED, BatchError
 from foil_studio.annotate.consensus import decisions, excluded_annotators
 from foil_studio.annotate.construction import pick_image_survivors
 from foil_studio.annotate.gold import GOLD_PASS, rule_text
-from foil_studio.annotate.task_types import REGISTRY
+from foil_studio.annotate.task_types import REGISTRY, negative_validation
 from foil_studio.data import formats, item_kinds, paths, store
 from foil_studio.data.images import resolve_image
 from foil_studio.data.plain_text import count_range, figure
 
 # The construction task types: those whose record names the layout of their cleaned benchmark.
-CONSTRUCTION_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.clean_format)
+CONSTRUCTION_TASKS = tuple(name for name, task in REGISTRY.items() if task.clean_format)
 
 
 def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
@@ -69,9 +69,10 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
     fmt = layout
     outcome = {d.item: d for d in decisions(db, batch_name)}
     items = store.items_by_id(db, outcome)
-    if any(item["kind"] == "retrieval" for item in items.values()):
+    if any(len(item_kinds.negative_captions(item)) > 1 for item in items.values()):
         raise BatchError(
-            f"{batch_name} validated retrieval items, whose several negatives no benchmark layout keeps one by one; "
+            f"{batch_name} validated items with several negatives (retrieval items), which no benchmark layout "
+            "keeps negative by negative; "
             f"`./foil export {batch['dataset']} --format negclip-csv` writes the validated negatives"
         )
     kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]
@@ -285,12 +286,12 @@ def validated_negatives(db: sqlite_utils.Database, dataset: str) -> tuple[dict[i
     negative k): those decided by `export-clean`'s keep rule (the negative is wrong for the image)
     in every validate_negative batch that decided them. Returns them with the batches read;
     refused when there is no such batch."""
-    task = REGISTRY["validate_negative"]
+    task = negative_validation()
     batches = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] == task.name]
     if not batches:
         raise BatchError(
-            f"{dataset} has no validate_negative batch, so no negative of it is validated yet "
-            f"(./foil batch create {dataset} --task validate_negative ..., or Benchmark health's sample)"
+            f"{dataset} has no {task.name} batch, so no negative of it is validated yet "
+            f"(./foil batch create {dataset} --task {task.name} ..., or Benchmark health's sample)"
         )
     kept: dict[tuple[int, int], bool] = {}
     for batch in batches:

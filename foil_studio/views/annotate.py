@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from foil_studio.annotate import batches, crowd_studies, queues
-from foil_studio.annotate.task_types import Task, TaskError, is_correct
+from foil_studio.annotate.task_types import Task, TaskError, is_correct, task_type
 from foil_studio.data import store
 from foil_studio.views import text
 from foil_studio.views.session import session_db
@@ -321,7 +321,7 @@ def draw_answers(task: Task) -> None:
         st.caption(f"Keys: 1-{len(task.options)} answer each question in turn, Ctrl+Enter submits.")
     flags, comment = st.columns(2)
     flags.pills(
-        "Flags (optional)", ["ambiguous", *task.extra.get("flags", ())], selection_mode="multi", key=f"flags:{key}"
+        "Flags (optional)", list(task_type(task.type).flags), selection_mode="multi", key=f"flags:{key}"
     )
     comment.text_input(
         "Comment (optional)", key=f"comment:{key}", help="Enter ends the comment; the keys answer again after it."

@@ -9,6 +9,7 @@ from PIL import Image
 from foil_studio.analysis import inspection, parity
 from foil_studio.analysis.results import UnsupportedRunError
 from foil_studio.annotate import baselines, batches, browse
+from foil_studio.annotate.task_types import negative_validation
 from foil_studio.data import paths, plain_text, store
 from foil_studio.views import registry, text
 from foil_studio.views.choices import subset_choice
@@ -333,7 +334,7 @@ if total:
             created = batches.create_batch(
                 db,
                 batches.BatchSpec(
-                    dataset, "validate_negative", tuple(whom), overlap, item_ids=tuple(int(i) for i in all_ids)
+                    dataset, negative_validation().name, tuple(whom), overlap, item_ids=tuple(int(i) for i in all_ids)
                 ),
             )
         except store.StoreError as error:

@@ -21,16 +21,17 @@ from foil_studio.analysis import health as h
 from foil_studio.analysis.results import load_run, run_family, source_format
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
 from foil_studio.annotate.consensus import decisions
+from foil_studio.annotate.task_types import negative_validation
 from foil_studio.data import store
 from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS
 from foil_studio.data.reading import whole_number_problem
 
-TASK = "validate_negative"
+VALIDATION = negative_validation()  # the task health batches ask, and the verdict each answer gives
+TASK = VALIDATION.name
 # One negative per item, so that an item's outcome is its negative's (a retrieval item's several
 # negatives would each need a share of their own).
 HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
-OUTCOME_OF_ANSWER = {"negative_false": "valid", "negative_true": "invalid", "unsure": "ambiguous"}
 TARGETS = ("share", "rank")
 # The shares the report estimates, by the outcomes each counts (the names `TruthKey.measures` uses),
 # with the report's key and the words for it.
@@ -129,7 +130,7 @@ def _outcomes(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> d
             if decision.part == 0 and decision.rule == "unresolved":
                 result[decision.item] = "ambiguous"
             elif decision.part == 0 and decision.answer is not None:
-                result[decision.item] = OUTCOME_OF_ANSWER[decision.answer]
+                result[decision.item] = VALIDATION.verdict_of_answer[decision.answer]
     return result
 
 

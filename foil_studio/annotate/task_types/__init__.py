@@ -45,6 +45,7 @@ __all__ = [
     "TaskError",
     "TaskType",
     "task_type",
+    "negative_validation",
     "build_task",
     "check_answer",
     "expected_answer",
@@ -53,6 +54,12 @@ __all__ = [
     "answer_questions",
     "task_table",
 ]
+
+
+def negative_validation() -> TaskType:
+    """The task type whose answers judge an item's negative (its ``verdict_of_answer``): what
+    Benchmark health samples into and the validated-negatives exports read."""
+    return next(t for t in REGISTRY.values() if t.verdict_of_answer)
 
 
 def task_type(name: str) -> TaskType:

@@ -54,7 +54,6 @@ class Task:
     displayed_order: tuple[int, ...]  # item indices in the order shown
     questions: tuple[str, ...] = ("answer",)
     question_labels: tuple[str, ...] = ("answer",)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def single_part(item: Item) -> tuple[int, ...]:
@@ -112,7 +111,10 @@ class TaskType:
       ``item_kinds``; the demo holds one dataset of each kind, ``data.demo.DEMO_DATASETS``);
     * ``shuffles``: whether ``build`` shuffles the stimuli (False where captions are shown under
       their roles, so there is no position to randomise). The answer buttons never move:
-      ``buttons(item)`` reads them off ``build``.
+      ``buttons(item)`` reads them off ``build``;
+    * ``flags``: what an annotator may flag beside an answer (My queue offers exactly these);
+    * ``verdict_of_answer``: where its answers judge the item's negative, the verdict each gives
+      (valid, invalid, ambiguous: ``negative_validation()``, which Benchmark health samples into).
     """
 
     name: str
@@ -136,6 +138,8 @@ class TaskType:
     summary: str = ""
     example_kind: str = ""
     shuffles: bool = True
+    flags: tuple[str, ...] = ("ambiguous",)
+    verdict_of_answer: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.example_kind:

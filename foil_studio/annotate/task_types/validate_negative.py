@@ -32,7 +32,6 @@ def build(item: Item, part: int, rng: random.Random) -> Task:
         (("image", item["images"][0]),) if item["images"] else (),
         options,
         (0, 1),
-        extra={"flags": ("nonsensical", "ungrammatical")},
     )
 
 
@@ -46,13 +45,14 @@ def one_question_per_negative(item: Item) -> tuple[int, ...]:
     return tuple(range(len(negative_captions(item))))
 
 
-ANSWER_OF_VERDICT = {"valid": "negative_false", "invalid": "negative_true", "ambiguous": "unsure"}
+VERDICT_OF_ANSWER = {"negative_false": "valid", "negative_true": "invalid", "unsure": "ambiguous"}
 
 
 def expected(item: Item, part: int) -> dict[str, str] | None:
     """The answer the item's source gives (`source_verdict`: the demo's truth, VALSE's crowd rule)."""
     verdict = source_verdict(truth(item))
-    return None if verdict is None else {"answer": ANSWER_OF_VERDICT[verdict]}
+    answer_of_verdict = {verdict: answer for answer, verdict in VERDICT_OF_ANSWER.items()}
+    return None if verdict is None else {"answer": answer_of_verdict[verdict]}
 
 
 TASK_TYPE = TaskType(
@@ -74,4 +74,6 @@ TASK_TYPE = TaskType(
     "a retrieval item asks once per negative",
     shuffles=False,
     parts=one_question_per_negative,
+    flags=("ambiguous", "nonsensical", "ungrammatical"),
+    verdict_of_answer=VERDICT_OF_ANSWER,
 )

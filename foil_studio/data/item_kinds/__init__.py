@@ -26,9 +26,9 @@ REGISTRY: dict[str, ItemKind] = {
 }
 ITEM_KINDS = tuple(REGISTRY)
 # Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
-CAPTION_PAIR_KINDS = ("pair", "triple", "paraphrase", "group")
+CAPTION_PAIR_KINDS = tuple(name for name, kind in REGISTRY.items() if kind.caption_pair)
 # Kinds a blind audit reads: the caption pairs, and retrieval items as one pair per negative.
-AUDITED_KINDS = (*CAPTION_PAIR_KINDS, "retrieval")
+AUDITED_KINDS = tuple(name for name, kind in REGISTRY.items() if kind.audited)
 
 # Every truth key that judges an item's negative, whichever kind carries it (a key means one thing).
 VERDICT_KEYS: tuple[TruthKey, ...] = tuple(

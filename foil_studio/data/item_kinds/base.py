@@ -60,7 +60,9 @@ class ItemKind:
     scores (SugarCrepe++'s TOT). ``example`` is a small item of the kind as the store returns it
     (``store.list_items`` row: id, kind, captions, images, truth): the item task-type tests and
     the README's task table lay out. ``truth_keys`` are the keys of ``truth`` its items carry, each
-    with what it means in words (``data.item_kinds.truth``).
+    with what it means in words (``data.item_kinds.truth``). ``caption_pair``: its captions 0 and 1
+    are a positive and its negative (what validations and blind audits read); ``audited``: a blind
+    audit reads it (a caption pair, or each negative against the positive, as retrieval items).
     """
 
     name: str
@@ -79,6 +81,8 @@ class ItemKind:
     text_scores_from: Callable[[np.ndarray], list[float]] | None = None
     example: Mapping[str, Any] = field(default_factory=dict)
     truth_keys: tuple[TruthKey, ...] = ()
+    caption_pair: bool = False
+    audited: bool = False
 
     def truth_key(self, name: str) -> TruthKey | None:
         """The record of one truth key of this kind's items (None: a key it does not know)."""

@@ -27,4 +27,6 @@ ITEM_KIND = ItemKind(
         "images": ["i0.png", "i1.png"],
         "truth": {"ambiguous": False},
     },
+    caption_pair=True,
+    audited=True,
 )

@@ -22,4 +22,6 @@ ITEM_KIND = ItemKind(
         "images": ["a.png"],
         "truth": {"negative": "false"},
     },
+    caption_pair=True,
+    audited=True,
 )

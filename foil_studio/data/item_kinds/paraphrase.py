@@ -37,4 +37,6 @@ ITEM_KIND = ItemKind(
         "images": ["p.png"],
         "truth": {"negative": "false"},
     },
+    caption_pair=True,
+    audited=True,
 )

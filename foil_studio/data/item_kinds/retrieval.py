@@ -20,4 +20,5 @@ ITEM_KIND = ItemKind(
     metric_family="retrieval",
     truth_keys=(truth.CORRECT,),
     example={"id": 5, "kind": "retrieval", "captions": ["pos", "n1", "n2"], "images": ["r.png"], "truth": {}},
+    audited=True,
 )
