@@ -27,7 +27,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foil_studio.annotate import health, queues
-from foil_studio.annotate.batches import SIMULATED
 from foil_studio.data import store
 from foil_studio.data.formats import Parsed
 from foil_studio.data.items import Item
@@ -69,7 +68,7 @@ def key_presses(db, n: int) -> list[float]:
         task = queues.draw(db, me, batch).task
         if task is None:
             break
-        queues.submit_answer(db, me, batch, task, {"answer": "negative_false"}, flags=[SIMULATED])
+        queues.submit_answer(db, me, batch, task, {"answer": "negative_false"}, simulated=True)
         times.append(time.perf_counter() - started)
     return times
 

@@ -12,7 +12,6 @@ import pytest
 
 from foil_studio.analysis import health as h
 from foil_studio.annotate import health
-from foil_studio.annotate.batches import SIMULATED
 from foil_studio.annotate.queues import draw as draw_next
 from foil_studio.annotate.queues import submit_answer
 from foil_studio.annotate.simulation import simulate
@@ -86,7 +85,7 @@ def test_outcomes_follow_the_majority_and_a_tie_is_ambiguous(demo_db):
             item = state.task.item_id
             answer = answers[item][position] if item in answers else "negative_false"
             assert submit_answer(
-                demo_db, annotators[name], "health-1", state.task, {"answer": answer}, flags=[SIMULATED]
+                demo_db, annotators[name], "health-1", state.task, {"answer": answer}, simulated=True
             )
     outcomes = health.item_outcomes(demo_db, DATASET)
     assert {item: outcomes[item] for item in answers} == {
@@ -443,7 +442,7 @@ def test_with_no_valid_item_decided_the_leaderboard_says_why_instead_of_nan(demo
     for name in ("ann-a", "ann-b", "ann-c"):
         while (state := draw_next(demo_db, annotators[name], "health-1")).task is not None:
             submit_answer(
-                demo_db, annotators[name], "health-1", state.task, {"answer": "negative_true"}, flags=[SIMULATED]
+                demo_db, annotators[name], "health-1", state.task, {"answer": "negative_true"}, simulated=True
             )
     report = health.health_report(demo_db, DATASET, n_boot=50)
     assert report["leaderboard"]["runs"] == [] and report["leaderboard"]["undefined"] == health.NO_VALID_ITEM

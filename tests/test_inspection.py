@@ -87,7 +87,7 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     lines = browse.human_label_lines(scored, cards)
     assert all(len(lines[card.id]) == 2 for card in cards)  # both annotators' answers on each row
     assert all(
-        line.endswith("chose the positive (right) · flags: simulated") and "baseline_i2t" in line
+        line.endswith("chose the positive (right) · simulated") and "baseline_i2t" in line
         for card in cards
         for line in lines[card.id]
     )
@@ -106,7 +106,7 @@ def test_wrong_for_the_model_but_right_for_humans_shows_their_labels(scored, adm
     assert not at.exception and any(h.value == "random against the humans" for h in at.subheader)
     assert any(f"{len(expected)} items, worst margin first" in c.value for c in at.caption)
     assert any(
-        t.value.startswith("human · ") and t.value.endswith("(right) · flags: simulated") for t in at.text
+        t.value.startswith("human · ") and t.value.endswith("(right) · simulated") for t in at.text
     )  # labels on the cards, said to be simulated
 
 

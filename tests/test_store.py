@@ -199,9 +199,10 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
         queues.submit_answer(
             old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"}
         )
-    # back to version 9 (14 to 11 undone first): labels stored, and assignments that know nothing of them
+    # back to version 9 (15 to 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
         for statement in (
+            "ALTER TABLE labels DROP COLUMN simulated; DELETE FROM schema_migrations WHERE version = 15;"
             "DROP TABLE health_items; DELETE FROM schema_migrations WHERE version = 14;"
             "ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
             "ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
@@ -317,3 +318,29 @@ def test_two_processes_upgrading_one_old_store_apply_each_migration_once(tmp_pat
     assert [run.returncode for run in runs] == [0, 0], errors
     versions = [r[0] for r in sqlite3.connect(path).execute("SELECT version FROM schema_migrations ORDER BY version")]
     assert versions == list(range(1, store.SCHEMA_VERSION + 1))
+
+
+def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_people_s_flags(demo_store, new_store):
+    """Simulated answers were a flag among the annotators' own; an older store's labels keep their
+    other flags, and only the simulated ones are marked."""
+    from foil_studio.annotate import batches, queues, simulation
+
+    old = store.open_db(new_store)
+    store.copy_store(store.open_db(demo_store), old)
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada", "ben"), 1, 6, seed=1, min_seconds=0)
+    created = batches.create_batch(old, spec)
+    ada = store.annotator_by_name(old, "ada")["id"]
+    for _ in range(2):
+        task = queues.draw(old, ada, created["batch"]).task
+        queues.submit_answer(old, ada, created["batch"], task, {"answer": "unsure"}, flags=["ungrammatical"])
+    simulation.simulate(old, created["batch"], accuracies=1.0, seed=0)
+    with store.transaction(old):  # back to version 14: the flag among the flags, no column
+        old.conn.execute("UPDATE labels SET flags = '[\"simulated\"]' WHERE simulated = 1")
+        old.conn.execute("ALTER TABLE labels DROP COLUMN simulated")
+        old.conn.execute("DELETE FROM schema_migrations WHERE version = 15")
+    old.conn.close()
+    db = store.open_db(new_store)
+    labels = store.batch_labels(db, store.get_batch(db, created["batch"])["id"])
+    mine = [label for label in labels if label["annotator"] == "ada" and label["flags"] == ["ungrammatical"]]
+    assert len(labels) == 6 and len(mine) == 2 and not any(label["simulated"] for label in mine)
+    assert all(label["simulated"] and label["flags"] == [] for label in labels if label not in mine)

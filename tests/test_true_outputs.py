@@ -140,7 +140,7 @@ def test_an_answer_is_said_in_the_same_words_on_the_item_cards_and_in_the_answer
     cards = browse.cards_for(demo_db, dataset, sorted({label["item"] for label in labels}))
     lines = [line for found in browse.human_label_lines(demo_db, cards).values() for line in found]
     mine = [line.split(f"{name} ({task})", 1)[1] for line in lines if f"{name} ({task})" in line]
-    said = [line.split(": ", 1)[1] for line in mine]  # "{answer} (right) · flags: simulated"
+    said = [line.split(": ", 1)[1] for line in mine]  # "{answer} (right) · simulated"
     on_cards = [next(w for w in words if text == w or text.startswith((f"{w} (", f"{w} ·"))) for text in said]
     assert Counter(on_cards) == Counter(charted)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlite_utils
 
-from foil_studio.annotate.batches import SIMULATED, BatchError
+from foil_studio.annotate.batches import BatchError
 from foil_studio.annotate.gold import GOLD_PASS, fails_gold
 from foil_studio.annotate.task_types import is_correct, task_type
 from foil_studio.data import store
@@ -32,7 +32,7 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
         mine = [a for a in assignments if a["annotator"] == name]
         answered = [lab for lab in labels if lab["annotator"] == name]
         seconds = [
-            lab["seconds"] for lab in answered if lab["seconds"] is not None and SIMULATED not in (lab["flags"] or [])
+            lab["seconds"] for lab in answered if lab["seconds"] is not None and not lab["simulated"]
         ]  # a person's time only
         judged = [
             is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"])
@@ -133,6 +133,7 @@ def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
         "started_at",
         "submitted_at",
         "seconds",
+        "simulated",
         "is_gold",
     ]
     writer = csv.DictWriter(buffer, columns, extrasaction="ignore")

@@ -41,7 +41,6 @@ DEFAULT_CONSENT = (
 )
 PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"  # Prolific's completion link
 MIN_SECONDS = 0.5  # an answer sooner than this after the whole item was on screen is refused (a held or doubled key)
-SIMULATED = "simulated"  # the flag on every label `simulate` writes: no person's answer, no person's time
 
 
 class BatchError(store.StoreError):

@@ -139,6 +139,7 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
         verdict = is_correct(label["task"], item, label["part"], label["answer"])
         text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
         text += "" if verdict is None else (" (right)" if verdict else " (wrong)")
+        text += " · simulated" if label["simulated"] else ""
         text += f" · flags: {', '.join(label['flags'])}" if label["flags"] else ""
         text += f" · comment: {label['comment']}" if label["comment"] else ""
         lines[label["item"]].append(text)

@@ -24,7 +24,7 @@ import sqlite_utils
 
 from foil_studio.annotate.agreement import COEFFICIENT_NAMES, coefficient_rows
 from foil_studio.annotate.batch_reports import batch_agreement, batch_progress
-from foil_studio.annotate.batches import SIMULATED, BatchError
+from foil_studio.annotate.batches import BatchError
 from foil_studio.annotate.consensus import decisions, excluded_annotators
 from foil_studio.annotate.construction import pick_image_survivors
 from foil_studio.annotate.gold import GOLD_PASS, rule_text
@@ -240,9 +240,9 @@ def _agreement_sentence(report: dict[str, Any]) -> str:
 
 def _time_sentence(labels: list[store.LabelRow]) -> str:
     """Median seconds per item of people's answers; simulated answers said and left out."""
-    simulated = sum(SIMULATED in (label["flags"] or []) for label in labels)
+    simulated = sum(label["simulated"] for label in labels)
     seconds = [
-        label["seconds"] for label in labels if label["seconds"] is not None and SIMULATED not in (label["flags"] or [])
+        label["seconds"] for label in labels if label["seconds"] is not None and not label["simulated"]
     ]
     timing = (
         f"Median time per item {figure(statistics.median(seconds), 1)} s."

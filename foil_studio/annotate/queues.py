@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlite_utils
 
-from foil_studio.annotate.batches import MIN_SECONDS, SIMULATED, setting
+from foil_studio.annotate.batches import MIN_SECONDS, setting
 from foil_studio.annotate.crowd_studies import top_up
 from foil_studio.annotate.task_types import Task, build_task, check_answer
 from foil_studio.data import store
@@ -106,6 +106,7 @@ def submit_answer(
     flags: list[str] | None = None,
     comment: str = "",
     require_shown: bool = False,
+    simulated: bool = False,
 ) -> bool:
     """Store one answer to the item `task` was built for; True if stored now, False if that item
     already had this annotator's answer (nothing is stored twice).
@@ -129,16 +130,17 @@ def submit_answer(
         list(task.displayed_order),
         sorted(flags or []),
         comment.strip(),
+        simulated,
     )
-    min_seconds = reading_seconds(batch, label.flags)
+    min_seconds = reading_seconds(batch, simulated)
     return store.save_label(db, label, min_seconds=min_seconds, require_shown=require_shown and min_seconds > 0)[1]
 
 
-def reading_seconds(batch: store.BatchRow, flags: list[str]) -> float:
+def reading_seconds(batch: store.BatchRow, simulated: bool = False) -> float:
     """The too-fast rule: the least time an item must be on screen before its answer is kept,
     from the batch's config (`BatchSpec.min_seconds`; MIN_SECONDS for a batch that predates it).
-    A simulated answer (flagged SIMULATED) has no reader, so no reading time applies."""
-    return 0.0 if SIMULATED in flags else float(batch["config"].get("min_seconds", MIN_SECONDS))
+    A simulated answer has no reader, so no reading time applies."""
+    return 0.0 if simulated else float(batch["config"].get("min_seconds", MIN_SECONDS))
 
 
 def mark_shown(db: sqlite_utils.Database, annotator_id: int, batch_name: str, item_id: int, part: int) -> bool:

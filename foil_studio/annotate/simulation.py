@@ -1,5 +1,5 @@
 """Simulated annotators: a batch answered from ground truth with per-annotator noise, through the
-annotators' own write path (`draw`, `submit_answer`), each label flagged SIMULATED."""
+annotators' own write path (`draw`, `submit_answer`), each label marked simulated."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 
 import sqlite_utils
 
-from foil_studio.annotate.batches import SIMULATED
 from foil_studio.annotate.queues import draw, submit_answer
 from foil_studio.annotate.task_types import Task, expected_answer
 from foil_studio.data import store
@@ -38,7 +37,7 @@ def simulate(
         while (state := draw(db, annotator["id"], batch_name)).task is not None:
             item = store.items_by_id(db, [state.task.item_id])[state.task.item_id]
             answer = _simulated_answer(state.task, item, accuracy, rng)
-            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer, flags=[SIMULATED])
+            written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer, simulated=True)
     return {"batch": batch_name, "labels_written": dict(written)}
 
 

@@ -12,7 +12,7 @@ Schema (version 14)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
                   (the importer), ``image_root`` (absolute folder image paths are relative to).
-``items``         one benchmark item (see ``data/items.py``): ``kind``, ``category``,
+``items``         one benchmark item (see ``foil_studio/data/items.py``): ``kind``, ``category``,
                   ``source_id``, JSON ``captions``/``images``/``truth``/``meta``.
                   ``item_key`` (content key plus occurrence number) is unique per dataset, which
                   makes imports idempotent; ``text_key`` matches sources that name no images.

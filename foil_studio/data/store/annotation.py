@@ -250,6 +250,7 @@ class LabelWrite:
     displayed_order: list[int]
     flags: list[str]
     comment: str
+    simulated: bool = False  # written by `annotate.simulation`: no person's answer, no person's time
 
 
 def save_label(
@@ -303,7 +304,8 @@ def save_label(
             )
         label_id = db.execute(
             "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
-            " comment, started_at, submitted_at, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            " comment, started_at, submitted_at, seconds, simulated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             [
                 *key,
                 label.task,
@@ -314,6 +316,7 @@ def save_label(
                 started,
                 submitted,
                 seconds,
+                int(label.simulated),
             ],
         ).fetchone()[0]
     return int(label_id), True
@@ -360,28 +363,35 @@ def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[LabelRow]:
     rows = db.query(
         "SELECT l.id, annotators.name AS annotator, l.item_id AS item, items.source_id, items.category, l.part,"
         " l.task, l.answer, l.displayed_order, l.flags, l.comment, l.started_at, l.submitted_at, l.seconds,"
-        " a.is_gold FROM labels l JOIN annotators ON annotators.id = l.annotator_id JOIN items ON items.id = l.item_id"
+        " l.simulated, a.is_gold FROM labels l JOIN annotators ON annotators.id = l.annotator_id"
+        " JOIN items ON items.id = l.item_id"
         " JOIN assignments a ON a.batch_id = l.batch_id AND a.item_id = l.item_id AND a.part = l.part"
         " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id",
         [batch_id],
     )
-    return [cast(LabelRow, _decode(row, "answer", "displayed_order", "flags")) for row in rows]
+    return [
+        cast(LabelRow, {**_decode(row, "answer", "displayed_order", "flags"), "simulated": bool(row["simulated"])})
+        for row in rows
+    ]
 
 
 def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[ItemLabel]:
-    """Every label given to these items in any batch: batch, task, annotator, answer, flags, comment."""
+    """Every label given to these items in any batch: batch, task, annotator, answer, flags, comment,
+    and whether it was simulated."""
     wanted = sorted(set(item_ids))
     found: list[ItemLabel] = []
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         rows = db.query(
             "SELECT l.item_id AS item, l.part, batches.name AS batch, l.task, annotators.name AS annotator,"
-            " l.answer, l.flags, l.comment FROM labels l JOIN batches ON batches.id = l.batch_id"
+            " l.answer, l.flags, l.comment, l.simulated FROM labels l JOIN batches ON batches.id = l.batch_id"
             f" JOIN annotators ON annotators.id = l.annotator_id WHERE l.item_id IN ({','.join('?' * len(chunk))})"
             " ORDER BY l.item_id, l.id",
             chunk,
         )
-        found.extend(cast(ItemLabel, _decode(row, "answer", "flags")) for row in rows)
+        found.extend(
+            cast(ItemLabel, {**_decode(row, "answer", "flags"), "simulated": bool(row["simulated"])}) for row in rows
+        )
     return found
 
 

@@ -48,6 +48,7 @@ _LABEL_COLUMNS = (
     "started_at",
     "submitted_at",
     "seconds",
+    "simulated",
 )
 
 

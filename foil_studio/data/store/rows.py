@@ -123,6 +123,7 @@ class LabelRow(TypedDict):
     started_at: str | None
     submitted_at: str
     seconds: float | None
+    simulated: bool
     is_gold: int
 
 
@@ -137,3 +138,4 @@ class ItemLabel(TypedDict):
     answer: dict[str, Any]
     flags: list[str]
     comment: str | None
+    simulated: bool

@@ -271,6 +271,16 @@ def _m0014_health_items(db: sqlite_utils.Database) -> None:
         db.execute("UPDATE batches SET config = ? WHERE id = ?", [json.dumps(config), batch_id])
 
 
+def _m0015_simulated_labels(db: sqlite_utils.Database) -> None:
+    # A simulated answer (`annotate.simulation`) was a flag every reader had to filter out of the
+    # annotators' flags; it is a column, and the flag leaves the flags it was stored among.
+    db.executescript("ALTER TABLE labels ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;")
+    rows = db.execute("SELECT id, flags FROM labels WHERE flags LIKE ?", ['%"simulated"%']).fetchall()
+    for label_id, text in rows:
+        flags = [flag for flag in json.loads(text) if flag != "simulated"]
+        db.execute("UPDATE labels SET simulated = 1, flags = ? WHERE id = ?", [json.dumps(flags), label_id])
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -303,6 +313,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0012_returned_studies", _m0012_returned_studies),
     ("0013_shown_at", _m0013_shown_at),
     ("0014_health_items", _m0014_health_items),
+    ("0015_simulated_labels", _m0015_simulated_labels),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
