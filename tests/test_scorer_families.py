@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import (
+    AutoModelForImageTextToText,
+    AutoProcessor,
     BertTokenizer,
+    Blip2Config,
+    Blip2ForImageTextRetrieval,
+    Blip2Processor,
     BlipConfig,
     BlipForImageTextRetrieval,
     BlipImageProcessor,
@@ -22,6 +28,10 @@ from transformers import (
     FlavaForPreTraining,
     FlavaImageProcessor,
     FlavaProcessor,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
+    PreTrainedTokenizerFast,
 )
 
 from foil_studio.analysis import model_spec
@@ -88,6 +98,76 @@ def tiny_flava(folder: Path) -> Path:
     return out
 
 
+def tiny_blip2(folder: Path) -> Path:
+    """A random BLIP-2 ITM model (Q-Former reading text, four query tokens) with its processor,
+    saved as a user's local copy is; the processor puts the queries' image tokens before the
+    caption, as the hub's BLIP-2 processors do, and the model drops them again."""
+    tokenizer = _tokenizer(folder)
+    n_text = len(tokenizer)
+    processor = Blip2Processor(BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer, num_query_tokens=4)
+    qformer = {**SMALL, "vocab_size": n_text, "max_position_embeddings": 40, "encoder_hidden_size": 32}
+    config = Blip2Config(
+        vision_config={**SMALL, "image_size": 32, "patch_size": 8, "initializer_range": SPREAD},
+        qformer_config={**qformer, "use_qformer_text_input": True, "cross_attention_frequency": 1, "pad_token_id": 0},
+        text_config={"model_type": "opt", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+                     "ffn_dim": 48, "vocab_size": 64, "word_embed_proj_dim": 32},
+        num_query_tokens=4,
+        image_token_index=processor.tokenizer.convert_tokens_to_ids(str(processor.image_token)),
+        image_text_hidden_size=16,
+        initializer_range=SPREAD,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    out = folder / "blip2"
+    Blip2ForImageTextRetrieval(config).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+LLAVA_WORDS = 'Does this figure show " ? . Please answer yes or no Yes No USER ASSISTANT :'
+LLAVA_TEMPLATE = (  # LLaVA-1.5's "USER: <image>\n... ASSISTANT:"
+    "{% for message in messages %}{{ message['role'].upper() }}: {% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n{% else %}{{ part['text'] }}{% endif %}{% endfor %} {% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def word_tokenizer(words: str) -> PreTrainedTokenizerFast:
+    """A word-level tokenizer built offline with the tokenizers library (LLaVA's special tokens, then `words`)."""
+    names = ["<pad>", "<unk>", "<s>", "</s>", "<image>", *WORDS.split(), *words.split()]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(dict.fromkeys(names))}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+        extra_special_tokens={"image_token": "<image>"},
+    )  # fmt: skip
+
+
+def tiny_llava(folder: Path, words: str = LLAVA_WORDS, chat_template: str | None = LLAVA_TEMPLATE) -> Path:
+    """A random LLaVA (CLIP vision tower, Llama decoder) with a processor holding LLaVA-1.5's chat
+    template, saved as a user's local copy is."""
+    tokenizer = word_tokenizer(words)
+    vision = {"model_type": "clip_vision_model", **SMALL, "image_size": 32, "patch_size": 8, "projection_dim": 16}
+    text = {"model_type": "llama", **SMALL, "num_key_value_heads": 2, "vocab_size": len(tokenizer)}
+    config = LlavaConfig(
+        vision_config={**vision, "initializer_range": SPREAD},
+        text_config={**text, "max_position_embeddings": 128, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3},
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        initializer_range=SPREAD,
+    )
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config)
+    with torch.no_grad():  # "Yes" turned round: its probability then neither near zero nor alike for every pair
+        model.lm_head.weight[tokenizer.convert_tokens_to_ids("Yes")] *= -1
+    out = folder / ("llava" if chat_template else "llava-plain")
+    model.save_pretrained(out)
+    images = BlipImageProcessor(size={"height": 32, "width": 32})
+    LlavaProcessor(
+        images, tokenizer, patch_size=8, vision_feature_select_strategy="default", chat_template=chat_template,
+        num_additional_image_tokens=1,
+    ).save_pretrained(out)  # fmt: skip
+    return out
+
+
 @torch.no_grad()
 def blip_reference(folder: Path, image: Image.Image, caption: str) -> float:
     """ARO's BLIP score of one pair through the documented API: ITM match logit with [ENC] first, plus ITC."""
@@ -114,7 +194,38 @@ def flava_reference(folder: Path, image: Image.Image, caption: str) -> float:
     return float(torch.softmax(model(**inputs).itm_logits, dim=-1)[0, 1])
 
 
-FAMILIES = {"blip-itm": (tiny_blip, blip_reference), "flava-itm": (tiny_flava, flava_reference)}
+@torch.no_grad()
+def blip2_reference(folder: Path, image: Image.Image, caption: str) -> float:
+    """LAVIS's BLIP-2 ITM score of one pair through the documented API: softmax(ITM logits)[match]."""
+    model = Blip2ForImageTextRetrieval.from_pretrained(folder).eval()
+    processor = Blip2Processor.from_pretrained(folder)
+    inputs = processor(images=image, text=caption, return_tensors="pt")
+    return float(torch.softmax(model(**inputs, use_image_text_matching_head=True).logits_per_image, dim=-1)[0, 1])
+
+
+@torch.no_grad()
+def vqascore_reference(folder: Path, image: Image.Image, caption: str) -> float:
+    """VQAScore of one pair as t2v_metrics' paligemma_model.py computes it: one generated token, the
+    softmax of its scores at "Yes" (the prompt in the processor's chat template, where it has one)."""
+    model = AutoModelForImageTextToText.from_pretrained(folder).eval()
+    processor = AutoProcessor.from_pretrained(folder)
+    question = f'Does this figure show "{caption}"? Please answer yes or no.'
+    if processor.chat_template:
+        turn = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+        prompt = processor.apply_chat_template(turn, add_generation_prompt=True, tokenize=False)
+    else:
+        prompt = "<image>" + question
+    inputs = processor(images=image, text=prompt, return_tensors="pt")
+    out = model.generate(**inputs, max_new_tokens=1, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    return float(torch.softmax(out.scores[0][0], dim=-1)[processor.tokenizer.convert_tokens_to_ids("Yes")])
+
+
+FAMILIES = {
+    "blip-itm": (tiny_blip, blip_reference),
+    "flava-itm": (tiny_flava, flava_reference),
+    "blip2-itm": (tiny_blip2, blip2_reference),
+    "vqascore": (tiny_llava, vqascore_reference),
+}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
@@ -184,20 +295,48 @@ def test_a_second_run_reads_every_pair_from_the_cache(saved, demo_db):
     assert first["cache_hits"] == 0 and again["cache_hits"] > 0  # distinct pairs: items may share one
 
 
-def test_a_name_neither_cached_nor_reachable_fails_in_seconds_with_how_to_provide_it(monkeypatch, tmp_path):
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_a_name_neither_cached_nor_reachable_fails_in_seconds_with_how_to_provide_it(monkeypatch, tmp_path, name):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-cache"))
     started = time.perf_counter()
     with pytest.raises(ModelUnavailableError) as raised:
-        load_family(scorer_family("blip-itm"), "Salesforce/no-such-blip", "fp32", "cpu")
+        load_family(scorer_family(name), "Salesforce/no-such-model", "fp32", "cpu")
     assert time.perf_counter() - started < 10
     message = str(raised.value)
     assert "\n" not in message and "save_pretrained" in message and "HF_HOME" in message
 
 
-def test_a_missing_local_folder_says_so(tmp_path):
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_a_missing_local_folder_says_so(tmp_path, name):
     with pytest.raises(ModelUnavailableError, match="does not exist"):
-        load_family(scorer_family("flava-itm"), str(tmp_path / "nowhere"), "fp32", "cpu")
+        load_family(scorer_family(name), str(tmp_path / "nowhere"), "fp32", "cpu")
+
+
+def test_vqascore_without_a_chat_template_asks_the_plain_question_after_the_image_token(tmp_path):
+    folder = tiny_llava(tmp_path, chat_template=None)
+    loaded = load_family(scorer_family("vqascore"), str(folder), "fp32", "cpu")
+    assert loaded.stamp()["prompt_format"].startswith("plain") and loaded.stamp()["answer_token"] == "Yes"
+    images = _images(2)
+    batched = loaded.scorer.score_pairs(
+        [images[0], images[1], images[1]], loaded.scorer.prepare_texts([CAPTIONS[0], CAPTIONS[1], CAPTIONS[3]])
+    )
+    reference = [vqascore_reference(folder, images[i], CAPTIONS[t]) for i, t in [(0, 0), (1, 1), (1, 3)]]
+    difference = float(np.abs(np.array(batched) - np.array(reference)).max())
+    print(f"vqascore, plain prompt: max |batched - reference| = {difference:.2e} over 3 pairs")
+    assert difference < 1e-5
+
+
+def test_vqascore_refuses_a_tokenizer_that_has_no_single_yes_token(tmp_path):
+    from foil_studio.analysis.scorers.vqascore import NotScorableError, yes_token_id
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join([*SPECIAL, "y", "##es", "no"]) + "\n")
+    with pytest.raises(NotScorableError, match="2 tokens"):
+        yes_token_id(BertTokenizer(str(vocab)))  # "yes" is "y", "##es" here
+    with pytest.raises(NotScorableError, match="unknown"):
+        yes_token_id(word_tokenizer("no"))  # one token, but the unknown one
+    assert yes_token_id(word_tokenizer("Yes")) == word_tokenizer("Yes").convert_tokens_to_ids("Yes")
 
 
 def test_foil_score_takes_a_family_and_its_folder_and_metrics_read_the_run(saved, demo_store, tmp_path, capsys):

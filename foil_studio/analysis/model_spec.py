@@ -61,7 +61,7 @@ def demo_model_spec() -> ModelSpec:
 
 # --- model families other than open_clip (`analysis.scorers.REGISTRY`; a test keeps them equal) ---
 
-FAMILY_NAMES = ("blip-itm", "flava-itm")
+FAMILY_NAMES = ("blip-itm", "flava-itm", "blip2-itm", "vqascore")
 
 
 def split_family(model: str) -> tuple[str, str] | None:

@@ -1,7 +1,8 @@
 """Model scores: per-category metrics of one or more runs, with intervals and the chance line."""
 
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,6 +18,8 @@ from foil_studio.views.session import session_db
 
 if TYPE_CHECKING:
     from foil_studio.analysis.models import LoadedModel
+    from foil_studio.analysis.scorers.base import LoadedFamily
+    from foil_studio.analysis.scoring import ScoreReport
 
 db = session_db()
 st.title("Model scores")
@@ -42,33 +45,74 @@ def two_decimals(frame: pd.DataFrame) -> dict:
 
 
 DEMO_MODEL = "the demo model (works offline)"
+OPEN_CLIP = "an open_clip model"
+FAMILY = "a model of another family"
+
+
+@st.cache_resource(max_entries=1, show_spinner="Loading the model...")
+def cached_family(family: str, ref: str, precision: str, device: str) -> "LoadedFamily":
+    from foil_studio.analysis.scorers import pairwise, scorer_family  # torch and transformers: only when asked
+
+    return pairwise.load_family(scorer_family(family), ref, precision, device)
+
+
+def precision_choice() -> str:
+    """The precision box (auto, fp32, bf16, fp16)."""
+    return st.selectbox(
+        "Precision",
+        model_spec.PRECISIONS,
+        key="score_precision",
+        help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records "
+        "which and why.",
+    )
+
+
+def family_inputs() -> tuple[str, str, str]:
+    """The family chosen, the hub name or folder given for it, and the precision."""
+    from foil_studio.analysis.scorers import family_choices  # imports torch and transformers: only when asked
+
+    choices = {choice.name: choice for choice in family_choices()}
+    left, right = st.columns([1, 2])
+    name = left.selectbox(
+        "Model family", list(choices), key="score_family", format_func=lambda n: f"{n} (e.g. {choices[n].example})"
+    )
+    chosen = choices[name]
+    ref = right.text_input(
+        "Hugging Face name or local folder",
+        key="score_family_ref",
+        placeholder=chosen.example,
+        help="A name in the Hugging Face cache, or a folder made by save_pretrained (model and processor).",
+    ).strip()
+    st.caption(text.md(f"{chosen.summary}. Scores a pair by {chosen.rule} (read from {chosen.source})."))
+    return name, ref, precision_choice()
 
 
 def score_form() -> None:
-    """Score a dataset with the demo model or any open_clip model; show the new run when done."""
+    """Score a dataset with the demo model, any open_clip model or a model of another family; show
+    the new run when done."""
     targets = store.dataset_names(db)
     target = st.selectbox("Dataset to score", targets, key="score_dataset") if targets else None
-    source = st.radio("Model", [DEMO_MODEL, "an open_clip model"], horizontal=True, key="score_source")
+    source = st.radio("Model", [DEMO_MODEL, OPEN_CLIP, FAMILY], horizontal=True, key="score_source")
+    model: model_spec.ModelSpec | tuple[str, str, str]  # a family's (family, name or folder, precision)
     if source == DEMO_MODEL:
-        spec = model_spec.demo_model_spec()
-    else:
+        model = model_spec.demo_model_spec()
+        default = model.run_name
+    elif source == OPEN_CLIP:
         left, middle, right = st.columns(3)
         arch = left.text_input("open_clip architecture", "ViT-B-32", key="score_arch")
         tag = middle.text_input("Pretrained tag ('none': random weights, timing only)", "openai", key="score_tag")
         checkpoint = right.text_input("or a local checkpoint file", "", key="score_checkpoint")
-        precision = st.selectbox(
-            "Precision",
-            model_spec.PRECISIONS,
-            key="score_precision",
-            help="auto: bf16 where this machine computes it natively (about twice as fast), else fp32; the run records "
-            "which and why.",
-        )
-        spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
+        precision = precision_choice()
+        model = spec = model_spec.ModelSpec(arch.strip(), tag.strip() or None, checkpoint.strip() or None, precision)
         st.caption(
             "Weights are read from open_clip's cache or the checkpoint file; without them (and offline) scoring stops "
             "with a message."
         )
-    default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
+        default = spec.run_name + (" (with -bf16 where auto runs in bf16)" if spec.precision == "auto" else "")
+    else:
+        model = name, ref, precision = family_inputs()
+        suffix = {"auto": " (with -bf16 where auto runs in bf16)", "fp32": ""}.get(precision, f"-{precision}")
+        default = f"{name}-{Path(ref.rstrip('/')).name if ref else 'FOLDER'}{suffix}"
     run = (
         st.text_input("Run name", placeholder=default, key="score_run").strip() or None
     )  # None: the loaded model's name
@@ -84,31 +128,54 @@ def score_form() -> None:
     if ready.n_skipped:
         st.caption(text.md(ready.skipped_sentence()))
     if st.button("Score", key="score_now", type="primary"):
-        bar = st.progress(0.0, text=f"loading {spec.arch}")
+        if isinstance(model, tuple) and not model[1]:
+            st.error(f"Give a Hugging Face name or a local folder for {model[0]}.")
+            return
+        bar = st.progress(0.0, text=f"loading {model[1] if isinstance(model, tuple) else model.arch}")
         waited = time.perf_counter()  # what the person waits for: loading the model too, not only scoring
         try:
-            report = scoring.score_dataset(
-                db,
-                target,
-                cached_model(spec),
-                run=run,
-                progress=lambda stage, done, total: bar.progress(
-                    done / max(total, 1), text=f"encoding {stage}: {done}/{total}"
-                ),
-            )
-        except (model_spec.ModelUnavailableError, store.StoreError, ValueError) as error:
+            report = score_now(target, model, run, bar)
+        except (model_spec.ModelUnavailableError, store.StoreError, ValueError, OSError) as error:
             bar.empty()
             st.error(text.md(error))
         else:
             skipped = f" {report.n_skipped:,} items without their image files were skipped." if report.n_skipped else ""
+            reused = f"{report.cache_hits} cached {'pair scores' if isinstance(model, tuple) else 'embeddings'} reused"
             st.session_state["scores_notice"] = (
                 f"Scored {report.n_items} items as run {text.md(report.run)} in {time.perf_counter() - waited:.1f} s "
-                f"(loading the model included; {report.cache_hits} cached embeddings reused); it is shown "
-                f"below.{skipped}"
+                f"(loading the model included; {reused}); it is shown below.{skipped}"
             )
             st.session_state["scores_dataset"] = target  # show the new run: its dataset, with it chosen
             st.session_state[f"scores_runs:{target}"] = [report.run]
             st.rerun()
+
+
+def score_now(
+    target: str, model: model_spec.ModelSpec | tuple[str, str, str], run: str | None, bar: Any
+) -> "ScoreReport":
+    """Score `target` with an open_clip model's spec or a family's (family, name or folder, precision)."""
+    from foil_studio.analysis import scoring
+
+    def progress(stage: str, done: int, total: int) -> None:
+        verb = "scoring" if isinstance(model, tuple) else "encoding"
+        bar.progress(done / max(total, 1), text=f"{verb} {stage}: {done}/{total}")
+
+    if not isinstance(model, tuple):
+        return scoring.score_dataset(db, target, cached_model(model), run=run, progress=progress)
+    from foil_studio.analysis.scorers.pairwise import score_with_family
+
+    name, ref, precision = model
+    report = score_with_family(
+        db,
+        target,
+        name,
+        ref,
+        precision=precision,
+        run=run,
+        progress=progress,
+        load=lambda f, r, p, d: cached_family(f.name, r, p, d),
+    )
+    return scoring.ScoreReport(**{key: report[key] for key in scoring.ScoreReport.__dataclass_fields__})
 
 
 with st.expander("Score a dataset now"):

@@ -8,7 +8,9 @@ importing torch; a test keeps the two equal).
 
 from __future__ import annotations
 
-from foil_studio.analysis.scorers import blip_itm, flava_itm, open_clip_family
+from dataclasses import dataclass
+
+from foil_studio.analysis.scorers import blip2_itm, blip_itm, flava_itm, open_clip_family, vqascore
 from foil_studio.analysis.scorers.base import ScorerFamily
 
 REGISTRY: dict[str, ScorerFamily] = {
@@ -17,6 +19,8 @@ REGISTRY: dict[str, ScorerFamily] = {
         open_clip_family.FAMILY,
         blip_itm.FAMILY,
         flava_itm.FAMILY,
+        blip2_itm.FAMILY,
+        vqascore.FAMILY,
     )
 }
 
@@ -30,6 +34,31 @@ def scorer_family(name: str) -> ScorerFamily:
     if name not in REGISTRY:
         raise UnknownFamilyError(f"unknown model family {name!r}; known: {', '.join(REGISTRY)}")
     return REGISTRY[name]
+
+
+@dataclass(frozen=True)
+class FamilyChoice:
+    """A family as a form offers it: its name, what it is, its rule and source, and an example of
+    the name or folder it takes (what follows `FAMILY:` in its `--model` example)."""
+
+    name: str
+    summary: str
+    rule: str
+    source: str
+    example: str
+
+
+def family_choices() -> list[FamilyChoice]:
+    """The families that score pairs (every one but open_clip, which has its own form), in registry order.
+
+    >>> [(c.name, c.example) for c in family_choices()][:1]
+    [('blip-itm', 'Salesforce/blip-itm-base-coco')]
+    """
+    return [
+        FamilyChoice(f.name, f.summary, f.rule, f.source, f.example.removeprefix(f"{f.name}:"))
+        for f in REGISTRY.values()
+        if f.load is not None
+    ]
 
 
 def family_table() -> str:

@@ -217,14 +217,16 @@ def score_with_family(
     limit: int | None = None,
     progress: Progress | None = None,
     notify: Callable[[str], None] | None = None,
+    load: Callable[[ScorerFamily, str, str, str], LoadedFamily] = load_family,
 ) -> dict[str, Any]:
     """Load `ref` with family `family` and score the dataset: the report of `./foil score --json`,
-    with the family, its rule and the precision it ran in and why."""
+    with the family, its rule and the precision it ran in and why. `load` is `load_family` or one
+    that keeps loaded models (the app's)."""
     if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
         notify(skipped)
     # before a model loads for nothing; the dataset's kinds, not its items planned twice
     refuse_text_kinds(store.item_kind_counts(db, store.get_dataset(db, dataset)["id"]))
-    loaded = load_family(scorer_family(family), ref, precision, device)
+    loaded = load(scorer_family(family), ref, precision, device)
     report = score_dataset_pairs(db, dataset, loaded, run=run, batch_size=batch_size, limit=limit, progress=progress)
     return {
         **report.to_dict(),

@@ -1,0 +1,96 @@
+"""BLIP-2 image-text matching as LAVIS scores it: the softmax probability of "match" from the
+Q-Former's ITM head.
+
+Read from LAVIS's ``lavis/models/blip2_models/blip2_image_text_matching.py`` (``Blip2ITM.forward``
+with ``match_head="itm"``, github.com/salesforce/LAVIS at 020aad3): the caption is tokenized to at
+most ``max_txt_len`` = 32 tokens; the learned query tokens and the caption's tokens go through the
+Q-Former together, the queries cross-attending to the (layer-normed) vision tokens; the ITM head
+reads each query's output, its two logits are averaged over the queries, and LAVIS's ITM example
+scores ``softmax(itm_logits)[:, 1]``. Transformers' ``Blip2ForImageTextRetrieval`` with
+``use_image_text_matching_head=True`` computes the same logits; here the vision tokens are computed
+once per distinct image and the captions' token ids once per caption, and only the Q-Former runs per
+pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import Blip2ForImageTextRetrieval, Blip2Processor
+
+from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+
+MAX_TOKENS = 32  # LAVIS's max_txt_len for BLIP-2's Q-Former captions
+
+
+class Blip2ItmScorer:
+    """A loaded BLIP-2 retrieval model scoring pairs by LAVIS's ITM rule."""
+
+    def __init__(self, model: Blip2ForImageTextRetrieval, processor: Blip2Processor, device: torch.device) -> None:
+        self.model, self.processor, self.device = model, processor, device
+        self.dtype = next(model.vision_model.parameters()).dtype
+        self.qformer_dtype = model.query_tokens.dtype  # transformers keeps the Q-Former in fp32
+        self.pad_id = processor.tokenizer.pad_token_id or 0
+
+    @torch.inference_mode()
+    def prepare_images(self, images: list[Image.Image]) -> list[torch.Tensor]:
+        """The vision tokens the queries cross-attend to (after the vision model's final layer norm)."""
+        pixels = self.processor.image_processor(images, return_tensors="pt").pixel_values
+        tokens = self.model.vision_model(pixel_values=pixels.to(self.device, self.dtype)).last_hidden_state
+        return list(tokens.to(self.qformer_dtype))
+
+    @torch.inference_mode()
+    def prepare_texts(self, texts: list[str]) -> list[torch.Tensor]:
+        """Each caption's token ids, cut at 32 tokens as LAVIS cuts them (no image placeholder tokens:
+        the Q-Former reads the queries itself)."""
+        encoded = self.processor.tokenizer(texts, truncation=True, max_length=MAX_TOKENS)
+        return [torch.tensor(ids, device=self.device) for ids in encoded.input_ids]
+
+    @torch.inference_mode()
+    def score_pairs(self, images: Sequence[torch.Tensor], texts: Sequence[torch.Tensor]) -> list[float]:
+        """softmax(ITM logits averaged over the query tokens)[match] per pair."""
+        ids = torch.nn.utils.rnn.pad_sequence(list(texts), batch_first=True, padding_value=self.pad_id)
+        lengths = torch.tensor([len(t) for t in texts], device=ids.device)
+        text_mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]).long()
+        vision = torch.stack(list(images))
+        queries = self.model.query_tokens.expand(len(texts), -1, -1)
+        n_queries = queries.shape[1]
+        query_mask = torch.ones(len(texts), n_queries, dtype=torch.long, device=ids.device)
+        hidden = self.model.qformer(
+            query_embeds=self.model.embeddings(input_ids=ids, query_embeds=queries),
+            query_length=n_queries,
+            attention_mask=torch.cat([query_mask, text_mask], dim=1),
+            encoder_hidden_states=vision,
+            encoder_attention_mask=torch.ones(vision.shape[:-1], dtype=torch.long, device=ids.device),
+        ).last_hidden_state
+        logits = self.model.itm_head(hidden[:, :n_queries, :].to(self.model.itm_head.weight.dtype)).mean(dim=1)
+        return torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
+
+    def stamp(self) -> dict[str, Any]:
+        """The caption length limit and the number of query tokens."""
+        return {"max_text_tokens": MAX_TOKENS, "query_tokens": int(self.model.query_tokens.shape[1])}
+
+
+def load(ref: str, precision: str, device: torch.device) -> Blip2ItmScorer:
+    """A BLIP-2 ITM model and its processor from a save_pretrained folder or a cached hub name."""
+    folder = weights_folder(ref)
+    model = Blip2ForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+    place(model, device)
+    return Blip2ItmScorer(model, Blip2Processor.from_pretrained(folder), device)
+
+
+FAMILY = ScorerFamily(
+    "blip2-itm",
+    "BLIP-2 image-text matching (transformers' Blip2ForImageTextRetrieval), scored as LAVIS scores it",
+    "softmax probability of 'match' from the Q-Former ITM head (logits averaged over the query tokens); "
+    "captions cut at 32 tokens",
+    "LAVIS, lavis/models/blip2_models/blip2_image_text_matching.py (Blip2ITM.forward, match_head='itm'), "
+    "github.com/salesforce/LAVIS @020aad3",
+    "blip2-itm:Salesforce/blip2-itm-vit-g",
+    load,
+    differs="captions are tokenized as given: LAVIS's blip_caption text processor (lower case, some "
+    "punctuation replaced by spaces) is not applied; transformers keeps the Q-Former in fp32 whatever the precision",
+)

@@ -1,0 +1,140 @@
+"""VQAScore (Lin et al. 2024, "Evaluating Text-to-Visual Generation with Image-to-Text
+Generation"): a generative vision-language model is asked whether the image shows the caption,
+and the pair's score is the probability that its next token is "Yes".
+
+Read from t2v_metrics (github.com/linzhiqiu/t2v_metrics at 0ab6f3e),
+``t2v_metrics/models/vqascore_models/paligemma_model.py`` (``PaliGemmaModel.forward``): the question
+is ``Does this figure show "{caption}"? Please answer yes or no.``, the model generates one token
+and the score is ``softmax(scores of that step)[id of "Yes"]``; the same question template is
+``default_question_template`` in its ``llava_model.py``.
+
+Any model transformers loads with ``AutoModelForImageTextToText`` (LLaVA, PaliGemma, Idefics3,
+Qwen2-VL, ...) with its ``AutoProcessor``: the question goes through the processor's chat template
+(one user turn: the image, then the question; the generation prompt added) when the processor has
+one, else it is the bare question after the processor's image token (PaliGemma's processor then
+builds the same input as from the bare question t2v_metrics gives it). The id of "Yes" is the
+tokenizer's encoding of ``Yes`` without special tokens; a tokenizer that makes it more than one
+token, or the unknown token, is refused. Pairs are batched with right padding, and the logits are
+read at each pair's last real token (causal attention: the padding after it changes nothing before it).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import AutoModelForImageTextToText, AutoProcessor
+
+from foil_studio.analysis.model_spec import ModelUnavailableError
+from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+
+QUESTION = 'Does this figure show "{}"? Please answer yes or no.'  # t2v_metrics' default_question_template
+ANSWER = "Yes"  # t2v_metrics' default_answer_template
+
+
+class NotScorableError(ModelUnavailableError):
+    """The model loads but VQAScore's rule cannot be applied to it (no single "Yes" token, not a
+    generative image-text model)."""
+
+
+def yes_token_id(tokenizer: Any) -> int:
+    """The id of "Yes": its encoding without special tokens, which must be one token, not the unknown one."""
+    ids = tokenizer.encode(ANSWER, add_special_tokens=False)
+    if len(ids) != 1:
+        pieces = tokenizer.convert_ids_to_tokens(ids)
+        raise NotScorableError(
+            f"this tokenizer writes {ANSWER!r} as {len(ids)} tokens ({pieces}); VQAScore reads the probability of "
+            "one next token, so this model cannot be scored by it"
+        )
+    if ids[0] == tokenizer.unk_token_id:
+        raise NotScorableError(
+            f"this tokenizer has no token for {ANSWER!r} (it reads as the unknown token); VQAScore cannot score with it"
+        )
+    return int(ids[0])
+
+
+class VqaScorer:
+    """A loaded generative vision-language model scoring pairs by VQAScore's rule."""
+
+    def __init__(self, model: Any, processor: Any, device: torch.device) -> None:
+        self.model, self.processor, self.device = model, processor, device
+        self.dtype = next(model.parameters()).dtype
+        self.tokenizer = processor.tokenizer
+        self.tokenizer.padding_side = "right"  # each pair's tokens at the same positions as alone
+        self.yes_id = yes_token_id(self.tokenizer)
+        self.chat = bool(getattr(processor, "chat_template", None))
+        self.keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+
+    def prompt(self, caption: str) -> str:
+        """The question about `caption`, in the processor's chat template when it has one."""
+        question = QUESTION.format(caption)
+        if self.chat:
+            turn = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+            return str(self.processor.apply_chat_template(turn, add_generation_prompt=True, tokenize=False))
+        image_token = getattr(self.processor, "image_token", None)
+        return f"{image_token}{question}" if isinstance(image_token, str) else question
+
+    def prepare_images(self, images: list[Image.Image]) -> list[Image.Image]:
+        """The images themselves: the processor reads an image and its prompt together (the number of
+        image tokens a prompt holds can depend on the image's size)."""
+        return [image.convert("RGB") for image in images]
+
+    def prepare_texts(self, texts: list[str]) -> list[str]:
+        """Each caption's prompt."""
+        return [self.prompt(text) for text in texts]
+
+    @torch.inference_mode()
+    def score_pairs(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
+        """softmax(next-token logits after the prompt)["Yes"] per pair."""
+        inputs = self.processor(images=list(images), text=list(texts), padding=True, return_tensors="pt")
+        inputs.pop("labels", None)  # PaliGemma's processor adds training labels: no loss is wanted
+        inputs = inputs.to(self.device, dtype=self.dtype)
+        last = inputs["attention_mask"].sum(dim=1) - 1
+        if self.keeps_logits:  # the lm head only where it is read
+            kept, row = torch.unique(last, return_inverse=True)
+            logits = self.model(**inputs, logits_to_keep=kept).logits
+        else:
+            row, logits = last, self.model(**inputs).logits
+        picked = logits[torch.arange(len(texts), device=logits.device), row]
+        return torch.softmax(picked.float(), dim=-1)[:, self.yes_id].cpu().tolist()
+
+    def stamp(self) -> dict[str, Any]:
+        """The question, how it was formatted, and the token read."""
+        return {
+            "question_template": QUESTION,
+            "prompt_format": "chat template" if self.chat else "plain question after the image token",
+            "answer_token": self.tokenizer.convert_ids_to_tokens(self.yes_id),
+            "answer_token_id": self.yes_id,
+        }
+
+
+def load(ref: str, precision: str, device: torch.device) -> VqaScorer:
+    """A generative vision-language model and its processor from a save_pretrained folder or a cached hub name."""
+    folder = weights_folder(ref)
+    try:
+        model = AutoModelForImageTextToText.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+    except ValueError as error:  # transformers: "Unrecognized configuration class ..."
+        raise NotScorableError(
+            f"{ref} is not a model transformers loads with AutoModelForImageTextToText: {str(error).splitlines()[0]}"
+        ) from error
+    place(model, device)
+    return VqaScorer(model, AutoProcessor.from_pretrained(folder), device)
+
+
+FAMILY = ScorerFamily(
+    "vqascore",
+    "VQAScore: any generative vision-language model transformers loads with AutoModelForImageTextToText, "
+    "asked whether the image shows the caption",
+    "probability of the next token 'Yes' after 'Does this figure show \"{caption}\"? Please answer yes or no.' "
+    "(in the processor's chat template where it has one)",
+    "t2v_metrics, t2v_metrics/models/vqascore_models/paligemma_model.py (PaliGemmaModel.forward), "
+    "github.com/linzhiqiu/t2v_metrics @0ab6f3e",
+    "vqascore:llava-hf/llava-1.5-7b-hf",
+    load,
+    differs="t2v_metrics' own LLaVA-1.5 wrapper (llava_model.py) scores exp(-mean cross-entropy) of 'Yes</s>' in "
+    "LLaVA's conversation format; here only the first answer token, as its transformers wrappers score it. "
+    "'Yes' is encoded without special tokens (paligemma_model.py takes encode('Yes')[0])",
+)
