@@ -83,7 +83,7 @@ EDITS = [
     ),
     (
         "placeholder values in annotators.token open a queue",
-        "foil_studio/data/store/annotation.py",
+        "foil_studio/data/store/annotators.py",
         "    if row is None or not hmac.compare_digest(row[0], wanted):\n        return None",
         (
             "    if row is None:\n"
@@ -114,28 +114,28 @@ EDITS = [
     ),
     (
         "a reassigned assignment keeps its lease",
-        "foil_studio/data/store/annotation.py",
+        "foil_studio/data/store/batches.py",
         "SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, ",
         "SET annotator_id = ?, position = ?, shown_at = NULL, ",
         ["tests/test_integrity.py::test_a_reassigned_item_starts_its_lease_and_clocks_anew"],
     ),
     (
         "a reassigned assignment keeps its reading clock",
-        "foil_studio/data/store/annotation.py",
+        "foil_studio/data/store/batches.py",
         "SET annotator_id = ?, position = ?, opened_at = NULL, shown_at = NULL, ",
         "SET annotator_id = ?, position = ?, opened_at = NULL, ",
         ["tests/test_integrity.py::test_a_reassigned_item_starts_its_lease_and_clocks_anew"],
     ),
     (
         "the reading clock starts at the draw",
-        "foil_studio/data/store/annotation.py",
+        "foil_studio/data/store/labels.py",
         "started = shown_at or opened_at",
         "started = opened_at or shown_at",
         ["tests/test_annotation.py", "-k", "reading_time"],
     ),
     (
         "the batch's minimum halved",
-        "foil_studio/data/store/annotation.py",
+        "foil_studio/data/store/labels.py",
         "if seconds is not None and seconds < min_seconds:",
         "if seconds is not None and seconds < min_seconds / 2:",
         ["tests/test_annotation.py", "-k", "reading_time"],

@@ -52,47 +52,13 @@ Schema (version 14)
 """
 
 # ruff: noqa: F401  (the package re-exports the functions of its modules)
-from foil_studio.data.store.annotation import (
-    LabelWrite,
-    add_assignments,
-    add_health_items,
-    annotator_batches,
+from foil_studio.data.store.annotators import (
     annotator_by_name,
     annotator_by_token,
-    batch_assignments,
-    batch_by_crowd_token,
-    batch_decisions,
-    batch_labels,
-    batches_with_setting,
-    create_batch,
-    crowd_joins,
-    crowd_quota,
-    decide,
-    delete_assignment,
     ensure_annotator,
-    get_batch,
-    has_returned,
-    health_items,
     issue_token,
-    item_labels,
-    joined_studies,
     list_annotators,
-    list_batches,
-    lock_batch,
-    mark_shown,
-    move_assignment,
-    open_assignment,
-    open_units,
-    participants_holding_work,
-    participants_started_since,
-    record_join,
-    return_study,
-    revise_label,
     revoke_tokens,
-    save_label,
-    set_batch_closed,
-    stale_assignments,
-    unanswered_assignments,
 )
 from foil_studio.data.store.base import (
     INTEGRITY_ERRORS,
@@ -106,6 +72,25 @@ from foil_studio.data.store.base import (
     timestamp,
     transaction,
 )
+from foil_studio.data.store.batches import (
+    add_assignments,
+    add_health_items,
+    annotator_batches,
+    batch_assignments,
+    batch_by_crowd_token,
+    batches_with_setting,
+    create_batch,
+    delete_assignment,
+    get_batch,
+    health_items,
+    list_batches,
+    lock_batch,
+    move_assignment,
+    open_assignment,
+    set_batch_closed,
+    stale_assignments,
+    unanswered_assignments,
+)
 from foil_studio.data.store.connection import (
     StoreBehindError,
     check_store_file,
@@ -116,6 +101,17 @@ from foil_studio.data.store.connection import (
     redacted,
 )
 from foil_studio.data.store.copying import COPY_ORDER, copy_store, labels_checksum, row_counts
+from foil_studio.data.store.crowd import (
+    crowd_joins,
+    crowd_quota,
+    has_returned,
+    joined_studies,
+    open_units,
+    participants_holding_work,
+    participants_started_since,
+    record_join,
+    return_study,
+)
 from foil_studio.data.store.datasets import (
     StoredItem,
     category_counts,
@@ -140,6 +136,16 @@ from foil_studio.data.store.datasets import (
     truth_flag_condition,
     truth_flags,
     upsert_items,
+)
+from foil_studio.data.store.labels import (
+    LabelWrite,
+    batch_decisions,
+    batch_labels,
+    decide,
+    item_labels,
+    mark_shown,
+    revise_label,
+    save_label,
 )
 from foil_studio.data.store.rows import (
     AnnotatorRow,
