@@ -109,6 +109,11 @@ def tot_table(tot: Mapping[str, Any], summaries: Mapping[str, Mapping[str, Any]]
     return rows
 
 
+# The Hackability page's TOT encoders: MiniLM and the shipped demo CLIP's text encoder, the one
+# CLIP a fresh install holds without downloading weights (`foil audit --text-model` names others).
+PAGE_TOT_CLIP = "demo"
+
+
 def tot_encoders(clip_arch: str | None = None, pretrained: str | None = None) -> dict[str, blind.Embedder]:
     """MiniLM, plus a CLIP model's text encoder when one is named ('demo': the shipped demo model)."""
     encoders: dict[str, blind.Embedder] = {"minilm": _lazy(blind.minilm_embedder)}
@@ -147,6 +152,20 @@ def stored_audit(
     return store.get_audit(db, dataset, _settings(scorers, folds, seed, text_encoders)) or store.get_audit(
         db, dataset, _settings(scorers, folds, seed, ())
     )
+
+
+def stored_or_fitted(
+    db: sqlite_utils.Database,
+    dataset: str,
+    *,
+    scorers: Sequence[str] = blind.SCORERS,
+    text_encoders: TextEncoders | None = None,
+) -> dict[str, Any]:
+    """The stored audit of `dataset` with these settings (`stored_audit`), else `audit`'s, fitted
+    now and stored: what a page or report shows without refitting on every visit."""
+    names = tuple(text_encoders) if text_encoders is not None else ("minilm",)
+    found = stored_audit(db, dataset, scorers=scorers, text_encoders=names)
+    return found or audit(db, dataset, scorers=scorers, text_encoders=text_encoders)
 
 
 def _settings(scorers: Sequence[str], folds: int, seed: int, text_encoders: Sequence[str] | Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ reliability and reports each one's estimated accuracy.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from crowdkit.aggregation import DawidSkene
 
 from foil_studio.annotate.batch_reports import batch_progress
 from foil_studio.annotate.gold import GOLD_PASS, gold_upper_bound
+from foil_studio.annotate.task_types import TaskType
 from foil_studio.data import store
 
 Unit = tuple[int, int]
@@ -74,6 +76,22 @@ class Exclusion:
             f"{gold_upper_bound(right, self.gold_n):.0f}% with 95% confidence, below the pass mark of "
             f"{self.gold_pass:.0f}%)"
         )
+
+
+def vote_words(task: TaskType, item: Mapping[str, Any], decision: Decision) -> dict[str, str]:
+    """Each answer voted on the decision's question, in words (`TaskType.answer_words`)."""
+    return {key: task.answer_words(item, decision.part, answer_from_key(key, task.questions)) for key in decision.votes}
+
+
+def votes_text(words: Mapping[str, str], decision: Decision) -> str:
+    """The votes in words, most voted first.
+
+    >>> votes_text({"negative_false": "Altered is wrong", "unsure": "Unsure"},
+    ...            Decision(1, 0, None, "unresolved", {"unsure": 1, "negative_false": 2}))
+    'Altered is wrong (2); Unsure (1)'
+    """
+    ranked = sorted(decision.votes.items(), key=lambda vote: -vote[1])
+    return "; ".join(f"{words[key]} ({count})" for key, count in ranked)
 
 
 def excluded_annotators(db: sqlite_utils.Database, batch_name: str) -> list[Exclusion]:

@@ -63,9 +63,8 @@ def create(spec: batches.BatchSpec) -> None:
 
 
 with st.expander("New batch", expanded=not store.list_batches(db)):
-    datasets = store.list_datasets(db)
     task = st.selectbox("Task", TASK_TYPES, key="new_task")
-    fitting = [d["name"] for d in datasets if set(d["item_kinds"]) & set(task_type(task).item_kinds)]
+    fitting = browse.datasets_holding(db, task_type(task).item_kinds)
     if not fitting:
         st.warning(f"No dataset has {' or '.join(task_type(task).item_kinds)} items for this task.")
     else:
@@ -156,8 +155,8 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         )
 
 if "created" in st.session_state:
-    kind, message, issued = st.session_state.pop("created")
-    (st.success if kind == "success" else st.error)(message)
+    level, message, issued = st.session_state.pop("created")
+    (st.success if level == "success" else st.error)(message)
     for label, link in issued:
         st.caption(label)
         st.code(link, language=None)  # a copy button on hover
@@ -294,16 +293,13 @@ st.caption(
     "recorded."
 )
 shown = queue[:5]
-kind = task_type(batch_row["task"])
+batch_task = task_type(batch_row["task"])
 cards = {card.id: card for card in browse.cards_for(db, batch_row["dataset"], [d.item for d in shown])}
 items = store.items_by_id(db, [d.item for d in shown])
 for decision in shown:
     card, item = cards[decision.item], items[decision.item]
-    words = {
-        key: kind.answer_words(item, decision.part, consensus.answer_from_key(key, kind.questions))
-        for key in decision.votes
-    }
-    votes = "; ".join(f"{words[key]} ({count})" for key, count in sorted(decision.votes.items(), key=lambda kv: -kv[1]))
+    words = consensus.vote_words(batch_task, item, decision)
+    votes = consensus.votes_text(words, decision)
     draw_item_card(
         card, f"item {decision.item} ({card.category}); votes: {votes}", paths.thumbnail_dir(paths.db_path()), width=140
     )
@@ -322,7 +318,7 @@ for decision in shown:
             batch_row["id"],
             decision.item,
             decision.part,
-            consensus.answer_from_key(choice, kind.questions),
+            consensus.answer_from_key(choice, batch_task.questions),
             by="admin",
         )
         st.rerun()

@@ -21,10 +21,8 @@ BOX = registry.page("views/hackability.py").box
 def cached_audit(
     _db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, scorers: tuple[str, ...]
 ) -> dict:
-    encoders = audits.tot_encoders("demo")  # TOT (datasets with two positives): MiniLM and the demo CLIP's text encoder
-    return audits.stored_audit(_db, dataset, scorers=scorers, text_encoders=tuple(encoders)) or audits.audit(
-        _db, dataset, scorers=scorers, text_encoders=encoders
-    )
+    encoders = audits.tot_encoders(audits.PAGE_TOT_CLIP)  # TOT of datasets with two positives
+    return audits.stored_or_fitted(_db, dataset, scorers=scorers, text_encoders=encoders)
 
 
 db_file = paths.db_path()

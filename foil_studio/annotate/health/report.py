@@ -12,7 +12,7 @@ import numpy as np
 import sqlite_utils
 
 from foil_studio.analysis import health as h
-from foil_studio.analysis.audit import audit, stored_audit
+from foil_studio.analysis.audit import stored_or_fitted
 from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, source_format
 from foil_studio.annotate.agreement import COEFFICIENTS
 from foil_studio.annotate.baselines import dataset_baseline
@@ -146,7 +146,7 @@ BLIND_SCORERS = ("stats", "ngram")  # the blind scorers of the card: fitted in s
 def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
     """Blind text-only accuracy (percent, a tie counted half) overall and per category, from the
     stored audit with the card's scorers, else fitted now (and stored)."""
-    result = stored_audit(db, dataset, scorers=BLIND_SCORERS) or audit(db, dataset, scorers=BLIND_SCORERS)
+    result = stored_or_fitted(db, dataset, scorers=BLIND_SCORERS)
     return {
         "scorers": list(BLIND_SCORERS),
         "ties": "half",
