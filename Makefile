@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test check lint types demo docs clean chromium postgresql mutation stateful
+.PHONY: run test test-fast check lint types demo docs docs-check clean chromium postgresql mutation stateful
 
 # The checkout is installed editable: `foil` and `python -m foil_studio.cli` run this tree.
 $(VENV)/.runtime: requirements.txt pyproject.toml
@@ -29,11 +29,16 @@ demo: $(VENV)/.runtime
 run: $(VENV)/.runtime $(DEMO_DB)
 	$(PY) -m foil_studio.cli serve --db $(DEMO_DB) --port $(PORT)
 
-# README's example outputs, printed by the commands themselves on a fresh demo store, and its tables
-# generated from the registries (tests check both).
+# The generated blocks of README.md and docs/*.md: tables from the registries (docs/readme_tables.py)
+# and example outputs printed by the commands themselves on a fresh demo store (docs/readme_outputs.py).
+# `make docs CHECK=1` writes nothing and fails naming each stale file and block; `make docs-check`
+# checks the tables only (no demo store, so the gate runs it with lint; a test checks the outputs).
 docs: $(VENV)/.runtime
-	$(PY) docs/readme_tables.py
-	$(PY) docs/readme_outputs.py
+	$(PY) docs/readme_tables.py $(if $(CHECK),--check)
+	$(PY) docs/readme_outputs.py $(if $(CHECK),--check)
+
+docs-check: $(VENV)/.runtime
+	$(PY) docs/readme_tables.py --check
 
 # The browser test drives Debian's chromium (never a downloaded browser).
 chromium:
@@ -46,13 +51,19 @@ postgresql:
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
 		|| echo "install PostgreSQL for the store tests on PostgreSQL: sudo apt-get install postgresql"
 
-# The gate: lint and format (ruff), types (mypy, scope in pyproject.toml), then the whole suite.
+# The gate: the docs' generated tables (docs-check), lint and format (ruff), types (mypy, scope in
+# pyproject.toml), then the whole suite.
 test: lint types $(VENV)/.testing chromium postgresql
 	$(PY) -m pytest -q
 
 check: test  # the issue's name for the gate; the README says `make test`
 
-lint: $(VENV)/.testing
+# The inner loop: the suite without the tests that drive a browser, a PostgreSQL server or a fresh
+# venv (tests/conftest.py marks them by what they use), on two workers; the gate runs them all.
+test-fast: $(VENV)/.testing
+	$(PY) -m pytest -q -n 2 --dist loadscope -m "not browser and not postgresql and not wheel"
+
+lint: $(VENV)/.testing docs-check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 

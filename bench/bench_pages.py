@@ -56,12 +56,12 @@ def build(db_file: Path, n: int) -> None:
             "bench",
             i,
         )
-    store_parsed(db, parsed, kind="jsonl", path="bench")
+    store_parsed(db, parsed, source_format="jsonl", path="bench")
     rng = np.random.default_rng(0)
     ids = [i for i, _ in store.upsert_items(db, store.get_dataset(db, "large")["id"], parsed.items)]
     for run in ("model-a", "model-b"):
         with store.transaction(db):
-            run_id = store.ensure_run(db, store.get_dataset(db, "large")["id"], run, kind="scores", model=run)
+            run_id = store.ensure_run(db, store.get_dataset(db, "large")["id"], run, run_type="scores", model=run)
             store.put_scores(db, run_id, [(i, rng.random(2).tolist()) for i in ids])
 
 

@@ -98,7 +98,7 @@ def page_seconds(db_location: str, page: str, dataset_key: str) -> tuple[float, 
 def one_size(location: str, engine: str, n: int, samples: list[int], answers: int, pages: bool) -> None:
     db = store.open_db(location)
     started = time.perf_counter()
-    store_parsed(db, generated(n), kind="sugarcrepe", path="bench")
+    store_parsed(db, generated(n), source_format="sugarcrepe", path="bench")
     took = time.perf_counter() - started
     files = [Path(location), Path(f"{location}-wal")]  # WAL mode: recent pages sit beside the file
     size = f", store {sum(f.stat().st_size for f in files if f.exists()) / 1e6:.0f} MB" if engine == "sqlite" else ""

@@ -1,9 +1,9 @@
-"""README's Python API example, as a notebook would use it (README shows this file and what it prints)."""
+"""docs/python-api.md's example, as a notebook would use it (that page shows this file and what it prints)."""
 
 from foil_studio import api
 
 studio = api.open_store()  # $FOIL_DB, else ./foil.db, else the demo store `make run` built
-print(studio.datasets()[["name", "kind", "n_items"]].to_string(index=False))
+print(studio.datasets()[["name", "format", "n_items"]].to_string(index=False))
 
 # The figures of `foil metrics demo-sugarcrepe --run demo-clip`, as a data frame
 table = studio.metrics_table("demo-sugarcrepe", "demo-clip")

@@ -1,8 +1,8 @@
-"""README's example outputs, generated from the code (never pasted): `make docs` writes them,
-`python docs/readme_outputs.py --check` (and a test) fails when README differs from what the
-commands print now.
+"""The example outputs of README.md and docs/*.md, generated from the code (never pasted): `make docs`
+writes them, `python docs/readme_outputs.py --check` (`make docs CHECK=1`, and a test) fails
+naming each file and block that differs from what the commands print now.
 
-A block in README.md is
+A block is
 
     <!-- output: ./foil metrics demo-sugarcrepe --run demo-clip -->
     ```text
@@ -13,7 +13,8 @@ A block in README.md is
 and `| PREFIX` after the command keeps only the table's header and the rows starting with PREFIX;
 `A && B` runs A first and shows what B prints; `python docs/SCRIPT.py` runs that script with
 `$FOIL_DB` naming the store.
-The commands run on a demo store built afresh (the one `make run` builds), or on `--db`.
+All blocks run on one demo store built afresh (the one `make run` builds), or on `--db`, file by
+file in the order of `readme_tables.doc_files()`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "docs"))
+
+from readme_tables import doc_files  # noqa: E402  (docs/readme_tables.py: which files, in which order)
 
 from foil_studio import cli  # noqa: E402  (the checkout's own CLI, wherever this is run from)
 
@@ -53,7 +57,7 @@ def command_output(command: str, db: Path) -> str:
             if (code := cli.main([*argv[1:], "--db", str(db)])) != 0:
                 raise RuntimeError(f"{line} failed (exit {code})")
         else:
-            raise ValueError(f"README output block runs {argv[0]!r}; expected ./foil or python")
+            raise ValueError(f"an output block runs {argv[0]!r}; expected ./foil or python")
     lines = printed.getvalue().splitlines()
     if keep:
         lines = [x for x in lines if x.startswith(("category", keep.strip()))]
@@ -73,9 +77,9 @@ def run_script(script: Path, db: Path) -> None:
             os.environ["FOIL_DB"] = before
 
 
-def regenerate(readme: str, db: Path) -> str:
-    """README with every output block replaced by what its command prints now."""
-    return BLOCK.sub(lambda m: m.group(1) + command_output(m.group("command"), db) + m.group(4), readme)
+def regenerate(text: str, db: Path) -> str:
+    """`text` with every output block replaced by what its command prints now."""
+    return BLOCK.sub(lambda m: m.group(1) + command_output(m.group("command"), db) + m.group(4), text)
 
 
 def demo_store(folder: Path) -> Path:
@@ -89,24 +93,24 @@ def demo_store(folder: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1, naming the blocks, when README differs")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale file and block")
     parser.add_argument("--db", help="a demo store to run the commands on (default: build one)")
     args = parser.parse_args(argv)
-    readme_path = REPO / "README.md"
-    readme = readme_path.read_text(encoding="utf-8")
+    texts = {path: path.read_text(encoding="utf-8") for path in doc_files()}
     with tempfile.TemporaryDirectory() as folder:
         db = Path(args.db) if args.db else demo_store(Path(folder))
-        fresh = regenerate(readme, db)
-    if not args.check:
-        readme_path.write_text(fresh, encoding="utf-8")
-        return 0
-    stale = [
-        m.group("command")
-        for m, n in zip(BLOCK.finditer(readme), BLOCK.finditer(fresh))
-        if m.group("body") != n.group("body")
-    ]
-    for command in stale:
-        print(f"README.md: the output of `{command}` is stale; run `make docs`", file=sys.stderr)
+        fresh = {path: regenerate(text, db) if BLOCK.search(text) else text for path, text in texts.items()}
+    stale = []
+    for path, text in texts.items():
+        if not args.check:
+            if fresh[path] != text:
+                path.write_text(fresh[path], encoding="utf-8")
+            continue
+        for old, new in zip(BLOCK.finditer(text), BLOCK.finditer(fresh[path])):
+            if old.group("body") != new.group("body"):
+                stale.append(f"{path.relative_to(REPO)}: the output of `{old.group('command')}` is stale")
+    for line in stale:
+        print(f"{line}; run `make docs`", file=sys.stderr)
     return 1 if stale else 0
 
 

@@ -1,13 +1,14 @@
-"""README's tables that come from the registries, generated (never pasted): `make docs`
-writes them, `python docs/readme_tables.py --check` (and a test) fails when README differs.
+"""The tables of README.md and docs/*.md that come from the registries, generated (never pasted):
+`make docs` writes them, `python docs/readme_tables.py --check` (`make docs-check`, in the gate,
+and a test) fails naming each file and block that differs.
 
-A generated section in README.md is
+A generated block, in README.md or any docs/*.md, is
 
     <!-- generated: NAME -->
     ...what SECTIONS[NAME]() returns...
     <!-- end generated -->
 
-Sibling of `docs/readme_outputs.py`, which keeps the demo outputs.
+Sibling of `docs/readme_outputs.py`, which keeps the demo outputs (`<!-- output: ... -->` blocks).
 """
 
 from __future__ import annotations
@@ -24,10 +25,24 @@ sys.path.insert(0, str(REPO))
 from foil_studio import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
 from foil_studio.analysis.scorers import family_table  # noqa: E402
 from foil_studio.annotate.task_types import task_table  # noqa: E402
+from foil_studio.views.registry import pages_section  # noqa: E402
+from foil_studio.data.demo import DEMO_DATASETS  # noqa: E402
 from foil_studio.data.formats import import_table  # noqa: E402
+from foil_studio.data.item_kinds import REGISTRY as ITEM_KINDS  # noqa: E402
 
 SECTION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 NOTEBOOK_EXAMPLE = REPO / "docs" / "notebook_example.py"
+# The files with generated parts, in the order readme_outputs.py runs their output blocks (on one
+# store, so a block may use what an earlier one left: docs/python-api.md's example reads the batch
+# docs/statistics.md's block makes); any other docs/*.md comes after, by name.
+FILE_ORDER = ("README.md", "docs/formats.md", "docs/statistics.md", "docs/python-api.md", "docs/demo.md")
+
+
+def doc_files() -> list[Path]:
+    """README.md and every docs/*.md, those of `FILE_ORDER` first."""
+    named = [REPO / name for name in FILE_ORDER]
+    rest = sorted(set(REPO.glob("docs/*.md")) - set(named))
+    return [path for path in [*named, *rest] if path.exists()]
 
 
 def notebook_example() -> str:
@@ -35,43 +50,56 @@ def notebook_example() -> str:
     return "```python\n" + NOTEBOOK_EXAMPLE.read_text(encoding="utf-8") + "```"
 
 
+def item_kind_table() -> str:
+    """Every registered item kind: its images and captions in order, its metric family, its demo dataset."""
+    rows = ["| kind | images | captions | metric family | demo dataset |", "| --- | --- | --- | --- | --- |"]
+    for name, kind in ITEM_KINDS.items():
+        demo = f"`{DEMO_DATASETS[name]}`" if name in DEMO_DATASETS else "-"
+        family = f"`{kind.metric_family}`" if kind.metric_family else "- (no model metric)"
+        rows.append(f"| `{name}` | `{kind.images}` | `{kind.captions}` | {family} | {demo} |")
+    return "\n".join(rows)
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
-    "import-kinds": import_table,
+    "import-formats": import_table,
+    "item-kinds": item_kind_table,
     "task-types": task_table,
     "commands": cli.command_table,
     "scorer-families": family_table,
+    "pages": pages_section,
     "notebook-example": notebook_example,
 }
 
 
-def regenerate(readme: str) -> str:
-    """README with every generated section as the registries give them now."""
-    unknown = sorted({m.group("name") for m in SECTION.finditer(readme)} - set(SECTIONS))
+def regenerate(text: str, name: str = "README.md") -> str:
+    """`text` (the file `name`) with every generated section as the registries give them now."""
+    unknown = sorted({m.group("name") for m in SECTION.finditer(text)} - set(SECTIONS))
     if unknown:
-        raise ValueError(f"README.md has generated sections {unknown}; known: {sorted(SECTIONS)}")
-    return SECTION.sub(lambda m: m.group(1) + SECTIONS[m.group("name")]() + "\n" + m.group(4), readme)
+        raise ValueError(f"{name} has generated sections {unknown}; known: {sorted(SECTIONS)}")
+    return SECTION.sub(lambda m: m.group(1) + SECTIONS[m.group("name")]() + "\n" + m.group(4), text)
 
 
-def stale_parts(readme: str, fresh: str) -> list[str]:
-    """The names of the sections that differ between two READMEs."""
-    old = {m.group("name"): m.group("body") for m in SECTION.finditer(readme)}
-    new = {m.group("name"): m.group("body") for m in SECTION.finditer(fresh)}
-    return [f"section {name}" for name in SECTIONS if name not in old or old[name] != new[name]]
+def stale_parts(text: str, fresh: str) -> list[str]:
+    """The names of the sections that differ between a file as it is and as generated."""
+    old = [(m.group("name"), m.group("body")) for m in SECTION.finditer(text)]
+    new = [m.group("body") for m in SECTION.finditer(fresh)]
+    return [f"generated section `{name}`" for (name, body), now in zip(old, new) if body != now]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1, naming the parts, when README differs")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale file and section")
     args = parser.parse_args(argv)
-    readme_path = REPO / "README.md"
-    readme = readme_path.read_text(encoding="utf-8")
-    fresh = regenerate(readme)
-    if not args.check:
-        readme_path.write_text(fresh, encoding="utf-8")
-        return 0
-    stale = stale_parts(readme, fresh)
-    for part in stale:
-        print(f"README.md: the {part} is not what the registries give; run `make docs`", file=sys.stderr)
+    stale = []
+    for path in doc_files():
+        text = path.read_text(encoding="utf-8")
+        fresh = regenerate(text, str(path.relative_to(REPO)))
+        if args.check:
+            stale += [f"{path.relative_to(REPO)}: the {part} is stale" for part in stale_parts(text, fresh)]
+        elif fresh != text:
+            path.write_text(fresh, encoding="utf-8")
+    for line in stale:
+        print(f"{line}; run `make docs`", file=sys.stderr)
     return 1 if stale else 0
 
 

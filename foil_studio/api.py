@@ -2,12 +2,12 @@
 pandas data frames and the command line's own result objects.
 
 Each method calls the function the matching `foil` command calls, so a figure read here is the
-figure `foil ... --json` prints (README, Python API).
+figure `foil ... --json` prints (docs/python-api.md).
 
 >>> from foil_studio import api
 >>> studio = api.open_store(":memory:")  # or a file, a postgresql:// URL, or nothing: $FOIL_DB / ./foil.db
 >>> studio.datasets().columns.tolist()
-['name', 'kind', 'n_items', 'by_category']
+['name', 'format', 'n_items', 'by_category']
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ class Studio:
         return store.location(self.db)
 
     def datasets(self) -> pd.DataFrame:
-        """One row per dataset: name, kind, number of items and items per category (`foil datasets`)."""
+        """One row per dataset: name, import format, number of items and items per category (`foil datasets`)."""
         rows = [
-            {"name": d["name"], "kind": d["kind"], "n_items": d["n_items"], "by_category": d["by_category"]}
+            {"name": d["name"], "format": d["format"], "n_items": d["n_items"], "by_category": d["by_category"]}
             for d in store.list_datasets(self.db)
         ]
-        return pd.DataFrame(rows, columns=["name", "kind", "n_items", "by_category"])
+        return pd.DataFrame(rows, columns=["name", "format", "n_items", "by_category"])
 
     def runs(self, dataset: str | None = None) -> pd.DataFrame:
         """One row per model run (scored here or imported), of one dataset or all (`foil runs`)."""
@@ -131,7 +131,7 @@ class Studio:
     ) -> dict[str, Any]:
         """Score a dataset (`foil score`): `model` is an open_clip architecture (``"ViT-B-32"`` with
         ``pretrained="openai"``), a `ModelSpec`, ``"demo"`` for the shipped demo model, or another
-        family's ``"FAMILY:FOLDER_OR_NAME"`` (``"blip-itm:/models/blip"``: README's family table).
+        family's ``"FAMILY:FOLDER_OR_NAME"`` (``"blip-itm:/models/blip"``: the family table of docs/scoring.md).
         Returns the report `foil score --json` prints."""
         from foil_studio.analysis.scoring import score_with_model
 
@@ -154,7 +154,7 @@ class Studio:
 
     def import_file(
         self,
-        kind: str,
+        source_format: str,
         path: str | Path,
         *,
         images: str | Path | None = None,
@@ -162,14 +162,14 @@ class Studio:
         run: str | None = None,
     ) -> dict[str, Any]:
         """Import a benchmark file or folder, or a model's per-instance results (`foil import`; the
-        kinds are README's import table). Returns the import report (items, new items, warnings)."""
+        formats are the import table of docs/formats.md). Returns the import report (items, new items, warnings)."""
         from foil_studio.data.loading import import_path
 
         location = self.location
-        embedded = paths.embedded_image_dir(location, name or kind) if location is not None else None
+        embedded = paths.embedded_image_dir(location, name or source_format) if location is not None else None
         report = import_path(
             self.db,
-            kind,
+            source_format,
             Path(path),
             images=Path(images) if images else None,
             name=name,

@@ -47,7 +47,9 @@ except roles.AdminTokenError as error:
 role = roles.resolve_role(db, token, admin)
 st.session_state["role"] = role
 
-pages = [st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in pages_for(role.kind)]
+pages = [
+    st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in pages_for(role.role_name)
+]
 navigation = st.navigation(pages)
 st.sidebar.markdown("**Foil Studio**")
 st.sidebar.caption(

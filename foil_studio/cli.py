@@ -179,9 +179,10 @@ def cmd_demo(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, A
     reports = install_demo(db, paths.demo_image_root(args.db))
     print("scoring the demo datasets with the demo model...", file=sys.stderr)
     score_demo(db, [r.dataset for r in reports], progress=TerminalProgress())
-    kinds = {d["name"]: d["kind"] for d in store.list_datasets(db)}  # as `foil datasets` says it (aro-order...)
+    # each dataset's import format as `foil datasets` says it (aro-order...)
+    source_formats = {d["name"]: d["format"] for d in store.list_datasets(db)}
     datasets = [
-        {"name": r.dataset, "kind": kinds[r.dataset], "n_items": r.n_items, "by_category": r.by_category}
+        {"name": r.dataset, "format": source_formats[r.dataset], "n_items": r.n_items, "by_category": r.by_category}
         for r in reports
     ]
     return {"datasets": datasets, "runs": store.list_runs(db), "seconds": time.perf_counter() - started}
@@ -218,25 +219,25 @@ def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
 
 @command(
     "import",
-    arg("kind", choices=formats.IMPORT_KINDS, metavar="KIND", help=", ".join(formats.IMPORT_KINDS)),
+    arg("source_format", choices=formats.IMPORT_FORMATS, metavar="FORMAT", help=", ".join(formats.IMPORT_FORMATS)),
     arg("path"),
     arg("--images", metavar="DIR", help="image root the file's image paths are relative to"),
     arg("--name", metavar="NAME", help="dataset name (default: the benchmark's name)"),
     arg("--run", metavar="RUN", help="run name for results files (default: from the file name)"),
 )
 def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
-    """Import a benchmark file or folder, or a model's per-instance results (KIND: one of the import
-    kinds in README's table, which says each one's layout)."""
+    """Import a benchmark file or folder, or a model's per-instance results (FORMAT: one of the import
+    formats in docs/formats.md's table, which says each one's layout)."""
     from foil_studio.data.loading import import_path
 
     report = import_path(
         db,
-        args.kind,
+        args.source_format,
         Path(args.path),
         images=Path(args.images) if args.images else None,
         name=args.name,
         run=args.run,
-        embedded_root=paths.embedded_image_dir(args.db, args.name or args.kind),
+        embedded_root=paths.embedded_image_dir(args.db, args.name or args.source_format),
         progress=TerminalProgress().stage("checking images"),
     )
     return report.to_dict()
@@ -277,7 +278,7 @@ def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> 
     report = store_parsed(
         db,
         parsed,
-        kind=order_sets.ORDER_SOURCE,
+        source_format=order_sets.ORDER_SOURCE,
         path=str(args.captions),
         images=Path(args.images),
         name=args.name,
@@ -290,7 +291,7 @@ def cmd_build_aro_order(db: sqlite_utils.Database, args: argparse.Namespace) -> 
 def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
     """List datasets with item counts per category."""
     return [
-        {"name": d["name"], "kind": d["kind"], "n_items": d["n_items"], "by_category": d["by_category"]}
+        {"name": d["name"], "format": d["format"], "n_items": d["n_items"], "by_category": d["by_category"]}
         for d in store.list_datasets(db)
     ]
 

@@ -45,8 +45,35 @@ def checkout_copy(target: Path) -> Path:
     return target
 
 
+# The slow families `make test-fast` leaves out, each found from what a test uses rather than kept
+# as a list: a browser (Chromium, a Streamlit server), a PostgreSQL server, the wheel in a fresh venv.
+SLOW_FAMILIES = {
+    "browser": "drives Chromium or a Streamlit server",
+    "postgresql": "runs on a PostgreSQL server",
+    "wheel": "builds the wheel and installs it into a fresh venv",
+}
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "both_engines: run the test on SQLite and on PostgreSQL")
+    for family, what in SLOW_FAMILIES.items():
+        config.addinivalue_line("markers", f"{family}: the test {what} (`make test-fast` leaves it out)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = getattr(item, "module", None)
+        source = module.__dict__ if module is not None else {}
+        if any(name in source for name in ("playwright_api", "streamlit_server", "launch", "wait_healthy")) or any(
+            name in getattr(item, "fixturenames", ()) for name in ("site", "browser", "server")
+        ):
+            item.add_marker("browser")
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("engine") == "postgresql"
+        if on_postgres or "postgres" in getattr(item, "fixturenames", ()):
+            item.add_marker("postgresql")
+        if module is not None and module.__name__.endswith("test_package"):
+            item.add_marker("wheel")
 
 
 def pytest_generate_tests(metafunc):

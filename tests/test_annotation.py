@@ -535,7 +535,7 @@ def test_the_next_items_images_are_resized_before_they_are_shown(tmp_path):
         Image.new("RGB", (1200, 900), (40 * n, 80, 120)).save(images / f"{n}.jpg")
         parsed.add(Item("pair", "replace_att", f"x/{n}", (f"a red cup {n}", f"a blue cup {n}"), (f"{n}.jpg",)), "x", n)
     db = store.open_db(tmp_path / "foil.db")
-    store_parsed(db, parsed, kind="jsonl", path="x", images=images)
+    store_parsed(db, parsed, source_format="jsonl", path="x", images=images)
     created = batches.create_batch(db, batches.BatchSpec("large-images", "validate_negative", ("ada",), 1, seed=1))
     ada = store.ensure_annotator(db, "ada")["id"]
     current = queues.draw(db, ada, created["batch"]).task

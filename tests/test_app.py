@@ -80,7 +80,7 @@ def test_an_image_folder_is_attached_after_an_import_that_found_none(app, demo_d
         )
     )
     at = app(ADMIN)
-    at.selectbox(key="import_kind").set_value("sugarcrepe").run()
+    at.selectbox(key="import_format").set_value("sugarcrepe").run()
     at.text_input(key="import_path").set_value(str(data)).run()
     at.text_input(key="import_name").set_value("mine").run()
     at.button(key="import").click().run()
@@ -99,7 +99,7 @@ def test_an_image_folder_is_attached_after_an_import_that_found_none(app, demo_d
 
 def test_datasets_page_imports_a_benchmark_and_names_bad_rows(app, demo_db, fixtures, tmp_path):
     at = app(ADMIN)
-    at.selectbox(key="import_kind").set_value("sugarcrepe").run()
+    at.selectbox(key="import_format").set_value("sugarcrepe").run()
     at.text_input(key="import_path").set_value(str(fixtures / "sugarcrepe" / "data")).run()
     at.text_input(key="import_name").set_value("sugarcrepe-real").run()
     at.button(key="import").click().run()
@@ -238,7 +238,7 @@ def test_captions_are_plain_text_not_markup(app, demo_db):
 
     parsed = Parsed("jsonl", "html")
     parsed.add(Item("pair", "add_obj", "x", ("<b>bold</b> <script>alert(1)</script>", "**not bold**")), "x.jsonl", 1)
-    store_parsed(db, parsed, kind="jsonl", path="x.jsonl")
+    store_parsed(db, parsed, source_format="jsonl", path="x.jsonl")
     at = app(ADMIN)
     at.selectbox(key="dataset").set_value("html").run()
     assert "positive: <b>bold</b> <script>alert(1)</script>" in texts(at)
@@ -478,7 +478,7 @@ def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_pat
 
 
 def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin_page):
-    """A smoke test over everything the store can hold: demo datasets of all five item kinds,
+    """A smoke test over everything the store can hold: demo datasets of the five item kinds the demo holds,
     scored, plus imported BiVLC, SugarCrepe-correct and GPT-4V runs; no page may fail on any."""
     from foil_studio.analysis.models import ModelSpec, load_model
     from foil_studio.analysis.scoring import score_dataset

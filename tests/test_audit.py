@@ -108,7 +108,7 @@ def test_audit_and_refine_a_stored_dataset(fresh_db, tmp_path):
     for n, (c, neg) in enumerate(negated_pairs(300, 3) + balanced_pairs(300, 4)):
         category = "negated" if n < 300 else "balanced"
         parsed.add(Item("pair", category, f"{category}/{n}", (c, neg), (f"{n}.jpg",)), "x", n)
-    store_parsed(fresh_db, parsed, kind="jsonl", path="x")
+    store_parsed(fresh_db, parsed, source_format="jsonl", path="x")
     result = audit(fresh_db, "negated", scorers=("stats", "ngram", "minilm"), embed=fake_embed)
     assert result["by_category"]["negated"]["blind"]["stats"] > 90
     assert result["by_category"]["balanced"]["blind"]["ngram"] < 60
@@ -124,7 +124,7 @@ def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db, monkeypatch)
         parsed = Parsed("jsonl", "negated")
         for n, (c, neg) in enumerate(pairs, start):
             parsed.add(Item("pair", "negated", f"negated/{n}", (c, neg), (f"{n}.jpg",)), "x", n)
-        store_parsed(fresh_db, parsed, kind="jsonl", path="x")
+        store_parsed(fresh_db, parsed, source_format="jsonl", path="x")
 
     add(negated_pairs(200, 6), 0)
     assert stored_audit(fresh_db, "negated", scorers=("stats", "ngram")) is None

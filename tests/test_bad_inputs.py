@@ -1198,7 +1198,7 @@ def test_bad_names_are_refused_on_the_way_in(case, where, seeded_store):
         elif where == "batch":
             batches.create_batch(db, batches.BatchSpec("seed", "validate_negative", ("ada",), 1, name=name))
         elif where == "run":
-            store.ensure_run(db, store.get_dataset(db, "seed")["id"], name, kind="scores")
+            store.ensure_run(db, store.get_dataset(db, "seed")["id"], name, run_type="scores")
         else:
             import_path(db, "jsonl", seeded_store.parent / "seed.jsonl", name=name)
     db.conn.close()
@@ -1419,5 +1419,5 @@ def test_an_order_set_image_outside_its_root_is_refused_and_nothing_stored(tmp_p
     parsed = build_order_set(read_captioned(path), demo_tags, name="o", seeds=[0])
     db = store.open_db(tmp_path / "foil.db")
     with pytest.raises(BadInputError, match="row 1: .*leaves"):
-        store_parsed(db, parsed, kind="aro-order", path=str(path), images=tmp_path, name="o")
+        store_parsed(db, parsed, source_format="aro-order", path=str(path), images=tmp_path, name="o")
     assert store.dataset_names(db) == []

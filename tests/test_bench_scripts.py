@@ -69,3 +69,14 @@ def test_health_coverage_table_prints_every_condition():
     grid_rows = re.findall(r"^\| \d+ \| \d+ \(0\.\d{3}\) \|( [\d.]+\*? \|){12}$", out, re.M)
     assert len(grid_rows) == 2 * len(SINGLE_SIZES) * len(SHARES)
     assert re.search(r"Horvitz-Thompson, 20 Poisson samples .* standard errors off", out)
+
+
+def test_family_bench_times_each_family_against_its_reference_and_reads_peak_memory():
+    out = run_bench("bench/bench_families.py", "--images", "3", "--families", "open_clip", "blip-itm")
+    assert re.search(r"set: 3 items, 3 distinct 640x480 JPEGs", out)
+    assert re.search(r"precision auto: (this CPU|auto chose)", out) or "native bf16" in out
+    for family in ("open_clip \\(ViT-B-32, random weights\\)", "blip-itm \\(tiny random model\\)"):
+        assert re.search(family + r": reference [\d.]+ s; cold \((bf16|fp32)\) [\d.]+ s -> [\d.]+x; warm", out)
+        assert re.search(r"\| " + family + r" \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d,]+x \| \d+ MB", out)
+    assert "loader thread off (decoded in turn)" in out and "open_clip cold run's parts" in out
+    assert out.count("peak memory (VmHWM, fresh process") == 2

@@ -29,7 +29,7 @@ def put_run(db, dataset: str, scores_by_source_id: dict[str, list], run: str = "
     row = store.get_dataset(db, dataset)
     items = {i["source_id"]: i["id"] for i in store.list_items(db, row["id"], limit=1 << 62)}
     with store.transaction(db):
-        run_id = store.ensure_run(db, row["id"], run, kind="scores", model="hand")
+        run_id = store.ensure_run(db, row["id"], run, run_type="scores", model="hand")
         store.put_scores(db, run_id, [(items[k], v) for k, v in scores_by_source_id.items()])
 
 

@@ -53,7 +53,7 @@ def site(tmp_path_factory):
     import_path(db, "jsonl", source, name=DATASET)
     dataset = store.get_dataset(db, DATASET)
     with store.transaction(db):
-        run_id = store.ensure_run(db, dataset["id"], RUN, kind="scores", model="hand-made")
+        run_id = store.ensure_run(db, dataset["id"], RUN, run_type="scores", model="hand-made")
         store.put_scores(
             db,
             run_id,

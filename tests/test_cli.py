@@ -1,4 +1,4 @@
-"""The command line: the JSON contract of README's Command line section, one-line errors, every command documented."""
+"""The command line: the JSON contract of docs/commands.md, one-line errors, every command documented."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from foil_studio import cli
-from foil_studio.data.formats import IMPORT_KINDS as PARSERS
+from foil_studio.data.formats import IMPORT_FORMATS as PARSERS
 from foil_studio.data.store import db_file as store_file
 from tests.conftest import FOIL_CLI, REPO, checkout_copy
 
@@ -42,7 +42,7 @@ def test_results_import_reports_the_run(tmp_path, fixtures):
     report = json.loads(run_cli("import", "bivlc-results", str(path), "--json", db=tmp_path / "f.db").stdout)
     assert (report["dataset"], report["run"], report["n_items"]) == ("bivlc", "CLIP_TROHN-Img", 2933)
     runs = json.loads(run_cli("runs", "bivlc", "--json", db=tmp_path / "f.db").stdout)
-    assert [(r["run"], r["kind"], r["n_items"]) for r in runs] == [("CLIP_TROHN-Img", "groups", 2933)]
+    assert [(r["run"], r["run_type"], r["n_items"]) for r in runs] == [("CLIP_TROHN-Img", "groups", 2933)]
 
 
 def test_bad_input_exits_non_zero_with_one_line(tmp_path):
@@ -80,15 +80,17 @@ def test_annotator_add_prints_a_private_link(tmp_path):
 
 
 def test_every_command_is_documented_in_the_readme():
-    readme = (REPO / "README.md").read_text()
+    """README points to docs/commands.md, whose table of commands names every command."""
+    commands_page = (REPO / "docs" / "commands.md").read_text()
     for command in cli.COMMANDS:  # the registry the parser is built from
         name = f"{command.group} {command.name}" if command.group else command.name
-        assert re.search(rf"\./foil {name}\b", readme), name
+        assert re.search(rf"\./foil {name}\b", commands_page), name
 
 
-@pytest.mark.parametrize("kind", sorted(PARSERS))
-def test_every_import_kind_has_a_readme_example(kind):
-    assert f"./foil import {kind} " in (REPO / "README.md").read_text()
+@pytest.mark.parametrize("source_format", sorted(PARSERS))
+def test_every_import_format_has_a_readme_example(source_format):
+    """The import table README points to (docs/formats.md) has an example line of every import format."""
+    assert f"./foil import {source_format} " in (REPO / "docs" / "formats.md").read_text()
 
 
 def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
@@ -186,15 +188,15 @@ def test_progress_is_one_bar_per_stage_and_silent_off_a_terminal(fixtures, tmp_p
 
 
 def readme_lines_after_make_run() -> list[str]:
-    """The README's command lines meant to run as written once `make run` built the demo store."""
-    text = (REPO / "README.md").read_text()
+    """The command lines meant to run as written once `make run` built the demo store (docs/commands.md)."""
+    text = (REPO / "docs" / "commands.md").read_text()
     block = text.split("<!-- after make run -->", 1)[1].split("<!-- end -->", 1)[0]
     return [line for line in block.splitlines() if line.startswith("./foil ")]
 
 
 def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(tmp_path):
     """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
-    demo store built as `make run` builds it; then each README line, verbatim, from its root."""
+    demo store built as `make run` builds it; then each line of docs/commands.md, verbatim, from its root."""
     checkout = checkout_copy(tmp_path / "checkout")
     (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
     env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
@@ -240,7 +242,8 @@ def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
 
 
 def test_readme_example_outputs_are_what_the_commands_print():
-    """README's demo tables are generated (`make docs`), never pasted: they must equal the output now."""
+    """The demo outputs of README.md and docs/*.md are generated (`make docs`), never pasted: they must
+    equal the output now."""
     done = subprocess.run(
         [sys.executable, str(REPO / "docs" / "readme_outputs.py"), "--check"],
         capture_output=True,

@@ -248,7 +248,7 @@ def test_aro_macro_accuracy_averages_relations_not_items(tmp_path):
     import_path(db, "aro", tmp_path / "visual_genome_relation.json", name="aro")
     items = store.list_items(db, store.get_dataset(db, "aro")["id"], limit=10)
     with store.transaction(db):
-        run = store.ensure_run(db, store.get_dataset(db, "aro")["id"], "hand", kind="scores")
+        run = store.ensure_run(db, store.get_dataset(db, "aro")["id"], "hand", run_type="scores")
         store.put_scores(db, run, [(i["id"], [0.9, 0.1] if n != 1 else [0.1, 0.9]) for n, i in enumerate(items)])
     result = run_metrics(db, "aro", "hand", n_boot=10)
     assert result["metrics"]["macro_accuracy"] == pytest.approx((200 / 3 + 100) / 2)

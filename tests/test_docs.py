@@ -1,4 +1,5 @@
-"""README's tables are the registries' (`docs/readme_tables.py`, run by `make docs`)."""
+"""The tables of README.md and docs/*.md are the registries' (`docs/readme_tables.py`, run by `make docs`;
+`make docs-check` runs the same check in the gate)."""
 
 from __future__ import annotations
 

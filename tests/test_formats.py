@@ -1,4 +1,4 @@
-"""Every benchmark format: the README's import table is the registry's, and what a writer writes
+"""Every benchmark format: the import table of docs/formats.md is the registry's, and what a writer writes
 its reader reads back as the same items (captions, categories, images, boxes, truth)."""
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from tests.conftest import REPO
 
 
 def test_the_readme_import_table_is_the_registry():
-    assert formats.import_table() in (REPO / "README.md").read_text()
+    assert formats.import_table() in (REPO / "docs" / "formats.md").read_text()
 
 
-def test_every_import_kind_is_offered_by_the_cli_and_the_datasets_form():
+def test_every_import_format_is_offered_by_the_cli_and_the_datasets_form():
     from foil_studio.cli import COMMANDS
 
     importing = next(c for c in COMMANDS if c.group is None and c.name == "import")
-    choices = next(options["choices"] for flags, options in importing.arguments if flags == ("kind",))
-    assert tuple(choices) == formats.IMPORT_KINDS
-    assert "formats.IMPORT_KINDS" in (REPO / "foil_studio" / "views" / "datasets.py").read_text()
+    choices = next(options["choices"] for flags, options in importing.arguments if flags == ("source_format",))
+    assert tuple(choices) == formats.IMPORT_FORMATS
+    assert "formats.IMPORT_FORMATS" in (REPO / "foil_studio" / "views" / "datasets.py").read_text()
 
 
 def item_content(db, dataset: str, by_bytes: bool = False) -> list[tuple]:

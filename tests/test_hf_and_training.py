@@ -107,7 +107,7 @@ def test_a_saved_hugging_face_copy_imports_as_the_same_items_as_the_repository_f
         stored_items(tmp_path / "hf.db", "sugarcrepe-pp"), stored_items(tmp_path / "files.db", "sugarcrepe-pp")
     )
     # its items follow SugarCrepe++'s rules (metric names, strict ties): the dataset's source is that benchmark
-    assert store.get_dataset(api.open_store(tmp_path / "hf.db").db, "sugarcrepe-pp")["source_kind"] == "sugarcrepe-pp"
+    assert store.get_dataset(api.open_store(tmp_path / "hf.db").db, "sugarcrepe-pp")["source_format"] == "sugarcrepe-pp"
 
 
 def png(colour: str) -> bytes:

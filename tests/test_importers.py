@@ -99,7 +99,7 @@ def test_sugarcrepe_correct_creates_items_when_absent(fresh_db, fixtures):
             "dataset": "sugarcrepe",
             "model": "CLIP_COCO",
             "pretrained": None,
-            "kind": "correct",
+            "run_type": "correct",
             "precision": None,
             "n_items": 7512,
         }

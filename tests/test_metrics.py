@@ -101,7 +101,7 @@ def test_a_group_benchmark_with_underscores_in_its_categories_is_not_taken_for_b
     dataset_id = store.get_dataset(fresh_db, "eqben")["id"]
     ids = [i["id"] for i in store.list_items(fresh_db, dataset_id, limit=100)]
     with store.transaction(fresh_db):
-        run_id = store.ensure_run(fresh_db, dataset_id, "model", kind="scores", model="m")
+        run_id = store.ensure_run(fresh_db, dataset_id, "model", run_type="scores", model="m")
         right, wrong = [[0.3, 0.1], [0.1, 0.3]], [[0.1, 0.3], [0.3, 0.1]]
         store.put_scores(fresh_db, run_id, [(i, right if n % 4 else wrong) for n, i in enumerate(ids)])
     result = run_metrics(fresh_db, "eqben", "model", n_boot=20)
@@ -318,10 +318,10 @@ def test_run_metrics_are_stored_until_the_run_is_scored_again(fresh_db, monkeypa
             "x",
             n,
         )
-    store_parsed(fresh_db, parsed, kind="jsonl", path="x")
+    store_parsed(fresh_db, parsed, source_format="jsonl", path="x")
     dataset_id = store.get_dataset(fresh_db, "tiny")["id"]
     ids = [i["id"] for i in store.list_items(fresh_db, dataset_id, limit=100)]
-    run_id = store.ensure_run(fresh_db, dataset_id, "model", kind="scores", model="model")
+    run_id = store.ensure_run(fresh_db, dataset_id, "model", run_type="scores", model="model")
     store.put_scores(fresh_db, run_id, [(i, [0.3, 0.1]) for i in ids])  # every item right
     first = run_metrics(fresh_db, "tiny", "model", n_boot=50)
     before = store.dataset_fingerprint(fresh_db, "tiny")
@@ -520,7 +520,7 @@ def _tied_sugarcrepe_run(db, fixtures):
     dataset_id = store.get_dataset(db, "sugarcrepe")["id"]
     ids = [i["id"] for i in store.list_items(db, dataset_id, limit=1000)]
     with store.transaction(db):
-        run_id = store.ensure_run(db, dataset_id, "tied", kind="scores", model="m")
+        run_id = store.ensure_run(db, dataset_id, "tied", run_type="scores", model="m")
         store.put_scores(db, run_id, [(item, [0.5, 0.5] if n < 10 else [0.6, 0.2]) for n, item in enumerate(ids)])
     return len(ids)
 
@@ -594,12 +594,12 @@ def test_a_summary_stored_by_an_older_version_is_computed_anew(demo_db):
 
 # The page helpers and the imported-decision paths of `analysis.results`, on hand-made runs and
 # summaries whose every figure is counted by hand in the comments.
-def _columns(run_kind, categories, outcomes=None, scores=None, kind="pair"):
+def _columns(run_type, categories, outcomes=None, scores=None, kind="pair"):
     from foil_studio.data.store import RunColumns
 
     n = len(categories)
     return RunColumns(
-        run_kind=run_kind,
+        run_type=run_type,
         item_ids=np.arange(1, n + 1),
         kinds=np.array([kind] * n),
         categories=np.array(categories),
@@ -902,9 +902,9 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
     items = store.list_items(fresh_db, valse["id"], limit=10_000)
     valid = [item["id"] for item in items if item["truth"].get("valid_foil") is True]
     invalid = [item["id"] for item in items if item["id"] not in valid]
-    runs = {name: store.ensure_run(fresh_db, valse["id"], name, kind=kind) for name, kind in RUN_KINDS}
+    runs = {name: store.ensure_run(fresh_db, valse["id"], name, run_type=run_type) for name, run_type in RUN_TYPES}
     spatial = store.get_dataset(fresh_db, "spatial")["id"]
-    elsewhere = store.ensure_run(fresh_db, spatial, "elsewhere", kind="scores")
+    elsewhere = store.ensure_run(fresh_db, spatial, "elsewhere", run_type="scores")
     spatial_item = store.list_items(fresh_db, spatial, limit=1)[0]
     with store.transaction(fresh_db):
         store.put_scores(
@@ -917,7 +917,7 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
         store.put_scores(fresh_db, elsewhere, [(spatial_item["id"], [0.3, 0.1, 0.1, 0.1])])
     whole = results.run_metrics(fresh_db, "valse", "scored", n_boot=20, ties="half")
     summaries = results.run_summaries(fresh_db, "valse", n_boot=20, subset="valid", ties="half")
-    assert list(summaries) == [name for name, _ in RUN_KINDS]
+    assert list(summaries) == [name for name, _ in RUN_TYPES]
     assert summaries["scored"] == results.run_metrics(
         fresh_db, "valse", "scored", n_boot=20, subset="valid", ties="half"
     )
@@ -927,13 +927,13 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
     assert summaries["undecided"] == {"note": "1 items of this run have no imported decision"}
     assert summaries["outside"] == {"note": "run 'outside' on 'valse' has no scored items in subset 'valid'"}
     assert (summaries["scored"]["dataset"], summaries["scored"]["run"]) == ("valse", "scored")
-    store.ensure_run(fresh_db, valse["id"], "empty", kind="scores")
+    store.ensure_run(fresh_db, valse["id"], "empty", run_type="scores")
     with pytest.raises(results.UnsupportedRunError) as empty:
         results.run_metrics(fresh_db, "valse", "empty")
     assert str(empty.value) == "run 'empty' on 'valse' has no scored items"
 
 
-RUN_KINDS = [("scored", "scores"), ("decided", "correct"), ("undecided", "correct"), ("outside", "scores")]
+RUN_TYPES = [("scored", "scores"), ("decided", "correct"), ("undecided", "correct"), ("outside", "scores")]
 
 
 def test_an_order_set_summary_carries_its_seeds_mean_and_standard_error():

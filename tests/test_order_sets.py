@@ -202,7 +202,7 @@ def test_build_without_an_english_model_says_how_to_install_one(tmp_path, capsys
 def test_the_demo_order_set_is_solved_by_a_grammar_only_scorer(demo_db):
     """SugarCrepe's finding: a blind scorer that knows word order (a bigram model) solves the
     order sets; one that sees only word statistics is at chance (every pair a tie)."""
-    assert store.get_dataset(demo_db, demo.ORDER_SET)["source_kind"] == order_sets.ORDER_SOURCE
+    assert store.get_dataset(demo_db, demo.ORDER_SET)["source_format"] == order_sets.ORDER_SOURCE
     result = audit(demo_db, demo.ORDER_SET, scorers=("stats", "ngram"))
     assert result["blind"]["stats"] == 50.0 and result["ties"]["stats"] == result["n"]
     assert result["blind"]["ngram"] > 90

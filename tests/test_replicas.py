@@ -1,4 +1,4 @@
-"""Two Streamlit servers on one PostgreSQL store, as docs/deploy.md runs them behind a proxy.
+"""Two Streamlit servers on one PostgreSQL store, as docs/deployment.md runs them behind a proxy.
 
 Fifty annotators, half on each server, answer a batch at once in Chromium. Every answer a page
 acknowledged (its progress count moved on) is stored exactly once, and each item got exactly

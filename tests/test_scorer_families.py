@@ -5,6 +5,7 @@ a time, fp32), and the same decisions."""
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -168,11 +169,17 @@ def tiny_llava(folder: Path, words: str = LLAVA_WORDS, chat_template: str | None
     return out
 
 
+@functools.cache
+def reference_model(folder: Path, model_class: type, processor_class: type) -> tuple:
+    """A reference's model (fp32, eval) and processor, loaded once per folder, as a user's script
+    loads them once before its loop over pairs."""
+    return model_class.from_pretrained(folder).eval(), processor_class.from_pretrained(folder)
+
+
 @torch.no_grad()
 def blip_reference(folder: Path, image: Image.Image, caption: str) -> float:
     """ARO's BLIP score of one pair through the documented API: ITM match logit with [ENC] first, plus ITC."""
-    model = BlipForImageTextRetrieval.from_pretrained(folder).eval()
-    processor = BlipProcessor.from_pretrained(folder)
+    model, processor = reference_model(folder, BlipForImageTextRetrieval, BlipProcessor)
     inputs = processor(images=image, text=caption, return_tensors="pt", padding="max_length", max_length=35)
     cosine = model(**inputs, use_itm_head=False).itm_score[0, 0]
     inputs["input_ids"][:, 0] = processor.tokenizer.convert_tokens_to_ids("[ENC]")
@@ -183,8 +190,7 @@ def blip_reference(folder: Path, image: Image.Image, caption: str) -> float:
 @torch.no_grad()
 def flava_reference(folder: Path, image: Image.Image, caption: str) -> float:
     """ARO's FLAVA score of one pair through the documented API: softmax(itm_logits)[match], nothing masked."""
-    model = FlavaForPreTraining.from_pretrained(folder).eval()
-    processor = FlavaProcessor.from_pretrained(folder)
+    model, processor = reference_model(folder, FlavaForPreTraining, FlavaProcessor)
     inputs = processor(
         text=[caption], images=[image], return_tensors="pt", padding="max_length", max_length=40,
         return_codebook_pixels=True, return_image_mask=True,
@@ -197,8 +203,7 @@ def flava_reference(folder: Path, image: Image.Image, caption: str) -> float:
 @torch.no_grad()
 def blip2_reference(folder: Path, image: Image.Image, caption: str) -> float:
     """LAVIS's BLIP-2 ITM score of one pair through the documented API: softmax(ITM logits)[match]."""
-    model = Blip2ForImageTextRetrieval.from_pretrained(folder).eval()
-    processor = Blip2Processor.from_pretrained(folder)
+    model, processor = reference_model(folder, Blip2ForImageTextRetrieval, Blip2Processor)
     inputs = processor(images=image, text=caption, return_tensors="pt")
     return float(torch.softmax(model(**inputs, use_image_text_matching_head=True).logits_per_image, dim=-1)[0, 1])
 
@@ -207,8 +212,7 @@ def blip2_reference(folder: Path, image: Image.Image, caption: str) -> float:
 def vqascore_reference(folder: Path, image: Image.Image, caption: str) -> float:
     """VQAScore of one pair as t2v_metrics' paligemma_model.py computes it: one generated token, the
     softmax of its scores at "Yes" (the prompt in the processor's chat template, where it has one)."""
-    model = AutoModelForImageTextToText.from_pretrained(folder).eval()
-    processor = AutoProcessor.from_pretrained(folder)
+    model, processor = reference_model(folder, AutoModelForImageTextToText, AutoProcessor)
     question = f'Does this figure show "{caption}"? Please answer yes or no.'
     if processor.chat_template:
         turn = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]

@@ -286,7 +286,7 @@ def test_a_run_is_deleted_with_its_scores_and_summaries(demo_db):
         row = store.get_dataset(demo_db, dataset)
         items = store.list_items(demo_db, row["id"], limit=1 << 62)
         with store.transaction(demo_db):
-            run = store.ensure_run(demo_db, row["id"], "demo-clip", kind="scores")
+            run = store.ensure_run(demo_db, row["id"], "demo-clip", run_type="scores")
             store.put_scores(
                 demo_db,
                 run,

@@ -28,14 +28,16 @@ def test_old_store_is_migrated_forward_keeping_its_data(tmp_path):
     path = tmp_path / "old.db"
     old = store.open_db(path, upto=1)
     assert store.schema_version(old) == 1 and "imports" not in old.table_names()
-    with store.transaction(old):
-        dataset_id = store.ensure_dataset(old, "kept", "jsonl")
+    with store.transaction(old):  # version 1's columns (`source_kind`, renamed by migration 16)
+        dataset_id = old.execute(
+            "INSERT INTO datasets (name, source_kind, created_at) VALUES ('kept', 'jsonl', 'x') RETURNING id"
+        ).fetchone()[0]
         store.upsert_items(old, dataset_id, [Item("pair", "add_obj", "1", ("a cat", "a cat and a dog"))])
     old.conn.close()
     new = store.open_db(path)
     assert store.schema_version(new) == store.SCHEMA_VERSION
     assert "imports" in new.table_names()
-    assert store.list_datasets(new)[0]["n_items"] == 1
+    assert [(d["n_items"], d["format"]) for d in store.list_datasets(new)] == [(1, "jsonl")]
     assert store.migrate(new) == []  # nothing left to apply
 
 
@@ -178,6 +180,12 @@ def test_migration_9_hashes_the_tokens_of_an_older_store(new_store):
     assert "plain-token-of-ada-123" not in every_row(db)
 
 
+UNDO_MIGRATION_16 = (
+    "ALTER TABLE datasets RENAME COLUMN source_format TO source_kind;"
+    "ALTER TABLE imports RENAME COLUMN source_format TO kind;"
+    "ALTER TABLE runs RENAME COLUMN run_type TO kind;"
+    "DELETE FROM schema_migrations WHERE version = 16;"
+)
 UNDO_MIGRATION_10 = {
     "sqlite": "DROP TRIGGER labels_answer_assignment; DROP TRIGGER labels_unanswer_assignment;",
     "postgresql": "DROP TRIGGER labels_answer_assignment ON labels; DROP TRIGGER labels_unanswer_assignment ON labels;"
@@ -199,10 +207,11 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
         queues.submit_answer(
             old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"}
         )
-    # back to version 9 (15 to 11 undone first): labels stored, and assignments that know nothing of them
+    # back to version 9 (16 to 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
         for statement in (
-            "ALTER TABLE labels DROP COLUMN simulated; DELETE FROM schema_migrations WHERE version = 15;"
+            UNDO_MIGRATION_16
+            + "ALTER TABLE labels DROP COLUMN simulated; DELETE FROM schema_migrations WHERE version = 15;"
             "DROP TABLE health_items; DELETE FROM schema_migrations WHERE version = 14;"
             "ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
             "ALTER TABLE crowd_joins DROP COLUMN returned_at; DELETE FROM schema_migrations WHERE version = 12;"
@@ -237,7 +246,7 @@ def test_page_cache_key_follows_rescoring_revisions_and_decisions(demo_db):
     keys.append(store.dataset_fingerprint(demo_db, dataset))
     store.decide(demo_db, batch_id, label["item"], label["part"], {"answer": "negative_true"}, by="admin")
     keys.append(store.dataset_fingerprint(demo_db, dataset))
-    run_id = store.ensure_run(demo_db, store.get_dataset(demo_db, dataset)["id"], "m", kind="scores", model="m")
+    run_id = store.ensure_run(demo_db, store.get_dataset(demo_db, dataset)["id"], "m", run_type="scores", model="m")
     store.put_scores(demo_db, run_id, [(label["item"], [0.2, 0.1])])
     keys.append(store.dataset_fingerprint(demo_db, dataset))
     store.put_scores(demo_db, run_id, [(label["item"], [0.1, 0.2])])  # the same row, new scores
@@ -320,6 +329,42 @@ def test_two_processes_upgrading_one_old_store_apply_each_migration_once(tmp_pat
     assert versions == list(range(1, store.SCHEMA_VERSION + 1))
 
 
+@pytest.mark.both_engines
+def test_migration_16_names_the_import_format_and_the_run_type_keeping_their_values(new_store):
+    """`kind` meant the item kind, the import format and the run's type: an older store's datasets,
+    imports and runs read back under `source_format` and `run_type` with the values they held."""
+    old = store.open_db(new_store, upto=15)
+    with store.transaction(old):  # version 15's columns
+        dataset_id = old.execute(
+            "INSERT INTO datasets (name, source_kind, created_at) VALUES ('kept', 'sugarcrepe', 'x') RETURNING id"
+        ).fetchone()[0]
+        for kind, path, run in (("sugarcrepe", "data", None), ("sugarcrepe-correct", "results.csv", "CLIP")):
+            old.execute(
+                "INSERT INTO imports (dataset_id, kind, path, n_items, n_new_items, run, imported_at)"
+                " VALUES (?, ?, ?, 0, 0, ?, 'x')",
+                [dataset_id, kind, path, run],
+            )
+        old.execute(
+            "INSERT INTO runs (name, dataset_id, model, kind, created_at) VALUES ('CLIP', ?, 'CLIP', 'correct', 'x')",
+            [dataset_id],
+        )
+    old.conn.close()
+    db = store.open_db(new_store)
+    assert store.schema_version(db) == store.SCHEMA_VERSION
+    assert store.get_dataset(db, "kept")["source_format"] == "sugarcrepe"
+    assert [(d["name"], d["format"]) for d in store.list_datasets(db)] == [("kept", "sugarcrepe")]
+    assert {k: v for k, v in store.last_import(db, dataset_id).items() if k != "imported_at"} == {
+        "source_format": "sugarcrepe",
+        "path": "data",
+    }
+    logged = db.execute("SELECT source_format, run FROM imports ORDER BY id").fetchall()
+    assert [tuple(row) for row in logged] == [("sugarcrepe", None), ("sugarcrepe-correct", "CLIP")]
+    assert store.get_run(db, "kept", "CLIP")["run_type"] == "correct"
+    assert [(r["run"], r["run_type"]) for r in store.list_runs(db)] == [("CLIP", "correct")]
+    columns = {table: set(next(iter(db.query(f"SELECT * FROM {table}")))) for table in ("datasets", "imports", "runs")}
+    assert "source_kind" not in columns["datasets"] and "kind" not in columns["imports"] | columns["runs"]
+
+
 def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_people_s_flags(demo_store, new_store):
     """Simulated answers were a flag among the annotators' own; an older store's labels keep their
     other flags, and only the simulated ones are marked."""
@@ -334,7 +379,10 @@ def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_peopl
         task = queues.draw(old, ada, created["batch"]).task
         queues.submit_answer(old, ada, created["batch"], task, {"answer": "unsure"}, flags=["ungrammatical"])
     simulation.simulate(old, created["batch"], accuracies=1.0, seed=0)
-    with store.transaction(old):  # back to version 14: the flag among the flags, no column
+    with store.transaction(old):  # back to version 14 (16 undone first): the flag among the flags, no column
+        for statement in UNDO_MIGRATION_16.split(";"):
+            if statement.strip():
+                old.conn.execute(statement)
         old.conn.execute("UPDATE labels SET flags = '[\"simulated\"]' WHERE simulated = 1")
         old.conn.execute("ALTER TABLE labels DROP COLUMN simulated")
         old.conn.execute("DELETE FROM schema_migrations WHERE version = 15")

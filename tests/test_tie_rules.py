@@ -116,7 +116,7 @@ def test_the_parity_report_decides_under_the_benchmarks_tie_rule(fresh_db, tmp_p
     first, second = items[0]["id"], items[1]["id"]
     credits = {"a": [], "b": []}
     for run in ("a", "b"):
-        run_id = store.ensure_run(fresh_db, dataset["id"], run, kind="scores")
+        run_id = store.ensure_run(fresh_db, dataset["id"], run, run_type="scores")
         rows = []
         for item in items:
             scores = [0.2, 0.3] + [0.1] * (len(item["captions"]) - 2)  # wrong by a margin
@@ -232,7 +232,7 @@ def test_the_parity_report_of_a_named_subset_reads_only_its_items_under_both_run
     invalid = [item["id"] for item in items if item["truth"].get("valid_foil") is not True]
     assert valid and invalid
     for run in ("a", "b"):
-        run_id = store.ensure_run(fresh_db, dataset["id"], run, kind="scores")
+        run_id = store.ensure_run(fresh_db, dataset["id"], run, run_type="scores")
         flipped = {valid[0], invalid[0]} if run == "b" else set()
         with store.transaction(fresh_db):
             store.put_scores(

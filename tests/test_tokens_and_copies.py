@@ -24,8 +24,8 @@ def test_placeholder_token_values_open_no_queue(demo_db):
     ]
     assert placeholders and placeholders[0].startswith("hashed:")
     for guess in [*placeholders, "pending:" + "0" * 32, f"hashed:{created['id']}", ""]:
-        assert roles.resolve_role(demo_db, guess, ADMIN).kind != "annotator", guess
-    assert roles.resolve_role(demo_db, created["token"], ADMIN).kind == "annotator"
+        assert roles.resolve_role(demo_db, guess, ADMIN).role_name != "annotator", guess
+    assert roles.resolve_role(demo_db, created["token"], ADMIN).role_name == "annotator"
 
 
 @pytest.mark.parametrize("value", [" " * 10 + "short-token" + " " * 10, "\tfifteen-chars-x\n"])
@@ -129,7 +129,7 @@ def test_a_generated_admin_token_is_made_once_private_and_read_back(tmp_path, mo
         roles.admin_token("postgresql://foil@db/foil")
     assert str(remote.value) == (
         "a PostgreSQL store takes its admin token from $FOIL_ADMIN_TOKEN (at least 16 characters, the same on "
-        "every server): set it (docs/deploy.md)"
+        "every server): set it (docs/deployment.md)"
     )
 
 

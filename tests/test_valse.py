@@ -123,7 +123,7 @@ def scored_as_the_crowd_judged(db) -> None:
     dataset = store.get_dataset(db, "valse")
     items = store.list_items(db, dataset["id"], limit=1 << 62)
     with store.transaction(db):
-        run_id = store.ensure_run(db, dataset["id"], "crowd-like", kind="scores", model="none")
+        run_id = store.ensure_run(db, dataset["id"], "crowd-like", run_type="scores", model="none")
         store.put_scores(db, run_id, [(i["id"], [0.3, 0.2] if i["truth"]["valid_foil"] else [0.2, 0.3]) for i in items])
 
 

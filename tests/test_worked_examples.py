@@ -1,6 +1,6 @@
 """ARCHITECTURE.md's "Where new things go", done as written: in a copy of the checkout, a toy
 benchmark format, a toy task type and a toy page are each one new file and one registry line,
-then `docs/readme_tables.py` (what `make docs` runs) updates README. The existing generic tests
+then `docs/readme_tables.py` (what `make docs` runs) updates the docs. The existing generic tests
 must pick all three up, and no other file may change.
 """
 
@@ -79,15 +79,37 @@ TASK_TYPE = TaskType("grammar_check", ("pair",), "Say whether the caption is gra
                      summary="is the altered caption grammatical?", shuffles=False)
 '''
 
-TOY_PAGE = '''"""Toy page: how many datasets the store holds."""
+TOY_PAGE = '''"""Toy page: how many items of a dataset have a caption of more than ten words."""
 
 import streamlit as st
 
-from foil_studio.data import store
+from foil_studio.analysis.toy_counts import long_caption_items
+from foil_studio.annotate import browse
+from foil_studio.views import registry
 from foil_studio.views.session import session_db
 
+BOX = registry.page("views/toy_page.py").box
+db = session_db()
 st.title("Toy page")
-st.write(f"{len(store.dataset_names(session_db()))} datasets")
+names = browse.datasets_holding(db, BOX.item_kinds, with_runs=BOX.with_runs)
+if not names:
+    st.info("No dataset yet.")
+    st.stop()
+dataset = st.selectbox("Dataset", names, key=BOX.key)
+st.write(f"{long_caption_items(db, dataset)} items with a caption of more than ten words")
+'''
+
+TOY_PAGE_LOGIC = '''"""The toy page's figure, below the pages where tests reach it without Streamlit."""
+
+import sqlite_utils
+
+from foil_studio.data import store
+
+
+def long_caption_items(db: sqlite_utils.Database, dataset: str) -> int:
+    dataset_id = store.get_dataset(db, dataset)["id"]
+    items = store.list_items(db, dataset_id, limit=store.count_items(db, dataset_id))
+    return sum(any(len(caption.split()) > 10 for caption in item["captions"]) for item in items)
 '''
 
 # file -> (text after which the registry line goes, the registry line, the import it needs)
@@ -103,8 +125,9 @@ REGISTRY_LINES = {
         "from foil_studio.annotate.task_types import grammar_check\n",
     ),
     "foil_studio/views/registry.py": (
-        '"anonymous", default=True),\n',
-        '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin"),\n',
+        '"where a link without a valid token lands: how to get one",\n        default=True,\n    ),\n',
+        '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin", "counts a dataset\'s long captions",\n'
+        '         box=DatasetBox("toy_dataset")),\n',
         "",
     ),
 }
@@ -112,17 +135,20 @@ NEW_FILES = {
     "foil_studio/data/formats/toy_pairs.py": TOY_FORMAT,
     "foil_studio/annotate/task_types/grammar_check.py": TOY_TASK,
     "foil_studio/views/toy_page.py": TOY_PAGE,
+    "foil_studio/analysis/toy_counts.py": TOY_PAGE_LOGIC,
 }
 # What the generic tests must run for the toys (and nothing they run may fail).
 GENERIC_TESTS = [
     "tests/test_formats.py",
-    "tests/test_cli.py::test_every_import_kind_has_a_readme_example",
+    "tests/test_cli.py::test_every_import_format_has_a_readme_example",
     "tests/test_task_display.py",
     "tests/test_annotation.py",
     "tests/test_integrity.py",
     "tests/test_app.py",
     "tests/test_docs.py",
 ]
+# The pages whose generated tables the toys add a row to (README.md's pages aside).
+GENERATED_IN = {"format": "docs/formats.md", "task": "docs/annotation.md", "commands": "docs/commands.md"}
 EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]")
 
 
@@ -177,7 +203,10 @@ def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_eac
     )
     assert docs.returncode == 0, docs.stderr
     readme = (root / "README.md").read_text()
-    assert "| `toy-pairs` |" in readme and "| `grammar_check` |" in readme and "toy-pairs\\|" in readme
+    assert "| `toy-pairs` |" in (root / GENERATED_IN["format"]).read_text()
+    assert "| `grammar_check` |" in (root / GENERATED_IN["task"]).read_text()
+    assert "toy-pairs\\|" in (root / GENERATED_IN["commands"]).read_text()  # `export --format` choices
+    assert "**Toy page**: counts a dataset's long captions." in readme
     done = subprocess.run(
         [
             sys.executable,
@@ -207,4 +236,4 @@ def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_eac
         assert any(toy in line for line in passed), f"no generic test ran {toy}:\n" + "\n".join(passed)
     after = digests(root)
     touched = {name for name in after if before.get(name) != after[name]}
-    assert touched == {*NEW_FILES, *REGISTRY_LINES, "README.md"}
+    assert touched == {*NEW_FILES, *REGISTRY_LINES, "README.md", *GENERATED_IN.values()}

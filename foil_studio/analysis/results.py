@@ -37,7 +37,7 @@ def load_run(db: sqlite_utils.Database, dataset: str, run: str, subset: str | No
 def source_format(db: sqlite_utils.Database, dataset: str) -> formats.Format:
     """The format a dataset was imported from (its metric names, tie rule, groups and category
     types), or the record of its maker (`formats.MADE_HERE`: the demo, BiVLC's construction)."""
-    return formats.source_format(store.get_dataset(db, dataset)["source_kind"])
+    return formats.source_format(store.get_dataset(db, dataset)["source_format"])
 
 
 def tie_rule(source: formats.Format, ties: str | None) -> dict[str, str]:
@@ -178,10 +178,10 @@ def _renamed(summary: dict[str, Any], names: Mapping[str, str | None]) -> dict[s
 
 
 def item_kind(run: Run) -> str:
-    """The one item kind of a run (a run mixing kinds has no single metric)."""
+    """The one item kind of a run (a run mixing item kinds has no single metric)."""
     kinds = set(run.kinds.tolist())
     if len(kinds) != 1:
-        raise UnsupportedRunError(f"a run mixes item kinds {sorted(kinds)}; score one kind per dataset")
+        raise UnsupportedRunError(f"a run mixes item kinds {sorted(kinds)}; score one item kind per dataset")
     return kinds.pop()
 
 
@@ -380,7 +380,7 @@ class MetricFamily:
     item is right (inspection's `correct`, parity's headline); `macro` adds the mean over
     categories; `extend` adds family figures to the summary; `columns` names further per-item
     outcomes for inspection (column name -> outcome). Item kinds name their family
-    (`ItemKind.metric_family`); a family listing `run_kinds` scores the runs of those kinds
+    (`ItemKind.metric_family`); a family listing `run_types` scores the runs of those types
     whatever their items (GPT-4V's `choices`), with its own `summary(run, settings)` and
     inspection columns `inspect(run, ties)` where they are not the per-item ones."""
 
@@ -390,7 +390,7 @@ class MetricFamily:
     macro: bool = False
     extend: Callable[[dict[str, Any], Run, dict[str, np.ndarray], Settings], None] | None = None
     columns: Mapping[str, str] = field(default_factory=dict)
-    run_kinds: tuple[str, ...] = ()
+    run_types: tuple[str, ...] = ()
     summary: Callable[[Run, Settings], dict[str, Any]] | None = None
     inspect: Callable[[Run, str], dict[str, Any]] | None = None
 
@@ -428,7 +428,7 @@ METRIC_FAMILIES = {
             "choices",
             choice_outcomes,
             CHOICE_HEADLINE,
-            run_kinds=("choices",),
+            run_types=("choices",),
             summary=choice_summary,
             inspect=choice_columns,
         ),
@@ -436,18 +436,18 @@ METRIC_FAMILIES = {
 }
 
 
-def metric_family(kind: str) -> MetricFamily:
-    """The metric family of an item kind; UnsupportedRunError when the kind has none."""
-    record = item_kinds.item_kind(kind)
+def metric_family(name: str) -> MetricFamily:
+    """The metric family of the item kind `name`; UnsupportedRunError when that item kind has none."""
+    record = item_kinds.item_kind(name)
     if record.metric_family is None:
-        raise UnsupportedRunError(f"{kind} items have no right answer to score or inspect: {record.no_metric_because}")
+        raise UnsupportedRunError(f"{name} items have no right answer to score or inspect: {record.no_metric_because}")
     return METRIC_FAMILIES[record.metric_family]
 
 
 def run_family(run: Run) -> MetricFamily:
-    """The metric family of a run: the one claiming its run kind (GPT-4V's `choices`), else its
-    items' kind's (UnsupportedRunError for a run mixing kinds, or of a kind with no metric)."""
-    claimed = [family for family in METRIC_FAMILIES.values() if run.run_kind in family.run_kinds]
+    """The metric family of a run: the one claiming its run type (GPT-4V's `choices`), else its
+    item kind's (UnsupportedRunError for a run mixing item kinds, or of an item kind with no metric)."""
+    claimed = [family for family in METRIC_FAMILIES.values() if run.run_type in family.run_types]
     return claimed[0] if claimed else metric_family(item_kind(run))
 
 
@@ -471,7 +471,7 @@ def run_summaries(
 
 
 def runs_overview(runs: list[dict[str, Any]], summaries: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per run (rows of `store.list_runs`): model, kind, items and its headline figures."""
+    """One row per run (rows of `store.list_runs`): model, run type, items and its headline figures."""
     return [{**run, **summaries[run["run"]].get("metrics", summaries[run["run"]])} for run in runs]
 
 
@@ -480,7 +480,7 @@ RUN_COLUMNS = (
     "dataset",
     "model",
     "pretrained",
-    "kind",
+    "run_type",
     "precision",
     "n_items",
     "note",

@@ -164,7 +164,7 @@ def score_dataset(
     name = run or loaded.spec.run_name
     with store.transaction(db):
         run_id = store.ensure_run(
-            db, row["id"], name, kind="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained
+            db, row["id"], name, run_type="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained
         )
         store.put_scores(db, run_id, scores)
         store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})

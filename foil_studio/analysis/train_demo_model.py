@@ -1,6 +1,6 @@
 """Train the small CLIP that ships with the demo, on scenes of the synthetic world.
 
-    python -m analysis.train_demo_model            # writes analysis/demo_model/foil-demo-clip.pt
+    python -m foil_studio.analysis.train_demo_model   # writes foil_studio/analysis/demo_model/foil-demo-clip.pt
 
 Seeded and deterministic on one machine (CPU). Training scenes come from their own seed, so the
 demo datasets the model is evaluated on are unseen. Plain contrastive CLIP training with

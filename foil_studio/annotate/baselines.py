@@ -19,11 +19,11 @@ from foil_studio.analysis.results import BOOTSTRAP, category_types, source_forma
 from foil_studio.annotate.task_types import REGISTRY, Baseline, is_correct
 from foil_studio.data import formats, store
 
-BASELINE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline is not None)
+BASELINE_TASKS = tuple(name for name, task in REGISTRY.items() if task.baseline is not None)
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).
-MODEL_LIKE_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.model_like)
+MODEL_LIKE_TASKS = tuple(name for name, task in REGISTRY.items() if task.model_like)
 # Tasks whose baseline is measured by the models' own metrics, drawn beside their runs.
-BESIDE_MODELS_TASKS = tuple(name for name, kind in REGISTRY.items() if kind.baseline and kind.baseline.beside_models)
+BESIDE_MODELS_TASKS = tuple(name for name, task in REGISTRY.items() if task.baseline and task.baseline.beside_models)
 
 
 Outcomes = dict[tuple[int, int], bool]  # (item, part) -> the majority answer is right

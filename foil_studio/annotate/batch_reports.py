@@ -74,12 +74,12 @@ def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any
 def _question_words(db: sqlite_utils.Database, batch: store.BatchRow) -> dict[str, str]:
     """Each question of the batch's task in the words of its items ("rank of the negative caption",
     not rank_2): the questions name caption roles, which are the same on every item of a dataset."""
-    kind = task_type(batch["task"])
+    task = task_type(batch["task"])
     assignments = store.batch_assignments(db, batch["id"])
-    if kind.question_words is None or not assignments:
-        return {q: q for q in kind.questions}
+    if task.question_words is None or not assignments:
+        return {q: q for q in task.questions}
     item = store.items_by_id(db, [assignments[0]["item_id"]])[assignments[0]["item_id"]]
-    return {q: kind.question_words(item, q) for q in kind.questions}
+    return {q: task.question_words(item, q) for q in task.questions}
 
 
 BY_CATEGORY_COEFFICIENTS = ("percent_agreement", "cohen_mean", "krippendorff_alpha", "gwet_ac1")

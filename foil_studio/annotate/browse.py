@@ -45,11 +45,11 @@ def datasets_holding(
 
 
 def dataset_table(db: sqlite_utils.Database) -> pd.DataFrame:
-    """One row per dataset: name, importer, item kinds, item count, images found and missing."""
+    """One row per dataset: name, import format ("source"), item kinds, item count, images found and missing."""
     rows = [
         {
             "dataset": d["name"],
-            "source": d["kind"],
+            "source": d["format"],
             "items": d["n_items"],
             "item kinds": ", ".join(f"{k} {n}" for k, n in d["item_kinds"].items()),
             "categories": len(d["by_category"]),
@@ -152,14 +152,14 @@ def answers_in_words(db: sqlite_utils.Database, batch_name: str) -> list[dict[st
     batch = store.get_batch(db, batch_name)
     labels = store.batch_labels(db, batch["id"])
     items = store.items_by_id(db, {label["item"] for label in labels})
-    kind = task_type(batch["task"])
-    words = [kind.answer_words(items[label["item"]], label["part"], label["answer"]) for label in labels]
+    task = task_type(batch["task"])
+    words = [task.answer_words(items[label["item"]], label["part"], label["answer"]) for label in labels]
     return [{"annotator": label["annotator"], "answer": answer} for label, answer in zip(labels, words)]
 
 
 def truth_in_words(card: ItemCard) -> list[str]:
     """The item's ground truth as sentences a newcomer reads, each key as its item kind says
-    (`ItemKind.truth_keys`); keys the kind does not know as `key: value`."""
+    (`ItemKind.truth_keys`); keys the item kind does not know as `key: value`."""
     kind = item_kind(card.kind)
     shown = Shown(tuple(role for role, _ in card.captions), card.votes)
     lines = []

@@ -88,7 +88,7 @@ def create_ambiguity_batch(
         )
         parsed.add(group, f"batch:{pick_batch}", item["id"])
     root = Path(source["image_root"]) if source["image_root"] else None
-    store_parsed(db, parsed, kind=CONSTRUCTION.name, path=f"batch:{pick_batch}", images=root, name=target)
+    store_parsed(db, parsed, source_format=CONSTRUCTION.name, path=f"batch:{pick_batch}", images=root, name=target)
     ids = tuple(
         i["id"]
         for i in store.list_items(db, store.get_dataset(db, target)["id"], limit=1 << 62)

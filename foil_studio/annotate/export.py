@@ -39,21 +39,21 @@ CONSTRUCTION_TASKS = tuple(name for name, task in REGISTRY.items() if task.clean
 
 def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
     """The layout a batch's cleaned benchmark is written in: its dataset's own (VALSE, SugarCrepe++...)
-    when that format writes every kind of item the dataset holds, else the task type's
+    when that format writes every item kind the dataset holds, else the task type's
     (validate_negative: SugarCrepe's, ambiguity: BiVLC's); None for tasks that clean nothing."""
     batch = store.get_batch(db, batch_name)
     task = REGISTRY[batch["task"]]
     if not task.clean_format:
         return None
     row = store.get_dataset(db, batch["dataset"])
-    source = formats.REGISTRY.get(row["source_kind"])
+    source = formats.REGISTRY.get(row["source_format"])
     own = (
         source is not None
         and source.write is not None
         and source.writes
         and set(store.item_kind_counts(db, row["id"])) <= set(source.writes)
     )
-    return row["source_kind"] if own else task.clean_format
+    return row["source_format"] if own else task.clean_format
 
 
 def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, out: Path) -> dict[str, Any]:

@@ -18,9 +18,10 @@ ADMIN_TOKEN_ENV = "FOIL_ADMIN_TOKEN"
 
 @dataclass(frozen=True)
 class Role:
-    """`kind` is "admin", "annotator" or "anonymous"; annotators carry their id and name."""
+    """`role_name` is "admin", "annotator" or "anonymous" (`views.registry.ROLES`, a page's `role`);
+    annotators carry their id and `name`."""
 
-    kind: str
+    role_name: str
     annotator_id: int | None = None
     name: str | None = None
 
@@ -50,7 +51,7 @@ def admin_token(db_file: str | Path) -> str:
     if is_store_url(db_file):
         raise AdminTokenError(
             f"a PostgreSQL store takes its admin token from ${ADMIN_TOKEN_ENV} (at least "
-            f"{MIN_ADMIN_TOKEN_CHARS} characters, the same on every server): set it (docs/deploy.md)"
+            f"{MIN_ADMIN_TOKEN_CHARS} characters, the same on every server): set it (docs/deployment.md)"
         )
     token_file = files_dir(db_file) / "admin_token"
     if not token_file.exists():

@@ -1,4 +1,5 @@
-"""Build the embedded demo: five datasets of the synthetic world, with images and ground truth.
+"""Build the embedded demo: six datasets of the synthetic world, with images and ground truth
+(their sizes: `DemoConfig`, and docs/demo.md).
 
 =========================  ==========  ====================================================
 dataset                    item kind   what it mimics
@@ -10,6 +11,8 @@ dataset                    item kind   what it mimics
 ``demo-bivlc-candidates``  candidates  four "generated" images per negative caption, a known
                                        share of them wrong
 ``demo-crepe``             retrieval   one caption against three hard negatives
+``demo-coco-order``        retrieval   ARO's COCO-Order: captions against their word-order
+                                       perturbations, one category per seed
 =========================  ==========  ====================================================
 
 Every item's ``meta`` holds its scene graph(s) and claims, ``truth`` what they imply.
@@ -34,7 +37,7 @@ from foil_studio.data.items import Item
 from foil_studio.data.loading import ImportReport, store_parsed
 
 DEMO_SOURCE = DEMO.name  # the demo's source record (`data.formats.MADE_HERE`)
-# The demo dataset holding each item kind (tests and examples find a kind's items here).
+# The demo dataset holding each item kind (tests and examples find that item kind's items here).
 DEMO_DATASETS = {
     "pair": "demo-sugarcrepe",
     "triple": "demo-hard-positives",
@@ -389,7 +392,12 @@ def install_demo(db: sqlite_utils.Database, root: Path, config: DemoConfig = Dem
         write_images(demo_set, root)
         reports.append(
             store_parsed(
-                db, demo_set.parsed, kind=DEMO_SOURCE, path=f"demo seed {config.seed}", images=root, name=demo_set.name
+                db,
+                demo_set.parsed,
+                source_format=DEMO_SOURCE,
+                path=f"demo seed {config.seed}",
+                images=root,
+                name=demo_set.name,
             )
         )
     for name in DEMO_ANNOTATORS:

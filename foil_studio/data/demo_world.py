@@ -276,7 +276,7 @@ def _with(claim: Claim, index: int, desc: Desc) -> Claim:
 
 
 def hard_positive(claim: Claim, rng: random.Random) -> tuple[Claim, bool, str]:
-    """A meaning-preserving variant: (claim, render with synonyms, which kind of variant)."""
+    """A meaning-preserving variant: (claim, render with synonyms, which variant)."""
     if claim.relation is not None and rng.random() < 0.6:
         i, relation, j = claim.relation
         return Claim(claim.objects, (j, CONVERSE[relation], i)), False, "converse"
@@ -286,19 +286,19 @@ def hard_positive(claim: Claim, rng: random.Random) -> tuple[Claim, bool, str]:
 
 
 def corrupt(claim: Claim, rng: random.Random) -> tuple[Claim, str]:
-    """What a sloppy text-to-image model draws instead: missing object, wrong colour or relation."""
+    """What a sloppy text-to-image model draws instead, and its flaw: missing object, wrong colour or relation."""
     options = ["missing_object", "wrong_colour"] + (["wrong_relation"] if claim.relation else [])
-    kind = rng.choice(options)
-    if kind == "missing_object":
+    flaw = rng.choice(options)
+    if flaw == "missing_object":
         keep = rng.randrange(len(claim.objects))
-        return Claim((claim.objects[keep],)), kind
-    if kind == "wrong_colour":
+        return Claim((claim.objects[keep],)), flaw
+    if flaw == "wrong_colour":
         i = rng.randrange(len(claim.objects))
         colour = rng.choice([c for c in COLOURS if c != claim.objects[i].colour])
-        return _with(claim, i, replace(claim.objects[i], colour=colour)), kind
+        return _with(claim, i, replace(claim.objects[i], colour=colour)), flaw
     assert claim.relation is not None
     i, relation, j = claim.relation
-    return replace(claim, relation=(i, CONVERSE[relation], j)), kind
+    return replace(claim, relation=(i, CONVERSE[relation], j)), flaw
 
 
 # The demo's own part-of-speech lexicon: its captions come from a grammar, so their tags are known

@@ -146,10 +146,10 @@ def data_uri(path: Path) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _data_uri_of_version(path: Path, size: int, mtime_ns: int) -> str:
-    kind = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".gif": "gif", ".webp": "webp"}.get(
+    subtype = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".gif": "gif", ".webp": "webp"}.get(
         path.suffix.lower(), "jpeg"
     )
-    return f"data:image/{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+    return f"data:image/{subtype};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
 def existing_image(root: Path | None, reference: str) -> Path | None:

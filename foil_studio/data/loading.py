@@ -45,7 +45,7 @@ class ImportReport:
 
 def import_path(
     db: sqlite_utils.Database,
-    kind: str,
+    source_format: str,
     path: Path,
     *,
     images: Path | None = None,
@@ -54,24 +54,28 @@ def import_path(
     embedded_root: Path | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Parse `path` as import `kind` and store it; raise BadInputError on bad input.
+    """Parse `path` as import format `source_format` and store it; raise BadInputError on bad input.
 
     `images` is the image root the file's paths are relative to; images embedded in the file
     (parquet bytes) are written under `embedded_root` instead, which then becomes the root.
     """
-    if kind not in formats.IMPORT_KINDS:
-        raise BadInputError(path, None, f"unknown import kind {kind!r}; expected one of {list(formats.IMPORT_KINDS)}")
-    fmt = formats.REGISTRY[kind]
-    assert fmt.read is not None  # IMPORT_KINDS holds only formats with a reader
+    if source_format not in formats.IMPORT_FORMATS:
+        raise BadInputError(
+            path, None, f"unknown import format {source_format!r}; expected one of {list(formats.IMPORT_FORMATS)}"
+        )
+    fmt = formats.REGISTRY[source_format]
+    assert fmt.read is not None  # IMPORT_FORMATS holds only formats with a reader
     parsed = fmt.read(Path(path))
     if fmt.place_images is not None and images is not None:
         parsed = fmt.place_images(parsed, images)
     if not parsed.items:
-        raise BadInputError(path, None, f"holds no items; expected at least one {kind} item (an empty file or folder?)")
+        raise BadInputError(
+            path, None, f"holds no items; expected at least one {source_format} item (an empty file or folder?)"
+        )
     report = store_parsed(
         db,
         parsed,
-        kind=kind,
+        source_format=source_format,
         path=str(path),
         images=images,
         name=name,
@@ -103,14 +107,16 @@ def attach_images(
             None,
             "is not a folder on this machine; expected the folder the dataset's image paths are relative to",
         )
-    return import_path(db, last["kind"], Path(last["path"]), images=Path(images), name=dataset, progress=progress)
+    return import_path(
+        db, last["source_format"], Path(last["path"]), images=Path(images), name=dataset, progress=progress
+    )
 
 
 def store_parsed(
     db: sqlite_utils.Database,
     parsed: Parsed,
     *,
-    kind: str,
+    source_format: str,
     path: str,
     images: Path | None = None,
     name: str | None = None,
@@ -118,12 +124,15 @@ def store_parsed(
     embedded_root: Path | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Write parsed items (and outcomes) in one transaction; the one write path for datasets."""
+    """Write parsed items (and outcomes) in one transaction; the one write path for datasets.
+
+    `source_format` is the import format `path` was read as (the import log's); the dataset
+    records `parsed.source_format`, the format its items follow (``hf`` reads SugarCrepe++)."""
     _check_image_paths(parsed)
     root = _image_root(parsed, images, embedded_root)
     dataset_name = name or parsed.default_name
     with store.transaction(db):
-        dataset_id = store.ensure_dataset(db, dataset_name, parsed.source_kind, root)
+        dataset_id = store.ensure_dataset(db, dataset_name, parsed.source_format, root)
         before = store.category_counts(db, dataset_id)
         stored = store.upsert_items(db, dataset_id, parsed.items)
         missing = _record_images(db, dataset_id, parsed, root, progress)
@@ -140,7 +149,7 @@ def store_parsed(
         store.log_import(
             db,
             dataset_id,
-            kind=kind,
+            source_format=source_format,
             path=path,
             n_items=report.n_items,
             n_new_items=report.n_new_items,
@@ -221,7 +230,7 @@ def _store_run(
         return None
     name = run or parsed.run.name
     run_id = store.ensure_run(
-        db, dataset_id, name, kind=parsed.run.kind, model=parsed.run.model, meta={"imported": True}
+        db, dataset_id, name, run_type=parsed.run.run_type, model=parsed.run.model, meta={"imported": True}
     )
     store.put_outcomes(db, run_id, [(item_id, outcome) for (item_id, _), outcome in zip(stored, parsed.outcomes)])
     return name

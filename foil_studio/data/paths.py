@@ -66,7 +66,7 @@ def files_dir(db_file: str | Path) -> Path:
     if is_store_url(db_file):
         raise FilesFolderUnset(
             f"a PostgreSQL store keeps its files (images, thumbnails, exports) in ${FILES_ENV}: "
-            "set it to a folder every server of the deployment shares (docs/deploy.md)"
+            "set it to a folder every server of the deployment shares (docs/deployment.md)"
         )
     path = Path(db_file)
     return path.parent / f"{path.stem}_files"

@@ -114,13 +114,13 @@ def show_notice() -> None:
     the rerun the browser causes when it reports the item shown must not wipe a refusal away."""
     notice = st.session_state.get("notice")
     if notice and notice[0] == batch_name:  # never carried over to another batch's item
-        _, kind, message = notice
-        {"success": st.success, "info": st.info, "error": st.error}[kind](message)
+        _, level, message = notice
+        {"success": st.success, "info": st.info, "error": st.error}[level](message)
 
 
-def tell(kind: str, message: str) -> None:
-    """Keep what happened to the last answer, for this batch's page only."""
-    st.session_state["notice"] = (batch_name, kind, message)
+def tell(level: str, message: str) -> None:
+    """Keep what happened to the last answer ("success", "info" or "error"), for this batch's page only."""
+    st.session_state["notice"] = (batch_name, level, message)
 
 
 def return_study() -> None:

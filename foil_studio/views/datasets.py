@@ -41,30 +41,31 @@ st.caption(
 table = browse.dataset_table(db)
 
 with st.expander("Import a benchmark", expanded=table.empty):
-    kind = st.selectbox(
-        "Kind",
-        formats.IMPORT_KINDS,
+    source_format = st.selectbox(
+        "Format",
+        formats.IMPORT_FORMATS,
         index=None,
-        key="import_kind",
+        key="import_format",
         placeholder="choose the benchmark's layout",
         help="the layouts of README's import table",
     )
-    if kind:
-        st.caption(f"Reads {formats.REGISTRY[kind].layout}; for example `{formats.REGISTRY[kind].example}`")
+    if source_format:
+        chosen = formats.REGISTRY[source_format]
+        st.caption(f"Reads {chosen.layout}; for example `{chosen.example}`")
     source = st.text_input("File or folder on this machine", key="import_path")
     st.caption(text.md(f"A relative path is read from {Path.cwd()}, the folder the app was started in."))
     images = st.text_input("Image folder (optional)", key="import_images")
     name = st.text_input("Dataset name (optional)", key="import_name").strip() or None
-    if st.button("Import", key="import", type="primary", disabled=not (kind and source.strip())):
+    if st.button("Import", key="import", type="primary", disabled=not (source_format and source.strip())):
         bar = st.progress(0.0, text="reading the file")
         try:
             report = import_path(
                 db,
-                kind,
+                source_format,
                 Path(source.strip()).expanduser(),
                 images=Path(images.strip()).expanduser() if images.strip() else None,
                 name=name,
-                embedded_root=paths.embedded_image_dir(db_file, name or kind),
+                embedded_root=paths.embedded_image_dir(db_file, name or source_format),
                 progress=lambda done, total: bar.progress(
                     done / max(total, 1), text=f"checking images: {done}/{total}"
                 ),

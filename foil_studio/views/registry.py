@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 from foil_studio.data.item_kinds import AUDITED_KINDS, CAPTION_PAIR_KINDS
 
-ROLES = ("admin", "annotator", "anonymous")  # `annotate.roles.Role.kind`
+ROLES = ("admin", "annotator", "anonymous")  # `annotate.roles.Role.role_name`
 
 
 @dataclass(frozen=True)

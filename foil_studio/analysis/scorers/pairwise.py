@@ -1,7 +1,7 @@
 """Score a dataset with a cross-encoder family: each distinct image and caption prepared once,
 (image, caption) pairs scored in batches and cached per pair, so a re-run scores nothing.
 
-Each item's image-by-caption matrix is filled from the pair scores and read by its kind
+Each item's image-by-caption matrix is filled from the pair scores and read by its item kind
 (``ItemKind.scores_from``), exactly as open_clip's cosine matrix is in ``analysis.scoring``.
 """
 
@@ -29,7 +29,7 @@ PAIR = "pair"  # the embeddings cache's modality for a cross-encoder's pair scor
 
 
 class NoTextScoresError(store.StoreError):
-    """Items whose kind also needs caption-to-caption similarities, which a cross-encoder lacks."""
+    """Items whose item kind also needs caption-to-caption similarities, which a cross-encoder lacks."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def score_dataset_pairs(
     scores = [(plan.item_id, item_scores(plan, pair_scores)) for plan in plans]
     name = run or loaded.run_name
     with store.transaction(db):
-        run_id = store.ensure_run(db, row["id"], name, kind="scores", model=f"{loaded.family.name}:{loaded.ref}")
+        run_id = store.ensure_run(db, row["id"], name, run_type="scores", model=f"{loaded.family.name}:{loaded.ref}")
         store.put_scores(db, run_id, scores)
         store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
     return ScoreReport(
@@ -110,13 +110,13 @@ def dataset_plans(
 
 
 def refuse_text_scores(plans: list[ItemPlan]) -> None:
-    """NoTextScoresError when an item's kind reads caption-to-caption cosines (SugarCrepe++'s TOT)."""
+    """NoTextScoresError when an item kind reads caption-to-caption cosines (SugarCrepe++'s TOT)."""
     refuse_text_kinds(plan.kind for plan in plans)
 
 
 def refuse_text_kinds(kinds: Iterable[str]) -> None:
     """`refuse_text_scores` for item kinds named directly (a dataset's, read off the store)."""
-    kinds = sorted({kind for kind in kinds if item_kind(kind).text_scores_from is not None})
+    kinds = sorted({name for name in kinds if item_kind(name).text_scores_from is not None})
     if kinds:
         raise NoTextScoresError(
             f"items of kind {', '.join(kinds)} also need caption-to-caption similarities, which a cross-encoder "
@@ -142,7 +142,7 @@ def pairs_to_score(plans: list[ItemPlan], cached: dict[str, float]) -> PairWork:
 
 
 def item_scores(plan: ItemPlan, pair_scores: dict[str, float]) -> Any:
-    """The item's scores as its kind reads them off its image-by-caption matrix."""
+    """The item's scores as its item kind reads them off its image-by-caption matrix."""
     matrix = np.array([[pair_scores[pair_key(i, t)] for t in plan.text_keys] for i in plan.image_keys])
     return item_kind(plan.kind).scores_from(matrix)
 

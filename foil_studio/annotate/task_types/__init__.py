@@ -72,10 +72,10 @@ def task_type(name: str) -> TaskType:
 
 def build_task(name: str, item: Item, part: int, seed: str) -> Task:
     """The task for one stored item (`store.list_items` row); same seed, same layout."""
-    kind = task_type(name)
-    if item["kind"] not in kind.item_kinds:
-        raise TaskError(f"{name} needs items of kind {kind.item_kinds}, got {item['kind']}")
-    return kind.build(item, part, random.Random(f"{seed}:{item['id']}:{part}"))
+    task = task_type(name)
+    if item["kind"] not in task.item_kinds:
+        raise TaskError(f"{name} needs items of kind {task.item_kinds}, got {item['kind']}")
+    return task.build(item, part, random.Random(f"{seed}:{item['id']}:{part}"))
 
 
 def parts_for(name: str, item: Item) -> tuple[int, ...]:
@@ -130,8 +130,8 @@ def task_table() -> str:
     return "\n".join(rows)
 
 
-def _answers_in_words(kind: TaskType) -> str:
+def _answers_in_words(task: TaskType) -> str:
     """ "Left `1`, Right `2`, Both `3`" (label and key); a task of several questions names them."""
-    task = kind.build(item_kind(kind.example_kind).example, 0, random.Random(0))
-    answers = ", ".join(f"{o.label} `{o.shortcut}`" if o.shortcut else o.label for o in task.options)
-    return answers if task.questions == ("answer",) else f"{answers}, for each of: {' / '.join(task.question_labels)}"
+    shown = task.build(item_kind(task.example_kind).example, 0, random.Random(0))
+    answers = ", ".join(f"{o.label} `{o.shortcut}`" if o.shortcut else o.label for o in shown.options)
+    return answers if shown.questions == ("answer",) else f"{answers}, for each of: {' / '.join(shown.question_labels)}"

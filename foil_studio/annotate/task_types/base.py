@@ -25,7 +25,7 @@ Answer = Mapping[str, Any]
 
 
 class TaskError(ValueError):
-    """An item cannot be shown as this task (wrong kind, or an answer out of range)."""
+    """An item cannot be shown as this task (wrong item kind, or an answer out of range)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class TaskType:
       images become groups for ambiguity, BiVLC's step 2);
     * ``summary``: what it asks, in a few words (the README's task table);
     * ``example_kind``: the item kind its tests and the README lay out (default: the first of
-      ``item_kinds``; the demo holds one dataset of each kind, ``data.demo.DEMO_DATASETS``);
+      ``item_kinds``; the demo holds one dataset of each item kind, ``data.demo.DEMO_DATASETS``);
     * ``shuffles``: whether ``build`` shuffles the stimuli (False where captions are shown under
       their roles, so there is no position to randomise). The answer buttons never move:
       ``buttons(item)`` reads them off ``build``;

@@ -1,7 +1,7 @@
 """The benchmark formats: one module per benchmark with its reader and writer, listed once in
 ``REGISTRY``.
 
-The CLI's ``import`` kinds and ``export --format`` choices, the Datasets page's import form and
+The CLI's ``import`` formats and ``export --format`` choices, the Datasets page's import form and
 the README's import table (``import_table``; a test keeps the README in step) all come from this
 registry; a new benchmark is a new module defining its ``Format`` and one line below.
 """
@@ -57,14 +57,14 @@ REGISTRY: dict[str, Format] = {
 }
 # Datasets made here, not imported (the demo, BiVLC's construction): their source records.
 MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION, made_here.ARO_ORDER)}
-# What `./foil import KIND` reads and `export --format` writes, in registry order.
-IMPORT_KINDS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
+# What `./foil import FORMAT` reads and `export --format` writes, in registry order.
+IMPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
 EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
 
 __all__ = [
     "REGISTRY",
     "MADE_HERE",
-    "IMPORT_KINDS",
+    "IMPORT_FORMATS",
     "EXPORT_FORMATS",
     "BadInputError",
     "ExportContext",
@@ -79,18 +79,18 @@ __all__ = [
 ]
 
 
-def source_format(source_kind: str) -> Format:
-    """The record of the format (or the maker, `MADE_HERE`) a dataset's items came from; the
-    generic defaults for any other source."""
-    return REGISTRY.get(source_kind) or MADE_HERE.get(source_kind) or Format(source_kind, "")
+def source_format(name: str) -> Format:
+    """The record of the format (or the maker, `MADE_HERE`) named `name`, a dataset's
+    ``source_format`` its items came from; the generic defaults for any other source."""
+    return REGISTRY.get(name) or MADE_HERE.get(name) or Format(name, "")
 
 
 def import_table() -> str:
-    """The README's table of import kinds, one row per reader.
+    """The table of import formats (docs/formats.md), one row per reader.
 
     >>> import_table().splitlines()[0]
-    '| kind | example | reads |'
+    '| format | example | reads |'
     """
-    rows = ["| kind | example | reads |", "| --- | --- | --- |"]
+    rows = ["| format | example | reads |", "| --- | --- | --- |"]
     rows += [f"| `{f.name}` | `{f.example}` | {f.layout} |" for f in REGISTRY.values() if f.read is not None]
     return "\n".join(rows)

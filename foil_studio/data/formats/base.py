@@ -49,7 +49,7 @@ class RunSpec:
     """The run that imported per-item results belong to."""
 
     name: str
-    kind: str  # "correct", "groups" or "choices"
+    run_type: str  # "correct", "groups" or "choices"
     model: str | None = None
 
 
@@ -57,7 +57,7 @@ class RunSpec:
 class Parsed:
     """What a parser read: items in file order, their origins and optional outcomes."""
 
-    source_kind: str
+    source_format: str
     default_name: str
     items: list[Item] = field(default_factory=list)
     origins: list[tuple[str, int | str]] = field(default_factory=list)
@@ -101,7 +101,7 @@ class Format:
     """One benchmark layout: how to read it (`./foil import NAME PATH`) and write it
     (`./foil export DATASET --format NAME`), with what the README's tables say of it.
 
-    `writes` lists the item kinds the writer's layout holds (empty: any kind); `carries_results`
+    `writes` lists the item kinds the writer's layout holds (empty: any item kind); `carries_results`
     says the layout holds each run's per-item results too. `place_images(parsed, root)` adjusts
     image paths to where they are under the image root (sources with several layouts), and
     `report(parsed)` adds the format's own figures to the import report. Its metrics follow
@@ -197,7 +197,7 @@ TRUTH_INDEXES = {CORRECT.name: ("captions", False), BEST.name: ("images", True)}
 
 
 def check_truth_indexes(item: Item, file: Path, row: int | str) -> None:
-    """Each index of the item's truth (a key its kind lists) is a whole number into its list."""
+    """Each index of the item's truth (a key its item kind lists) is a whole number into its list."""
     listed = {key.name for key in ITEM_KIND_RECORDS[item.kind].truth_keys}
     for key, (points_into, nullable) in TRUTH_INDEXES.items():
         if key not in listed or key not in item.truth or (nullable and item.truth[key] is None):

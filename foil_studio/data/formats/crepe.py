@@ -41,29 +41,29 @@ def parse_crepe(path: Path) -> Parsed:
     for file, prod, syst in known:
         if prod:
             sets = {prod["type"]: "hard_negs"}
-            category = lambda kind, m=prod: f"prod_{kind}_c{int(m['complexity']):02d}"  # noqa: E731
+            category = lambda negative_set, m=prod: f"prod_{negative_set}_c{int(m['complexity']):02d}"  # noqa: E731
             extra: dict[str, int | str] = {"complexity": int(prod["complexity"])}
         else:
             sets = {"atom": "valid_hard_negs_atom", "comp": "valid_hard_negs_comp"}
-            category = lambda kind, m=syst: f"syst_{kind}_{m['split']}"  # noqa: E731
+            category = lambda negative_set, m=syst: f"syst_{negative_set}_{m['split']}"  # noqa: E731
             assert syst is not None  # a known file matches one of the two names
             extra = {"split": syst["split"], "trained_on": syst["train"]}
         for number, row in read_csv_rows(file, ("image_id", "caption", *CREPE_BOX, *sets.values())):
             box = _crepe_box(row, file, number)
-            for kind, column in sets.items():
+            for negative_set, column in sets.items():
                 negatives = _caption_list(row[column], file, number, column)
                 if not negatives:
-                    parsed.warn(file, number, f"no {column}: this row has no {kind} retrieval set")
+                    parsed.warn(file, number, f"no {column}: this row has no {negative_set} retrieval set")
                     continue
                 item = make_item(
                     file,
                     number,
                     kind="retrieval",
-                    category=category(kind),
-                    source_id=f"{file.stem}/{number}/{kind}",
+                    category=category(negative_set),
+                    source_id=f"{file.stem}/{number}/{negative_set}",
                     captions=(row["caption"], *negatives),
                     images=(f"{row['image_id'].strip()}.jpg",),
-                    meta={"bbox": box, "image_id": row["image_id"].strip(), "negative_type": kind, **extra},
+                    meta={"bbox": box, "image_id": row["image_id"].strip(), "negative_type": negative_set, **extra},
                 )
                 parsed.add(item, file, number)
     return parsed

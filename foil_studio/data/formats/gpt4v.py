@@ -65,7 +65,7 @@ def _warn_on_disagreements(parsed: Parsed) -> None:
 
 def _merge_orderings(parsed: Parsed) -> Parsed:
     """One item per question: the answers under both orderings become one outcome."""
-    merged = Parsed(parsed.source_kind, parsed.default_name, run=parsed.run, warnings=parsed.warnings)
+    merged = Parsed(parsed.source_format, parsed.default_name, run=parsed.run, warnings=parsed.warnings)
     position: dict[str, int] = {}
     for item, origin, outcome in zip(parsed.items, parsed.origins, parsed.outcomes or []):
         if item.content_key in position:

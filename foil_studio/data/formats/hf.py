@@ -322,7 +322,7 @@ def _hub_splits(hub_id: str) -> list[Split]:
         )
     try:
         loaded = {config: datasets.load_dataset(hub_id, config) for config in datasets.get_dataset_config_names(hub_id)}
-    except Exception as error:  # the library raises many kinds (network, missing repo, auth)
+    except Exception as error:  # the library raises many errors (network, missing repo, auth)
         raise BadInputError(Path(hub_id), None, f"could not load from the Hub: {error}") from None
     return [
         Split(_config(config), name, Path(hub_id), part.with_format("arrow")[:].to_pylist())

@@ -91,7 +91,7 @@ def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) ->
 
 
 def sample_jsonl(folder: Path) -> Path:
-    """A small JSONL file in `folder` with one item of every kind."""
+    """A small JSONL file in `folder` with one item of every item kind."""
     records = [
         {
             "kind": "pair",

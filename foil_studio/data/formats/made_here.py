@@ -1,8 +1,8 @@
 """Datasets made in Foil Studio rather than imported: the demo world, the groups BiVLC's
 construction steps build from a pick_image batch's chosen images, and ARO's order sets built
 from a captioned image set (`data.order_sets`). Neither reads nor writes a
-file, so neither is an import kind or an export format; their records say what their metrics
-follow (a dataset's ``source_kind`` names one of them)."""
+file, so neither is an import format or an export format; their records say what their metrics
+follow (a dataset's ``source_format`` names one of them)."""
 
 from __future__ import annotations
 

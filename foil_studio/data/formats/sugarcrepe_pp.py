@@ -5,7 +5,7 @@ read as the same categories).
 
 Each record ``{id, filename, caption, caption2, negative_caption}`` becomes a ``paraphrase``
 item with captions ``[caption, negative_caption, caption2]`` (positive and negative first, as in
-every kind). Metrics (``analysis.metrics.paraphrase_outcomes``) follow the repository's README
+every item kind). Metrics (``analysis.metrics.paraphrase_outcomes``) follow the repository's README
 and ``evaluate_ulms.py``: ITT, Image-P1-Neg, Image-P2-Neg and the text-only TOT, all strict.
 """
 

@@ -8,10 +8,11 @@ callers use ``from foil_studio.data import store`` and ``store.<function>``, whi
 it. The schema only changes through the named, forward-only migrations in ``MIGRATIONS``; the
 table ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 14)
+Schema (version 16)
 ------------------
-``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_kind``
-                  (the importer), ``image_root`` (absolute folder image paths are relative to).
+``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_format``
+                  (the import format that made it; named so since 16), ``image_root``
+                  (absolute folder image paths are relative to).
 ``items``         one benchmark item (see ``foil_studio/data/items.py``): ``kind``, ``category``,
                   ``source_id``, JSON ``captions``/``images``/``truth``/``meta``.
                   ``item_key`` (content key plus occurrence number) is unique per dataset, which
@@ -38,14 +39,16 @@ Schema (version 14)
 ``decisions``     (since version 5) the admin's adjudication of a disagreement: one answer per
                   (batch, item, part), which wins over any vote.
 ``runs``          a model's (or imported) results on a dataset: ``model``, ``pretrained``,
-                  ``kind`` (``scores`` for similarities, ``correct``/``groups``/``choices`` for
-                  imported decisions), JSON ``meta``; ``version`` (since 7) counts writes of its scores.
+                  ``run_type`` (named so since 16: ``scores`` for similarities,
+                  ``correct``/``groups``/``choices`` for imported decisions), JSON ``meta``;
+                  ``version`` (since 7) counts writes of its scores.
 ``run_summaries`` (since version 7) a run's metrics JSON per ``settings`` (bootstrap size, seed),
                   valid while the run's ``version`` is the one it was computed at.
 ``scores``        per (run, item): JSON ``scores`` (similarities) and/or JSON ``outcome``.
 ``audits``        (since version 6) the latest hackability audit of a dataset per ``settings``
                   (scorers, folds, seed), with the ``items_fingerprint`` it was computed on.
-``imports``       (since version 2) a log of every import: file, kind, counts, time.
+``imports``       (since version 2) a log of every import: ``source_format`` (named so
+                  since 16), file, counts, time.
 ``embeddings``    (since version 3) cached embeddings: ``model`` identity, ``modality`` (image or
                   text), content ``key`` (image sha256 plus crop, or caption sha256), float32
                   ``vector`` bytes.

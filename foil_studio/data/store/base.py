@@ -36,14 +36,14 @@ MAX_NAME_CHARS = 120
 _NAME_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def check_name(kind: str, name: Any) -> str:
-    """`name` if it can name a `kind`: text of 1 to 120 characters, not blank, no control
+def check_name(what: str, name: Any) -> str:
+    """`name` if it can name a `what` (a dataset, a run...): text of 1 to 120 characters, not blank, no control
     characters. Names are shown as plain text everywhere, so markdown or HTML in them is harmless.
 
     >>> check_name("run", "ViT-B-32 [openai]")
     'ViT-B-32 [openai]'
     """
-    named = f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} name"
+    named = f"{'an' if what[:1] in 'aeiou' else 'a'} {what} name"
     if not isinstance(name, str) or not name.strip():
         raise InvalidNameError(f"{named} must be non-empty text, got {name!r}")
     if len(name) > MAX_NAME_CHARS:

@@ -20,7 +20,7 @@ from foil_studio.data.store.rows import DatasetRow, DatasetSummary, ItemRow
 # --- datasets --------------------------------------------------------------------------------
 
 
-def ensure_dataset(db: sqlite_utils.Database, name: str, source_kind: str, image_root: Path | None = None) -> int:
+def ensure_dataset(db: sqlite_utils.Database, name: str, source_format: str, image_root: Path | None = None) -> int:
     """The id of dataset `name`, created if absent; a newly given image root is recorded."""
     check_name("dataset", name)
     row = db.execute("SELECT id, image_root FROM datasets WHERE name = ?", [name]).fetchone()
@@ -28,8 +28,8 @@ def ensure_dataset(db: sqlite_utils.Database, name: str, source_kind: str, image
     if row is None:
         return int(
             db.execute(
-                "INSERT INTO datasets (name, source_kind, image_root, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-                [name, source_kind, root, _now()],
+                "INSERT INTO datasets (name, source_format, image_root, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [name, source_format, root, _now()],
             ).fetchone()[0]
         )
     if root is not None and row[1] != root:
@@ -55,7 +55,7 @@ def delete_dataset(db: sqlite_utils.Database, name: str) -> None:
 
 def list_datasets(db: sqlite_utils.Database) -> list[DatasetSummary]:
     """Every dataset with `n_items`, `by_category` counts and image status counts."""
-    datasets = list(db.query("SELECT id, name, source_kind AS kind, image_root FROM datasets"))
+    datasets = list(db.query("SELECT id, name, source_format AS format, image_root FROM datasets"))
     for dataset in datasets:
         dataset["by_category"] = category_counts(db, dataset["id"])
         dataset["n_items"] = sum(dataset["by_category"].values())
@@ -79,7 +79,7 @@ def category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int
 def item_kind_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
     """Items per item kind (pair, triple, group...) of one dataset."""
     sql = "SELECT kind, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY kind ORDER BY kind"
-    return {kind: n for kind, n in db.execute(sql, [dataset_id]).fetchall()}
+    return {name: n for name, n in db.execute(sql, [dataset_id]).fetchall()}
 
 
 def found_image_totals(db: sqlite_utils.Database, dataset_id: int) -> tuple[int, int]:
@@ -301,10 +301,11 @@ def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None
 
 
 def last_import(db: sqlite_utils.Database, dataset_id: int) -> dict[str, Any] | None:
-    """The latest import of items (not of a results run) into a dataset: kind, path, when."""
+    """The latest import of items (not of a results run) into a dataset: source format, path, when."""
     rows = list(
         db.query(
-            "SELECT kind, path, imported_at FROM imports WHERE dataset_id = ? AND run IS NULL ORDER BY id DESC LIMIT 1",
+            "SELECT source_format, path, imported_at FROM imports WHERE dataset_id = ? AND run IS NULL"
+            " ORDER BY id DESC LIMIT 1",
             [dataset_id],
         )
     )
@@ -315,7 +316,7 @@ def log_import(
     db: sqlite_utils.Database,
     dataset_id: int,
     *,
-    kind: str,
+    source_format: str,
     path: str,
     n_items: int,
     n_new_items: int,
@@ -323,7 +324,7 @@ def log_import(
 ) -> None:
     """Record one finished import."""
     db.execute(
-        "INSERT INTO imports (dataset_id, kind, path, n_items, n_new_items, run, imported_at)"
+        "INSERT INTO imports (dataset_id, source_format, path, n_items, n_new_items, run, imported_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [dataset_id, kind, path, n_items, n_new_items, run, _now()],
+        [dataset_id, source_format, path, n_items, n_new_items, run, _now()],
     )

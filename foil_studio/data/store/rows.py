@@ -15,7 +15,7 @@ class DatasetRow(TypedDict):
 
     id: int
     name: str
-    source_kind: str  # the import kind that created it (sugarcrepe, bivlc, demo...)
+    source_format: str  # the import format that created it (sugarcrepe, bivlc, demo...)
     image_root: str | None
     created_at: str
     meta: str
@@ -26,7 +26,7 @@ class DatasetSummary(TypedDict):
 
     id: int
     name: str
-    kind: str
+    format: str  # the import format that created it (the column `source_format`)
     image_root: str | None
     by_category: dict[str, int]
     n_items: int
@@ -35,7 +35,7 @@ class DatasetSummary(TypedDict):
 
 
 class ItemRow(TypedDict):
-    """`list_items`, `items_by_id`: one item; the lists' meaning depends on `kind` (data.item_kinds)."""
+    """`list_items`, `items_by_id`: one item; the lists' meaning depends on its item kind (data.item_kinds)."""
 
     id: int
     kind: str
@@ -55,7 +55,7 @@ class RunRow(TypedDict):
     dataset_id: int
     model: str | None
     pretrained: str | None
-    kind: str  # scores, correct, groups or choices
+    run_type: str  # scores, correct, groups or choices
     meta: dict[str, Any]
     created_at: str
     version: int
@@ -68,7 +68,7 @@ class RunSummary(TypedDict):
     dataset: str
     model: str | None
     pretrained: str | None
-    kind: str
+    run_type: str
     precision: str | None
     n_items: int
 

@@ -23,7 +23,7 @@ def ensure_run(
     dataset_id: int,
     name: str,
     *,
-    kind: str,
+    run_type: str,
     model: str | None = None,
     pretrained: str | None = None,
     meta: dict[str, Any] | None = None,
@@ -35,9 +35,9 @@ def ensure_run(
         return int(row[0])
     return int(
         db.execute(
-            "INSERT INTO runs (name, dataset_id, model, pretrained, kind, meta, created_at)"
+            "INSERT INTO runs (name, dataset_id, model, pretrained, run_type, meta, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            [name, dataset_id, model, pretrained, kind, json.dumps(meta or {}), _now()],
+            [name, dataset_id, model, pretrained, run_type, json.dumps(meta or {}), _now()],
         ).fetchone()[0]
     )
 
@@ -126,7 +126,8 @@ def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[Run
     """Runs with their dataset name, the precision they were scored in (None for imported
     results) and number of scored items, optionally of one dataset."""
     sql = (
-        "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.kind AS kind, runs.meta AS meta,"
+        "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.run_type AS run_type,"
+        " runs.meta AS meta,"
         " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items"
         " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
     )
@@ -176,14 +177,14 @@ def delete_run(db: sqlite_utils.Database, dataset: str, name: str) -> dict[str, 
 class RunColumns:
     """A run as columns (one entry per scored item, by item id): what metrics and pages read.
 
-    ``run_kind`` is the run's kind (``scores``, or ``correct``/``groups``/``choices`` for imported
+    ``run_type`` is the run's type (``scores``, or ``correct``/``groups``/``choices`` for imported
     decisions); ``scores`` is one float array (items first) when every item has similarities,
     else None; ``outcomes`` lists the imported decisions (None where an item has none);
     ``groups`` the item groups a benchmark scores together (``meta["groups"]``, What'sUp's pairs
     and sets; None for most items).
     """
 
-    run_kind: str
+    run_type: str
     item_ids: np.ndarray
     kinds: np.ndarray
     categories: np.ndarray
@@ -208,7 +209,7 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
     ).fetchall()
     ids, kinds, categories, scores, outcomes, groups = zip(*rows) if rows else ((), (), (), (), (), ())
     return RunColumns(
-        run_kind=db.execute("SELECT kind FROM runs WHERE id = ?", [run_id]).fetchone()[0],
+        run_type=db.execute("SELECT run_type FROM runs WHERE id = ?", [run_id]).fetchone()[0],
         item_ids=np.array(ids, dtype=np.int64),
         kinds=np.array(kinds, dtype=str),
         categories=np.array(categories, dtype=str),

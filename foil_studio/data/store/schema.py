@@ -281,6 +281,19 @@ def _m0015_simulated_labels(db: sqlite_utils.Database) -> None:
         db.execute("UPDATE labels SET simulated = 1, flags = ? WHERE id = ?", [json.dumps(flags), label_id])
 
 
+def _m0016_source_format_and_run_type(db: sqlite_utils.Database) -> None:
+    # `kind` meant the item kind, the import format and the run's type at once: the import
+    # format of a dataset and of an import is its `source_format`, a run's type its `run_type`
+    # (`items.kind` alone keeps the word).
+    db.executescript(
+        """
+        ALTER TABLE datasets RENAME COLUMN source_kind TO source_format;
+        ALTER TABLE imports RENAME COLUMN kind TO source_format;
+        ALTER TABLE runs RENAME COLUMN kind TO run_type;
+        """
+    )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -314,6 +327,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0013_shown_at", _m0013_shown_at),
     ("0014_health_items", _m0014_health_items),
     ("0015_simulated_labels", _m0015_simulated_labels),
+    ("0016_source_format_and_run_type", _m0016_source_format_and_run_type),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
