@@ -248,13 +248,20 @@ def image_normalization(loaded_or_model: Any) -> tuple[tuple[float, ...], tuple[
 
 
 @torch.inference_mode()
-def encode_images(loaded: LoadedModel, images: list[Image.Image]) -> np.ndarray:
-    """L2-normalised image embeddings (float32), one row per image."""
-    batch = torch.stack([loaded.preprocess(image) for image in images]).to(
-        loaded.device, INPUT_DTYPES[loaded.spec.precision]
-    )
-    features = loaded.model.encode_image(batch, normalize=True)
+def encode_images(loaded: LoadedModel, images: list[Image.Image] | torch.Tensor) -> np.ndarray:
+    """L2-normalised image embeddings (float32), one row per image; `images` are PIL images or a
+    batch they were already made into by `preprocess_images`."""
+    pixels = images if isinstance(images, torch.Tensor) else preprocess_images(loaded, images)
+    features = loaded.model.encode_image(pixels.to(loaded.device, INPUT_DTYPES[loaded.spec.precision]), normalize=True)
     return features.float().cpu().numpy()
+
+
+@torch.inference_mode()
+def preprocess_images(loaded: LoadedModel, images: list[Image.Image]) -> torch.Tensor:
+    """The model's preprocessing of each image, stacked on the CPU in fp32 (the part of encoding
+    that needs no model: `analysis.scoring` runs it on a loader thread for the next batch); moved
+    to the model's device and cast to its precision by `encode_images`."""
+    return torch.stack([loaded.preprocess(image) for image in images])
 
 
 @torch.inference_mode()

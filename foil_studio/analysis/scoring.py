@@ -3,29 +3,42 @@
 Images are keyed by content hash (plus the ARO crop), captions by their text, and embeddings are
 cached in the store per model identity: a re-run encodes nothing, an interrupted run resumes
 from the last finished batch. Similarities are then read off the cached vectors for each item
-kind (see ``item_scores``).
+kind (see ``item_scores``). The next batch of images is decoded and preprocessed on a loader
+thread while the current one is encoded (``prepared_ahead``: PIL's decoding releases the GIL);
+batches, their order and so the embeddings are those of decoding in turn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import sqlite_utils
 from PIL import Image, ImageOps
 
 from foil_studio.analysis.model_spec import ModelSpec
-from foil_studio.analysis.models import LoadedModel, encode_images, encode_texts, load_model, token_lengths
+from foil_studio.analysis.models import (
+    LoadedModel,
+    encode_images,
+    encode_texts,
+    load_model,
+    preprocess_images,
+    token_lengths,
+)
 from foil_studio.data import store
 from foil_studio.data.images import resolve_image
 from foil_studio.data.item_kinds import item_kind
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+Chunk = TypeVar("Chunk")
+Prepared = TypeVar("Prepared")
 
 
 @dataclass(frozen=True)
@@ -146,9 +159,10 @@ def score_dataset(
         model_id,
         "image",
         image_sources,
-        lambda batch: encode_images(loaded, [load_image(root, *src) for src in batch]),
+        lambda pixels: encode_images(loaded, pixels),
         batch_size,
         progress,
+        prepare=lambda batch: preprocess_images(loaded, [load_image(root, *src) for src in batch]),
     )
     text_vectors, text_hits, n_texts = _embed(
         db,
@@ -240,21 +254,46 @@ def _embed(
     batch_size: int,
     progress: Progress | None,
     order: Callable[[list[str]], list[str]] | None = None,
+    prepare: Callable[[list[Any]], Any] | None = None,
 ) -> tuple[dict[str, np.ndarray], int, int]:
-    """Vectors for every key: cached ones read, the rest encoded in batches (in `order`) and cached."""
+    """Vectors for every key: cached ones read, the rest encoded in batches (in `order`) and cached.
+    With `prepare`, `encode` takes `prepare(batch)`, made for the next batch on a loader thread
+    while this one is encoded."""
     cached = store.get_embeddings(db, model_id, modality, list(sources))
     vectors = {key: np.frombuffer(blob, dtype=np.float32) for key, blob in cached.items()}
     missing = [key for key in sources if key not in vectors]
     if order is not None:
         missing = order(missing)  # only what is encoded: a warm run tokenizes nothing
-    for start in range(0, len(missing), batch_size):
-        keys = missing[start : start + batch_size]
-        encoded = encode([sources[k] for k in keys]).astype(np.float32)
-        store.put_embeddings(db, model_id, modality, [(k, v.tobytes()) for k, v in zip(keys, encoded)])
-        vectors.update(zip(keys, encoded))
-        if progress:
-            progress(f"{modality}s", start + len(keys), len(missing))
+    batches = [missing[start : start + batch_size] for start in range(0, len(missing), batch_size)]
+    inputs = [[sources[k] for k in keys] for keys in batches]
+    done = 0
+    ready = prepared_ahead(inputs, prepare) if prepare else (batch for batch in inputs)
+    with closing(ready):
+        for keys, batch in zip(batches, ready):
+            encoded = encode(batch).astype(np.float32)
+            store.put_embeddings(db, model_id, modality, [(k, v.tobytes()) for k, v in zip(keys, encoded)])
+            vectors.update(zip(keys, encoded))
+            done += len(keys)
+            if progress:
+                progress(f"{modality}s", done, len(missing))
     return vectors, len(cached), len(missing)
+
+
+def prepared_ahead(chunks: Sequence[Chunk], prepare: Callable[[Chunk], Prepared]) -> Generator[Prepared, None, None]:
+    """`prepare(chunk)` of each chunk in order, the next chunk's made on a loader thread while the
+    caller works on this one (one chunk ahead: memory for two). An error raised preparing a chunk
+    is raised, unchanged, when the caller reaches that chunk, as preparing in turn would raise it."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="foil-decode") as pool:
+        pending: Future[Prepared] | None = pool.submit(prepare, chunks[0]) if chunks else None
+        try:
+            for index in range(len(chunks)):
+                assert pending is not None
+                current = pending.result()
+                pending = pool.submit(prepare, chunks[index + 1]) if index + 1 < len(chunks) else None
+                yield current
+        finally:
+            if pending is not None:
+                pending.cancel()  # the caller stopped: the chunk not yet started is not prepared
 
 
 def score_with_model(

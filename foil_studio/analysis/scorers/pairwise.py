@@ -8,8 +8,8 @@ Each item's image-by-caption matrix is filled from the pair scores and read by i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,15 @@ from PIL import Image
 from foil_studio.analysis.models import pick_device, resolve_precision
 from foil_studio.analysis.scorers import scorer_family
 from foil_studio.analysis.scorers.base import LoadedFamily, ScorerFamily, folder_digest, weights_folder
-from foil_studio.analysis.scoring import ItemPlan, Progress, ScoreReport, load_image, plan_items, require_scorable
+from foil_studio.analysis.scoring import (
+    ItemPlan,
+    Progress,
+    ScoreReport,
+    load_image,
+    plan_items,
+    prepared_ahead,
+    require_scorable,
+)
 from foil_studio.data import store
 from foil_studio.data.item_kinds import item_kind
 
@@ -157,24 +165,32 @@ def _score_work(
     batch_size: int,
     progress: Progress | None,
 ) -> tuple[dict[str, float], int, int]:
-    """Score the pairs of `work`, a chunk of images at a time (the next chunk decoded meanwhile)."""
+    """Score the pairs of `work`, a chunk of images at a time (the next chunk decoded meanwhile,
+    on `scoring.prepared_ahead`'s loader thread)."""
     scorer, scored, done, n_texts = loaded.scorer, {}, 0, 0
     chunks = [list(work.by_image)[start : start + batch_size] for start in range(0, len(work.by_image), batch_size)]
-    for chunk, decoded in zip(chunks, _decoded_ahead(chunks, root, image_sources)):
-        images = dict(zip(chunk, scorer.prepare_images(decoded)))
-        text_keys = list(dict.fromkeys(t for image in chunk for t in work.by_image[image]))
-        texts = _prepare_texts(scorer, text_keys, text_sources, batch_size)
-        n_texts += len(text_keys)
-        pairs = [(image, text) for image in chunk for text in work.by_image[image]]
-        for start in range(0, len(pairs), batch_size):
-            batch = pairs[start : start + batch_size]
-            values = scorer.score_pairs([images[i] for i, _ in batch], [texts[t] for _, t in batch])
-            fresh = {pair_key(i, t): v for (i, t), v in zip(batch, values)}
-            store.put_embeddings(db, loaded.identity, PAIR, [(k, np.float32(v).tobytes()) for k, v in fresh.items()])
-            scored.update(fresh)
-            done += len(batch)
-            if progress:
-                progress("pairs", done, work.n_pairs)
+
+    def decode(chunk: list[str]) -> list[Image.Image]:
+        return [load_image(root, *image_sources[key]) for key in chunk]
+
+    with closing(prepared_ahead(chunks, decode)) as decoded_ahead:
+        for chunk, decoded in zip(chunks, decoded_ahead):
+            images = dict(zip(chunk, scorer.prepare_images(decoded)))
+            text_keys = list(dict.fromkeys(t for image in chunk for t in work.by_image[image]))
+            texts = _prepare_texts(scorer, text_keys, text_sources, batch_size)
+            n_texts += len(text_keys)
+            pairs = [(image, text) for image in chunk for text in work.by_image[image]]
+            for start in range(0, len(pairs), batch_size):
+                batch = pairs[start : start + batch_size]
+                values = scorer.score_pairs([images[i] for i, _ in batch], [texts[t] for _, t in batch])
+                fresh = {pair_key(i, t): v for (i, t), v in zip(batch, values)}
+                store.put_embeddings(
+                    db, loaded.identity, PAIR, [(k, np.float32(v).tobytes()) for k, v in fresh.items()]
+                )
+                scored.update(fresh)
+                done += len(batch)
+                if progress:
+                    progress("pairs", done, work.n_pairs)
     return scored, len(work.by_image), n_texts
 
 
@@ -185,23 +201,6 @@ def _prepare_texts(scorer: Any, keys: list[str], sources: dict[str, str], batch_
         batch = keys[start : start + batch_size]
         states.update(zip(batch, scorer.prepare_texts([sources[k] for k in batch])))
     return states
-
-
-def _decoded_ahead(
-    chunks: list[list[str]], root: Path | None, sources: dict[str, tuple[str, list[float] | None]]
-) -> Iterator[list[Image.Image]]:
-    """Each chunk's images decoded, the next chunk's on a loader thread while this one is scored."""
-
-    def decode(chunk: list[str]) -> list[Image.Image]:
-        return [load_image(root, *sources[key]) for key in chunk]
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="foil-decode") as pool:
-        pending: Future[list[Image.Image]] | None = pool.submit(decode, chunks[0]) if chunks else None
-        for index in range(len(chunks)):
-            assert pending is not None
-            current = pending.result()
-            pending = pool.submit(decode, chunks[index + 1]) if index + 1 < len(chunks) else None
-            yield current
 
 
 def score_with_family(
