@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from foil_studio.analysis import metric_families
 from foil_studio.analysis import metrics as m
+from foil_studio.analysis.metric_families import base as family_base
+from foil_studio.analysis.metric_families import choices, hard_positive, pairwise
 from foil_studio.analysis.results import run_metrics
 from foil_studio.data.loading import import_path
 from tests.conftest import FOIL_CLI, REPO
@@ -77,7 +80,6 @@ def test_bivlc_table_from_per_instance_file(fresh_db, fixtures):
 def test_a_group_benchmark_with_underscores_in_its_categories_is_not_taken_for_bivlc(fresh_db, tmp_path):
     """Types come from a format's declaration (`Format.category_types`: BiVLC's), never from a `_`
     in a category's name: a new group benchmark keeps its own categories and no BiVLC types."""
-    from foil_studio.analysis import results
     from foil_studio.cli import metrics_text
     from foil_studio.data import formats, store
 
@@ -109,8 +111,8 @@ def test_a_group_benchmark_with_underscores_in_its_categories_is_not_taken_for_b
     assert set(result["by_category"]) == {"spatial_left", "count_two"} and result["metrics"]["group"] == 75.0
     assert "| per " not in metrics_text(result) and "type" not in metrics_text(result).split("\n", 3)[-1]
     categories = np.array(["spatial_left", "count_two"])
-    assert results.category_types(categories, formats.REGISTRY["jsonl"]) is None
-    declared = results.category_types(categories, formats.REGISTRY["bivlc"])  # BiVLC declares its types
+    assert family_base.category_types(categories, formats.REGISTRY["jsonl"]) is None
+    declared = family_base.category_types(categories, formats.REGISTRY["bivlc"])  # BiVLC declares its types
     assert declared is not None and declared.tolist() == ["spatial", "count"]
 
 
@@ -625,7 +627,7 @@ def test_a_choices_run_is_right_only_under_every_order_and_pools_its_answers():
             {"ab": _answer(False), "ba": _answer(True)},
         ],
     )
-    every, per = results.choice_correct(run)
+    every, per = choices.choice_correct(run)
     assert every.tolist() == [False, True, False] and every.dtype == bool
     assert per == {"ab": [True, True, False], "ba": [False, None, True]}
     family = results.run_family(run)
@@ -634,7 +636,7 @@ def test_a_choices_run_is_right_only_under_every_order_and_pools_its_answers():
     shown = family.per_item(run)
     assert set(shown) == {"correct", "right when ab", "right when ba"}
     assert shown["correct"].tolist() == [False, True, False] and shown["right when ba"] == [False, None, True]
-    assert results.choice_outcomes(run, "wrong")[1].tolist() == [0, 0, 0]
+    assert choices.choice_outcomes(run, "wrong")[1].tolist() == [0, 0, 0]
     summary = results.summarize_run(run, results.Settings(formats.source_format("gpt4v"), n_boot=50))
     # five answers: right 3 of 5, reported right 2 of 5 (the first item's two), one unparsed
     assert summary["metrics"]["accuracy"] == pytest.approx(60.0)
@@ -652,30 +654,29 @@ def test_imported_decisions_are_read_per_item_and_a_missing_one_is_refused():
     from foil_studio.analysis import results
 
     run = _columns("correct", ["a", "a", "b"], [{"correct": 1}, {"correct": 0}, {"correct": True}])
-    outcomes, tied = results.pair_outcomes(run, "wrong")
+    outcomes, tied = pairwise.pair_outcomes(run, "wrong")
     assert outcomes["accuracy_micro"].tolist() == [1.0, 0.0, 1.0]
     assert tied.tolist() == [0, 0, 0] and tied.dtype.kind == "i"
     gap = _columns("correct", ["a", "a", "b"], [{"correct": 1}, None, None])
     with pytest.raises(results.UnsupportedRunError, match="^2 items of this run have no imported decision"):
-        results.pair_outcomes(gap, "wrong")
+        pairwise.pair_outcomes(gap, "wrong")
     mixed = _columns("scores", ["a", "b"], scores=[[0.2, 0.1], [0.3, 0.4]])
     mixed.kinds[1] = "triple"
     with pytest.raises(results.UnsupportedRunError, match="mixes item kinds"):
-        results.item_kind(mixed)
+        family_base.item_kind(mixed)
 
 
 def test_caption_means_are_the_plain_means_overall_and_per_category():
-    from foil_studio.analysis import results
 
     run = _columns("scores", ["a", "a", "b"], scores=[[0.3, 0.1, 0.2], [0.5, 0.3, 0.4], [0.9, 0.2, 0.1]], kind="triple")
     summary = {"metrics": {}, "by_category": {"a": {}, "b": {}}}
-    results.add_caption_means(summary, run, {}, None)
+    hard_positive.add_caption_means(summary, run, {}, None)
     means = ("mean_s_c", "mean_s_cn", "mean_s_cp")
     assert [summary["metrics"][k] for k in means] == pytest.approx([1.7 / 3, 0.2, 0.7 / 3])
     assert [summary["by_category"]["a"][k] for k in means] == pytest.approx([0.4, 0.2, 0.3])
     assert [summary["by_category"]["b"][k] for k in means] == pytest.approx([0.9, 0.2, 0.1])
     untouched = {"metrics": {}, "by_category": {"a": {}}}
-    results.add_caption_means(untouched, _columns("correct", ["a"], [{"correct": 1}]), {}, None)
+    hard_positive.add_caption_means(untouched, _columns("correct", ["a"], [{"correct": 1}]), {}, None)
     assert untouched == {"metrics": {}, "by_category": {"a": {}}}
 
 
@@ -795,14 +796,14 @@ def test_over_seeds_is_each_figures_mean_and_standard_error_over_the_seed_catego
         "seed 1": {"n": 40, "ties": 0, "precision_at_1": 30.0, "macro": 14.0},
         "seed 2": {"n": 40, "ties": 1, "precision_at_1": 27.5, "macro": 12.0},
     }
-    over = results.over_seeds(by_category)
+    over = family_base.over_seeds(by_category)
     assert list(over) == ["precision_at_1", "macro"]  # counts are not figures
     for metric in over:
         values = [figures[metric] for figures in by_category.values()]
         assert over[metric]["mean"] == pytest.approx(np.mean(values))
         assert over[metric]["se"] == pytest.approx(stats.sem(values))
         assert over[metric]["n_seeds"] == 3
-    assert results.over_seeds({}) == {}
+    assert family_base.over_seeds({}) == {}
     assert results.over_seeds_sentence(over) == (
         "over 3 seeds (mean ± standard error of the seeds' figures): "
         f"precision_at_1 25.83 ± {stats.sem([20.0, 30.0, 27.5]):.2f}; macro 12.00 ± 1.15"
@@ -879,12 +880,11 @@ def test_retrieval_chance_is_recall_at_k_of_a_random_ranking_over_each_items_own
     ],
 )
 def test_imported_decisions_are_each_familys_headline_with_no_ties(family, kind, headline):
-    from foil_studio.analysis import results
 
     decisions = [{"correct": True}, {"correct": False}, {"correct": 1}, {"correct": 0}]
     run = _columns("correct", ["c"] * 4, outcomes=decisions, kind=kind)
     for ties in ("wrong", "right", "half"):
-        outcomes, tied = results.METRIC_FAMILIES[family].outcomes(run, ties)
+        outcomes, tied = metric_families.METRIC_FAMILIES[family].outcomes(run, ties)
         assert list(outcomes) == [headline] and outcomes[headline].tolist() == [1.0, 0.0, 1.0, 0.0]
         assert tied.tolist() == [0, 0, 0, 0]
 
@@ -944,7 +944,7 @@ def test_an_order_set_summary_carries_its_seeds_mean_and_standard_error():
     scores = rng.choice([0.1, 0.2, 0.3], size=(30, 5))
     run = _columns("scores", [f"seed {n % 3}" for n in range(30)], scores=scores, kind="retrieval")
     summary = results.summarize_run(run, results.Settings(formats.MADE_HERE["aro-order"], "right", n_boot=20))
-    assert summary["over_seeds"] == results.over_seeds(summary["by_category"])
+    assert summary["over_seeds"] == family_base.over_seeds(summary["by_category"])
     assert summary["over_seeds"]["precision_at_1"]["n_seeds"] == 3
     plain = results.summarize_run(run, results.Settings(formats.REGISTRY["crepe"], "right", n_boot=20))
     assert "over_seeds" not in plain  # categories that are not seeds have no mean over them
@@ -989,8 +989,8 @@ def test_bivlc_types_count_their_subtypes_ties_and_resample_as_asked():
         summary["by_type"]["replace"]["ties"] == by_category["replace_obj"]["ties"] + by_category["replace_att"]["ties"]
     )
     assert summary["by_type"]["replace"]["ties"] == 2 and summary["by_type"]["swap"]["ties"] == 1
-    outcomes, _ = results.METRIC_FAMILIES["bivlc"].outcomes(run, "wrong")
-    types = results.category_types(run.categories, settings.source)
+    outcomes, _ = metric_families.METRIC_FAMILIES["bivlc"].outcomes(run, "wrong")
+    types = family_base.category_types(run.categories, settings.source)
     expected = metrics.summarize(outcomes, types, n_boot=30, seed=4)["category_intervals"]
     assert summary["type_intervals"]["replace"]["group"] == expected["replace"]["group"]
 
@@ -1012,22 +1012,21 @@ def test_a_chosen_tie_rule_says_whether_it_is_also_the_benchmarks_own():
 
 
 def test_categories_are_typed_only_where_they_are_subtypes_of_the_formats_types():
-    from foil_studio.analysis import results
     from foil_studio.data import formats
 
     bivlc = formats.REGISTRY["bivlc"]
-    assert results.category_types(np.array(["replace_obj", "swap_att"]), bivlc).tolist() == ["replace", "swap"]
-    assert results.category_types(np.array(["replace", "swap"]), bivlc) is None  # already types
-    assert results.category_types(np.array(["replace_obj"]), formats.REGISTRY["winoground"]) is None
+    assert family_base.category_types(np.array(["replace_obj", "swap_att"]), bivlc).tolist() == ["replace", "swap"]
+    assert family_base.category_types(np.array(["replace", "swap"]), bivlc) is None  # already types
+    assert family_base.category_types(np.array(["replace_obj"]), formats.REGISTRY["winoground"]) is None
 
 
 def test_imported_bivlc_decisions_combine_into_its_seven_outcomes_with_no_ties():
-    from foil_studio.analysis import metrics, results
+    from foil_studio.analysis import metrics
 
     keys = ("ipos2t", "ineg2t", "tpos2i", "tneg2i")
     decisions = [dict(zip(keys, row)) for row in ([1, 1, 1, 1], [1, 0, 1, 1], [0, 0, 0, 0])]
     run = _columns("groups", ["c"] * 3, outcomes=decisions, kind="group")
-    outcomes, tied = results.METRIC_FAMILIES["bivlc"].outcomes(run, "half")
+    outcomes, tied = metric_families.METRIC_FAMILIES["bivlc"].outcomes(run, "half")
     expected = metrics.combine_bivlc(**{k: np.array([float(d[k]) for d in decisions]) for k in keys})
     assert set(outcomes) == set(metrics.BIVLC_KEYS)
     assert all(np.array_equal(outcomes[k], expected[k]) for k in outcomes)

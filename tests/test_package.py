@@ -21,7 +21,7 @@ from tests.conftest import REPO, checkout_copy
 # What the wheel must carry for the app to run, and what it must never carry.
 REQUIRED = (
     "foil_studio/app.py",
-    "foil_studio/cli.py",
+    "foil_studio/cli/__init__.py",
     "foil_studio/streamlit_config.toml",
     "foil_studio/views/registry.py",
     "foil_studio/analysis/demo_model/foil-demo-clip.pt",

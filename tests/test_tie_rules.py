@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from foil_studio.analysis import metric_families, results
 from foil_studio.analysis import metrics as m
-from foil_studio.analysis import results
 from foil_studio.data import store
 
 # (family, item kind, shape of one item's scores): values from a small set, so that ties are common
@@ -42,7 +42,7 @@ def test_ties_move_each_item_exactly_as_the_rule_table_says(family, data):
         st.lists(st.sampled_from(LEVELS), min_size=n * int(np.prod(shape)), max_size=n * int(np.prod(shape)))
     )
     run = run_of(kind, np.array(values).reshape((n, *shape)))
-    outcomes = results.METRIC_FAMILIES[family].outcomes
+    outcomes = metric_families.METRIC_FAMILIES[family].outcomes
     wrong, tied = outcomes(run, "wrong")
     right, _ = outcomes(run, "right")
     half, _ = outcomes(run, "half")
@@ -60,7 +60,7 @@ def test_a_tie_is_counted_where_scores_are_equal(family):
     kind, shape = SHAPES[family]
     distinct = np.linspace(0.9, 0.1, int(np.prod(shape))).reshape(shape)
     flat = np.full(shape, 0.5)
-    _, tied = results.METRIC_FAMILIES[family].outcomes(run_of(kind, np.stack([distinct, flat])), "wrong")
+    _, tied = metric_families.METRIC_FAMILIES[family].outcomes(run_of(kind, np.stack([distinct, flat])), "wrong")
     assert tied[0] == 0 and tied[1] >= 1
 
 
@@ -91,7 +91,7 @@ def test_right_scores_every_tie_as_won_and_wrong_as_lost_on_every_comparison(fam
     )
     scores = np.array(values).reshape((n, *shape))
     nudge = 0.01 * np.asarray(FAVOURS[family], dtype=float)
-    outcomes = results.METRIC_FAMILIES[family].outcomes
+    outcomes = metric_families.METRIC_FAMILIES[family].outcomes
     right, _ = outcomes(run_of(kind, scores), "right")
     wrong, _ = outcomes(run_of(kind, scores), "wrong")
     won, untied = outcomes(run_of(kind, scores + nudge), "wrong")

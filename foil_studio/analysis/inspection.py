@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
-from foil_studio.analysis.results import Run, item_kind, load_run, run_family, source_format
+from foil_studio.analysis.metric_families.base import item_kind
+from foil_studio.analysis.results import Run, load_run, run_family, source_format
 from foil_studio.data import item_kinds, plain_text
 from foil_studio.data.links import linked_items
 

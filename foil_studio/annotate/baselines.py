@@ -15,7 +15,8 @@ import numpy as np
 import sqlite_utils
 
 from foil_studio.analysis import metrics as m
-from foil_studio.analysis.results import BOOTSTRAP, category_types, source_format
+from foil_studio.analysis.metric_families.base import category_types
+from foil_studio.analysis.results import BOOTSTRAP, source_format
 from foil_studio.annotate.task_types import REGISTRY, Baseline, is_correct
 from foil_studio.data import formats, store
 

@@ -3,7 +3,7 @@
 Every item stores its images and captions as ordered lists; its kind says how many there are,
 what each one is (its role, shown on cards and in exports), how a model's image-by-caption
 similarities become the item's stored scores, which score gaps the inspection pages plot, and
-which metric family (``analysis.results.METRIC_FAMILIES``) turns a run of such items into benchmark metrics.
+which metric family (``analysis.metric_families.METRIC_FAMILIES``) turns a run of such items into benchmark metrics.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class ItemKind:
     ``n_captions``/``n_images`` are exact counts (None: any number from ``min_captions``/
     ``min_images``; images may be absent in result-only files). ``scores_from`` reads the item's
     scores off its image-by-caption similarity matrix (rows: images, columns: captions).
-    ``metric_family`` names the family of ``analysis.results.METRIC_FAMILIES`` (None: no
+    ``metric_family`` names the family of ``analysis.metric_families.METRIC_FAMILIES`` (None: no
     benchmark metric, and ``no_metric_because`` says what to do instead). ``text_scores_from``,
     where set, reads text-only scores off the captions' cosine matrix; they follow the image
     scores (SugarCrepe++'s TOT). ``example`` is a small item of the kind as the store returns it

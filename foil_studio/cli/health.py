@@ -1,0 +1,110 @@
+"""Benchmark health's commands: `health sample`, `health next`, `health report`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from foil_studio.analysis.health import ALLOCATIONS
+from foil_studio.analysis.metrics import TIE_RULES
+from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, SEED, arg, command
+from foil_studio.data import store
+
+HEALTH_DRAW = (
+    arg("dataset"),
+    arg("--budget", type=AT_LEAST_ONE, metavar="N", help="items to draw in all (or --per-category)"),
+    arg("--per-category", type=AT_LEAST_ONE, metavar="N", help="items to draw from each category instead of a budget"),
+    arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
+    arg(
+        "--overlap",
+        type=AT_LEAST_ONE,
+        default=3,
+        metavar="K",
+        help="annotators per item (default 3: a majority always exists)",
+    ),
+    SEED,
+    arg("--name", metavar="NAME"),
+)
+
+
+def _health_batch(db: sqlite_utils.Database, args: argparse.Namespace, **plan: Any) -> dict[str, Any]:
+    from foil_studio.annotate.health import create_sample_batch, plan_sample
+
+    drawn = plan_sample(db, args.dataset, args.budget, per_category=args.per_category, seed=args.seed, **plan)
+    annotators = tuple(args.annotators or (a["name"] for a in store.list_annotators(db)))
+    return create_sample_batch(db, drawn, annotators, overlap=args.overlap, name=args.name)
+
+
+@command(
+    "health sample",
+    *HEALTH_DRAW,
+    arg("--allocation", choices=ALLOCATIONS, default="proportional", help="how the budget is spread over categories"),
+)
+def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark health, step 1: a validate_negative batch over a stratified random sample of the
+    dataset's items (strata: categories), recording its design (sizes, sample sizes, inclusion
+    probabilities, seed); refused when the dataset has a health sample already (`health next`)."""
+    from foil_studio.annotate.health import HealthError, health_batches
+
+    if health_batches(db, args.dataset):
+        raise HealthError(f"{args.dataset} has a health sample already; draw more with `./foil health next`")
+    return _health_batch(db, args, allocation=args.allocation)
+
+
+@command(
+    "health next",
+    *HEALTH_DRAW,
+    arg("--target", choices=("share", "rank"), default="share", help="what the new items should sharpen"),
+    arg("--runs", nargs=2, metavar=("A", "B"), help="with --target rank: the two runs whose order matters"),
+)
+def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
+    Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
+    interval of two runs' accuracy difference on valid items."""
+    from foil_studio.annotate.health import HealthError, health_batches
+
+    if not health_batches(db, args.dataset):
+        raise HealthError(
+            f"{args.dataset} has no health sample yet: draw a health sample first with "
+            f"`./foil health sample {args.dataset} --budget N`"
+        )
+    return _health_batch(db, args, allocation="neyman", target=args.target, runs=tuple(args.runs or ()))
+
+
+def _health_text(result: dict[str, Any]) -> str:
+    from foil_studio.annotate.health import report_markdown
+
+    written = "".join(f"\nwrote {path}" for path in result.get("files", []))
+    return report_markdown(result).rstrip() + written
+
+
+@command(
+    "health report",
+    arg("dataset"),
+    arg("--runs", nargs="+", metavar="RUN", help="runs for the leaderboard (default: every run of the dataset)"),
+    arg("--ties", choices=list(TIE_RULES), help="how a tie counts (default: the benchmark's own rule)"),
+    BOOTSTRAP_RESAMPLES,
+    SEED,
+    arg("--out", metavar="DIR", help="also write report.md and report.json there"),
+    text=_health_text,
+)
+def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Benchmark health card: the sample's design, the validations' agreement, the invalid and
+    ambiguous shares per category and overall with 95% intervals (beside the dataset's own verdicts
+    where it has them), each run on all items and on valid items, and a methods paragraph."""
+    from foil_studio.annotate.health import health_report, report_markdown
+
+    for run in args.runs or ():  # refused before the card is made, answered items or not
+        store.get_run(db, args.dataset, run)
+    report = health_report(db, args.dataset, args.runs, ties=args.ties, n_boot=args.bootstrap, seed=args.seed)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(report_markdown(report), encoding="utf-8")
+        (out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        report["files"] = [str(out / "report.md"), str(out / "report.json")]
+    return report
