@@ -1,10 +1,11 @@
 """Mutation score per module from `mutmut results --all true` (run by `make mutation`).
 
 Reads the results on stdin (or a file given as the first argument) and prints, per module,
-the mutants killed, survived and not reached by the selected tests, and the score
-killed / (killed + survived + not reached); mutants a run has not checked (yet) are counted
+the mutants killed, survived, not reached by the selected tests and timed out, and the score
+killed / (killed + survived + not reached + timed out): a timeout is not counted as killed (a
+mutant that hangs may as well be a slow machine); mutants a run has not checked (yet) are counted
 apart and left out of the score. A package of several mutated modules
-(`foil_studio/data/item_kinds/`, `annotate/task_types/`) also gets a line of its own.
+(`foil_studio/data/item_kinds/`, `annotate/task_types/`, `annotate/health/`) also gets a line of its own.
 `--functions MODULE NAME...` adds the figures of those functions of MODULE together (the read
 functions of `foil_studio.data.store.annotation`). `--sql-case` also counts the survivors whose
 only change is the letter case of SQL text (`SELECT` -> `select`): SQL keywords and unquoted
@@ -23,12 +24,12 @@ from pathlib import Path
 
 LINE = re.compile(r"^\s*(?P<module>[\w.]+?)\.(?P<mutant>x_?(?P<function>\w+?)__mutmut_\d+): (?P<status>.+?)\s*$")
 # mutated as a whole package: one line for all its modules
-PACKAGES = ("foil_studio.data.item_kinds", "foil_studio.annotate.task_types")
+PACKAGES = ("foil_studio.data.item_kinds", "foil_studio.annotate.task_types", "foil_studio.annotate.health")
 GROUPS = {
     "killed": "killed",
     "survived": "survived",
     "no tests": "not reached",
-    "timeout": "killed",
+    "timeout": "timeout",
     "suspicious": "survived",
     "not checked": "not run",
 }
@@ -108,13 +109,15 @@ def main() -> None:
         functions = (args[at + 1], set(args[at + 2 :]))
         args = args[:at]
     text = Path(args[0]).read_text() if args else sys.stdin.read()
-    header = f"{'module':<52} {'killed':>7} {'survived':>9} {'not reached':>12} {'score':>7} {'not run':>8}"
+    header = (
+        f"{'module':<52} {'killed':>7} {'survived':>9} {'not reached':>12} {'timeout':>8} {'score':>7} {'not run':>8}"
+    )
     print(header + (f" {'sql case':>9} {'score without':>14}" if sql_case else ""))
     for module, counts in sorted(summarize(text.splitlines(), functions, sql_case).items()):
-        scored = counts["killed"] + counts["survived"] + counts["not reached"]
+        scored = counts["killed"] + counts["survived"] + counts["not reached"] + counts["timeout"]
         line = (
             f"{module:<52} {counts['killed']:>7} {counts['survived']:>9} {counts['not reached']:>12} "
-            f"{_percent(counts['killed'], scored)} {counts['not run']:>8}"
+            f"{counts['timeout']:>8} {_percent(counts['killed'], scored)} {counts['not run']:>8}"
         )
         if sql_case:
             line += f" {counts['sql case']:>9} {_percent(counts['killed'], scored - counts['sql case']):>14}"

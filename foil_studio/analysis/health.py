@@ -342,9 +342,11 @@ def korn_graubard(
     factor = (stats.t.ppf(1 - alpha / 2, max(n - 1, 1)) / stats.t.ppf(1 - alpha / 2, max(n - n_strata, 1))) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where(variance > 0, centre * (1 - centre) / variance * factor, cap)
-    n_eff = np.clip(np.nan_to_num(n_eff, nan=cap), 1, cap)
-    low, high = exact_interval(estimate * n_eff, n_eff, level)
+    # an infinite n_eff (a census with no cap) stays infinite: nan_to_num would make it the largest float
+    n_eff = np.clip(np.nan_to_num(n_eff, nan=cap, posinf=np.inf), 1, cap)
     census = np.isinf(n_eff)
+    sized = np.where(census, 1.0, n_eff)  # the census entries take the estimate itself below
+    low, high = exact_interval(estimate * sized, sized, level)
     return np.where(census, estimate, low), np.where(census, estimate, high)
 
 
