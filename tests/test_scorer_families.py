@@ -384,3 +384,34 @@ def test_the_api_scores_with_a_family_as_the_command_does(saved, demo_store, tmp
     assert studio.metrics("demo-sugarcrepe", report["run"])["n"] == 4
     with pytest.raises(ValueError, match="open_clip's"):
         studio.score("demo-sugarcrepe", f"{name}:{folder}", pretrained="openai")
+
+
+def test_a_family_run_flows_through_inspection_parity_and_the_health_leaderboard(demo_db, tmp_path):
+    """A family's run is a run like open_clip's: Inspect runs' table, parity between two of its
+    precisions and Benchmark health's leaderboard read it without knowing its family."""
+    from foil_studio.analysis import inspection
+    from foil_studio.analysis.parity import parity
+    from foil_studio.annotate import health
+    from foil_studio.annotate.simulation import simulate
+
+    (tmp_path / "blip").mkdir()
+    folder = tiny_blip(tmp_path / "blip")
+    dataset = "demo-sugarcrepe"
+    runs = [
+        score_with_family(demo_db, dataset, "blip-itm", str(folder), precision=p, device="cpu", run=f"blip-{p}")["run"]
+        for p in ("fp32", "bf16")
+    ]
+    n_items = store.count_items(demo_db, store.get_dataset(demo_db, dataset)["id"])
+    table = inspection.item_table(demo_db, dataset, runs[0])
+    assert len(table) == n_items and table["correct"].isin([True, False]).all()
+    flips = parity(demo_db, dataset, *runs).to_dict()
+    assert flips["n_items"] == n_items
+    for name in ("ann-a", "ann-b", "ann-c"):
+        store.ensure_annotator(demo_db, name)
+    plan = health.plan_sample(demo_db, dataset, per_category=4, seed=0)
+    health.create_sample_batch(demo_db, plan, ("ann-a", "ann-b", "ann-c"), overlap=3, name="health-1")
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    board = health.health_report(demo_db, dataset, runs, n_boot=50)["leaderboard"]
+    assert [row["run"] for row in board["runs"]] == runs
+    published = run_metrics(demo_db, dataset, runs[0], n_boot=50)["metrics"]["accuracy_micro"]
+    assert board["runs"][0]["published"] == pytest.approx(published, abs=0.01)

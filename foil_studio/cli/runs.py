@@ -96,7 +96,8 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     arg(
         "--model",
         metavar="ARCH",
-        help="open_clip architecture: score the dataset in both precisions (embeddings cached)",
+        help="open_clip architecture, or FAMILY:FOLDER_OR_NAME: score the dataset in both precisions "
+        "(embeddings or pair scores cached)",
     ),
     arg("--pretrained", metavar="TAG", help="pretrained tag, or 'none' for random weights"),
     CHECKPOINT,
