@@ -97,6 +97,15 @@ class ExportContext:
 
 
 @dataclass(frozen=True)
+class HubLayout:
+    """How a benchmark sits on the Hugging Face Hub (`import hf` reads it): the columns every split
+    of its copy holds, and how one split's rows become its items (the split's name is the category)."""
+
+    columns: frozenset[str]
+    add_split: Callable[[Parsed, str, list[Any], Path], None]
+
+
+@dataclass(frozen=True)
 class Format:
     """One benchmark layout: how to read it (`./foil import NAME PATH`) and write it
     (`./foil export DATASET --format NAME`), with what the README's tables say of it.
@@ -114,7 +123,9 @@ class Format:
     writes names a source for the read -> write -> read test: `sample_fixture`, a file or folder
     of the benchmark's own release under the shared fixtures folder (`$FOIL_FIXTURES`), or
     `sample(folder)`, which writes a small source there and returns the path to import.
-    `renames_images` says the writer copies the images beside its files under new names: what is
+    `hub_layout`, for a benchmark published on the Hugging Face Hub, says how `import hf` maps its
+    copy's columns (`HubLayout`). `renames_images` says the writer copies the images beside its
+    files under new names: what is
     read back is the written folder with itself as the image root, and the same images by content.
     `categories_are_seeds` says each category is one seed's draw of the same items (ARO's order
     sets): the metrics then add each figure's mean and standard error over them (`over_seeds`).
@@ -138,6 +149,7 @@ class Format:
     sample: Callable[[Path], Path] | None = None
     renames_images: bool = False
     categories_are_seeds: bool = False
+    hub_layout: HubLayout | None = None
 
     def write_items(self, items: Sequence[StoredItem], out: Path, context: ExportContext) -> list[str]:
         """Write stored items in this layout (`write`); refused for a format that only reads."""

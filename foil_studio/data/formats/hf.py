@@ -11,7 +11,7 @@ Categories are what the benchmark means: a split's name, or, where the split is 
 (``train``, ``validation``, ``test``), its config's name (a folder's name where the copy records
 none), never a file's or shard's name. A layout that names no category, or gives two splits one
 category, is refused with what was found. The benchmark is recognized by its columns and its rows
-become items exactly as that benchmark's own format reads its files (`LAYOUTS`); images embedded
+become items exactly as that benchmark's own format reads its files (`Format.hub_layout`); images embedded
 in the table (``{bytes, path}``) are written to the store's files folder as in any parquet import,
 and an ``Image()`` cell holding only a path (``to_parquet`` writes no bytes) is that path, relative
 to the image root (``--images``) like any image path. The files are read with pyarrow: reading a
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from foil_studio.data.formats import sugarcrepe_pp
 from foil_studio.data.formats.base import Format, Parsed
 from foil_studio.data.hub import hub_endpoint, hub_reachable, offline_requested
 from foil_studio.data.reading import BadInputError, check_binary_file, check_text, read_json
@@ -82,25 +80,22 @@ class Place:
     total: int | None
 
 
-@dataclass(frozen=True)
-class Layout:
-    """A benchmark published on the Hub: the columns that identify it, and how its rows become items."""
+def hub_formats() -> list[Format]:
+    """The formats with a Hugging Face layout (`Format.hub_layout`), from the formats' registry
+    (read when called: this module is one of the registry's own)."""
+    from foil_studio.data.formats import REGISTRY
 
-    benchmark: str  # the format whose rules its items follow (metrics, ties)
-    columns: frozenset[str]
-    add_split: Callable[[Parsed, str, list[Any], Path], None]
-
-
-LAYOUTS = (Layout("sugarcrepe-pp", frozenset({"caption", "caption2", "negative_caption"}), sugarcrepe_pp.add_records),)
+    return [fmt for fmt in REGISTRY.values() if fmt.hub_layout is not None]
 
 
 def parse_hf(path: Path) -> Parsed:
     """Every split of a Hugging Face copy as the items of the benchmark its columns name."""
     splits = read_splits(path)
-    layout = layout_of(splits, path)
-    parsed = Parsed(layout.benchmark, layout.benchmark)
+    benchmark = layout_of(splits, path)
+    assert benchmark.hub_layout is not None
+    parsed = Parsed(benchmark.name, benchmark.name)
     for category, split in categories(splits, path):
-        layout.add_split(parsed, category, [_stored_paths(row) for row in split.rows], split.file)
+        benchmark.hub_layout.add_split(parsed, category, [_stored_paths(row) for row in split.rows], split.file)
     return parsed
 
 
@@ -121,13 +116,15 @@ def categories(splits: list[Split], path: Path) -> list[tuple[str, Split]]:
     return sorted(named.items(), key=lambda pair: pair[0])
 
 
-def layout_of(splits: list[Split], path: Path) -> Layout:
+def layout_of(splits: list[Split], path: Path) -> Format:
     """The benchmark whose columns every split holds; refused, naming the columns found, when none does."""
     columns = set.intersection(*(set().union(*(row.keys() for row in s.rows)) for s in splits))
-    for layout in LAYOUTS:
-        if layout.columns <= columns:
-            return layout
-    known = "; ".join(f"{layout.benchmark}: {sorted(layout.columns)}" for layout in LAYOUTS)
+    known_formats = hub_formats()
+    for fmt in known_formats:
+        assert fmt.hub_layout is not None
+        if fmt.hub_layout.columns <= columns:
+            return fmt
+    known = "; ".join(f"{fmt.name}: {sorted(fmt.hub_layout.columns)}" for fmt in known_formats if fmt.hub_layout)
     raise BadInputError(path, None, f"columns {sorted(columns)} match no known benchmark (expected {known})")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from foil_studio.data.formats.base import (
     ExportContext,
     Format,
+    HubLayout,
     Parsed,
     StoredItem,
     image_ref,
@@ -113,4 +114,5 @@ SUGARCREPE_PP = Format(
     metric_names={"itt": "ITT", "image_p1_neg": "Image-P1-Neg", "image_p2_neg": "Image-P2-Neg", "tot": "TOT"},
     ties_because="SugarCrepe++'s evaluation compares with a strict >: a tie is a miss",
     sample_fixture="sugarcrepe_pp/data/swap_att.json",
+    hub_layout=HubLayout(frozenset({"caption", "caption2", "negative_caption"}), add_records),
 )
