@@ -14,6 +14,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from foil_studio.analysis import health as h
+from tests.test_health_reference import ratio_items
 
 
 def test_a_share_as_json_rounds_to_four_decimals_and_keeps_its_counts():
@@ -299,14 +300,8 @@ VALID_ITEMS = 617  # 500 / 3 + 450, rounded: the valid items the population is e
 
 def items(sample: dict[str, tuple[int, int, int, int]]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Strata, valid flags and one run's credits of the items `sample` describes."""
-    strata, valid, right = [], [], []
-    for stratum, (n_valid, right_valid, n_invalid, right_invalid) in sample.items():
-        strata += [stratum] * (n_valid + n_invalid)
-        valid += [True] * n_valid + [False] * n_invalid
-        right += (
-            [1] * right_valid + [0] * (n_valid - right_valid) + [1] * right_invalid + [0] * (n_invalid - right_invalid)
-        )
-    return strata, np.array(valid), np.array(right, dtype=float)
+    strata, valid, right = ratio_items(sample)
+    return strata, valid, right[:, 0]
 
 
 def with_runs(sample, *columns):
