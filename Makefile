@@ -56,7 +56,7 @@ postgresql:
 # Two workers (pytest-xdist), each test sent to whichever is free: the suite's slow tests are a
 # few long subprocess and browser runs, which balance this way (TESTING.md, "Suite time").
 test: lint types $(VENV)/.testing chromium postgresql
-	$(PY) -m pytest -q -n 2 --dist worksteal
+	$(PY) -m pytest -q -n 2 --dist worksteal --durations=10
 
 check: test  # the issue's name for the gate; the README says `make test`
 
