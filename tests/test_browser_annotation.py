@@ -76,9 +76,9 @@ def stored(site, name: str) -> list[tuple[str, str]]:
 
 def answer_and_wait(page, key: str) -> None:
     """Look at the item, press `key`, and wait until the progress count has moved on."""
-    done, total = map(
-        int, re.match(r"(\d+) of (\d+) done", page.get_by_text(re.compile(r"^\d+ of \d+ done$")).inner_text()).groups()
-    )
+    # a rerun on a busy machine (the suite runs two workers) can hold the count away for a while
+    count = page.get_by_text(re.compile(r"^\d+ of \d+ done$")).inner_text(timeout=90_000)
+    done, total = map(int, re.match(r"(\d+) of (\d+) done", count).groups())
     page.wait_for_timeout(READING_MS)
     press_when_idle(page, expect, key)
     expect(page.get_by_text(re.compile(rf"^{done + 1} of \d+ done$"))).to_be_visible(timeout=20_000)
