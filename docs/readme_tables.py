@@ -25,10 +25,10 @@ sys.path.insert(0, str(REPO))
 from foil_studio import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
 from foil_studio.analysis.scorers import family_table  # noqa: E402
 from foil_studio.annotate.task_types import task_table  # noqa: E402
-from foil_studio.views.registry import pages_section  # noqa: E402
 from foil_studio.data.demo import DEMO_DATASETS  # noqa: E402
 from foil_studio.data.formats import import_table  # noqa: E402
 from foil_studio.data.item_kinds import REGISTRY as ITEM_KINDS  # noqa: E402
+from foil_studio.views.registry import pages_section  # noqa: E402
 
 SECTION = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 NOTEBOOK_EXAMPLE = REPO / "docs" / "notebook_example.py"

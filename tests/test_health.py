@@ -84,9 +84,7 @@ def test_outcomes_follow_the_majority_and_a_tie_is_ambiguous(demo_db):
         while (state := draw_next(demo_db, annotators[name], "health-1")).task is not None:
             item = state.task.item_id
             answer = answers[item][position] if item in answers else "negative_false"
-            assert submit_answer(
-                demo_db, annotators[name], "health-1", state.task, {"answer": answer}, simulated=True
-            )
+            assert submit_answer(demo_db, annotators[name], "health-1", state.task, {"answer": answer}, simulated=True)
     outcomes = health.item_outcomes(demo_db, DATASET)
     assert {item: outcomes[item] for item in answers} == {
         items[0]: "valid",

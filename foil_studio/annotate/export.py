@@ -241,9 +241,7 @@ def _agreement_sentence(report: dict[str, Any]) -> str:
 def _time_sentence(labels: list[store.LabelRow]) -> str:
     """Median seconds per item of people's answers; simulated answers said and left out."""
     simulated = sum(label["simulated"] for label in labels)
-    seconds = [
-        label["seconds"] for label in labels if label["seconds"] is not None and not label["simulated"]
-    ]
+    seconds = [label["seconds"] for label in labels if label["seconds"] is not None and not label["simulated"]]
     timing = (
         f"Median time per item {figure(statistics.median(seconds), 1)} s."
         if seconds

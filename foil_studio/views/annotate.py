@@ -320,9 +320,7 @@ def draw_answers(task: Task) -> None:
             )
         st.caption(f"Keys: 1-{len(task.options)} answer each question in turn, Ctrl+Enter submits.")
     flags, comment = st.columns(2)
-    flags.pills(
-        "Flags (optional)", list(task_type(task.type).flags), selection_mode="multi", key=f"flags:{key}"
-    )
+    flags.pills("Flags (optional)", list(task_type(task.type).flags), selection_mode="multi", key=f"flags:{key}")
     comment.text_input(
         "Comment (optional)", key=f"comment:{key}", help="Enter ends the comment; the keys answer again after it."
     )
