@@ -6,7 +6,7 @@ Builds a store with one pair dataset of N items (seven categories) and two score
 random similarities, then times a first and a second render of each page (the second shows what
 caching buys), then a third after clearing the page caches (as after a server restart: the
 store still holds run summaries and audits). The hackability audit is fitted and stored first,
-as `cli.py audit` or the page's first visit would. Figures are seconds in one run on this machine.
+as `./foil audit` or the page's first visit would. Figures are seconds in one run on this machine.
 """
 
 from __future__ import annotations

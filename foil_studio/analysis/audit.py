@@ -52,7 +52,7 @@ def audit(
     embed: blind.Embedder | None = None,
     text_encoders: TextEncoders | None = None,
 ) -> dict[str, Any]:
-    """The `cli.py audit` JSON: blind accuracy (percent) per scorer, overall and per category;
+    """The `./foil audit` JSON: blind accuracy (percent) per scorer, overall and per category;
     for datasets with two positives per item (SugarCrepe++), also the text-only TOT of each
     sentence encoder (`text_encoders`; default MiniLM), which needs no fitting.
 

@@ -28,7 +28,7 @@ def export_dataset(
 ) -> dict[str, Any]:
     """Write a dataset in `fmt`; jsonl and parquet carry every run's per-instance results too.
 
-    jsonl is the generic import format (``cli.py import jsonl`` reads it back) with a ``results``
+    jsonl is the generic import format (``./foil import jsonl`` reads it back) with a ``results``
     object per item: run -> {correct, scores}; parquet holds one row per item with columns
     ``{run}.correct`` and ``{run}.scores``. `subset` writes only the items of a named subset.
     """

@@ -42,7 +42,7 @@ class Parity:
         return self.value_b - self.value_a
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for `cli.py parity --json`."""
+        """Plain data for `./foil parity --json`."""
         return {
             "dataset": self.dataset,
             "run_a": self.run_a,

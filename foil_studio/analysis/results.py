@@ -1,4 +1,4 @@
-"""Turn a stored run (our scores or imported decisions) into the metrics of `cli.py metrics`.
+"""Turn a stored run (our scores or imported decisions) into the metrics of `./foil metrics`.
 
 Scores and imported outcomes both become arrays of per-item outcomes first, then go through the
 same functions of ``analysis.metrics``.
@@ -108,7 +108,7 @@ def run_summaries(
     ties: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset, with
-    the same bootstrap (size and seed) as ``cli.py metrics``: the app and the CLI show one number."""
+    the same bootstrap (size and seed) as ``./foil metrics``: the app and the CLI show one number."""
     summaries: dict[str, dict[str, Any]] = {}
     for run in store.list_runs(db, dataset):
         try:

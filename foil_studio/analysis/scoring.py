@@ -43,7 +43,7 @@ Prepared = TypeVar("Prepared")
 
 @dataclass(frozen=True)
 class ScoreReport:
-    """What `cli.py score --json` prints."""
+    """What `./foil score --json` prints."""
 
     run: str
     dataset: str

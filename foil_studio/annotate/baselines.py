@@ -50,7 +50,7 @@ def question_outcomes(db: sqlite_utils.Database, batch_name: str) -> dict[tuple[
 def human_baseline(
     db: sqlite_utils.Database, batch_names: list[str], *, n_boot: int = BOOTSTRAP, seed: int = 0
 ) -> dict[str, Any]:
-    """Metrics of the humans in the given batches, with the keys `cli.py metrics` uses."""
+    """Metrics of the humans in the given batches, with the keys `./foil metrics` uses."""
     batches = [store.get_batch(db, name) for name in batch_names]
     datasets = {b["dataset"] for b in batches}
     if len(datasets) != 1:

@@ -55,7 +55,7 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
 
 
 def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
-    """The `cli.py agreement` report of a batch (gold items excluded: they test, not measure).
+    """The `./foil agreement` report of a batch (gold items excluded: they test, not measure).
 
     Its intervals come from `AGREEMENT_BOOTSTRAP` resamples of items with seed 0, the one setting
     of the page, the CLI, the protocol paragraph and the exports, so a coefficient has one

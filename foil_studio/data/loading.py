@@ -24,7 +24,7 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class ImportReport:
-    """The JSON document `cli.py import --json` prints."""
+    """The JSON document `./foil import --json` prints."""
 
     dataset: str
     run: str | None
