@@ -53,17 +53,18 @@ postgresql:
 
 # The gate: the docs' generated tables (docs-check), lint and format (ruff), types (mypy, scope in
 # pyproject.toml), then the whole suite.
-# Two workers (pytest-xdist), each test sent to whichever is free: the suite's slow tests are a
-# few long subprocess and browser runs, which balance this way (TESTING.md, "Suite time").
+# Two workers (pytest-xdist), a module's tests together on one (`loadscope`): a browser module's
+# tests share its server and store, and one of them failed when its module was split across the
+# workers (`worksteal`). TESTING.md, "Suite time".
 test: lint types $(VENV)/.testing chromium postgresql
-	$(PY) -m pytest -q -n 2 --dist worksteal --durations=10
+	$(PY) -m pytest -q -n 2 --dist loadscope --durations=10
 
 check: test  # the issue's name for the gate; the README says `make test`
 
 # The inner loop: the suite without the tests that drive a browser, a PostgreSQL server or a fresh
 # venv (tests/conftest.py marks them by what they use), on two workers; the gate runs them all.
 test-fast: $(VENV)/.testing
-	$(PY) -m pytest -q -n 2 --dist worksteal -m "not browser and not postgresql and not wheel"
+	$(PY) -m pytest -q -n 2 --dist loadscope -m "not browser and not postgresql and not wheel"
 
 lint: $(VENV)/.testing docs-check
 	$(VENV)/bin/ruff check .
