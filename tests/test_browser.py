@@ -6,6 +6,8 @@ Streamlit server on a free local port.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from foil_studio.annotate import batch_reports, batches
@@ -44,6 +46,12 @@ def label_by_keyboard(page, url: str, name: str, n_assigned: int, keys: list[str
     expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Read the description")).to_be_visible()
     press_when_idle(page, expect, "Enter")  # "Start"
+    try:
+        expect(page.get_by_text(f"0 of {n_assigned} done")).to_be_visible(timeout=20_000)
+    except AssertionError:  # the Enter came while the page redrew (a loaded machine): press it again
+        wait_idle(page, expect)
+        if page.get_by_role("button", name=re.compile("^Start")).is_visible():
+            press_when_idle(page, expect, "Enter")
     for done, key in enumerate(keys):
         expect(page.get_by_text(f"{done} of {n_assigned} done")).to_be_visible(timeout=20_000)
         press_when_idle(page, expect, key)
