@@ -76,6 +76,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("wheel")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test reports what each of its pages showed at that moment: CI keeps only
+    the log, and a timeout alone does not say which screen the person was looking at."""
+    outcome = yield
+    report = outcome.get_result()
+    site = item.funcargs.get("site") if report.when == "call" and report.failed else None
+    browser = site.get("browser") if isinstance(site, dict) else None
+    if browser is None:
+        return
+    for number, page in enumerate(page for context in browser.contexts for page in context.pages):
+        try:
+            shown = page.inner_text("body", timeout=5_000)
+        except Exception as error:  # a closed or crashed page: say so rather than hide the report
+            shown = f"(could not read the page: {error})"
+        report.sections.append((f"page {number + 1} ({page.url}) showed", shown[:3000]))
+
+
 def pytest_generate_tests(metafunc):
     if "engine" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
         metafunc.parametrize("engine", ["sqlite", "postgresql"])

@@ -292,7 +292,7 @@ def test_enter_presses_start_after_a_batch_is_chosen_from_the_list(site):
     wait_idle(page, expect)
     page.wait_for_timeout(300)
     page.keyboard.press("Enter")
-    expect(page.get_by_text("0 of 4 done")).to_be_visible(timeout=20_000)  # Start was pressed
+    expect(page.get_by_text("0 of 4 done", exact=True)).to_be_visible(timeout=20_000)  # Start was pressed
     seen = page.inner_text("body")
     assert "ivo-batch" not in seen and "ivo-second" not in seen  # no internal batch names on screen
     context.close()
@@ -324,11 +324,17 @@ def test_ticking_consent_by_keyboard_keeps_the_focus_and_enter_goes_on(site):
     page.context.close()
 
 
-def choose_batch(page, number: int) -> None:
-    """Pick "Batch N" in My queue's menu, as a person does with the mouse."""
+def choose_new_batch(page, number: int) -> None:
+    """Pick "Batch N", not yet started, in My queue's menu as a person does with the mouse, and
+    press Start on its instructions. The instructions are waited for: the script may not have begun
+    its rerun when the click returns, and the last batch's item is on screen until it does."""
     wait_idle(page, expect)
     page.get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name=re.compile(rf"^Batch {number}: ")).click()
+    expect(page.get_by_role("button", name=re.compile(r"^Start"))).to_be_visible(timeout=20_000)
+    start_queue(page, expect)
+    # exact: the menu's caption also says "0 of 3 done" for every batch not started
+    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=20_000)
     wait_idle(page, expect)
 
 
@@ -348,16 +354,11 @@ def test_answers_stay_in_the_batch_chosen_among_three_of_different_tasks(site):
     page = site["browser"].new_context(viewport={"width": 1280, "height": 720}).new_page()
     page.goto(link)
     expect(page.get_by_text("Welcome, vera")).to_be_visible(timeout=30_000)
-    choose_batch(page, 2)
-    start_queue(page, expect)
-    expect(page.get_by_text("0 of 3 done")).to_be_visible(timeout=20_000)
+    choose_new_batch(page, 2)
     answer_and_wait(page, "2")  # image B
     expect(page.get_by_role("combobox", name="Batch")).to_have_value("Batch 2: pick image")
     answer_and_wait(page, "2")  # still image B, on Batch 2's second item
-    choose_batch(page, 3)
-    start_queue(page, expect)
-    expect(page.get_by_text("0 of 3 done")).to_be_visible(timeout=20_000)
-    wait_idle(page, expect)  # the rerun's stale elements gone: Batch 2's notice stays with Batch 2
+    choose_new_batch(page, 3)  # the rerun's stale elements gone: Batch 2's notice stays with Batch 2
     expect(page.get_by_text("Saved.", exact=True)).to_have_count(0)
     answer_and_wait(page, "3")  # Both
     expect(page.get_by_role("combobox", name="Batch")).to_have_value("Batch 3: ambiguity")
