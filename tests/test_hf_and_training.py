@@ -295,3 +295,21 @@ def test_negclip_drops_a_negative_any_batch_decided_against_in_either_order(demo
     report = export_negclip(demo_db, dataset, tmp_path)
     assert read_negclip(tmp_path)["title"].tolist() == [agreed["captions"][0]]
     assert report["batches"] == ["b0", "b1"]
+
+
+def test_the_cache_only_switch_reaches_both_libraries_and_is_put_back(monkeypatch):
+    """The libraries read HF_HUB_OFFLINE once, on import: a notebook that sets it afterwards (or a
+    Hub out of reach) is obeyed through `cache_only`, which leaves both settings as it found them."""
+    import datasets.config
+    from huggingface_hub import constants
+
+    from foil_studio.data.hub import cache_only
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # as imported without the variable set
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    before = (False, False)
+    with cache_only(True):
+        assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == (True, True)
+    assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == before
+    with cache_only(False):
+        assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == before

@@ -26,7 +26,6 @@ from typing import Any, Literal, cast
 import krippendorff
 import numpy as np
 import pandas as pd
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from foil_studio.annotate.task_types import answer_questions, task_type
 from foil_studio.data.plain_text import interval_text
@@ -162,6 +161,8 @@ def fleiss(table: pd.DataFrame) -> tuple[float | None, int, str | None]:
         return None, int((counts >= 2).sum()), "raters per item vary; use Krippendorff's alpha"
     codes = _codes(table).to_numpy(dtype=float)
     per_unit = np.array([row[~np.isnan(row)] for row in codes], dtype=int)  # the k labels of each unit
+    from statsmodels.stats.inter_rater import aggregate_raters  # here: statsmodels takes a second to import
+
     aggregated, _ = aggregate_raters(per_unit)
     return fleiss_from_counts(aggregated)
 
@@ -183,6 +184,8 @@ def fleiss_from_counts(counts: np.ndarray) -> tuple[float | None, int, str | Non
     used = counts[:, counts.sum(axis=0) > 0]
     if used.shape[1] < 2:
         return None, len(counts), "every label is the same class: kappa is undefined"
+    from statsmodels.stats.inter_rater import fleiss_kappa  # here: statsmodels takes a second to import
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         value = float(fleiss_kappa(used))

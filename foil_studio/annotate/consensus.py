@@ -17,16 +17,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import sqlite_utils
-from crowdkit.aggregation import DawidSkene
 
 from foil_studio.annotate.batch_reports import batch_progress
 from foil_studio.annotate.gold import GOLD_PASS, gold_upper_bound
 from foil_studio.annotate.task_types import TaskType
 from foil_studio.data import store
+
+if TYPE_CHECKING:
+    from crowdkit.aggregation import DawidSkene
 
 Unit = tuple[int, int]
 
@@ -151,6 +153,9 @@ def dawid_skene(db: sqlite_utils.Database, batch_name: str, *, n_iter: int = 100
     ]
     if not rows:
         return {"labels": {}, "accuracy": {}}
+    # here: crowd-kit imports nltk and scipy.stats, a second on every `foil` command and app start
+    from crowdkit.aggregation import DawidSkene
+
     frame = pd.DataFrame(rows)
     model = DawidSkene(n_iter=n_iter).fit(frame)
     assert model.labels_ is not None  # set by fit

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -47,16 +49,21 @@ def _hub_address() -> tuple[str, int]:
 
 @contextmanager
 def cache_only(unreachable: bool) -> Iterator[None]:
-    """With the Hub out of reach, the Hugging Face client reads its cache only: cached files load
-    and missing ones fail at once (it retried for about 48 s before giving up)."""
+    """With the Hub out of reach, or the cache asked for, the Hugging Face libraries read their
+    cache only: cached files load and missing ones fail at once (they retried for about 48 s). The
+    libraries read the environment once, when imported: a notebook that sets HF_HUB_OFFLINE after
+    importing them is obeyed here too."""
     from huggingface_hub import constants  # only where something is downloaded
 
-    before = constants.HF_HUB_OFFLINE
-    constants.HF_HUB_OFFLINE = before or unreachable
+    settings: list[Any] = [constants] + [sys.modules[name] for name in ("datasets.config",) if name in sys.modules]
+    before = [holder.HF_HUB_OFFLINE for holder in settings]
+    for holder, was in zip(settings, before, strict=True):
+        holder.HF_HUB_OFFLINE = was or unreachable
     try:
         yield
     finally:
-        constants.HF_HUB_OFFLINE = before
+        for holder, was in zip(settings, before, strict=True):
+            holder.HF_HUB_OFFLINE = was
 
 
 def error_line(error: Exception, limit: int = 300) -> str:

@@ -30,8 +30,6 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nltk.tokenize import NLTKWordTokenizer
-
 NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
 ADJECTIVE_TAGS = frozenset({"JJ", "JJR", "JJS"})
 SPACY_MODEL = "en_core_web_sm"
@@ -102,6 +100,8 @@ def words(caption: str) -> list[str]:
     >>> words('A "stop" sign on a black-and-white pole..')
     ['A', '``', 'stop', "''", 'sign', 'on', 'a', 'black-and-white', 'pole', '..']
     """
+    from nltk.tokenize import NLTKWordTokenizer  # here: nltk imports scipy.stats, a second on every `foil` command
+
     return list(NLTKWordTokenizer().tokenize(caption))
 
 

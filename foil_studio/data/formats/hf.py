@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from foil_studio.data.formats.base import Format, Parsed
-from foil_studio.data.hub import hub_endpoint, hub_reachable, offline_requested
+from foil_studio.data.hub import cache_only, hub_endpoint, hub_reachable, offline_requested
 from foil_studio.data.reading import BadInputError, check_binary_file, check_text, read_json
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -318,7 +318,9 @@ def _hub_splits(hub_id: str) -> list[Split]:
             "Hugging Face cache (HF_HOME)",
         )
     try:
-        loaded = {config: datasets.load_dataset(hub_id, config) for config in datasets.get_dataset_config_names(hub_id)}
+        with cache_only(offline_requested()):
+            configs = datasets.get_dataset_config_names(hub_id)
+            loaded = {config: datasets.load_dataset(hub_id, config) for config in configs}
     except Exception as error:  # the library raises many errors (network, missing repo, auth)
         raise BadInputError(Path(hub_id), None, f"could not load from the Hub: {error}") from None
     return [
