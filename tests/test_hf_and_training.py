@@ -307,9 +307,8 @@ def test_the_cache_only_switch_reaches_both_libraries_and_is_put_back(monkeypatc
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # as imported without the variable set
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
-    before = (False, False)
     with cache_only(True):
         assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == (True, True)
-    assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == before
+    assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == (False, False)
     with cache_only(False):
-        assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == before
+        assert (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE) == (False, False)
