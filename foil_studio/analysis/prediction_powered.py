@@ -1,0 +1,191 @@
+"""Prediction-powered benchmark health: people's outcomes on a stratified sample combined with a
+predictor's verdict on every item (a VLM judge, one cheap crowd vote, a validator's probability).
+
+The contract (docs/statistics.md, "Prediction-powered estimates"):
+
+* **Data.** In stratum c of N_c items the predictor gives every item a predicted invalid
+  probability f_i in [0, 1] (a label is 0 or 1); its mean over the stratum, F_c, is known exactly.
+  People decided n_c of the items, drawn at random without replacement: outcome y_i = 1 if
+  invalid, 0 if valid or ambiguous.
+* **Estimate.** The difference estimator with a power-tuned weight (PPI++, Angelopoulos et al.
+  2024; the regression estimator of survey sampling):
+  p_c = mean(y) + lambda_c (F_c - mean(f)) over the n_c decided items, lambda_c = cov(y, f) /
+  var(f) on them (0 where f does not vary there or fewer than 3 items are decided). The labelled
+  items belong to the population whose predictions are all known, so PPI++'s (1 + n / N) factor
+  (for an unlabelled set drawn apart) is 1 here, and a census gives the true share exactly.
+* **Variance.** (1 - n_c / N_c) s_c^2 / n_c, s_c^2 the residuals' y - lambda_c f variance with
+  n_c - 2 degrees of freedom (one spent on lambda_c), plus q (1 - q) with q = 1 / (n_c + 2), one
+  disagreement's worth: a predictor that matched every sampled item is not taken as perfect on the
+  others, and a handful of disagreements is not taken as their exact rate.
+* **Interval.** Korn and Graubard's, as for the plain estimates (`health.korn_graubard`): the
+  Clopper-Pearson interval on the effective size p (1 - p) / v (p kept within 1 / (n + 2) of the
+  edges there); strata combine with weights N_c / N. It is widened by one item (1 / N) on each
+  side: the true share moves in steps of one item, which matters when few are left undrawn.
+  Where that interval is not narrower than the plain one (`health.stratum_share`,
+  `health.stratified_share`), the plain one is reported: a useless predictor never widens it.
+* **Worth.** The effective number of human answers the predictions were worth: n times the plain
+  estimator's variance over the prediction-powered one's (the same n when the predictor adds nothing).
+
+Pure functions of arrays; `annotate.health` reads the outcomes and predictions off the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from foil_studio.analysis.health import LEVEL, Share, korn_graubard, stratified_share, stratum_share
+
+
+@dataclass(frozen=True)
+class Powered:
+    """One prediction-powered share beside the plain one: which is reported (`share`), the power
+    weight, the predictor's agreement with people on the decided items, and the human answers the
+    predictions were worth."""
+
+    share: Share  # the reported interval: `powered` where narrower, else `plain`
+    plain: Share
+    powered: Share
+    variance: float  # the prediction-powered estimate's design variance
+    weight: float | None  # lambda (None for strata combined: each has its own)
+    agreement: float  # share of decided items where the predictor (f >= 0.5) and people agree
+    worth: float  # effective number of human answers (n where the predictor adds nothing)
+
+    @property
+    def used(self) -> bool:
+        """Whether the prediction-powered interval is the one reported."""
+        return self.share is self.powered
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: both intervals, which one is reported, and the predictor's figures."""
+        return {
+            "reported": "prediction-powered" if self.used else "plain",
+            "prediction_powered": self.powered.as_dict(),
+            "plain": self.plain.as_dict(),
+            "variance": self.variance,
+            "weight": None if self.weight is None else round(self.weight, 4),
+            "agreement": round(self.agreement, 4),
+            "worth_human_answers": round(self.worth, 1),
+        }
+
+
+@dataclass(frozen=True)
+class _Stratum:
+    estimate: float
+    variance: float
+    plain_variance: float
+    weight: float
+
+
+def power_weight(outcomes: np.ndarray, predicted: np.ndarray) -> float:
+    """PPI++'s weight for a mean when the population's predictions are all known: cov(y, f) / var(f)
+    over the decided items (the least-squares slope of y on f); 0 where it cannot be estimated.
+
+    >>> power_weight(np.array([0.0, 1.0, 1.0, 0.0]), np.array([0.0, 1.0, 1.0, 0.0]))
+    1.0
+    """
+    y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
+    if len(y) < 3 or np.ptp(f) == 0:
+        return 0.0
+    return float(np.cov(y, f, ddof=1)[0, 1] / np.var(f, ddof=1))
+
+
+def _stratum(outcomes: np.ndarray, predicted: np.ndarray, population_mean: float, size: int) -> _Stratum:
+    """A stratum's difference estimate, its design variance and the plain estimator's variance."""
+    y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
+    n = len(y)
+    weight = power_weight(y, f)
+    estimate = float(np.mean(y) + weight * (population_mean - np.mean(f)))
+    residuals = y - weight * f
+    spent = 2 if weight != 0 else 1  # lambda estimated from the same items
+    smallest = (1 / (n + 2)) * (1 - 1 / (n + 2))
+    spread = float(np.sum((residuals - residuals.mean()) ** 2)) / max(n - spent, 1) + smallest
+    plain_spread = (float(np.var(y, ddof=1)) if n > 1 else 0.0) + smallest  # smoothed alike: worth n at lambda 0
+    correction = 1 - n / size
+    return _Stratum(estimate, correction * spread / n, correction * plain_spread / n, weight)
+
+
+def _check(outcomes: np.ndarray, predicted: np.ndarray, population: np.ndarray) -> None:
+    if len(outcomes) != len(predicted):
+        raise ValueError(f"{len(outcomes)} outcomes but {len(predicted)} predictions of the decided items")
+    if len(outcomes) < 1:
+        raise ValueError("a stratum needs at least one decided item for an estimate")
+    if len(outcomes) > len(population):
+        raise ValueError(f"{len(outcomes)} decided items in a stratum of {len(population)}")
+    for name, values in (("predictions", population), ("decided items' predictions", predicted)):
+        if not np.all((values >= 0) & (values <= 1)):
+            raise ValueError(f"{name} must lie between 0 and 1 (a probability or a 0/1 label)")
+    if not np.all((outcomes == 0) | (outcomes == 1)):
+        raise ValueError("outcomes must be 0 (valid or ambiguous) or 1 (invalid)")
+
+
+def _agreement(outcomes: Sequence[np.ndarray], predicted: Sequence[np.ndarray]) -> float:
+    y, f = np.concatenate([np.asarray(o, dtype=float) for o in outcomes]), np.concatenate(predicted)
+    return float(np.mean((f >= 0.5) == (y == 1)))
+
+
+def powered_stratum_share(outcomes: Any, predicted: Any, population: Any, level: float = LEVEL) -> Powered:
+    """One stratum's invalid share from people's `outcomes` (1 invalid, 0 otherwise) on the decided
+    items, the predictor's values on those same items (`predicted`) and on every item of the stratum
+    (`population`, the decided ones included).
+
+    >>> found = powered_stratum_share([1, 0, 0, 1], [1, 0, 0, 1], [1, 0, 0, 1, 1, 0, 0, 0])
+    >>> round(found.powered.estimate, 3), found.agreement
+    (0.375, 1.0)
+    """
+    y, f, everything = (np.asarray(v, dtype=float) for v in (outcomes, predicted, population))
+    _check(y, f, everything)
+    size, n, invalid = len(everything), len(y), int(y.sum())
+    found = _stratum(y, f, float(everything.mean()), size)
+    plain = stratum_share(invalid, n, size, level)
+    powered = _interval(found.estimate, found.variance, n, 1, invalid, size, level)
+    worth = n * found.plain_variance / found.variance if found.variance > 0 else float(size)
+    reported = powered if _width(powered) < _width(plain) else plain
+    return Powered(reported, plain, powered, found.variance, found.weight, _agreement([y], [f]), worth)
+
+
+def powered_stratified_share(
+    outcomes: Mapping[str, Any], predicted: Mapping[str, Any], population: Mapping[str, Any], level: float = LEVEL
+) -> Powered:
+    """The whole population's invalid share from its strata (each keyed alike in the three maps, as
+    in `powered_stratum_share`): weights N_c / N, variances summed with weights squared."""
+    strata = list(population)
+    if not strata or set(outcomes) != set(strata) or set(predicted) != set(strata):
+        raise ValueError("outcomes, predictions of the decided items and of every item need the same strata")
+    ys = [np.asarray(outcomes[c], dtype=float) for c in strata]
+    fs = [np.asarray(predicted[c], dtype=float) for c in strata]
+    everything = [np.asarray(population[c], dtype=float) for c in strata]
+    for y, f, whole in zip(ys, fs, everything, strict=True):
+        _check(y, f, whole)
+    sizes = np.array([len(whole) for whole in everything], dtype=float)
+    weights = sizes / sizes.sum()
+    found = [_stratum(y, f, float(whole.mean()), len(whole)) for y, f, whole in zip(ys, fs, everything, strict=True)]
+    estimate = float(weights @ [s.estimate for s in found])
+    variance = float(weights**2 @ [s.variance for s in found])
+    plain_variance = float(weights**2 @ [s.plain_variance for s in found])
+    invalid, n = int(sum(y.sum() for y in ys)), int(sum(len(y) for y in ys))
+    plain = stratified_share([int(y.sum()) for y in ys], [len(y) for y in ys], [len(w) for w in everything], level)
+    powered = _interval(estimate, variance, n, len(strata), invalid, int(sizes.sum()), level)
+    worth = n * plain_variance / variance if variance > 0 else float(sizes.sum())
+    reported = powered if _width(powered) < _width(plain) else plain
+    return Powered(reported, plain, powered, variance, None, _agreement(ys, fs), worth)
+
+
+def _interval(estimate: float, variance: float, n: int, n_strata: int, invalid: int, size: int, level: float) -> Share:
+    """Korn and Graubard's interval on the difference estimate (clipped to [0, 1]); a census is exact."""
+    clipped = min(max(estimate, 0.0), 1.0)
+    if variance <= 0:
+        return Share(clipped, clipped, clipped, invalid, n, size)
+    centre = min(max(clipped, 1 / (n + 2)), 1 - 1 / (n + 2))  # p (1 - p) never 0 at an edge
+    low, high = korn_graubard(clipped, variance, n, n_strata, level, centre=centre)
+    # the true share moves in steps of one item, which an interval built for smooth estimates does
+    # not see when few items are left undrawn: one step more on each side
+    step = 1 / size
+    return Share(clipped, max(float(low) - step, 0.0), min(float(high) + step, 1.0), invalid, n, size)
+
+
+def _width(share: Share) -> float:
+    return share.high - share.low

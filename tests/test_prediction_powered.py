@@ -1,0 +1,199 @@
+"""Prediction-powered invalid shares (`analysis/prediction_powered.py`): pinned to a hand-worked
+example and to statsmodels' least squares (the regression estimator), with the properties a survey
+statistician checks (a census is exact, a useless predictor gives back the plain interval, a good
+one is worth more human answers than were given), every bad input refused, and coverage by
+simulation (`coverage_row`, the table `bench/health_ppi_coverage.py` prints)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from foil_studio.analysis.prediction_powered import (
+    power_weight,
+    powered_stratified_share,
+    powered_stratum_share,
+)
+
+
+def test_a_hand_worked_stratum():
+    """N = 8 items, predictions [1,0,0,1,1,0,0,0] (F = 3/8); people decided the first four, exactly
+    as predicted. lambda = 1; estimate 1/2 + (3/8 - 1/2) = 3/8; residuals all 0, so the variance is
+    the smoothing term alone: q = 1/6, (1 - 4/8) * (1/6)(5/6) / 4 = 5/288."""
+    found = powered_stratum_share([1, 0, 0, 1], [1, 0, 0, 1], [1, 0, 0, 1, 1, 0, 0, 0])
+    assert found.weight == pytest.approx(1.0)
+    assert found.powered.estimate == pytest.approx(3 / 8)
+    assert found.variance == pytest.approx(5 / 288)
+    assert found.agreement == 1.0
+    assert (found.powered.count, found.powered.decided, found.powered.size) == (2, 4, 8)
+
+
+def drawn_population(seed: int, size: int = 400, n: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A population with a probability-valued predictor (outcomes from it, with noise) and a sample."""
+    rng = np.random.default_rng(seed)
+    predicted = rng.beta(0.6, 2.0, size)
+    outcomes = (rng.random(size) < 0.15 + 0.7 * predicted).astype(float)
+    drawn = rng.choice(size, n, replace=False)
+    return outcomes, predicted, drawn
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_estimate_and_variance_are_the_regression_estimators_of_statsmodels_least_squares(seed):
+    """lambda is the least-squares slope of y on f; the estimate is y-bar + b (F - f-bar); the
+    residual variance (n - 2 degrees of freedom) is statsmodels' mse_resid."""
+    outcomes, predicted, drawn = drawn_population(seed)
+    y, f = outcomes[drawn], predicted[drawn]
+    fit = sm.OLS(y, sm.add_constant(f)).fit()
+    n, size = len(y), len(predicted)
+    found = powered_stratum_share(y, f, predicted)
+    assert found.weight == pytest.approx(fit.params[1], rel=1e-10)
+    assert found.powered.estimate == pytest.approx(y.mean() + fit.params[1] * (predicted.mean() - f.mean()), rel=1e-10)
+    q = 1 / (n + 2)
+    assert found.variance == pytest.approx((1 - n / size) * (fit.mse_resid + q * (1 - q)) / n, rel=1e-10)
+    # the prediction-powered form: lambda times the mean prediction, plus the mean rectifier y - lambda f
+    assert found.powered.estimate == pytest.approx(fit.params[1] * predicted.mean() + np.mean(y - fit.params[1] * f))
+
+
+def test_the_interval_is_korn_graubard_on_the_effective_size_widened_one_item_each_way():
+    """An independent computation: n_eff = c (1 - c) / v times (t_{n-1} / t_{n-1})^2 = 1 for one
+    stratum, Clopper-Pearson (statsmodels' "beta") of p n_eff in n_eff, then 1 / N each side."""
+    outcomes, predicted, drawn = drawn_population(7)
+    found = powered_stratum_share(outcomes[drawn], predicted[drawn], predicted)
+    p = found.powered.estimate
+    n_eff = p * (1 - p) / found.variance
+    low, high = proportion_confint(p * n_eff, n_eff, alpha=0.05, method="beta")
+    assert found.powered.low == pytest.approx(low - 1 / 400, abs=1e-9)
+    assert found.powered.high == pytest.approx(high + 1 / 400, abs=1e-9)
+
+
+def test_strata_combine_with_population_weights_and_the_t_ratio_of_their_degrees_of_freedom():
+    parts = {name: drawn_population(seed, size) for name, seed, size in (("a", 11, 300), ("b", 12, 900))}
+    outcomes = {c: y[d] for c, (y, f, d) in parts.items()}
+    predicted = {c: f[d] for c, (y, f, d) in parts.items()}
+    population = {c: f for c, (y, f, d) in parts.items()}
+    overall = powered_stratified_share(outcomes, predicted, population)
+    each = {c: powered_stratum_share(outcomes[c], predicted[c], population[c]) for c in parts}
+    weights = {"a": 0.25, "b": 0.75}
+    assert overall.powered.estimate == pytest.approx(sum(weights[c] * each[c].powered.estimate for c in parts))
+    assert overall.variance == pytest.approx(sum(weights[c] ** 2 * each[c].variance for c in parts))
+    p, n = overall.powered.estimate, 120
+    factor = (stats.t.ppf(0.975, n - 1) / stats.t.ppf(0.975, n - 2)) ** 2
+    n_eff = p * (1 - p) / overall.variance * factor
+    low, high = proportion_confint(p * n_eff, n_eff, alpha=0.05, method="beta")
+    assert (overall.powered.low, overall.powered.high) == pytest.approx((low - 1 / 1200, high + 1 / 1200), abs=1e-9)
+    assert overall.plain.size == 1200 and overall.plain.decided == 120
+
+
+def test_a_census_is_exact_whatever_the_predictor():
+    rng = np.random.default_rng(5)
+    outcomes = (rng.random(30) < 0.3).astype(float)
+    noise = rng.random(30)
+    found = powered_stratum_share(outcomes, noise, noise)
+    assert found.share.low == found.share.high == found.share.estimate == pytest.approx(outcomes.mean())
+    assert found.powered.low == found.powered.high == pytest.approx(outcomes.mean())
+
+
+def test_a_useless_predictor_gives_back_the_plain_interval():
+    """A constant prediction carries nothing: lambda 0, the worth is the n people decided, and the
+    reported interval is the plain, exact one."""
+    outcomes, predicted, drawn = drawn_population(9)
+    constant = np.full(400, 0.3)
+    found = powered_stratum_share(outcomes[drawn], constant[drawn], constant)
+    assert found.weight == 0.0 and not found.used and found.share == found.plain
+    assert found.worth == pytest.approx(60)
+    assert power_weight(np.array([1.0, 0.0]), np.array([1.0, 0.0])) == 0.0  # fewer than 3 decided items
+
+
+def test_a_good_predictor_is_worth_more_answers_than_were_given_and_narrows_the_interval():
+    rng = np.random.default_rng(4)
+    outcomes = (rng.random(2000) < 0.3).astype(float)
+    predicted = np.where(rng.random(2000) < 0.97, outcomes, 1 - outcomes)
+    drawn = rng.choice(2000, 100, replace=False)
+    found = powered_stratum_share(outcomes[drawn], predicted[drawn], predicted)
+    assert found.used and found.worth > 150
+    assert found.share.high - found.share.low < 0.7 * (found.plain.high - found.plain.low)
+    assert found.share.low <= outcomes.mean() <= found.share.high
+    assert found.as_dict()["reported"] == "prediction-powered"
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "predicted", "population", "message"),
+    [
+        ([1, 0], [1], [1, 0, 0], "2 outcomes but 1 predictions"),
+        ([], [], [1, 0], "at least one decided item"),
+        ([1, 0, 1], [1, 0, 1], [1, 0], "3 decided items in a stratum of 2"),
+        ([1, 0], [1.5, 0], [1.5, 0, 0], "between 0 and 1"),
+        ([1, 0], [1, 0], [1, 0, -0.2], "between 0 and 1"),
+        ([1, 2], [1, 0], [1, 0, 0], "must be 0 .valid or ambiguous. or 1"),
+    ],
+)
+def test_bad_inputs_are_refused_naming_what_was_expected(outcomes, predicted, population, message):
+    with pytest.raises(ValueError, match=message):
+        powered_stratum_share(outcomes, predicted, population)
+
+
+def test_strata_must_be_the_same_in_all_three_maps():
+    with pytest.raises(ValueError, match="the same strata"):
+        powered_stratified_share({"a": [1]}, {"b": [1]}, {"a": [1, 0]})
+    with pytest.raises(ValueError, match="the same strata"):
+        powered_stratified_share({}, {}, {})
+
+
+# --- coverage by simulation ------------------------------------------------------------------------
+
+# (N, invalid share, predictor agreement, share of the category drawn): a useless predictor (0.5),
+# one that agrees on 85% and 95% of items, a near-perfect one; rare and common shares; near a census.
+CONDITIONS = [
+    (size, share, agreement, drawn)
+    for size in (50, 500, 5000)
+    for share in (0.02, 0.1, 0.3)
+    for agreement in (0.5, 0.85, 0.95, 0.99)
+    for drawn in (0.05, 0.2, 0.5, 0.9)
+    if round(drawn * size) >= 5
+]
+REPS = 400
+
+
+def coverage_row(size: int, share: float, agreement: float, drawn: float, reps: int = REPS) -> dict[str, float]:
+    """One condition: a population of `size` with `share` invalid and a 0/1 predictor agreeing with
+    people on each item with probability `agreement`, sampled `reps` times (`drawn` of it each)."""
+    rng = np.random.default_rng(round(size * 1000 + share * 100 + agreement * 10 + drawn))
+    outcomes = (rng.random(size) < share).astype(float)
+    predicted = np.where(rng.random(size) < agreement, outcomes, 1 - outcomes)
+    truth, n = outcomes.mean(), round(drawn * size)
+    held = plain_held = used = 0
+    width = plain_width = 0.0
+    for _ in range(reps):
+        sample = rng.choice(size, n, replace=False)
+        found = powered_stratum_share(outcomes[sample], predicted[sample], predicted)
+        held += found.share.low <= truth <= found.share.high
+        plain_held += found.plain.low <= truth <= found.plain.high
+        width += found.share.high - found.share.low
+        plain_width += found.plain.high - found.plain.low
+        used += found.used
+    return {
+        "coverage": held / reps,
+        "plain_coverage": plain_held / reps,
+        "width_ratio": width / plain_width,
+        "used": used / reps,
+    }
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [(50, 0.1, 0.99, 0.9), (500, 0.3, 0.95, 0.2), (5000, 0.02, 0.99, 0.05), (500, 0.1, 0.5, 0.5), (50, 0.3, 0.85, 0.5)],
+)
+def test_coverage_holds_from_a_useless_to_a_near_perfect_predictor(condition):
+    """The conditions where an interval built for smooth estimates is most at risk (near a census,
+    a rare share with few disagreements) and the useless predictor; the full grid is in TESTING.md."""
+    row = coverage_row(*condition)
+    assert row["coverage"] >= 0.93, row
+    assert row["width_ratio"] <= 1.0 + 1e-12, row  # never wider than the plain interval
+
+
+def test_a_predictor_agreeing_on_95_percent_halves_the_interval_of_a_30_percent_share():
+    row = coverage_row(5000, 0.3, 0.95, 0.05, reps=200)
+    assert row["width_ratio"] < 0.6 and row["coverage"] >= 0.93
