@@ -178,6 +178,29 @@ class Studio:
         )
         return report.to_dict()
 
+    def import_predictions(self, dataset: str, path: str | Path, name: str) -> dict[str, Any]:
+        """A predictor's output on every item with a negative, for prediction-powered health
+        (`foil health predictions`): JSON lines or CSV of `id` and `invalid` (0 to 1)."""
+        from foil_studio.annotate.health import import_predictions
+
+        return import_predictions(self.db, dataset, Path(path), name)
+
+    def health_report(
+        self,
+        dataset: str,
+        runs: list[str] | None = None,
+        *,
+        predictions: str | None = None,
+        ties: str | None = None,
+        n_boot: int = BOOTSTRAP,
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """The benchmark health card's figures (`foil health report --json`); with `predictions`,
+        the invalid shares also prediction-powered, beside the plain ones (`prediction_powered`)."""
+        from foil_studio.annotate.health import health_report
+
+        return health_report(self.db, dataset, runs, ties=ties, n_boot=n_boot, seed=seed, predictions=predictions)
+
 
 IN_MEMORY = ":memory:"
 

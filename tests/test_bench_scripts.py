@@ -71,6 +71,16 @@ def test_health_coverage_table_prints_every_condition():
     assert re.search(r"Horvitz-Thompson, 20 Poisson samples .* standard errors off", out)
 
 
+def test_prediction_powered_coverage_table_prints_every_condition_and_valse_piece():
+    from tests.test_prediction_powered import CONDITIONS
+
+    out = run_bench("bench/health_ppi_coverage.py", "--reps", "3")
+    grid = re.findall(r"^\| \d+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+    assert len(grid) == len(CONDITIONS)
+    pieces = re.findall(r"^\| ([a-z-]+) \| \d+ \| 0\.\d{3} \| 0\.\d{3} \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+    assert len(pieces) == 12 and pieces[-1] == "all"  # VALSE's 11 pieces and the overall share
+
+
 def test_family_bench_times_each_family_against_its_reference_and_reads_peak_memory():
     out = run_bench("bench/bench_families.py", "--images", "3", "--families", "open_clip", "blip-itm")
     assert re.search(r"set: 3 items, 3 distinct 640x480 JPEGs", out)

@@ -22,11 +22,11 @@ from foil_studio.analysis.prediction_powered import (
 def test_a_hand_worked_stratum():
     """N = 8 items, predictions [1,0,0,1,1,0,0,0] (F = 3/8); people decided the first four, exactly
     as predicted. lambda = 1; estimate 1/2 + (3/8 - 1/2) = 3/8; residuals all 0, so the variance is
-    the smoothing term alone: q = 1/6, (1 - 4/8) * (1/6)(5/6) / 4 = 5/288."""
+    the smoothing term alone: q = 2/8, (1 - 4/8) * (1/4)(3/4) / 4 = 3/128."""
     found = powered_stratum_share([1, 0, 0, 1], [1, 0, 0, 1], [1, 0, 0, 1, 1, 0, 0, 0])
     assert found.weight == pytest.approx(1.0)
     assert found.powered.estimate == pytest.approx(3 / 8)
-    assert found.variance == pytest.approx(5 / 288)
+    assert found.variance == pytest.approx(3 / 128)
     assert found.agreement == 1.0
     assert (found.powered.count, found.powered.decided, found.powered.size) == (2, 4, 8)
 
@@ -51,7 +51,7 @@ def test_the_estimate_and_variance_are_the_regression_estimators_of_statsmodels_
     found = powered_stratum_share(y, f, predicted)
     assert found.weight == pytest.approx(fit.params[1], rel=1e-10)
     assert found.powered.estimate == pytest.approx(y.mean() + fit.params[1] * (predicted.mean() - f.mean()), rel=1e-10)
-    q = 1 / (n + 2)
+    q = 2 / (n + 4)
     assert found.variance == pytest.approx((1 - n / size) * (fit.mse_resid + q * (1 - q)) / n, rel=1e-10)
     # the prediction-powered form: lambda times the mean prediction, plus the mean rectifier y - lambda f
     assert found.powered.estimate == pytest.approx(fit.params[1] * predicted.mean() + np.mean(y - fit.params[1] * f))

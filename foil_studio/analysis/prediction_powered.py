@@ -14,9 +14,10 @@ The contract (docs/statistics.md, "Prediction-powered estimates"):
   items belong to the population whose predictions are all known, so PPI++'s (1 + n / N) factor
   (for an unlabelled set drawn apart) is 1 here, and a census gives the true share exactly.
 * **Variance.** (1 - n_c / N_c) s_c^2 / n_c, s_c^2 the residuals' y - lambda_c f variance with
-  n_c - 2 degrees of freedom (one spent on lambda_c), plus q (1 - q) with q = 1 / (n_c + 2), one
-  disagreement's worth: a predictor that matched every sampled item is not taken as perfect on the
-  others, and a handful of disagreements is not taken as their exact rate.
+  n_c - 2 degrees of freedom (one spent on lambda_c), plus q (1 - q) with q = 2 / (n_c + 4), two
+  disagreements' worth (as Agresti and Coull add two of each outcome): a predictor that matched
+  every sampled item is not taken as perfect on the others, nor a handful of disagreements as
+  their exact rate (with one, VALSE's actant-swap pieces of 40 were covered 91% of the time).
 * **Interval.** Korn and Graubard's, as for the plain estimates (`health.korn_graubard`): the
   Clopper-Pearson interval on the effective size p (1 - p) / v (p kept within 1 / (n + 2) of the
   edges there); strata combine with weights N_c / N. It is widened by one item (1 / N) on each
@@ -101,7 +102,7 @@ def _stratum(outcomes: np.ndarray, predicted: np.ndarray, population_mean: float
     estimate = float(np.mean(y) + weight * (population_mean - np.mean(f)))
     residuals = y - weight * f
     spent = 2 if weight != 0 else 1  # lambda estimated from the same items
-    smallest = (1 / (n + 2)) * (1 - 1 / (n + 2))
+    smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))  # two disagreements' worth
     spread = float(np.sum((residuals - residuals.mean()) ** 2)) / max(n - spent, 1) + smallest
     plain_spread = (float(np.var(y, ddof=1)) if n > 1 else 0.0) + smallest  # smoothed alike: worth n at lambda 0
     correction = 1 - n / size

@@ -1,4 +1,4 @@
-"""Benchmark health's commands: `health sample`, `health next`, `health report`."""
+"""Benchmark health's commands: `health sample`, `health next`, `health predictions`, `health report`."""
 
 from __future__ import annotations
 
@@ -75,6 +75,21 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     return _health_batch(db, args, allocation="neyman", target=args.target, runs=tuple(args.runs or ()))
 
 
+@command(
+    "health predictions",
+    arg("dataset"),
+    arg("file", metavar="FILE", help="JSON lines or CSV: id (the benchmark's own item id) and invalid (0 to 1)"),
+    arg("--name", required=True, metavar="NAME", help="the predictions' name (a judge, a cheap crowd pass...)"),
+)
+def cmd_health_predictions(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """Import a predictor's output on every item with a negative (a VLM judge's answer, one crowd
+    vote, a validator's probability that the negative is invalid), for prediction-powered estimates:
+    `health report --predictions NAME`. A name imported again is replaced whole."""
+    from foil_studio.annotate.health.powered import import_predictions
+
+    return import_predictions(db, args.dataset, Path(args.file), args.name)
+
+
 def _health_text(result: dict[str, Any]) -> str:
     from foil_studio.annotate.health import report_markdown
 
@@ -90,6 +105,11 @@ def _health_text(result: dict[str, Any]) -> str:
     BOOTSTRAP_RESAMPLES,
     SEED,
     arg("--out", metavar="DIR", help="also write report.md and report.json there"),
+    arg(
+        "--predictions",
+        metavar="NAME",
+        help="also the invalid shares prediction-powered by these predictions (`health predictions`)",
+    ),
     text=_health_text,
 )
 def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -100,7 +120,11 @@ def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> di
 
     for run in args.runs or ():  # refused before the card is made, answered items or not
         store.get_run(db, args.dataset, run)
-    report = health_report(db, args.dataset, args.runs, ties=args.ties, n_boot=args.bootstrap, seed=args.seed)
+    if args.predictions:  # refused before the card is made, as a run is
+        store.get_predictions(db, args.dataset, args.predictions)
+    report = health_report(
+        db, args.dataset, args.runs, ties=args.ties, n_boot=args.bootstrap, seed=args.seed, predictions=args.predictions
+    )
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -32,10 +32,12 @@ annotators = [a["name"] for a in store.list_annotators(db)]
 
 
 @st.cache_data(max_entries=8, show_spinner="Computing the estimates and their intervals...")
-def health_report(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict:
-    """The report, computed again only when the dataset's items, batches, labels, decisions or runs
-    change (the fingerprint): a rerun of the page, a widget moved, recomputes nothing."""
-    return health.health_report(_db, dataset)
+def health_report(
+    _db: sqlite_utils.Database, db_path: str, dataset: str, predictions: str | None, fingerprint: str
+) -> dict:
+    """The report, computed again only when the dataset's items, batches, labels, decisions, runs or
+    predictions change (the fingerprint): a rerun of the page, a widget moved, recomputes nothing."""
+    return health.health_report(_db, dataset, predictions=predictions)
 
 
 def draw_form(first: bool) -> None:
@@ -104,7 +106,18 @@ show_drawn()
 with st.expander("Draw the next batch"):
     draw_form(first=False)
 
-report = health_report(db, str(paths.db_path()), dataset, store.dataset_fingerprint(db, dataset))
+prediction_sets = [s["name"] for s in store.list_prediction_sets(db, dataset)]
+predictions = None
+if prediction_sets:
+    chosen = st.selectbox(
+        "Predictions on every item (for prediction-powered shares)",
+        ["none", *prediction_sets],
+        index=1,
+        key="health_predictions",
+        help="a predictor's output on every item, imported with ./foil health predictions",
+    )
+    predictions = None if chosen == "none" else chosen
+report = health_report(db, str(paths.db_path()), dataset, predictions, store.dataset_fingerprint(db, dataset))
 overall = report["overall"]
 if overall["invalid_share"] is not None:
     first, second, third = st.columns(3)
@@ -160,6 +173,19 @@ st.plotly_chart(text.literal_figure(figure), width="stretch")
 
 
 st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="stretch")
+if health.powered_table(report):
+    st.subheader(f"Prediction-powered invalid shares (predictions: {report['prediction_powered']['predictions']})")
+    st.caption(
+        "The plain share from people's answers alone beside the one that also uses the predictions on every item; "
+        "the report takes the narrower. Agreement: predictor and people on the decided items. Worth: the human "
+        "answers the predictions were worth."
+    )
+    st.dataframe(pd.DataFrame(health.powered_table(report)), hide_index=True, width="stretch")
+elif not prediction_sets:
+    st.caption(
+        "A predictor's output on every item (a VLM judge, one cheap crowd vote) can narrow these intervals: "
+        "import it with `./foil health predictions DATASET FILE --name NAME`."
+    )
 blind = report["hackability"]
 with st.expander(f"Hackability: blind text-only accuracy, % ({', '.join(blind['scorers'])}; a tie counted half)"):
     st.dataframe(pd.DataFrame(health.blind_table(report)), hide_index=True)

@@ -110,7 +110,10 @@ PAGES: tuple[Page, ...] = (
         "admin",
         "draw a stratified sample of a dataset's negatives for people to validate, then the invalid "
         "share per category and overall with 95% intervals, each run on all items against valid "
-        "items, a methods paragraph and the benchmark card (Markdown or JSON)",
+        "items, a methods paragraph and the benchmark card (Markdown or JSON); with a predictor's output on every "
+        "item (a VLM judge, one cheap crowd vote), the shares prediction-powered beside the plain ones. It helps when "
+        "the predictor tracks people and invalid items are not rare (95% agreement halves the interval of a 30% "
+        "share), hardly at a 2% share, and never widens an interval ([docs/statistics.md](docs/statistics.md))",
         box=DatasetBox("health_dataset", item_kinds=CAPTION_PAIR_KINDS),
     ),
     Page(

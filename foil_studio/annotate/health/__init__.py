@@ -15,10 +15,12 @@ from foil_studio.annotate.health.card import (
     leaderboard_table,
     methods_paragraph,
     pairs_table,
+    powered_table,
     report_markdown,
     share_text,
     strata_table,
 )
+from foil_studio.annotate.health.powered import import_predictions, powered_shares
 from foil_studio.annotate.health.report import (
     BLIND_SCORERS,
     NO_VALID_ITEM,
@@ -67,6 +69,7 @@ __all__ = [
     "design_table",
     "drawn_items",
     "hackability",
+    "import_predictions",
     "health_batches",
     "health_report",
     "human_table",
@@ -75,6 +78,8 @@ __all__ = [
     "methods_paragraph",
     "own_shares",
     "pairs_table",
+    "powered_shares",
+    "powered_table",
     "plan_sample",
     "read_sample",
     "report_markdown",

@@ -44,6 +44,7 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             "invalid item, or only invalid ones, enters the variance as if one more of each had been drawn)."
         )
         sentences += _own_sentences(report)
+        sentences += _powered_sentence(report)
     blind = report.get("hackability")
     if blind:
         figures = " and ".join(f"{blind['overall'][s]:.2f}% ({s})" for s in blind["scorers"])
@@ -156,6 +157,48 @@ def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per category with a decided item, and "all": the plain and the prediction-powered invalid
+    share side by side, which one the report takes, the predictor's agreement with people on the
+    decided items and the human answers the predictions were worth."""
+    powered = report.get("prediction_powered") or {}
+    rows = [
+        *powered.get("by_category", []),
+        *([{"category": "all", **powered["overall"]}] if powered.get("overall") else []),
+    ]
+    return [
+        {
+            "category": row["category"],
+            "decided": row["plain"]["decided"],
+            "plain invalid % (95% CI)": share_text(row["plain"]),
+            "prediction-powered invalid % (95% CI)": share_text(row["prediction_powered"]),
+            "reported": row["reported"],
+            "agreement %": figure(100 * row["agreement"], 1),
+            "worth (human answers)": figure(row["worth_human_answers"], 0),
+        }
+        for row in rows
+    ]
+
+
+def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
+    """Which predictions powered the invalid shares, how well they agreed with people, and what they were worth."""
+    powered = report.get("prediction_powered") or {}
+    overall = powered.get("overall")
+    if not overall:
+        return []
+    categories = powered["by_category"]
+    narrower = sum(row["reported"] == "prediction-powered" for row in categories)
+    return [
+        f"With the predictions {powered['predictions']} on every item (they agree with people on "
+        f"{figure(100 * overall['agreement'], 1)}% of the decided items), the prediction-powered invalid share is "
+        f"{share_text(overall['prediction_powered'])}% overall (the difference estimator with a power-tuned weight, "
+        f"PPI++, per category; Korn and Graubard's interval widened by one item each way), worth "
+        f"{figure(overall['worth_human_answers'], 0)} human answers against the {overall['plain']['decided']} given; "
+        f"it is the narrower interval in {narrower} of {len(categories)} "
+        f"categor{'y' if len(categories) == 1 else 'ies'}, where the report takes it over the plain one."
+    ]
+
+
 def compared_shares(report: Mapping[str, Any]) -> dict[str, Any]:
     """What the page charts per category: the first share the dataset's own verdicts measure (the
     invalid share where they measure none), our estimate with its interval in percent and their
@@ -249,6 +292,10 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     lines += ["## Sample", "", *_markdown_table(design_table(report))]
     lines += ["", "## Agreement of the validations", "", *_markdown_table(agreement_table(report))]
     lines += ["", "## Invalid negatives per category", "", *_markdown_table(strata_table(report))]
+    if powered_table(report):
+        predictions = report["prediction_powered"]["predictions"]
+        lines += ["", f"## Prediction-powered invalid shares (predictions: {predictions})", ""]
+        lines += _markdown_table(powered_table(report))
     if report.get("hackability"):
         lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
         lines += _markdown_table(blind_table(report))

@@ -18,6 +18,7 @@ from foil_studio.annotate.agreement import COEFFICIENTS
 from foil_studio.annotate.baselines import dataset_baseline
 from foil_studio.annotate.batch_reports import batch_agreement
 from foil_studio.annotate.health.card import methods_paragraph
+from foil_studio.annotate.health.powered import powered_shares
 from foil_studio.annotate.health.sample import (
     DESIGN_KEY,
     HEALTH_KINDS,
@@ -88,12 +89,14 @@ def health_report(
     ties: str | None = None,
     n_boot: int = BOOTSTRAP,
     seed: int = 0,
+    predictions: str | None = None,
 ) -> dict[str, Any]:
     """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's
     design, the validations' agreement, the invalid, ambiguous and invalid-or-ambiguous shares per
     category and overall with 95% intervals (each share the dataset's own verdicts measure beside
     their figure, `own`, where it carries them), and each run's
-    accuracy on all items (published) and on valid items, with paired differences."""
+    accuracy on all items (published) and on valid items, with paired differences. With `predictions`
+    (a prediction set's name), the invalid shares also prediction-powered (`prediction_powered`)."""
     sample = read_sample(db, dataset)
     batches, drawn, outcomes, sizes, counts = (
         sample.batches,
@@ -117,7 +120,11 @@ def health_report(
         "hackability": hackability(db, dataset),
         "human_baseline": _human_baseline(db, dataset),
         "leaderboard": None,
+        "prediction_powered": None,
     }
+    if predictions is not None:
+        found = store.get_predictions(db, dataset, predictions)
+        report["prediction_powered"] = powered_shares(sample, found, predictions)
     if decided:
         report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
     report["methods"] = methods_paragraph(report)

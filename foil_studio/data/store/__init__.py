@@ -8,7 +8,7 @@ callers use ``from foil_studio.data import store`` and ``store.<function>``, whi
 it. The schema only changes through the named, forward-only migrations in ``MIGRATIONS``; the
 table ``schema_migrations`` records which ones ran. Never edit a committed migration: add one.
 
-Schema (version 16)
+Schema (version 17)
 ------------------
 ``datasets``      one imported benchmark (or demo set): unique ``name``, ``source_format``
                   (the import format that made it; named so since 16), ``image_root``
@@ -52,6 +52,10 @@ Schema (version 16)
 ``embeddings``    (since version 3) cached embeddings: ``model`` identity, ``modality`` (image or
                   text), content ``key`` (image sha256 plus crop, or caption sha256), float32
                   ``vector`` bytes.
+``prediction_sets`` (since 17) a predictor's output on a dataset's items, for benchmark health:
+                  ``name``, ``source`` (the file or batch they came from), JSON ``meta``.
+``predictions``   per (prediction set, item): ``invalid``, the predicted probability (or 0/1 label)
+                  that the item's negative is invalid.
 """
 
 # ruff: noqa: F401  (the package re-exports the functions of its modules)
@@ -127,6 +131,7 @@ from foil_studio.data.store.datasets import (
     image_status_counts,
     item_ids_by_category,
     item_kind_counts,
+    item_sources,
     item_strata,
     item_truths,
     items_by_id,
@@ -150,6 +155,7 @@ from foil_studio.data.store.labels import (
     revise_label,
     save_label,
 )
+from foil_studio.data.store.predictions import get_predictions, list_prediction_sets, put_predictions
 from foil_studio.data.store.rows import (
     AnnotatorRow,
     BatchRow,

@@ -32,6 +32,8 @@ COPY_ORDER = (
     "scores",
     "audits",
     "embeddings",
+    "prediction_sets",
+    "predictions",
 )
 _CHUNK = 2000
 _LABEL_COLUMNS = (

@@ -218,6 +218,15 @@ def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]
     return [(int(i), str(c)) for i, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
 
 
+def item_sources(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[int, str, str]]:
+    """(item id, source id, category) of the dataset's items of the given kinds, by id: how a file
+    that names items by the benchmark's own ids finds them."""
+    wanted = list(kinds)
+    marks = ",".join("?" * len(wanted))
+    sql = f"SELECT id, source_id, category FROM items WHERE dataset_id = ? AND kind IN ({marks}) ORDER BY id"
+    return [(int(i), str(s), str(c)) for i, s, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
+
+
 def item_truths(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
     """(category, truth) of the dataset's items of the given kinds, by id: their ground truth without
     decoding captions, images or meta."""

@@ -239,7 +239,8 @@ def _score_array(texts: tuple[str, ...]) -> np.ndarray:
 
 
 def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
-    """Changes whenever a dataset's items, runs, scores, labels or decisions do (a cache key for pages)."""
+    """Changes whenever a dataset's items, runs, scores, labels, decisions, batches or prediction sets
+    do (a cache key for pages)."""
     dataset_id = get_dataset(db, dataset)["id"]
     row = db.execute(
         "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
@@ -255,7 +256,9 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
         " FROM decisions JOIN batches ON batches.id = decisions.batch_id"
         "  WHERE batches.dataset_id = :d),"
         # a new batch (a health sample's next draw) changes what is drawn before any label arrives
-        " (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) FROM batches WHERE dataset_id = :d)",
+        " (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) FROM batches WHERE dataset_id = :d),"
+        # predictions imported again under their name replace the set: a new id
+        " (SELECT COUNT(*) || ':' || COALESCE(MAX(id), 0) FROM prediction_sets WHERE dataset_id = :d)",
         {"d": dataset_id},
     ).fetchone()
     return ":".join(map(str, row))

@@ -294,6 +294,25 @@ def _m0016_source_format_and_run_type(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0017_predictions(db: sqlite_utils.Database) -> None:
+    # A predictor's prediction on every item of a dataset (a VLM judge, one cheap crowd pass), for
+    # prediction-powered health estimates: not a run, whose scores answer the benchmark's own task.
+    db.executescript(
+        """
+        CREATE TABLE prediction_sets (
+            id INTEGER PRIMARY KEY, name TEXT NOT NULL,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            source TEXT NOT NULL, meta TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL,
+            UNIQUE (dataset_id, name));
+        CREATE TABLE predictions (
+            prediction_set_id INTEGER NOT NULL REFERENCES prediction_sets(id) ON DELETE CASCADE,
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            invalid REAL NOT NULL CHECK (invalid >= 0 AND invalid <= 1),
+            PRIMARY KEY (prediction_set_id, item_id));
+        """
+    )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -328,6 +347,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0014_health_items", _m0014_health_items),
     ("0015_simulated_labels", _m0015_simulated_labels),
     ("0016_source_format_and_run_type", _m0016_source_format_and_run_type),
+    ("0017_predictions", _m0017_predictions),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

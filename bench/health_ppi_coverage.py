@@ -1,0 +1,119 @@
+"""Prediction-powered benchmark health by simulation and on VALSE's real votes, as Markdown tables.
+
+    .venv/bin/python bench/health_ppi_coverage.py              # --reps N: N repetitions per condition
+
+(a) One category's invalid share on synthetic populations (the grid of
+`tests/test_prediction_powered.py`, imported from it and seeded, so the table is the one its tests
+sample): coverage of the reported interval, of the plain one, the reported width over the plain
+width, and how often the prediction-powered interval was the one reported.
+
+(b) VALSE's own crowd votes: the human outcome of a foil is the authors' rule, "not valid" (fewer
+than 2 of 3 workers chose the caption); the predictor on every item is one of its three votes,
+drawn at random (a single cheap pass). Forty items per piece are drawn, `--reps` times: each
+piece's coverage and width ratio, and the overall share's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests
+
+from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
+from foil_studio.data.formats.valse import parse_valse
+from tests.conftest import FIXTURES
+from tests.test_prediction_powered import CONDITIONS, REPS, coverage_row
+
+VALSE = FIXTURES / "valse" / "data"
+
+
+def grid_table(reps: int) -> str:
+    lines = [
+        "| N | invalid share | agreement | n/N | coverage | plain coverage | width / plain | powered used |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for size, share, agreement, drawn in CONDITIONS:
+        row = coverage_row(size, share, agreement, drawn, reps)
+        lines.append(
+            f"| {size} | {share} | {agreement} | {drawn} | {row['coverage']:.3f} | {row['plain_coverage']:.3f} "
+            f"| {row['width_ratio']:.2f} | {row['used']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def valse_votes(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per piece: every foil's outcome (1: not valid) and one random vote of its three (1: not the caption)."""
+    rng = np.random.default_rng(0)
+    pieces: dict[str, tuple[list[float], list[float]]] = {}
+    for item in parse_valse(folder).items:
+        votes = item.meta.get("votes")
+        if not votes:
+            continue
+        outcome, vote = pieces.setdefault(item.category, ([], []))
+        outcome.append(float(votes["caption"] < 2))
+        three = ["caption"] * votes["caption"] + ["other"] * (3 - votes["caption"])
+        vote.append(float(three[rng.integers(3)] != "caption"))
+    return {piece: (np.array(o), np.array(v)) for piece, (o, v) in sorted(pieces.items())}
+
+
+def valse_table(reps: int, per_piece: int = 40) -> str:
+    pieces = valse_votes(VALSE)
+    rng = np.random.default_rng(1)
+    held = {piece: 0 for piece in [*pieces, "all"]}
+    width = {piece: [0.0, 0.0] for piece in held}
+    agreement = {piece: float(np.mean(o == v)) for piece, (o, v) in pieces.items()}
+    for _ in range(reps):
+        drawn = {piece: rng.choice(len(o), min(per_piece, len(o)), replace=False) for piece, (o, v) in pieces.items()}
+        found = {piece: powered_stratum_share(o[drawn[piece]], v[drawn[piece]], v) for piece, (o, v) in pieces.items()}
+        found["all"] = powered_stratified_share(
+            {p: o[drawn[p]] for p, (o, v) in pieces.items()},
+            {p: v[drawn[p]] for p, (o, v) in pieces.items()},
+            {p: v for p, (o, v) in pieces.items()},
+        )
+        for piece, result in found.items():
+            truth = pieces[piece][0].mean() if piece != "all" else _overall(pieces)
+            held[piece] += result.share.low <= truth <= result.share.high
+            width[piece][0] += result.share.high - result.share.low
+            width[piece][1] += result.plain.high - result.plain.low
+    lines = [
+        "| piece | items | not valid | one vote agrees | coverage | width / plain |",
+        "|---|---|---|---|---|---|",
+    ]
+    for piece in held:
+        outcomes = np.concatenate([o for o, v in pieces.values()]) if piece == "all" else pieces[piece][0]
+        agrees = (
+            float(np.mean(np.concatenate([o == v for o, v in pieces.values()]))) if piece == "all" else agreement[piece]
+        )
+        lines.append(
+            f"| {piece} | {len(outcomes)} | {outcomes.mean():.3f} | {agrees:.3f} | {held[piece] / reps:.3f} "
+            f"| {width[piece][0] / width[piece][1]:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def _overall(pieces: dict[str, tuple[np.ndarray, np.ndarray]]) -> float:
+    return float(np.mean(np.concatenate([o for o, v in pieces.values()])))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=REPS, help=f"repetitions per condition (default {REPS})")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    print(grid_table(args.reps))
+    print()
+    if VALSE.is_dir():
+        print(valse_table(args.reps))
+    else:
+        print(f"(VALSE's files not found at {VALSE}: its table is left out)")
+    print(f"\n{time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Prediction-powered benchmark health over the store: a predictor's predictions on every item (imported
+from a file) combined with people's outcomes on the health sample (`analysis.prediction_powered`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
+from foil_studio.annotate.health.sample import HEALTH_KINDS, HealthError, HealthSample
+from foil_studio.data import store
+from foil_studio.data.prediction_files import match_predictions
+
+
+def import_predictions(db: sqlite_utils.Database, dataset: str, path: Path, name: str) -> dict[str, Any]:
+    """Store a prediction file (`data.prediction_files`) as prediction set `name` of a dataset
+    (replacing one of that name); every item a health sample can draw must have its prediction."""
+    frame = store.item_sources(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS)
+    if not frame:
+        raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(HEALTH_KINDS)} items)")
+    found = match_predictions(path, frame)
+    labels = all(value in (0.0, 1.0) for value in found.values())
+    store.put_predictions(db, dataset, name, str(path), found, {"labels": labels})
+    return {
+        "dataset": dataset,
+        "predictions": name,
+        "items": len(found),
+        "predicted_invalid": round(float(np.mean(list(found.values()))), 4),
+        "labels": labels,
+    }
+
+
+def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name: str) -> dict[str, Any]:
+    """The invalid share per category (with a decided item) and overall, plain and prediction-powered
+    side by side, with the predictor's agreement with people and the human answers it was worth."""
+    left_out = [item for items in sample.frame.values() for item in items if item not in predictions]
+    if left_out:
+        raise HealthError(
+            f"the predictions {name!r} leave {len(left_out)} item(s) of {sample.dataset} without a prediction "
+            "(items were added after they were imported?): import them again for every item"
+        )
+    parts = {
+        category: _category(sample, category, predictions)
+        for category in sorted(sample.frame)
+        if any(sample.drawn[i] == category for i in sample.outcomes)
+    }
+    result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None}
+    if not parts:
+        return result
+    result["by_category"] = [
+        {"category": c, **powered_stratum_share(y, f, everything).as_dict()} for c, (y, f, everything) in parts.items()
+    ]
+    overall = powered_stratified_share(
+        {c: y for c, (y, _, _) in parts.items()},
+        {c: f for c, (_, f, _) in parts.items()},
+        {c: everything for c, (_, _, everything) in parts.items()},
+    )
+    result["overall"] = {"covers": sum(len(sample.frame[c]) for c in parts), **overall.as_dict()}
+    return result
+
+
+def _category(
+    sample: HealthSample, category: str, predictions: Mapping[int, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """People's outcomes (1: invalid) and the predictions on the category's decided items, and the
+    predictions on all its items."""
+    decided = sorted(i for i, outcome in sample.outcomes.items() if sample.drawn[i] == category)
+    outcomes = np.array([sample.outcomes[i] == "invalid" for i in decided], dtype=float)
+    predicted = np.array([predictions[i] for i in decided])
+    return outcomes, predicted, np.array([predictions[i] for i in sample.frame[category]])

@@ -1,0 +1,238 @@
+"""Predictions as data for benchmark health (`annotate/health/powered.py`, `data/prediction_files.py`):
+a predictor's output on every item imported from JSON lines or CSV, every bad file refused with its
+row and nothing lost, and the report's prediction-powered shares beside the plain ones, in its
+JSON, its tables, its methods paragraph and the command line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from foil_studio.annotate import health
+from foil_studio.annotate.simulation import simulate
+from foil_studio.data import item_kinds, store
+from foil_studio.data.item_kinds.truth import negative_verdict
+from foil_studio.data.reading import BadInputError
+from tests.test_cli import run_cli
+
+DATASET = "demo-sugarcrepe"
+
+
+def frame_items(db) -> list[dict]:
+    """Every item a health sample can draw, with its source id, category and true verdict."""
+    dataset_id = store.get_dataset(db, DATASET)["id"]
+    rows = store.list_items(db, dataset_id, limit=1 << 20)
+    health_items = {item for item, _, _ in store.item_sources(db, dataset_id, health.HEALTH_KINDS)}
+    return [
+        {
+            "id": row["source_id"],
+            "category": row["category"],
+            "invalid": negative_verdict(item_kinds.item_kind(row["kind"]).truth_keys, row["truth"]) == "invalid",
+        }
+        for row in rows
+        if row["id"] in health_items
+    ]
+
+
+def predictor_rows(db, agreement: float = 0.9, seed: int = 0) -> list[dict]:
+    """A 0/1 predictor that agrees with each item's true verdict with probability `agreement`."""
+    rng = np.random.default_rng(seed)
+    return [
+        {"id": row["id"], "invalid": int(row["invalid"] if rng.random() < agreement else not row["invalid"])}
+        for row in frame_items(db)
+    ]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def sampled_and_answered(db, budget: int = 70) -> None:
+    drawn = health.plan_sample(db, DATASET, budget)
+    health.create_sample_batch(db, drawn, ("ann-a", "ann-b", "ann-c"), overlap=3, name="health-1")
+    simulate(db, "health-1", accuracies=1.0, seed=0)
+
+
+def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, tmp_path):
+    rows = predictor_rows(demo_db)
+    imported = health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", rows), "judge")
+    assert imported["items"] == len(rows) and imported["labels"] is True
+    assert imported["predicted_invalid"] == pytest.approx(np.mean([r["invalid"] for r in rows]), abs=1e-4)
+    sampled_and_answered(demo_db)
+    report = health.health_report(demo_db, DATASET, n_boot=50, predictions="judge")
+    powered = report["prediction_powered"]
+    assert powered["predictions"] == "judge"
+    strata = {row["category"]: row for row in report["strata"] if row["decided"]}
+    assert [row["category"] for row in powered["by_category"]] == sorted(strata)
+    for row in powered["by_category"]:  # the plain figure beside it is the report's own invalid share
+        assert row["plain"] == strata[row["category"]]["invalid_share"]
+        assert row["reported"] in ("plain", "prediction-powered")
+        assert 0 <= row["agreement"] <= 1 and row["worth_human_answers"] > 0
+    assert powered["overall"]["plain"] == report["overall"]["invalid_share"]
+    assert powered["overall"]["covers"] == report["overall"]["covers"]
+    # the methods paragraph says what the table shows
+    table = health.powered_table(report)
+    assert [row["category"] for row in table] == [*sorted(strata), "all"]
+    everything = table[-1]
+    sentence = re.search(r"With the predictions judge on every item.*?plain one\.", report["methods"]).group(0)
+    for column in ("prediction-powered invalid % (95% CI)", "agreement %", "worth (human answers)"):
+        assert everything[column] in sentence, (column, everything[column], sentence)
+    narrower = sum(row["reported"] == "prediction-powered" for row in table[:-1])
+    assert f"in {narrower} of {len(table) - 1} categories" in sentence
+    card = health.report_markdown(report)
+    assert "## Prediction-powered invalid shares (predictions: judge)" in card
+    assert json.loads(json.dumps(report))["prediction_powered"] == powered  # JSON as it is
+
+
+def test_a_report_without_predictions_has_no_prediction_powered_part(demo_db):
+    sampled_and_answered(demo_db, budget=30)
+    report = health.health_report(demo_db, DATASET, n_boot=50)
+    assert report["prediction_powered"] is None and health.powered_table(report) == []
+    assert "predictions" not in report["methods"]
+
+
+def test_csv_with_label_words_and_categories_reads_as_the_same_predictions(demo_db, tmp_path):
+    rows = predictor_rows(demo_db)
+    categories = {row["id"]: row["category"] for row in frame_items(demo_db)}
+    worded = [
+        {"id": r["id"], "category": categories[r["id"]], "invalid": "invalid" if r["invalid"] else "valid"}
+        for r in rows
+    ]
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "a.jsonl", rows), "from-jsonl")
+    health.import_predictions(demo_db, DATASET, write_csv(tmp_path / "b.csv", worded), "from-csv")
+    assert store.get_predictions(demo_db, DATASET, "from-jsonl") == store.get_predictions(demo_db, DATASET, "from-csv")
+    listed = store.list_prediction_sets(demo_db, DATASET)
+    assert [(s["name"], s["items"]) for s in listed] == [("from-csv", len(rows)), ("from-jsonl", len(rows))]
+
+
+def test_a_name_imported_again_is_replaced_whole(demo_db, tmp_path):
+    first, second = predictor_rows(demo_db, seed=1), predictor_rows(demo_db, seed=2)
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "a.jsonl", first), "judge")
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "b.jsonl", second), "judge")
+    stored = store.get_predictions(demo_db, DATASET, "judge")
+    by_source = {r["id"]: float(r["invalid"]) for r in second}
+    frame = store.item_sources(demo_db, store.get_dataset(demo_db, DATASET)["id"], health.HEALTH_KINDS)
+    assert stored == {item: by_source[source] for item, source, _ in frame}
+    assert len(store.list_prediction_sets(demo_db, DATASET)) == 1
+
+
+def bad_files():
+    """(name, how the good rows are spoiled, the row the error names, what it says)."""
+    return [
+        ("unknown-id", lambda rows: [*rows, {"id": "no-such-item", "invalid": 1}], None, "not an item of the dataset"),
+        ("repeated", lambda rows: [*rows, rows[0]], None, "was given a prediction already on row 1"),
+        ("missing", lambda rows: rows[:-1], None, "every one needs a prediction"),
+        (
+            "above-one",
+            lambda rows: [{**rows[0], "invalid": 1.5}, *rows[1:]],
+            1,
+            "invalid is 1.5; expected a probability",
+        ),
+        ("a-word", lambda rows: [{**rows[0], "invalid": "maybe"}, *rows[1:]], 1, "invalid is 'maybe'"),
+        ("no-id", lambda rows: [{"invalid": 1}, *rows[1:]], 1, r"expected an object with \['id', 'invalid'\]"),
+        ("category", lambda rows: [{**rows[0], "category": "nowhere"}, *rows[1:]], 1, "category 'nowhere'"),
+    ]
+
+
+@pytest.mark.parametrize(("case", "spoil", "row", "message"), bad_files(), ids=[b[0] for b in bad_files()])
+def test_a_bad_prediction_file_is_refused_naming_its_row_and_the_stored_set_stays(
+    demo_db, tmp_path, case, spoil, row, message
+):
+    good = predictor_rows(demo_db)
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "good.jsonl", good), "judge")
+    before = store.get_predictions(demo_db, DATASET, "judge")
+    bad = write_jsonl(tmp_path / f"{case}.jsonl", spoil([dict(r) for r in good]))
+    with pytest.raises(BadInputError, match=message) as refused:
+        health.import_predictions(demo_db, DATASET, bad, "judge")
+    assert refused.value.file == str(bad)
+    if row is not None:
+        assert refused.value.row == row
+    assert store.get_predictions(demo_db, DATASET, "judge") == before  # nothing lost, nothing mixed in
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("p.txt", "id,invalid\n", "expected a .jsonl .JSON lines. or .csv prediction file"),
+        ("p.csv", "item,invalid\nx,1\n", r"missing column\(s\) \['id'\]"),
+        ("p.csv", "id,invalid\n", "has a header but no rows"),
+        ("p.csv", "id,invalid\nx,nan\n", "invalid is 'nan'"),
+        ("p.jsonl", "{not json\n", "row 1"),
+    ],
+)
+def test_a_file_of_the_wrong_shape_is_refused_in_one_line(demo_db, tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(BadInputError, match=message):
+        health.import_predictions(demo_db, DATASET, path, "judge")
+    assert store.list_prediction_sets(demo_db, DATASET) == []
+
+
+def test_an_unknown_prediction_set_is_refused_naming_those_there_are(demo_db, tmp_path):
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "a.jsonl", predictor_rows(demo_db)), "judge")
+    with pytest.raises(store.NotFoundError, match=r"no predictions named 'nope'.*predictions: judge"):
+        store.get_predictions(demo_db, DATASET, "nope")
+
+
+def test_the_command_line_imports_and_reports_with_predictions(demo_db, tmp_path):
+    db = store.location(demo_db)
+    path = write_csv(tmp_path / "judge.csv", predictor_rows(demo_db))
+    imported = run_cli("health", "predictions", DATASET, str(path), "--name", "judge", "--json", db=db)
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["predictions"] == "judge"
+    sampled_and_answered(demo_db, budget=40)
+    shown = run_cli("health", "report", DATASET, "--bootstrap", "50", "--predictions", "judge", db=db)
+    assert shown.returncode == 0, shown.stderr
+    assert "## Prediction-powered invalid shares (predictions: judge)" in shown.stdout
+    refused = run_cli("health", "report", DATASET, "--predictions", "nope", db=db)
+    assert (
+        refused.returncode == 1 and refused.stderr.count("\n") == 1 and "no predictions named 'nope'" in refused.stderr
+    )
+    missing = run_cli("health", "predictions", DATASET, str(tmp_path / "none.csv"), "--name", "x", db=db)
+    assert missing.returncode == 1 and "none.csv" in missing.stderr and missing.stderr.count("\n") == 1
+
+
+def test_python_reads_the_same_prediction_powered_figures_as_the_command_line(demo_db, tmp_path):
+    from foil_studio import api
+
+    studio = api.Studio(demo_db)
+    path = write_jsonl(tmp_path / "judge.jsonl", predictor_rows(demo_db))
+    assert studio.import_predictions(DATASET, path, "judge")["items"] == len(predictor_rows(demo_db))
+    sampled_and_answered(demo_db, budget=40)
+    from_python = studio.health_report(DATASET, predictions="judge", n_boot=50)
+    db = store.location(demo_db)
+    printed = run_cli("health", "report", DATASET, "--bootstrap", "50", "--predictions", "judge", "--json", db=db)
+    assert json.loads(printed.stdout)["prediction_powered"] == from_python["prediction_powered"]
+
+
+def test_the_page_sets_the_prediction_powered_shares_beside_the_plain_ones(app, demo_db, tmp_path):
+    from tests.conftest import APP_ADMIN
+
+    sampled_and_answered(demo_db, budget=40)
+    at = app(APP_ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    assert not at.exception
+    assert any("health predictions" in c.value for c in at.caption)  # how to bring predictions in
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", predictor_rows(demo_db)), "judge")
+    at.run()
+    assert not at.exception and at.selectbox(key="health_predictions").value == "judge"
+    expected = health.powered_table(health.health_report(demo_db, DATASET, predictions="judge"))
+    shown = next(d.value for d in at.dataframe if "prediction-powered invalid % (95% CI)" in d.value.columns)
+    assert shown.to_dict("records") == expected
+    at.selectbox(key="health_predictions").set_value("none").run()
+    assert not any("prediction-powered invalid % (95% CI)" in d.value.columns for d in at.dataframe)
