@@ -8,9 +8,11 @@ Per size: a SugarCrepe-format pair dataset of N generated items (seven categorie
 (items a second, store size); a health sample of `--sample` items is drawn for three annotators
 (overlap 3); then one annotator answers `--answers` items through the page's own functions
 (`store.annotator_batches`, `queues.draw`, `queues.submit_answer`), each key press timed whole
-(p50 and p95); `health report` is timed (its first call fits the blind audit); and, on SQLite,
+(p50 and p95); `health report` is timed (its first call fits the blind audit); on SQLite,
 Datasets and Benchmark health are rendered through AppTest, first and again (a rerun that
-changes nothing). PostgreSQL runs on a throwaway local server (tests/postgres_support.py).
+changes nothing); and (unless --no-predictions) the sample is answered by simulated annotators,
+a predictor's output on every item is imported from JSON lines and the report with
+prediction-powered shares is timed. PostgreSQL runs on a throwaway local server (tests/postgres_support.py).
 Figures are of one run on one machine: read the growth between sizes, not the seconds.
 """
 
@@ -24,9 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foil_studio.annotate import health, queues
+from foil_studio.annotate.simulation import simulate
 from foil_studio.data import store
 from foil_studio.data.formats import Parsed
 from foil_studio.data.items import Item
@@ -95,7 +100,29 @@ def page_seconds(db_location: str, page: str, dataset_key: str) -> tuple[float, 
     return first, again
 
 
-def one_size(location: str, engine: str, n: int, samples: list[int], answers: int, pages: bool) -> None:
+def with_predictions(db, n: int, sample: int, folder: Path, at: str) -> None:
+    """Answer the sample, import a predictor's output on all n items, time the report that uses it."""
+    simulate(db, f"health-{sample}", accuracies=0.9, seed=sample)
+    rng = np.random.default_rng(n)
+    path = folder / f"predictions-{n}-{sample}.jsonl"
+    path.write_text("".join(f'{{"id": "{i}", "invalid": {value:.3f}}}\n' for i, value in enumerate(rng.random(n))))
+    started = time.perf_counter()
+    health.import_predictions(db, DATASET, path, "judge")
+    imported = time.perf_counter() - started
+    started = time.perf_counter()
+    health.health_report(db, DATASET, n_boot=200, predictions="judge")
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    health.health_report(db, DATASET, n_boot=200, predictions="judge")
+    say(
+        f"{at}: predictions on every item imported in {imported:.1f} s; health report with them "
+        f"{first:.2f} s first, {time.perf_counter() - started:.2f} s again"
+    )
+
+
+def one_size(
+    location: str, engine: str, n: int, samples: list[int], answers: int, pages: bool, predictions: bool
+) -> None:
     db = store.open_db(location)
     started = time.perf_counter()
     store_parsed(db, generated(n), source_format="sugarcrepe", path="bench")
@@ -127,6 +154,9 @@ def one_size(location: str, engine: str, n: int, samples: list[int], answers: in
                 first, again = page_seconds(location, page, key)
                 at = f"{engine} {n:>9,} items, sample {sample:>5,}"
                 say(f"{at}: {title} page {first:.2f} s first, {again:.2f} s again")
+        if predictions:
+            with tempfile.TemporaryDirectory() as folder:
+                with_predictions(db, n, sample, Path(folder), f"{engine} {n:>9,} items, sample {sample:>5,}")
 
 
 def main() -> None:
@@ -136,6 +166,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=200, help="key presses timed per sample")
     parser.add_argument("--engines", nargs="+", default=["sqlite"], choices=["sqlite", "postgresql"])
     parser.add_argument("--no-pages", action="store_true", help="skip the AppTest page renders")
+    parser.add_argument("--no-predictions", action="store_true", help="skip answering the sample and the predictions")
     args = parser.parse_args()
     server = None
     if "postgresql" in args.engines:
@@ -151,7 +182,15 @@ def main() -> None:
                     else:
                         assert server is not None
                         location = server.create_database()
-                    one_size(location, engine, n, sorted(args.sample), args.answers, not args.no_pages)
+                    one_size(
+                        location,
+                        engine,
+                        n,
+                        sorted(args.sample),
+                        args.answers,
+                        not args.no_pages,
+                        not args.no_predictions,
+                    )
     finally:
         if server is not None:
             server.stop()

@@ -185,6 +185,13 @@ class Studio:
 
         return import_predictions(self.db, dataset, Path(path), name)
 
+    def predictions_from_run(self, dataset: str, run: str, name: str) -> dict[str, Any]:
+        """A yes-probability or match-probability run's score of each altered caption, stored as
+        predictions for prediction-powered health (`foil health predictions --from-run`)."""
+        from foil_studio.annotate.health import predictions_from_run
+
+        return predictions_from_run(self.db, dataset, run, name)
+
     def health_report(
         self,
         dataset: str,

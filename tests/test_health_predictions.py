@@ -236,3 +236,42 @@ def test_the_page_sets_the_prediction_powered_shares_beside_the_plain_ones(app, 
     assert shown.to_dict("records") == expected
     at.selectbox(key="health_predictions").set_value("none").run()
     assert not any("prediction-powered invalid % (95% CI)" in d.value.columns for d in at.dataframe)
+
+
+def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_db, tmp_path):
+    """A VLM asked whether the image shows the altered caption: its yes-probability is the predicted
+    probability that the negative is invalid. Checked against the reference loop of the scorer's
+    test (one pair at a time), item by item on two items; an open_clip run and a partial run are refused."""
+    from foil_studio.analysis.scorers.pairwise import score_with_family
+    from foil_studio.analysis.scoring import load_image
+    from tests.test_scorer_families import tiny_llava, vqascore_reference
+
+    folder = tiny_llava(tmp_path)
+    score_with_family(demo_db, DATASET, "vqascore", str(folder), precision="fp32", device="cpu", run="judge-run")
+    made = health.predictions_from_run(demo_db, DATASET, "judge-run", "judge")
+    stored = store.get_predictions(demo_db, DATASET, "judge")
+    assert made["items"] == len(stored) == len(frame_items(demo_db)) and made["labels"] is False
+    dataset = store.get_dataset(demo_db, DATASET)
+    for item_id, item in store.items_by_id(demo_db, sorted(stored)[:2]).items():
+        image = load_image(Path(dataset["image_root"]), item["images"][0])
+        assert stored[item_id] == pytest.approx(vqascore_reference(folder, image, item["captions"][1]), abs=1e-5)
+    (listed,) = store.list_prediction_sets(demo_db, DATASET)
+    assert listed["source"] == "run judge-run" and listed["meta"]["model"].startswith("vqascore:")
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="clip")
+    with pytest.raises(health.HealthError, match="predictions need a run of flava-itm, blip2-itm, vqascore"):
+        health.predictions_from_run(demo_db, DATASET, "clip", "clip")
+    score_with_family(demo_db, DATASET, "vqascore", str(folder), device="cpu", run="partial", limit=5)
+    with pytest.raises(health.HealthError, match="scored 5 of the"):
+        health.predictions_from_run(demo_db, DATASET, "partial", "partial")
+
+
+@pytest.mark.parametrize("given", [("FILE", "--from-run", "judge-run"), ()])
+def test_the_command_takes_a_file_or_a_run_and_not_both(demo_db, tmp_path, given):
+    db = store.location(demo_db)
+    arguments = [str(tmp_path / "p.jsonl") if a == "FILE" else a for a in given]
+    refused = run_cli("health", "predictions", DATASET, *arguments, "--name", "judge", db=db)
+    assert refused.returncode == 1 and "give a FILE of predictions or --from-run RUN" in refused.stderr
+    assert refused.stderr.count("\n") == 1

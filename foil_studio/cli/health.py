@@ -11,7 +11,7 @@ import sqlite_utils
 
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.analysis.metrics import TIE_RULES
-from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, SEED, arg, command
+from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, SEED, UsageError, arg, command
 from foil_studio.data import store
 
 HEALTH_DRAW = (
@@ -78,15 +78,29 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
 @command(
     "health predictions",
     arg("dataset"),
-    arg("file", metavar="FILE", help="JSON lines or CSV: id (the benchmark's own item id) and invalid (0 to 1)"),
+    arg(
+        "file",
+        nargs="?",
+        metavar="FILE",
+        help="JSON lines or CSV: id (the benchmark's own item id) and invalid (0 to 1)",
+    ),
     arg("--name", required=True, metavar="NAME", help="the predictions' name (a judge, a cheap crowd pass...)"),
+    arg(
+        "--from-run",
+        metavar="RUN",
+        help="instead of a file: a vqascore, flava-itm or blip2-itm run's probability that the altered caption fits",
+    ),
 )
 def cmd_health_predictions(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Import a predictor's output on every item with a negative (a VLM judge's answer, one crowd
     vote, a validator's probability that the negative is invalid), for prediction-powered estimates:
     `health report --predictions NAME`. A name imported again is replaced whole."""
-    from foil_studio.annotate.health.powered import import_predictions
+    from foil_studio.annotate.health.powered import import_predictions, predictions_from_run
 
+    if (args.file is None) == (args.from_run is None):
+        raise UsageError("give a FILE of predictions or --from-run RUN (one of the two)")
+    if args.from_run is not None:
+        return predictions_from_run(db, args.dataset, args.from_run, args.name)
     return import_predictions(db, args.dataset, Path(args.file), args.name)
 
 

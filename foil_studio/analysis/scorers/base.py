@@ -53,8 +53,9 @@ class PairScorer(Protocol):
 class ScorerFamily:
     """One model family: its name (the prefix of ``--model FAMILY:NAME``), the rule it scores a pair
     by and where that rule was read, how the rule differs from the paper's (if it does), an example
-    name, the precisions it runs in, and ``load(ref, precision, device)`` (None: open_clip's
-    embedding path in ``analysis.scoring``)."""
+    name, the precisions it runs in, ``load(ref, precision, device)`` (None: open_clip's
+    embedding path in ``analysis.scoring``), and whether its score is a probability that the caption
+    fits the image (``probability``: its runs can serve benchmark health as predictions)."""
 
     name: str
     summary: str
@@ -64,6 +65,7 @@ class ScorerFamily:
     load: Callable[[str, str, torch.device], PairScorer] | None = None
     differs: str = ""
     precisions: tuple[str, ...] = PRECISIONS
+    probability: bool = False
 
 
 @dataclass(frozen=True)

@@ -93,4 +93,5 @@ FAMILY = ScorerFamily(
     load,
     differs="captions are tokenized as given: LAVIS's blip_caption text processor (lower case, some "
     "punctuation replaced by spaces) is not applied; transformers keeps the Q-Former in fp32 whatever the precision",
+    probability=True,
 )

@@ -100,4 +100,5 @@ FAMILY = ScorerFamily(
     "github.com/mertyg/vision-language-models-are-bows @81fdd20",
     "flava-itm:facebook/flava-full",
     load,
+    probability=True,
 )

@@ -137,4 +137,5 @@ FAMILY = ScorerFamily(
     differs="t2v_metrics' own LLaVA-1.5 wrapper (llava_model.py) scores exp(-mean cross-entropy) of 'Yes</s>' in "
     "LLaVA's conversation format; here only the first answer token, as its transformers wrappers score it. "
     "'Yes' is encoded without special tokens (paligemma_model.py takes encode('Yes')[0])",
+    probability=True,
 )

@@ -20,7 +20,7 @@ from foil_studio.annotate.health.card import (
     share_text,
     strata_table,
 )
-from foil_studio.annotate.health.powered import import_predictions, powered_shares
+from foil_studio.annotate.health.powered import import_predictions, powered_shares, predictions_from_run
 from foil_studio.annotate.health.report import (
     BLIND_SCORERS,
     NO_VALID_ITEM,
@@ -80,6 +80,7 @@ __all__ = [
     "pairs_table",
     "powered_shares",
     "powered_table",
+    "predictions_from_run",
     "plan_sample",
     "read_sample",
     "report_markdown",

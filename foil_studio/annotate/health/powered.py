@@ -34,6 +34,45 @@ def import_predictions(db: sqlite_utils.Database, dataset: str, path: Path, name
     }
 
 
+def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name: str) -> dict[str, Any]:
+    """Store a run's score of each item's altered caption with its image as prediction set `name`,
+    where its family scores a pair by a probability that the caption fits (a VLM's yes-probability,
+    an ITM match probability): that the altered caption fits is that the negative is invalid."""
+    from foil_studio.analysis.scorers import REGISTRY
+
+    row = store.get_run(db, dataset, run)
+    family = REGISTRY.get(str(row["model"] or "").partition(":")[0])
+    if family is None or not family.probability or row["run_type"] != "scores":
+        usable = ", ".join(f.name for f in REGISTRY.values() if f.probability)
+        raise HealthError(
+            f"run {run!r} ({row['model'] or row['run_type']}) does not score a pair by a probability that the caption "
+            f"fits the image; predictions need a run of {usable}"
+        )
+    frame = store.item_sources(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS)
+    columns = store.run_columns(db, int(row["id"]))
+    if columns.scores is None:
+        raise HealthError(f"run {run!r} holds no scores")
+    # every caption-pair kind holds its positive and its negative as captions 0 and 1 of image 0
+    altered = columns.scores[:, 0, 1] if columns.scores.ndim == 3 else columns.scores[:, 1]
+    scored = dict(zip(columns.item_ids.tolist(), altered.tolist(), strict=True))
+    missing = [source for item, source, _ in frame if item not in scored]
+    if missing:
+        raise HealthError(
+            f"run {run!r} scored {len(frame) - len(missing)} of the {len(frame)} items with a negative "
+            f"(not {missing[0]!r}, ...); score the whole dataset first"
+        )
+    found = {item: min(max(float(scored[item]), 0.0), 1.0) for item, _, _ in frame}
+    meta = {"labels": False, "run": run, "model": row["model"], "rule": family.rule}
+    store.put_predictions(db, dataset, name, f"run {run}", found, meta)
+    return {
+        "dataset": dataset,
+        "predictions": name,
+        "items": len(found),
+        "predicted_invalid": round(float(np.mean(list(found.values()))), 4),
+        "labels": False,
+    }
+
+
 def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name: str) -> dict[str, Any]:
     """The invalid share per category (with a decided item) and overall, plain and prediction-powered
     side by side, with the predictor's agreement with people and the human answers it was worth."""
