@@ -198,15 +198,19 @@ class Studio:
         runs: list[str] | None = None,
         *,
         predictions: str | None = None,
+        consensus: str = "majority",
         ties: str | None = None,
         n_boot: int = BOOTSTRAP,
         seed: int = 0,
     ) -> dict[str, Any]:
         """The benchmark health card's figures (`foil health report --json`); with `predictions`,
-        the invalid shares also prediction-powered, beside the plain ones (`prediction_powered`)."""
+        the invalid shares also prediction-powered, beside the plain ones (`prediction_powered`);
+        `consensus` "majority" or "dawid-skene" (how validations become an item's outcome)."""
         from foil_studio.annotate.health import health_report
 
-        return health_report(self.db, dataset, runs, ties=ties, n_boot=n_boot, seed=seed, predictions=predictions)
+        return health_report(
+            self.db, dataset, runs, ties=ties, n_boot=n_boot, seed=seed, predictions=predictions, consensus=consensus
+        )
 
 
 IN_MEMORY = ":memory:"

@@ -446,3 +446,45 @@ def test_with_no_valid_item_decided_the_leaderboard_says_why_instead_of_nan(demo
     assert report["leaderboard"]["runs"] == [] and report["leaderboard"]["undefined"] == health.NO_VALID_ITEM
     card = health.report_markdown(report)
     assert "nan" not in card and "Accuracy on valid items: not yet defined (no decided item is valid yet" in card
+
+
+def test_dawid_skene_outcomes_are_crowd_kits_own_and_the_report_says_which_rule_made_them(demo_db):
+    """Outcomes by Dawid-Skene are what crowd-kit's DawidSkene, called here on the batch's labels,
+    gives each item; the counts per category follow them, and the methods paragraph names the rule."""
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
+    from foil_studio.annotate.health.card import OUTCOME_RULE
+
+    draw(demo_db, 60)
+    simulate(demo_db, "health-1", accuracies={"ann-a": 0.95, "ann-b": 0.65, "ann-c": 0.55}, seed=3)
+    batch = store.get_batch(demo_db, "health-1")
+    labels = pd.DataFrame(
+        [
+            {"task": label["item"], "worker": label["annotator"], "label": label["answer"]["answer"]}
+            for label in store.batch_labels(demo_db, batch["id"])
+        ]
+    )
+    modelled = DawidSkene(n_iter=100).fit_predict(labels)
+    expected = {int(item): health.VALIDATION.verdict_of_answer[answer] for item, answer in modelled.items()}
+    sample = health.read_sample(demo_db, DATASET, "dawid-skene")
+    assert sample.outcomes == expected
+    majority = health.read_sample(demo_db, DATASET).outcomes
+    assert majority != expected  # three annotators this noisy disagree on some items: the rule matters
+    report = health.health_report(demo_db, DATASET, n_boot=50, consensus="dawid-skene")
+    assert report["consensus"] == "dawid-skene" and OUTCOME_RULE["dawid-skene"] in report["methods"]
+    for row in report["strata"]:
+        outcomes = [o for i, o in expected.items() if sample.drawn[i] == row["category"]]
+        assert (row["invalid"], row["ambiguous"]) == (outcomes.count("invalid"), outcomes.count("ambiguous"))
+    assert OUTCOME_RULE["majority"] in health.health_report(demo_db, DATASET, n_boot=50)["methods"]
+    assert set(OUTCOME_RULE) == set(health.CONSENSUS)
+
+
+def test_an_unknown_consensus_is_refused(demo_db):
+    draw(demo_db, 10)
+    with pytest.raises(
+        health.HealthError, match=r"unknown consensus 'vote'; expected one of \['majority', 'dawid-skene'\]"
+    ):
+        health.health_report(demo_db, DATASET, consensus="vote")
+    refused = run_cli("health", "report", DATASET, "--consensus", "vote", db=store.location(demo_db))
+    assert refused.returncode == 2 and "invalid choice: 'vote'" in refused.stderr and refused.stderr.count("\n") == 1

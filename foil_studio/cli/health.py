@@ -11,6 +11,7 @@ import sqlite_utils
 
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.analysis.metrics import TIE_RULES
+from foil_studio.annotate.health.sample import CONSENSUS
 from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, SEED, UsageError, arg, command
 from foil_studio.data import store
 
@@ -120,6 +121,12 @@ def _health_text(result: dict[str, Any]) -> str:
     SEED,
     arg("--out", metavar="DIR", help="also write report.md and report.json there"),
     arg(
+        "--consensus",
+        choices=CONSENSUS,
+        default="majority",
+        help="an item's outcome from its validations: the majority answer, or Dawid-Skene's estimate",
+    ),
+    arg(
         "--predictions",
         metavar="NAME",
         help="also the invalid shares prediction-powered by these predictions (`health predictions`)",
@@ -137,7 +144,14 @@ def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     if args.predictions:  # refused before the card is made, as a run is
         store.get_predictions(db, args.dataset, args.predictions)
     report = health_report(
-        db, args.dataset, args.runs, ties=args.ties, n_boot=args.bootstrap, seed=args.seed, predictions=args.predictions
+        db,
+        args.dataset,
+        args.runs,
+        ties=args.ties,
+        n_boot=args.bootstrap,
+        seed=args.seed,
+        predictions=args.predictions,
+        consensus=args.consensus,
     )
     if args.out:
         out = Path(args.out)

@@ -33,11 +33,11 @@ annotators = [a["name"] for a in store.list_annotators(db)]
 
 @st.cache_data(max_entries=8, show_spinner="Computing the estimates and their intervals...")
 def health_report(
-    _db: sqlite_utils.Database, db_path: str, dataset: str, predictions: str | None, fingerprint: str
+    _db: sqlite_utils.Database, db_path: str, dataset: str, predictions: str | None, consensus: str, fingerprint: str
 ) -> dict:
     """The report, computed again only when the dataset's items, batches, labels, decisions, runs or
     predictions change (the fingerprint): a rerun of the page, a widget moved, recomputes nothing."""
-    return health.health_report(_db, dataset, predictions=predictions)
+    return health.health_report(_db, dataset, predictions=predictions, consensus=consensus)
 
 
 def draw_form(first: bool) -> None:
@@ -106,6 +106,14 @@ show_drawn()
 with st.expander("Draw the next batch"):
     draw_form(first=False)
 
+consensus = st.radio(
+    "Item outcomes by",
+    health.CONSENSUS,
+    horizontal=True,
+    key="health_consensus",
+    help="majority: the answer most validations gave (a tie is ambiguous); dawid-skene: the answer Dawid and "
+    "Skene's model gives from every annotator's estimated confusion",
+)
 prediction_sets = [s["name"] for s in store.list_prediction_sets(db, dataset)]
 predictions = None
 if prediction_sets:
@@ -117,7 +125,9 @@ if prediction_sets:
         help="a predictor's output on every item, imported with ./foil health predictions",
     )
     predictions = None if chosen == "none" else chosen
-report = health_report(db, str(paths.db_path()), dataset, predictions, store.dataset_fingerprint(db, dataset))
+report = health_report(
+    db, str(paths.db_path()), dataset, predictions, consensus, store.dataset_fingerprint(db, dataset)
+)
 overall = report["overall"]
 if overall["invalid_share"] is not None:
     first, second, third = st.columns(3)

@@ -29,6 +29,7 @@ from foil_studio.annotate.health.report import (
     own_shares,
 )
 from foil_studio.annotate.health.sample import (
+    CONSENSUS,
     DESIGN_KEY,
     HEALTH_KINDS,
     SHARES,
@@ -50,6 +51,7 @@ from foil_studio.annotate.health.sample import (
 )
 
 __all__ = [
+    "CONSENSUS",
     "BLIND_SCORERS",
     "DESIGN_KEY",
     "HEALTH_KINDS",

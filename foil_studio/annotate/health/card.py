@@ -16,6 +16,14 @@ def _percent(share: Mapping[str, Any]) -> str:
     return f"{100 * share['estimate']:.1f}% (95% CI {100 * low:.1f} to {100 * high:.1f})"
 
 
+# How the methods paragraph says an item's validations became its outcome, per `sample.CONSENSUS`.
+OUTCOME_RULE = {
+    "majority": "an item's outcome is the majority answer, a tie or a majority of Unsure counting as ambiguous.",
+    "dawid-skene": "an item's outcome is the answer Dawid and Skene's model gives it from every annotator's "
+    "estimated confusion (crowd-kit), an Unsure outcome counting as ambiguous and an admin's decision winning.",
+}
+
+
 def methods_paragraph(report: Mapping[str, Any]) -> str:
     """The report's methods paragraph: every number in it is a figure of the report's tables."""
     design, overall = report["design"], report["overall"]
@@ -27,8 +35,8 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
         f"{' then '.join(allocations)} allocation; {len(design['batches'])} "
         f"batch{'es' if len(design['batches']) != 1 else ''}).",
         f"Each drawn item was validated by {' or '.join(map(str, overlaps))} annotators, who judged whether the "
-        "altered caption is wrong for the image; an item's outcome is the majority answer, a tie or a majority "
-        f"of Unsure counting as ambiguous. {design['decided']} of the {design['drawn']} drawn items are decided.",
+        f"altered caption is wrong for the image; {OUTCOME_RULE[report.get('consensus', 'majority')]} "
+        f"{design['decided']} of the {design['drawn']} drawn items are decided.",
     ]
     if overall["invalid_share"] is not None:
         covers = (

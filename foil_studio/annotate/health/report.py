@@ -90,14 +90,16 @@ def health_report(
     n_boot: int = BOOTSTRAP,
     seed: int = 0,
     predictions: str | None = None,
+    consensus: str = "majority",
 ) -> dict[str, Any]:
     """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's
     design, the validations' agreement, the invalid, ambiguous and invalid-or-ambiguous shares per
     category and overall with 95% intervals (each share the dataset's own verdicts measure beside
     their figure, `own`, where it carries them), and each run's
     accuracy on all items (published) and on valid items, with paired differences. With `predictions`
-    (a prediction set's name), the invalid shares also prediction-powered (`prediction_powered`)."""
-    sample = read_sample(db, dataset)
+    (a prediction set's name), the invalid shares also prediction-powered (`prediction_powered`).
+    `consensus` says how validations become an item's outcome (`CONSENSUS`; the report records it)."""
+    sample = read_sample(db, dataset, consensus)
     batches, drawn, outcomes, sizes, counts = (
         sample.batches,
         sample.drawn,
@@ -112,6 +114,7 @@ def health_report(
     decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
     report: dict[str, Any] = {
         "dataset": dataset,
+        "consensus": consensus,
         "design": _design_summary(batches, sizes, counts),
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "own_verdicts": None if own is None else own["measures"],

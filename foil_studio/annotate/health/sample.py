@@ -20,7 +20,7 @@ import sqlite_utils
 from foil_studio.analysis import health as h
 from foil_studio.analysis.results import load_run, run_family, source_format
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
-from foil_studio.annotate.consensus import decisions
+from foil_studio.annotate.consensus import dawid_skene, decisions
 from foil_studio.annotate.task_types import negative_validation
 from foil_studio.data import store
 from foil_studio.data.item_kinds import CAPTION_PAIR_KINDS
@@ -123,10 +123,23 @@ def _drawn(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict
     return {item: category for _, item, category, _ in store.health_items(db, [b["id"] for b in batches])}
 
 
-def _outcomes(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
+# How an item's validations become its outcome: the majority answer, or the answer Dawid and Skene's
+# model gives it from every annotator's estimated confusion (crowd-kit); an admin's decision wins in both.
+CONSENSUS = ("majority", "dawid-skene")
+
+
+def _outcomes(
+    db: sqlite_utils.Database, batches: Sequence[store.BatchRow], consensus: str = "majority"
+) -> dict[int, str]:
+    if consensus not in CONSENSUS:
+        raise HealthError(f"unknown consensus {consensus!r}; expected one of {list(CONSENSUS)}")
     result: dict[int, str] = {}
     for batch in batches:
+        modelled = dawid_skene(db, batch["name"])["labels"] if consensus == "dawid-skene" else {}
         for decision in decisions(db, batch["name"]):
+            if decision.part == 0 and decision.rule != "admin" and f"{decision.item}:0" in modelled:
+                result[decision.item] = VALIDATION.verdict_of_answer[modelled[f"{decision.item}:0"]]
+                continue
             if decision.part == 0 and decision.rule == "unresolved":
                 result[decision.item] = "ambiguous"
             elif decision.part == 0 and decision.answer is not None:
@@ -162,10 +175,12 @@ class HealthSample:
         return counts
 
 
-def read_sample(db: sqlite_utils.Database, dataset: str) -> HealthSample:
-    """The dataset's health sample as the store holds it now (empty before the first batch)."""
+def read_sample(db: sqlite_utils.Database, dataset: str, consensus: str = "majority") -> HealthSample:
+    """The dataset's health sample as the store holds it now (empty before the first batch), each
+    decided item's outcome by `consensus` (`CONSENSUS`)."""
     batches = health_batches(db, dataset)
-    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(db, batches), _outcomes(db, batches))
+    outcomes = _outcomes(db, batches, consensus)
+    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(db, batches), outcomes)
 
 
 def plan_sample(
