@@ -7,7 +7,11 @@
 sample): coverage of the reported interval, of the plain one, the reported width over the plain
 width, and how often the prediction-powered interval was the one reported.
 
-(b) VALSE's own crowd votes: the human outcome of a foil is the authors' rule, "not valid" (fewer
+(b) A run's accuracy on valid items (two categories of N and N/2 items, 80% or 95% valid, the run
+right on 75% of valid and 40% of other items, a 0/1 prediction of validity agreeing with people
+with the given probability, n items drawn per category): coverage and mean width.
+
+(c) VALSE's own crowd votes: the human outcome of a foil is the authors' rule, "not valid" (fewer
 than 2 of 3 workers chose the caption); the predictor on every item is one of its three votes,
 drawn at random (a single cheap pass). Forty items per piece are drawn, `--reps` times: each
 piece's coverage and width ratio, and the overall share's.
@@ -24,7 +28,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests
 
-from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
+from foil_studio.analysis.prediction_powered import (
+    powered_stratified_share,
+    powered_stratum_share,
+    powered_valid_accuracy,
+)
 from foil_studio.data.formats.valse import parse_valse
 from tests.conftest import FIXTURES
 from tests.test_prediction_powered import CONDITIONS, REPS, coverage_row
@@ -44,6 +52,41 @@ def grid_table(reps: int) -> str:
             f"| {row['width_ratio']:.2f} | {row['used']:.2f} |"
         )
     return "\n".join(lines)
+
+
+def accuracy_table(reps: int) -> str:
+    lines = ["| N | valid share | agreement | n per category | coverage | mean width |", "|---|---|---|---|---|---|"]
+    for size in (500, 5000):
+        for valid_share in (0.8, 0.95):
+            for agreement in (0.5, 0.85, 0.95):
+                for n in (20, 100):
+                    held, width = accuracy_row(size, valid_share, agreement, n, reps)
+                    lines.append(f"| {size} | {valid_share} | {agreement} | {n} | {held:.3f} | {width:.3f} |")
+    return "\n".join(lines)
+
+
+def accuracy_row(size: int, valid_share: float, agreement: float, n: int, reps: int) -> tuple[float, float]:
+    rng = np.random.default_rng(size + n)
+    world = {}
+    for name, items in (("a", size), ("b", size // 2)):
+        valid = (rng.random(items) < valid_share).astype(float)
+        credit = (rng.random(items) < np.where(valid == 1, 0.75, 0.4)).astype(float)[:, None]
+        world[name] = (valid, credit, np.where(rng.random(items) < agreement, valid, 1 - valid))
+    truth = sum(float(v @ k[:, 0]) for v, k, _ in world.values()) / sum(v.sum() for v, _, _ in world.values())
+    held, width = 0, 0.0
+    for _ in range(reps):
+        drawn = {c: rng.choice(len(v), n, replace=False) for c, (v, _, _) in world.items()}
+        found = powered_valid_accuracy(
+            {c: v[drawn[c]] for c, (v, _, _) in world.items()},
+            {c: g[drawn[c]] for c, (_, _, g) in world.items()},
+            {c: k[drawn[c]] for c, (_, k, _) in world.items()},
+            {c: g for c, (_, _, g) in world.items()},
+            {c: k for c, (_, k, _) in world.items()},
+            ["run"],
+        )
+        held += found.low[0] <= truth <= found.high[0]
+        width += float(found.high[0] - found.low[0])
+    return held / reps, width / reps
 
 
 def valse_votes(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -106,6 +149,8 @@ def main() -> int:
     args = parser.parse_args()
     started = time.perf_counter()
     print(grid_table(args.reps))
+    print()
+    print(accuracy_table(args.reps))
     print()
     if VALSE.is_dir():
         print(valse_table(args.reps))

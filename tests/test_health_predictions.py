@@ -275,3 +275,20 @@ def test_the_command_takes_a_file_or_a_run_and_not_both(demo_db, tmp_path, given
     refused = run_cli("health", "predictions", DATASET, *arguments, "--name", "judge", db=db)
     assert refused.returncode == 1 and "give a FILE of predictions or --from-run RUN" in refused.stderr
     assert refused.stderr.count("\n") == 1
+
+
+def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that_scored_every_item(demo_db, tmp_path):
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="clip")
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", predictor_rows(demo_db)), "judge")
+    sampled_and_answered(demo_db, budget=60)
+    report = health.health_report(demo_db, DATASET, ["clip"], n_boot=50, predictions="judge")
+    (row,) = report["prediction_powered"]["leaderboard"]["runs"]
+    (plain,) = report["leaderboard"]["runs"]
+    assert row["run"] == "clip" and row["plain"] == plain["valid"] and row["plain_interval"] == plain["valid_interval"]
+    assert row["interval"][0] <= row["prediction_powered"] <= row["interval"][1] and row["worth_human_answers"] > 0
+    (shown,) = health.powered_leaderboard_table(report)
+    assert f"clip {shown['prediction-powered valid items % (95% CI)']}" in report["methods"]
+    assert "| clip |" in health.report_markdown(report).split("## Prediction-powered")[1]

@@ -197,3 +197,89 @@ def test_coverage_holds_from_a_useless_to_a_near_perfect_predictor(condition):
 def test_a_predictor_agreeing_on_95_percent_halves_the_interval_of_a_30_percent_share():
     row = coverage_row(5000, 0.3, 0.95, 0.05, reps=200)
     assert row["width_ratio"] < 0.6 and row["coverage"] >= 0.93
+
+
+# --- accuracy on valid items -------------------------------------------------------------------------
+
+
+def valid_world(seed: int, sizes=(300, 600), n=(40, 60), agreement=0.9):
+    """Strata of items with validity, a run's credit (right more often on valid items) and a 0/1
+    prediction of validity; and the drawn items of each stratum."""
+    rng = np.random.default_rng(seed)
+    world = {}
+    for number, (size, drawn) in enumerate(zip(sizes, n, strict=True)):
+        valid = (rng.random(size) < 0.8).astype(float)
+        credit = (rng.random(size) < np.where(valid == 1, 0.75, 0.4)).astype(float)[:, None]
+        predicted = np.where(rng.random(size) < agreement, valid, 1 - valid)
+        world[f"c{number}"] = (valid, credit, predicted, rng.choice(size, drawn, replace=False))
+    return world
+
+
+def accuracy_of(world):
+    from foil_studio.analysis.prediction_powered import powered_valid_accuracy
+
+    return powered_valid_accuracy(
+        {c: v[d] for c, (v, k, p, d) in world.items()},
+        {c: p[d] for c, (v, k, p, d) in world.items()},
+        {c: k[d] for c, (v, k, p, d) in world.items()},
+        {c: p for c, (v, k, p, d) in world.items()},
+        {c: k for c, (v, k, p, d) in world.items()},
+        ["run"],
+    )
+
+
+def test_valid_accuracy_is_the_ratio_of_difference_estimators_with_least_squares_weights():
+    """Each stratum's weight is the least-squares slope (statsmodels) of v (c - A) on g (c - A) at the
+    plain ratio estimate A; the estimate is the ratio of the two weighted difference estimators."""
+    world = valid_world(1)
+    plain_top = sum(len(v) / len(d) * float(np.sum(v[d] * k[d, 0])) for v, k, p, d in world.values())
+    plain_bottom = sum(len(v) / len(d) * float(np.sum(v[d])) for v, k, p, d in world.values())
+    plain = plain_top / plain_bottom
+    top = bottom = 0.0
+    for v, k, p, d in world.values():
+        u, w = v[d] * (k[d, 0] - plain), p[d] * (k[d, 0] - plain)
+        slope = sm.OLS(u, sm.add_constant(w)).fit().params[1]
+        top += slope * float(p @ k[:, 0]) + len(v) / len(d) * float(np.sum((v[d] - slope * p[d]) * k[d, 0]))
+        bottom += slope * float(p.sum()) + len(v) / len(d) * float(np.sum(v[d] - slope * p[d]))
+    assert accuracy_of(world).estimate[0] == pytest.approx(top / bottom, rel=1e-10)
+
+
+def test_valid_accuracy_with_a_prediction_that_carries_nothing_is_the_plain_ratio_estimator_of_health():
+    """Every item predicted invalid (g = 0): g (c - A) never varies, the weights are 0, and the
+    estimate is `health.valid_accuracy`'s. (A constant g above 0 is not nothing: g c then carries the
+    run's accuracy on every item.)"""
+    from foil_studio.analysis.health import valid_accuracy
+
+    world = {c: (v, k, np.zeros(len(v)), d) for c, (v, k, p, d) in valid_world(2).items()}
+    powered = accuracy_of(world)
+    strata = [c for c, (v, k, p, d) in world.items() for _ in d]
+    plain = valid_accuracy(
+        strata,
+        np.concatenate([v[d] == 1 for v, k, p, d in world.values()]),
+        np.concatenate([k[d] for v, k, p, d in world.values()]),
+        {c: len(v) for c, (v, k, p, d) in world.items()},
+        ["run"],
+        n_boot=20,
+    )
+    assert powered.estimate[0] == pytest.approx(float(plain.estimate[0]), rel=1e-12)
+    assert powered.worth[0] == pytest.approx(100)  # the 40 + 60 answers given, nothing added
+
+
+def test_valid_accuracy_of_a_census_is_exact():
+    world = {c: (v, k, p, np.arange(len(v))) for c, (v, k, p, d) in valid_world(3, sizes=(30, 50), n=(5, 5)).items()}
+    found = accuracy_of(world)
+    truth = sum(float(v @ k[:, 0]) for v, k, p, d in world.values()) / sum(v.sum() for v, k, p, d in world.values())
+    assert found.estimate[0] == found.low[0] == found.high[0] == pytest.approx(truth)
+
+
+@pytest.mark.parametrize("agreement", [0.5, 0.95])
+def test_valid_accuracy_intervals_cover_the_truth(agreement):
+    held = 0
+    base = valid_world(4, sizes=(400, 1200), n=(30, 90), agreement=agreement)
+    truth = sum(float(v @ k[:, 0]) for v, k, p, d in base.values()) / sum(v.sum() for v, k, p, d in base.values())
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        world = {c: (v, k, p, rng.choice(len(v), len(d), replace=False)) for c, (v, k, p, d) in base.items()}
+        found = accuracy_of(world)
+        held += found.low[0] <= truth <= found.high[0]
+    assert held / 200 >= 0.93

@@ -190,3 +190,111 @@ def _interval(estimate: float, variance: float, n: int, n_strata: int, invalid: 
 
 def _width(share: Share) -> float:
     return share.high - share.low
+
+
+@dataclass(frozen=True)
+class PoweredAccuracy:
+    """Each run's accuracy on valid items, prediction-powered, beside the plain estimate (`plain`,
+    `health.valid_accuracy`'s): the reported interval per run is the narrower of the two."""
+
+    runs: list[str]
+    estimate: np.ndarray  # per run, prediction-powered
+    low: np.ndarray
+    high: np.ndarray
+    variance: np.ndarray
+    worth: np.ndarray  # per run: the human answers the predictions were worth
+
+
+def powered_valid_accuracy(
+    outcomes: Mapping[str, Any],
+    predicted: Mapping[str, Any],
+    credits: Mapping[str, Any],
+    population: Mapping[str, Any],
+    population_credits: Mapping[str, Any],
+    runs: Sequence[str],
+    level: float = LEVEL,
+) -> PoweredAccuracy:
+    """Accuracy on valid items per run from people's outcomes on the decided items (`outcomes[c]`: 1
+    valid, 0 invalid or ambiguous), the predicted probability that an item is valid on those items
+    (`predicted[c]`) and on every item (`population[c]`), and each run's credit on the decided items
+    (`credits[c]`, items by runs) and on every item (`population_credits[c]`).
+
+    A ratio of two difference estimators (the valid items' credit over the valid items), with one
+    power-tuned weight per category for the ratio's linearised variable v (c - A) and its
+    prediction g (c - A); the variance is the linearised one, smoothed as the shares are (two
+    disagreements' worth), and Korn and Graubard's interval is taken on it."""
+    strata = list(population)
+    parts = [
+        (
+            np.asarray(outcomes[c], dtype=float),
+            np.asarray(predicted[c], dtype=float),
+            np.asarray(credits[c], dtype=float).reshape(len(outcomes[c]), len(runs)),
+            np.asarray(population[c], dtype=float),
+            np.asarray(population_credits[c], dtype=float).reshape(len(population[c]), len(runs)),
+        )
+        for c in strata
+    ]
+    for y, f, _, whole, _ in parts:
+        _check(1 - y, 1 - f, 1 - whole)
+    estimate, variance, plain_variance = (np.zeros(len(runs)) for _ in range(3))
+    for r in range(len(runs)):
+        plain = _ratio(parts, r, None)
+        weights = [_ratio_weight(y, f, c[:, r], plain) for y, f, c, _, _ in parts]
+        estimate[r] = _ratio(parts, r, weights)
+        variance[r], plain_variance[r] = _ratio_variance(parts, r, weights, estimate[r])
+    n = sum(len(y) for y, *_ in parts)
+    low, high = np.zeros(len(runs)), np.zeros(len(runs))
+    for r in range(len(runs)):
+        clipped = min(max(float(estimate[r]), 0.0), 1.0)
+        centre = min(max(clipped, 1 / (n + 2)), 1 - 1 / (n + 2))
+        if variance[r] > 0:
+            a, b = korn_graubard(clipped, variance[r], n, len(strata), level, centre=centre)
+            low[r], high[r] = float(a), float(b)
+        else:
+            low[r] = high[r] = clipped
+    with np.errstate(divide="ignore", invalid="ignore"):
+        worth = np.where(variance > 0, n * plain_variance / variance, float(n))
+    return PoweredAccuracy(list(runs), estimate, low, high, variance, worth)
+
+
+Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _ratio(parts: Sequence[Part], run: int, weights: Sequence[float] | None) -> float:
+    """Sum over strata of the valid items' credit over the valid items, each total a difference
+    estimate with the stratum's weight (None: the plain ratio estimator, weight 0)."""
+    top = bottom = 0.0
+    for number, (y, f, c, whole, whole_c) in enumerate(parts):
+        weight = 0.0 if weights is None else weights[number]
+        scale = len(whole) / len(y)
+        top += weight * float(whole @ whole_c[:, run]) + scale * float(np.sum((y - weight * f) * c[:, run]))
+        bottom += weight * float(whole.sum()) + scale * float(np.sum(y - weight * f))
+    return top / bottom if bottom > 0 else float("nan")
+
+
+def _ratio_weight(y: np.ndarray, f: np.ndarray, credit: np.ndarray, accuracy: float) -> float:
+    """PPI++'s weight for the ratio's linearised variable v (c - A) and its prediction g (c - A)."""
+    if not np.isfinite(accuracy):
+        return 0.0
+    return power_weight(y * (credit - accuracy), f * (credit - accuracy))
+
+
+def _ratio_variance(parts: Sequence[Part], run: int, weights: Sequence[float], accuracy: float) -> tuple[float, float]:
+    """The linearised variance of the ratio, prediction-powered and plain (weight 0), each stratum's
+    residual variance with two disagreements' worth added, over the estimated valid total squared."""
+    powered = plain = valid_total = 0.0
+    for (y, f, c, whole, _), weight in zip(parts, weights, strict=True):
+        n, size = len(y), len(whole)
+        linear = y * (c[:, run] - accuracy)
+        residual = linear - weight * f * (c[:, run] - accuracy)
+        smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))
+        spent = 2 if weight != 0 else 1
+        spread = float(np.sum((residual - residual.mean()) ** 2)) / max(n - spent, 1) + smallest
+        plain_spread = (float(np.var(linear, ddof=1)) if n > 1 else 0.0) + smallest
+        factor = size**2 * (1 - n / size) / n
+        powered += factor * spread
+        plain += factor * plain_spread
+        valid_total += weight * float(whole.sum()) + size / n * float(np.sum(y - weight * f))
+    if valid_total <= 0:
+        return 0.0, 0.0
+    return powered / valid_total**2, plain / valid_total**2

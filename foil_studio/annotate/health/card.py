@@ -188,6 +188,22 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def powered_leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each run's accuracy on valid items, plain and prediction-powered side by side, which one the
+    report takes and the human answers the predictions were worth."""
+    board = (report.get("prediction_powered") or {}).get("leaderboard") or {}
+    return [
+        {
+            "run": row["run"],
+            "plain valid items % (95% CI)": _with_interval(row["plain"], row["plain_interval"]),
+            "prediction-powered valid items % (95% CI)": _with_interval(row["prediction_powered"], row["interval"]),
+            "reported": row["reported"],
+            "worth (human answers)": figure(row["worth_human_answers"], 0),
+        }
+        for row in board.get("runs", [])
+    ]
+
+
 def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
     """Which predictions powered the invalid shares, how well they agreed with people, and what they were worth."""
     powered = report.get("prediction_powered") or {}
@@ -204,6 +220,18 @@ def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
         f"{figure(overall['worth_human_answers'], 0)} human answers against the {overall['plain']['decided']} given; "
         f"it is the narrower interval in {narrower} of {len(categories)} "
         f"categor{'y' if len(categories) == 1 else 'ies'}, where the report takes it over the plain one."
+    ] + _powered_board_sentence(report)
+
+
+def _powered_board_sentence(report: Mapping[str, Any]) -> list[str]:
+    rows = powered_leaderboard_table(report)
+    if not rows:
+        return []
+    parts = [f"{row['run']} {row['prediction-powered valid items % (95% CI)']}" for row in rows]
+    return [
+        "With each run's credit on every item and the predicted validity (1 minus the prediction), accuracy on "
+        "valid items prediction-powered (a ratio of difference estimators, one power-tuned weight per category "
+        f"for its linearised variable) is {'; '.join(parts)}."
     ]
 
 
@@ -304,6 +332,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         predictions = report["prediction_powered"]["predictions"]
         lines += ["", f"## Prediction-powered invalid shares (predictions: {predictions})", ""]
         lines += _markdown_table(powered_table(report))
+        if powered_leaderboard_table(report):
+            lines += ["", *_markdown_table(powered_leaderboard_table(report))]
     if report.get("hackability"):
         lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
         lines += _markdown_table(blind_table(report))

@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
-from foil_studio.annotate.health.sample import HEALTH_KINDS, HealthError, HealthSample
+from foil_studio.analysis.prediction_powered import (
+    powered_stratified_share,
+    powered_stratum_share,
+    powered_valid_accuracy,
+)
+from foil_studio.annotate.health.sample import HEALTH_KINDS, HealthError, HealthSample, run_credits
 from foil_studio.data import store
 from foil_studio.data.prediction_files import match_predictions
 
@@ -87,7 +91,7 @@ def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name:
         for category in sorted(sample.frame)
         if any(sample.drawn[i] == category for i in sample.outcomes)
     }
-    result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None}
+    result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None, "leaderboard": None}
     if not parts:
         return result
     result["by_category"] = [
@@ -111,3 +115,49 @@ def _category(
     outcomes = np.array([sample.outcomes[i] == "invalid" for i in decided], dtype=float)
     predicted = np.array([predictions[i] for i in decided])
     return outcomes, predicted, np.array([predictions[i] for i in sample.frame[category]])
+
+
+def powered_leaderboard(
+    db: sqlite_utils.Database,
+    sample: HealthSample,
+    predictions: Mapping[int, float],
+    board: Mapping[str, Any] | None,
+    ties: str | None,
+) -> dict[str, Any] | None:
+    """Each leaderboard run's accuracy on valid items, prediction-powered (its credit on every item
+    and the predicted validity 1 - f of every item) beside the plain figure; None without a board."""
+    if not board or not board.get("runs"):
+        return None
+    categories = sorted({sample.drawn[i] for i in sample.outcomes})
+    credit = {row["run"]: run_credits(db, sample.dataset, row["run"], ties) for row in board["runs"]}
+    every = [i for c in categories for i in sample.frame[c]]
+    runs = [name for name, given in credit.items() if all(i in given for i in every)]
+    skipped = {name: "did not score every item of the sampled categories" for name in credit if name not in runs}
+    if not runs:
+        return {"runs": [], "skipped": skipped}
+    decided = {c: sorted(i for i in sample.outcomes if sample.drawn[i] == c) for c in categories}
+    found = powered_valid_accuracy(
+        {c: [sample.outcomes[i] == "valid" for i in items] for c, items in decided.items()},
+        {c: [1 - predictions[i] for i in items] for c, items in decided.items()},
+        {c: [[credit[r][i] for r in runs] for i in items] for c, items in decided.items()},
+        {c: [1 - predictions[i] for i in sample.frame[c]] for c in categories},
+        {c: [[credit[r][i] for r in runs] for i in sample.frame[c]] for c in categories},
+        runs,
+    )
+    plain = {row["run"]: row for row in board["runs"]}
+    rows = []
+    for r, name in enumerate(runs):
+        interval = [round(100 * float(found.low[r]), 2), round(100 * float(found.high[r]), 2)]
+        narrower = interval[1] - interval[0] < plain[name]["valid_interval"][1] - plain[name]["valid_interval"][0]
+        rows.append(
+            {
+                "run": name,
+                "plain": plain[name]["valid"],
+                "plain_interval": plain[name]["valid_interval"],
+                "prediction_powered": round(100 * float(found.estimate[r]), 2),
+                "interval": interval,
+                "reported": "prediction-powered" if narrower else "plain",
+                "worth_human_answers": round(float(found.worth[r]), 1),
+            }
+        )
+    return {"runs": rows, "skipped": skipped}

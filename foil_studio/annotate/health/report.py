@@ -18,7 +18,7 @@ from foil_studio.annotate.agreement import COEFFICIENTS
 from foil_studio.annotate.baselines import dataset_baseline
 from foil_studio.annotate.batch_reports import batch_agreement
 from foil_studio.annotate.health.card import methods_paragraph
-from foil_studio.annotate.health.powered import powered_shares
+from foil_studio.annotate.health.powered import powered_leaderboard, powered_shares
 from foil_studio.annotate.health.sample import (
     DESIGN_KEY,
     HEALTH_KINDS,
@@ -125,11 +125,15 @@ def health_report(
         "leaderboard": None,
         "prediction_powered": None,
     }
+    found = store.get_predictions(db, dataset, predictions) if predictions is not None else {}
     if predictions is not None:
-        found = store.get_predictions(db, dataset, predictions)
         report["prediction_powered"] = powered_shares(sample, found, predictions)
     if decided:
         report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
+        if report["prediction_powered"] is not None:
+            report["prediction_powered"]["leaderboard"] = powered_leaderboard(
+                db, sample, found, report["leaderboard"], ties
+            )
     report["methods"] = methods_paragraph(report)
     return report
 
