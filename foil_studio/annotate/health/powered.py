@@ -23,12 +23,24 @@ from foil_studio.data.prediction_files import match_predictions
 def import_predictions(db: sqlite_utils.Database, dataset: str, path: Path, name: str) -> dict[str, Any]:
     """Store a prediction file (`data.prediction_files`) as prediction set `name` of a dataset
     (replacing one of that name); every item a health sample can draw must have its prediction."""
+    found = match_predictions(path, _frame(db, dataset))
+    return _kept(db, dataset, name, str(path), found, {})
+
+
+def _frame(db: sqlite_utils.Database, dataset: str) -> list[tuple[int, str, str]]:
+    """(item id, source id, category) of every item a health sample can draw."""
     frame = store.item_sources(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS)
     if not frame:
         raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(HEALTH_KINDS)} items)")
-    found = match_predictions(path, frame)
+    return frame
+
+
+def _kept(
+    db: sqlite_utils.Database, dataset: str, name: str, source: str, found: Mapping[int, float], meta: dict[str, Any]
+) -> dict[str, Any]:
+    """Store the predictions (whether they are 0/1 labels noted) and say what was stored."""
     labels = all(value in (0.0, 1.0) for value in found.values())
-    store.put_predictions(db, dataset, name, str(path), found, {"labels": labels})
+    store.put_predictions(db, dataset, name, source, found, {"labels": labels, **meta})
     return {
         "dataset": dataset,
         "predictions": name,
@@ -52,7 +64,7 @@ def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name
             f"run {run!r} ({row['model'] or row['run_type']}) does not score a pair by a probability that the caption "
             f"fits the image; predictions need a run of {usable}"
         )
-    frame = store.item_sources(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS)
+    frame = _frame(db, dataset)
     columns = store.run_columns(db, int(row["id"]))
     if columns.scores is None:
         raise HealthError(f"run {run!r} holds no scores")
@@ -66,15 +78,7 @@ def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name
             f"(not {missing[0]!r}, ...); score the whole dataset first"
         )
     found = {item: min(max(float(scored[item]), 0.0), 1.0) for item, _, _ in frame}
-    meta = {"labels": False, "run": run, "model": row["model"], "rule": family.rule}
-    store.put_predictions(db, dataset, name, f"run {run}", found, meta)
-    return {
-        "dataset": dataset,
-        "predictions": name,
-        "items": len(found),
-        "predicted_invalid": round(float(np.mean(list(found.values()))), 4),
-        "labels": False,
-    }
+    return _kept(db, dataset, name, f"run {run}", found, {"run": run, "model": row["model"], "rule": family.rule})
 
 
 def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name: str) -> dict[str, Any]:
