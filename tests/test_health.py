@@ -488,3 +488,15 @@ def test_an_unknown_consensus_is_refused(demo_db):
         health.health_report(demo_db, DATASET, consensus="vote")
     refused = run_cli("health", "report", DATASET, "--consensus", "vote", db=store.location(demo_db))
     assert refused.returncode == 2 and "invalid choice: 'vote'" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def test_dawid_skene_says_how_many_outcomes_it_decides_otherwise_than_the_majority(demo_db):
+    draw(demo_db, 60)
+    simulate(demo_db, "health-1", accuracies={"ann-a": 0.95, "ann-b": 0.65, "ann-c": 0.55}, seed=3)
+    majority = health.read_sample(demo_db, DATASET).outcomes
+    modelled = health.read_sample(demo_db, DATASET, "dawid-skene").outcomes
+    differs = sum(majority.get(i) != o for i, o in modelled.items())
+    report = health.health_report(demo_db, DATASET, n_boot=50, consensus="dawid-skene")
+    assert report["differs_from_majority"] == differs > 0
+    assert f"It decides {differs} of the decided items otherwise than the majority answer would." in report["methods"]
+    assert health.health_report(demo_db, DATASET, n_boot=50)["differs_from_majority"] is None

@@ -88,9 +88,14 @@ def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, 
     table = health.powered_table(report)
     assert [row["category"] for row in table] == [*sorted(strata), "all"]
     everything = table[-1]
-    sentence = re.search(r"With the predictions judge on every item.*?plain one\.", report["methods"]).group(0)
-    for column in ("prediction-powered invalid % (95% CI)", "agreement %", "worth (human answers)"):
-        assert everything[column] in sentence, (column, everything[column], sentence)
+    sentence = re.search(r"With the predictions judge on every item.*?categories\.", report["methods"]).group(0)
+    shown = re.fullmatch(r"([\d.]+) \(([\d.]+) to ([\d.]+)\)", everything["prediction-powered invalid % (95% CI)"])
+    assert "{}% (95% CI {} to {})".format(*shown.groups()) in sentence, sentence
+    assert f"{everything['agreement %']}% of the decided items" in sentence
+    if everything["reported"] == "prediction-powered":  # worth: as many answers as a plain interval that narrow needs
+        assert f"as narrow as {everything['worth (answers)']} human answers would give" in sentence
+    else:
+        assert everything["worth (answers)"] == str(everything["decided"]) and "overall not" in sentence
     narrower = sum(row["reported"] == "prediction-powered" for row in table[:-1])
     assert f"in {narrower} of {len(table) - 1} categories" in sentence
     card = health.report_markdown(report)
@@ -290,5 +295,7 @@ def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that
     assert row["run"] == "clip" and row["plain"] == plain["valid"] and row["plain_interval"] == plain["valid_interval"]
     assert row["interval"][0] <= row["prediction_powered"] <= row["interval"][1] and row["worth_human_answers"] > 0
     (shown,) = health.powered_leaderboard_table(report)
-    assert f"clip {shown['prediction-powered valid items % (95% CI)']}" in report["methods"]
+    low, high = row["interval"]
+    assert f"clip {row['prediction_powered']:.2f}% (95% CI {low:.2f} to {high:.2f})" in report["methods"]
+    assert shown["prediction-powered valid items % (95% CI)"].startswith(f"{row['prediction_powered']:.2f} (")
     assert "| clip |" in health.report_markdown(report).split("## Prediction-powered")[1]

@@ -97,8 +97,8 @@ def test_a_census_is_exact_whatever_the_predictor():
 
 
 def test_a_useless_predictor_gives_back_the_plain_interval():
-    """A constant prediction carries nothing: lambda 0, the worth is the n people decided, and the
-    reported interval is the plain, exact one."""
+    """A constant prediction carries nothing: lambda 0, the reported interval is the plain, exact one,
+    and the worth is the n people decided."""
     outcomes, predicted, drawn = drawn_population(9)
     constant = np.full(400, 0.3)
     found = powered_stratum_share(outcomes[drawn], constant[drawn], constant)
@@ -262,7 +262,6 @@ def test_valid_accuracy_with_a_prediction_that_carries_nothing_is_the_plain_rati
         n_boot=20,
     )
     assert powered.estimate[0] == pytest.approx(float(plain.estimate[0]), rel=1e-12)
-    assert powered.worth[0] == pytest.approx(100)  # the 40 + 60 answers given, nothing added
 
 
 def test_valid_accuracy_of_a_census_is_exact():
@@ -283,3 +282,13 @@ def test_valid_accuracy_intervals_cover_the_truth(agreement):
         found = accuracy_of(world)
         held += found.low[0] <= truth <= found.high[0]
     assert held / 200 >= 0.93
+
+
+def test_the_worth_is_the_answers_a_plain_interval_as_narrow_would_need():
+    """n (w_plain / w_reported)^2: the interval of 100 answers at half the width is worth 400."""
+    from foil_studio.analysis.health import Share
+    from foil_studio.analysis.prediction_powered import worth
+
+    plain, narrow = Share(0.3, 0.2, 0.4, 30, 100, 1000), Share(0.3, 0.25, 0.35, 30, 100, 1000)
+    assert worth(100, plain, narrow) == pytest.approx(400)
+    assert worth(100, plain, plain) == 100.0  # the plain interval reported: the answers given

@@ -24,8 +24,9 @@ The contract (docs/statistics.md, "Prediction-powered estimates"):
   side: the true share moves in steps of one item, which matters when few are left undrawn.
   Where that interval is not narrower than the plain one (`health.stratum_share`,
   `health.stratified_share`), the plain one is reported: a useless predictor never widens it.
-* **Worth.** The effective number of human answers the predictions were worth: n times the plain
-  estimator's variance over the prediction-powered one's (the same n when the predictor adds nothing).
+* **Worth.** The human answers the reported interval is worth: n (w_plain / w_reported)^2, the
+  answers a plain interval of the reported width would need (widths shrink as 1 / sqrt(n)); n
+  where the plain interval is reported.
 
 Pure functions of arrays; `annotate.health` reads the outcomes and predictions off the store.
 """
@@ -53,7 +54,7 @@ class Powered:
     variance: float  # the prediction-powered estimate's design variance
     weight: float | None  # lambda (None for strata combined: each has its own)
     agreement: float  # share of decided items where the predictor (f >= 0.5) and people agree
-    worth: float  # effective number of human answers (n where the predictor adds nothing)
+    worth: float  # the human answers the reported interval is worth (n where the plain one is reported)
 
     @property
     def used(self) -> bool:
@@ -77,7 +78,6 @@ class Powered:
 class _Stratum:
     estimate: float
     variance: float
-    plain_variance: float
     weight: float
 
 
@@ -95,7 +95,7 @@ def power_weight(outcomes: np.ndarray, predicted: np.ndarray) -> float:
 
 
 def _stratum(outcomes: np.ndarray, predicted: np.ndarray, population_mean: float, size: int) -> _Stratum:
-    """A stratum's difference estimate, its design variance and the plain estimator's variance."""
+    """A stratum's difference estimate and its design variance."""
     y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
     n = len(y)
     weight = power_weight(y, f)
@@ -104,9 +104,7 @@ def _stratum(outcomes: np.ndarray, predicted: np.ndarray, population_mean: float
     spent = 2 if weight != 0 else 1  # lambda estimated from the same items
     smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))  # two disagreements' worth
     spread = float(np.sum((residuals - residuals.mean()) ** 2)) / max(n - spent, 1) + smallest
-    plain_spread = (float(np.var(y, ddof=1)) if n > 1 else 0.0) + smallest  # smoothed alike: worth n at lambda 0
-    correction = 1 - n / size
-    return _Stratum(estimate, correction * spread / n, correction * plain_spread / n, weight)
+    return _Stratum(estimate, (1 - n / size) * spread / n, weight)
 
 
 def _check(outcomes: np.ndarray, predicted: np.ndarray, population: np.ndarray) -> None:
@@ -143,9 +141,10 @@ def powered_stratum_share(outcomes: Any, predicted: Any, population: Any, level:
     found = _stratum(y, f, float(everything.mean()), size)
     plain = stratum_share(invalid, n, size, level)
     powered = _interval(found.estimate, found.variance, n, 1, invalid, size, level)
-    worth = n * found.plain_variance / found.variance if found.variance > 0 else float(size)
     reported = powered if _width(powered) < _width(plain) else plain
-    return Powered(reported, plain, powered, found.variance, found.weight, _agreement([y], [f]), worth)
+    return Powered(
+        reported, plain, powered, found.variance, found.weight, _agreement([y], [f]), worth(n, plain, reported)
+    )
 
 
 def powered_stratified_share(
@@ -166,13 +165,11 @@ def powered_stratified_share(
     found = [_stratum(y, f, float(whole.mean()), len(whole)) for y, f, whole in zip(ys, fs, everything, strict=True)]
     estimate = float(weights @ [s.estimate for s in found])
     variance = float(weights**2 @ [s.variance for s in found])
-    plain_variance = float(weights**2 @ [s.plain_variance for s in found])
     invalid, n = int(sum(y.sum() for y in ys)), int(sum(len(y) for y in ys))
     plain = stratified_share([int(y.sum()) for y in ys], [len(y) for y in ys], [len(w) for w in everything], level)
     powered = _interval(estimate, variance, n, len(strata), invalid, int(sizes.sum()), level)
-    worth = n * plain_variance / variance if variance > 0 else float(sizes.sum())
     reported = powered if _width(powered) < _width(plain) else plain
-    return Powered(reported, plain, powered, variance, None, _agreement(ys, fs), worth)
+    return Powered(reported, plain, powered, variance, None, _agreement(ys, fs), worth(n, plain, reported))
 
 
 def _interval(estimate: float, variance: float, n: int, n_strata: int, invalid: int, size: int, level: float) -> Share:
@@ -192,6 +189,18 @@ def _width(share: Share) -> float:
     return share.high - share.low
 
 
+def worth(n: int, plain: Share, reported: Share) -> float:
+    """The human answers the reported interval is worth: n (w_plain / w_reported)^2, n when the plain
+    interval is the one reported (or the reported one has no width: a census).
+
+    >>> worth(100, Share(0.3, 0.2, 0.4, 30, 100, 1000), Share(0.3, 0.25, 0.35, 30, 100, 1000))
+    400.0
+    """
+    if reported is plain or _width(reported) <= 0:
+        return float(n)
+    return round(n * (_width(plain) / _width(reported)) ** 2, 6)
+
+
 @dataclass(frozen=True)
 class PoweredAccuracy:
     """Each run's accuracy on valid items, prediction-powered, beside the plain estimate (`plain`,
@@ -202,7 +211,6 @@ class PoweredAccuracy:
     low: np.ndarray
     high: np.ndarray
     variance: np.ndarray
-    worth: np.ndarray  # per run: the human answers the predictions were worth
 
 
 def powered_valid_accuracy(
@@ -236,12 +244,12 @@ def powered_valid_accuracy(
     ]
     for y, f, _, whole, _ in parts:
         _check(1 - y, 1 - f, 1 - whole)
-    estimate, variance, plain_variance = (np.zeros(len(runs)) for _ in range(3))
+    estimate, variance = np.zeros(len(runs)), np.zeros(len(runs))
     for r in range(len(runs)):
         plain = _ratio(parts, r, None)
         weights = [_ratio_weight(y, f, c[:, r], plain) for y, f, c, _, _ in parts]
         estimate[r] = _ratio(parts, r, weights)
-        variance[r], plain_variance[r] = _ratio_variance(parts, r, weights, estimate[r])
+        variance[r] = _ratio_variance(parts, r, weights, estimate[r])
     n = sum(len(y) for y, *_ in parts)
     low, high = np.zeros(len(runs)), np.zeros(len(runs))
     for r in range(len(runs)):
@@ -252,9 +260,7 @@ def powered_valid_accuracy(
             low[r], high[r] = float(a), float(b)
         else:
             low[r] = high[r] = clipped
-    with np.errstate(divide="ignore", invalid="ignore"):
-        worth = np.where(variance > 0, n * plain_variance / variance, float(n))
-    return PoweredAccuracy(list(runs), estimate, low, high, variance, worth)
+    return PoweredAccuracy(list(runs), estimate, low, high, variance)
 
 
 Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -279,10 +285,10 @@ def _ratio_weight(y: np.ndarray, f: np.ndarray, credit: np.ndarray, accuracy: fl
     return power_weight(y * (credit - accuracy), f * (credit - accuracy))
 
 
-def _ratio_variance(parts: Sequence[Part], run: int, weights: Sequence[float], accuracy: float) -> tuple[float, float]:
-    """The linearised variance of the ratio, prediction-powered and plain (weight 0), each stratum's
-    residual variance with two disagreements' worth added, over the estimated valid total squared."""
-    powered = plain = valid_total = 0.0
+def _ratio_variance(parts: Sequence[Part], run: int, weights: Sequence[float], accuracy: float) -> float:
+    """The linearised variance of the ratio, each stratum's residual variance with two
+    disagreements' worth added, over the estimated valid total squared."""
+    powered = valid_total = 0.0
     for (y, f, c, whole, _), weight in zip(parts, weights, strict=True):
         n, size = len(y), len(whole)
         linear = y * (c[:, run] - accuracy)
@@ -290,11 +296,6 @@ def _ratio_variance(parts: Sequence[Part], run: int, weights: Sequence[float], a
         smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))
         spent = 2 if weight != 0 else 1
         spread = float(np.sum((residual - residual.mean()) ** 2)) / max(n - spent, 1) + smallest
-        plain_spread = (float(np.var(linear, ddof=1)) if n > 1 else 0.0) + smallest
-        factor = size**2 * (1 - n / size) / n
-        powered += factor * spread
-        plain += factor * plain_spread
+        powered += size**2 * (1 - n / size) / n * spread
         valid_total += weight * float(whole.sum()) + size / n * float(np.sum(y - weight * f))
-    if valid_total <= 0:
-        return 0.0, 0.0
-    return powered / valid_total**2, plain / valid_total**2
+    return powered / valid_total**2 if valid_total > 0 else 0.0

@@ -129,6 +129,11 @@ report = health_report(
     db, str(paths.db_path()), dataset, predictions, consensus, store.dataset_fingerprint(db, dataset)
 )
 overall = report["overall"]
+if report["differs_from_majority"] is not None:
+    st.caption(
+        f"Dawid-Skene decides {report['differs_from_majority']} of the decided items otherwise than the majority "
+        "answer would (the same figures as majority when it decides none otherwise)."
+    )
 if overall["invalid_share"] is not None:
     first, second, third = st.columns(3)
     for column, label, share in (
@@ -186,9 +191,10 @@ st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="
 if health.powered_table(report):
     st.subheader(f"Prediction-powered invalid shares (predictions: {report['prediction_powered']['predictions']})")
     st.caption(
-        "The plain share from people's answers alone beside the one that also uses the predictions on every item; "
-        "the report takes the narrower. Agreement: predictor and people on the decided items. Worth: the human "
-        "answers the predictions were worth."
+        "Plain: from people's answers on the drawn items alone. Prediction-powered: the same answers together "
+        "with the predictor's output on every item. The report's figures take whichever interval is narrower "
+        "(the 'reported' column). Agreement: how often predictor and people agree on the decided items. Worth: "
+        "how many human answers a plain interval as narrow as the reported one would need."
     )
     st.dataframe(pd.DataFrame(health.powered_table(report)), hide_index=True, width="stretch")
     if health.powered_leaderboard_table(report):

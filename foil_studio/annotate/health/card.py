@@ -24,6 +24,14 @@ OUTCOME_RULE = {
 }
 
 
+def _changed(report: Mapping[str, Any]) -> str:
+    """How many outcomes a rule other than the majority decided otherwise ("" for the majority)."""
+    differs = report.get("differs_from_majority")
+    if differs is None:
+        return ""
+    return f"It decides {differs} of the decided items otherwise than the majority answer would. "
+
+
 def methods_paragraph(report: Mapping[str, Any]) -> str:
     """The report's methods paragraph: every number in it is a figure of the report's tables."""
     design, overall = report["design"], report["overall"]
@@ -36,7 +44,8 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
         f"batch{'es' if len(design['batches']) != 1 else ''}).",
         f"Each drawn item was validated by {' or '.join(map(str, overlaps))} annotators, who judged whether the "
         f"altered caption is wrong for the image; {OUTCOME_RULE[report.get('consensus', 'majority')]} "
-        f"{design['decided']} of the {design['drawn']} drawn items are decided.",
+        + _changed(report)
+        + f"{design['decided']} of the {design['drawn']} drawn items are decided.",
     ]
     if overall["invalid_share"] is not None:
         covers = (
@@ -182,7 +191,7 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "prediction-powered invalid % (95% CI)": share_text(row["prediction_powered"]),
             "reported": row["reported"],
             "agreement %": figure(100 * row["agreement"], 1),
-            "worth (human answers)": figure(row["worth_human_answers"], 0),
+            "worth (answers)": figure(row["worth_human_answers"], 0),
         }
         for row in rows
     ]
@@ -198,7 +207,7 @@ def powered_leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]
             "plain valid items % (95% CI)": _with_interval(row["plain"], row["plain_interval"]),
             "prediction-powered valid items % (95% CI)": _with_interval(row["prediction_powered"], row["interval"]),
             "reported": row["reported"],
-            "worth (human answers)": figure(row["worth_human_answers"], 0),
+            "worth (answers)": figure(row["worth_human_answers"], 0),
         }
         for row in board.get("runs", [])
     ]
@@ -215,19 +224,32 @@ def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
     return [
         f"With the predictions {powered['predictions']} on every item (they agree with people on "
         f"{figure(100 * overall['agreement'], 1)}% of the decided items), the prediction-powered invalid share is "
-        f"{share_text(overall['prediction_powered'])}% overall (the difference estimator with a power-tuned weight, "
-        f"PPI++, per category; Korn and Graubard's interval widened by one item each way), worth "
-        f"{figure(overall['worth_human_answers'], 0)} human answers against the {overall['plain']['decided']} given; "
-        f"it is the narrower interval in {narrower} of {len(categories)} "
-        f"categor{'y' if len(categories) == 1 else 'ies'}, where the report takes it over the plain one."
+        f"{_percent(overall['prediction_powered'])} overall (the difference estimator with a power-tuned weight, "
+        "PPI++, per category; Korn and Graubard's interval widened by one item each way). The report takes it "
+        f"where its interval is the narrower: overall {_taken(overall)}, and in {narrower} of {len(categories)} "
+        f"categor{'y' if len(categories) == 1 else 'ies'}."
     ] + _powered_board_sentence(report)
+
+
+def _taken(row: Mapping[str, Any]) -> str:
+    """Whether the overall interval reported is the prediction-powered one, and what it is worth."""
+    if row["reported"] != "prediction-powered":
+        return "not (the plain interval is narrower)"
+    return (
+        f"yes, an interval as narrow as {figure(row['worth_human_answers'], 0)} human answers would give, "
+        f"against the {row['plain']['decided']} given"
+    )
 
 
 def _powered_board_sentence(report: Mapping[str, Any]) -> list[str]:
     rows = powered_leaderboard_table(report)
     if not rows:
         return []
-    parts = [f"{row['run']} {row['prediction-powered valid items % (95% CI)']}" for row in rows]
+    board = report["prediction_powered"]["leaderboard"]["runs"]
+    parts = [
+        f"{row['run']} {row['prediction_powered']:.2f}% (95% CI {row['interval'][0]:.2f} to {row['interval'][1]:.2f})"
+        for row in board
+    ]
     return [
         "With each run's credit on every item and the predicted validity (1 minus the prediction), accuracy on "
         "valid items prediction-powered (a ratio of difference estimators, one power-tuned weight per category "

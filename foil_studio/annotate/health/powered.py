@@ -149,10 +149,15 @@ def powered_leaderboard(
         runs,
     )
     plain = {row["run"]: row for row in board["runs"]}
+    n = len(sample.outcomes)
     rows = []
     for r, name in enumerate(runs):
         interval = [round(100 * float(found.low[r]), 2), round(100 * float(found.high[r]), 2)]
-        narrower = interval[1] - interval[0] < plain[name]["valid_interval"][1] - plain[name]["valid_interval"][0]
+        width, plain_width = (
+            interval[1] - interval[0],
+            plain[name]["valid_interval"][1] - plain[name]["valid_interval"][0],
+        )
+        narrower = width < plain_width
         rows.append(
             {
                 "run": name,
@@ -161,7 +166,8 @@ def powered_leaderboard(
                 "prediction_powered": round(100 * float(found.estimate[r]), 2),
                 "interval": interval,
                 "reported": "prediction-powered" if narrower else "plain",
-                "worth_human_answers": round(float(found.worth[r]), 1),
+                # as for the shares: the answers a plain interval this narrow would need
+                "worth_human_answers": round(n * (plain_width / width) ** 2, 1) if narrower and width > 0 else float(n),
             }
         )
     return {"runs": rows, "skipped": skipped}

@@ -115,6 +115,8 @@ def health_report(
     report: dict[str, Any] = {
         "dataset": dataset,
         "consensus": consensus,
+        # how many decided items the rule chosen decides otherwise than the majority (None for the majority)
+        "differs_from_majority": _differs_from_majority(db, dataset, sample) if consensus != "majority" else None,
         "design": _design_summary(batches, sizes, counts),
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "own_verdicts": None if own is None else own["measures"],
@@ -136,6 +138,11 @@ def health_report(
             )
     report["methods"] = methods_paragraph(report)
     return report
+
+
+def _differs_from_majority(db: sqlite_utils.Database, dataset: str, sample: Any) -> int:
+    majority = read_sample(db, dataset).outcomes
+    return sum(majority.get(item) != outcome for item, outcome in sample.outcomes.items())
 
 
 def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
