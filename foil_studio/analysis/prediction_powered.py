@@ -45,8 +45,8 @@ from foil_studio.analysis.health import LEVEL, Share, korn_graubard, stratified_
 @dataclass(frozen=True)
 class Powered:
     """One prediction-powered share beside the plain one: which is reported (`share`), the power
-    weight, the predictor's agreement with people on the decided items, and the human answers the
-    predictions were worth."""
+    weight, the predictor's agreement with people on the decided items, and the reported interval's
+    worth in human answers (`worth`)."""
 
     share: Share  # the reported interval: `powered` where narrower, else `plain`
     plain: Share
@@ -203,8 +203,8 @@ def worth(n: int, plain: Share, reported: Share) -> float:
 
 @dataclass(frozen=True)
 class PoweredAccuracy:
-    """Each run's accuracy on valid items, prediction-powered, beside the plain estimate (`plain`,
-    `health.valid_accuracy`'s): the reported interval per run is the narrower of the two."""
+    """Each run's accuracy on valid items, prediction-powered, with its interval and variance
+    (`annotate.health.powered` sets it beside `health.valid_accuracy`'s and reports the narrower)."""
 
     runs: list[str]
     estimate: np.ndarray  # per run, prediction-powered
