@@ -68,7 +68,7 @@ def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name
     columns = store.run_columns(db, int(row["id"]))
     if columns.scores is None:
         raise HealthError(f"run {run!r} holds no scores")
-    # every caption-pair kind holds its positive and its negative as captions 0 and 1 of image 0
+    # an item of every caption-pair item kind holds its positive and its negative as captions 0 and 1 of image 0
     altered = columns.scores[:, 0, 1] if columns.scores.ndim == 3 else columns.scores[:, 1]
     scored = dict(zip(columns.item_ids.tolist(), altered.tolist(), strict=True))
     missing = [source for item, source, _ in frame if item not in scored]
