@@ -196,9 +196,14 @@ def worth(n: int, plain: Share, reported: Share) -> float:
     >>> worth(100, Share(0.3, 0.2, 0.4, 30, 100, 1000), Share(0.3, 0.25, 0.35, 30, 100, 1000))
     400.0
     """
-    if reported is plain or _width(reported) <= 0:
+    return worth_of_widths(n, _width(plain), _width(reported) if reported is not plain else None)
+
+
+def worth_of_widths(n: int, plain_width: float, powered_width: float | None) -> float:
+    """`worth` from the widths (any unit): `powered_width` None, not narrower, or 0 gives n."""
+    if powered_width is None or not 0 < powered_width < plain_width:
         return float(n)
-    return round(n * (_width(plain) / _width(reported)) ** 2, 6)
+    return round(n * (plain_width / powered_width) ** 2, 6)
 
 
 @dataclass(frozen=True)

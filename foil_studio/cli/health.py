@@ -141,8 +141,6 @@ def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> di
 
     for run in args.runs or ():  # refused before the card is made, answered items or not
         store.get_run(db, args.dataset, run)
-    if args.predictions:  # refused before the card is made, as a run is
-        store.get_predictions(db, args.dataset, args.predictions)
     report = health_report(
         db,
         args.dataset,

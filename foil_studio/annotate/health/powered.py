@@ -14,6 +14,7 @@ from foil_studio.analysis.prediction_powered import (
     powered_stratified_share,
     powered_stratum_share,
     powered_valid_accuracy,
+    worth_of_widths,
 )
 from foil_studio.annotate.health.sample import HEALTH_KINDS, HealthError, HealthSample, run_credits
 from foil_studio.data import store
@@ -166,8 +167,7 @@ def powered_leaderboard(
                 "prediction_powered": round(100 * float(found.estimate[r]), 2),
                 "interval": interval,
                 "reported": "prediction-powered" if narrower else "plain",
-                # as for the shares: the answers a plain interval this narrow would need
-                "worth_human_answers": round(n * (plain_width / width) ** 2, 1) if narrower and width > 0 else float(n),
+                "worth_human_answers": round(worth_of_widths(n, plain_width, width), 1),
             }
         )
     return {"runs": rows, "skipped": skipped}

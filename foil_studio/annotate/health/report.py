@@ -24,6 +24,7 @@ from foil_studio.annotate.health.sample import (
     HEALTH_KINDS,
     SHARES,
     HealthError,
+    item_outcomes,
     read_sample,
     run_credits,
 )
@@ -99,6 +100,8 @@ def health_report(
     accuracy on all items (published) and on valid items, with paired differences. With `predictions`
     (a prediction set's name), the invalid shares also prediction-powered (`prediction_powered`).
     `consensus` says how validations become an item's outcome (`CONSENSUS`; the report records it)."""
+    # read (or refused) before the sample: a name that is not there fails at once
+    found = store.get_predictions(db, dataset, predictions) if predictions is not None else {}
     sample = read_sample(db, dataset, consensus)
     batches, drawn, outcomes, sizes, counts = (
         sample.batches,
@@ -127,7 +130,6 @@ def health_report(
         "leaderboard": None,
         "prediction_powered": None,
     }
-    found = store.get_predictions(db, dataset, predictions) if predictions is not None else {}
     if predictions is not None:
         report["prediction_powered"] = powered_shares(sample, found, predictions)
     if decided:
@@ -141,7 +143,7 @@ def health_report(
 
 
 def _differs_from_majority(db: sqlite_utils.Database, dataset: str, sample: Any) -> int:
-    majority = read_sample(db, dataset).outcomes
+    majority = item_outcomes(db, dataset)
     return sum(majority.get(item) != outcome for item, outcome in sample.outcomes.items())
 
 
