@@ -121,7 +121,8 @@ def _check(outcomes: np.ndarray, predicted: np.ndarray, population: np.ndarray) 
         raise ValueError("outcomes must be 0 (valid or ambiguous) or 1 (invalid)")
 
 
-def _agreement(outcomes: Sequence[np.ndarray], predicted: Sequence[np.ndarray]) -> float:
+def agreement(outcomes: Sequence[np.ndarray], predicted: Sequence[np.ndarray]) -> float:
+    """The share of decided items where the predictor (f >= 0.5 as invalid) and people agree."""
     y, f = np.concatenate([np.asarray(o, dtype=float) for o in outcomes]), np.concatenate(predicted)
     return float(np.mean((f >= 0.5) == (y == 1)))
 
@@ -140,10 +141,10 @@ def powered_stratum_share(outcomes: Any, predicted: Any, population: Any, level:
     size, n, invalid = len(everything), len(y), int(y.sum())
     found = _stratum(y, f, float(everything.mean()), size)
     plain = stratum_share(invalid, n, size, level)
-    powered = _interval(found.estimate, found.variance, n, 1, invalid, size, level)
+    powered = difference_interval(found.estimate, found.variance, n, 1, invalid, size, level)
     reported = powered if _width(powered) < _width(plain) else plain
     return Powered(
-        reported, plain, powered, found.variance, found.weight, _agreement([y], [f]), worth(n, plain, reported)
+        reported, plain, powered, found.variance, found.weight, agreement([y], [f]), worth(n, plain, reported)
     )
 
 
@@ -167,12 +168,14 @@ def powered_stratified_share(
     variance = float(weights**2 @ [s.variance for s in found])
     invalid, n = int(sum(y.sum() for y in ys)), int(sum(len(y) for y in ys))
     plain = stratified_share([int(y.sum()) for y in ys], [len(y) for y in ys], [len(w) for w in everything], level)
-    powered = _interval(estimate, variance, n, len(strata), invalid, int(sizes.sum()), level)
+    powered = difference_interval(estimate, variance, n, len(strata), invalid, int(sizes.sum()), level)
     reported = powered if _width(powered) < _width(plain) else plain
-    return Powered(reported, plain, powered, variance, None, _agreement(ys, fs), worth(n, plain, reported))
+    return Powered(reported, plain, powered, variance, None, agreement(ys, fs), worth(n, plain, reported))
 
 
-def _interval(estimate: float, variance: float, n: int, n_strata: int, invalid: int, size: int, level: float) -> Share:
+def difference_interval(
+    estimate: float, variance: float, n: int, n_strata: int, invalid: int, size: int, level: float = LEVEL
+) -> Share:
     """Korn and Graubard's interval on the difference estimate (clipped to [0, 1]); a census is exact."""
     clipped = min(max(estimate, 0.0), 1.0)
     if variance <= 0:

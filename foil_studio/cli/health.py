@@ -11,7 +11,7 @@ import sqlite_utils
 
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.analysis.metrics import TIE_RULES
-from foil_studio.annotate.health.sample import CONSENSUS
+from foil_studio.annotate.health.sample import CONSENSUS, STRATEGIES
 from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, SEED, UsageError, arg, command
 from foil_studio.data import store
 
@@ -61,11 +61,19 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     *HEALTH_DRAW,
     arg("--target", choices=("share", "rank"), default="share", help="what the new items should sharpen"),
     arg("--runs", nargs=2, metavar=("A", "B"), help="with --target rank: the two runs whose order matters"),
+    arg(
+        "--strategy",
+        choices=STRATEGIES,
+        default="neyman",
+        help="within a category: at random (neyman), or more often where --predictions are unsure (active)",
+    ),
+    arg("--predictions", metavar="NAME", help="with --strategy active: the predictions whose uncertainty draws"),
 )
 def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
     Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
-    interval of two runs' accuracy difference on valid items."""
+    interval of two runs' accuracy difference on valid items. `--strategy active` draws each
+    category's items on their own coins, more often where the predictions are unsure."""
     from foil_studio.annotate.health import HealthError, health_batches
 
     if not health_batches(db, args.dataset):
@@ -73,7 +81,17 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
             f"{args.dataset} has no health sample yet: draw a health sample first with "
             f"`./foil health sample {args.dataset} --budget N`"
         )
-    return _health_batch(db, args, allocation="neyman", target=args.target, runs=tuple(args.runs or ()))
+    if args.predictions is not None and args.strategy != "active":
+        raise UsageError("--predictions goes with --strategy active (a random draw uses none)")
+    return _health_batch(
+        db,
+        args,
+        allocation="neyman",
+        target=args.target,
+        runs=tuple(args.runs or ()),
+        strategy=args.strategy,
+        predictions=args.predictions,
+    )
 
 
 @command(

@@ -24,6 +24,42 @@ OUTCOME_RULE = {
 }
 
 
+# How the shares are estimated, by the report's `estimator`: a random sample per category, or rounds
+# (a sample with an active batch, `analysis.active_sampling`).
+ESTIMATORS = {
+    "stratified": "stratified estimator; per category, exact intervals for sampling without replacement, from the "
+    "hypergeometric distribution; overall, Korn and Graubard's exact interval on the design-based effective sample "
+    "size, where a category that showed no invalid item, or only invalid ones, enters the variance as if one more of "
+    "each had been drawn",
+    "rounds": "per category, each round's estimate of what the rounds before it left undrawn, weighted by its "
+    "inclusion probabilities (a run of random batches one round, an active batch one of its own), the rounds "
+    "averaged by their decided items; Korn and Graubard's interval on the design variance, widened by one item "
+    "each way; overall, the categories weighted by their sizes",
+}
+
+
+def _design_sentence(report: Mapping[str, Any], allocations: Sequence[str]) -> str:
+    """What was drawn, how, in how many batches, and which drew with a predictor's uncertainty."""
+    design = report["design"]
+    count = len(design["batches"])
+    active = [b for b in design["batches"] if b["strategy"] == "active"]
+    sentence = (
+        f"We drew a stratified {'random ' if not active else ''}sample without replacement of {design['drawn']} of "
+        f"the {design['items']} items of {report['dataset']} with a negative caption (strata: its "
+        f"{design['categories']} categories; {' then '.join(allocations)} allocation; {count} "
+        f"batch{'es' if count != 1 else ''})."
+    )
+    if not active:
+        return sentence
+    names = ", ".join(dict.fromkeys(str(b["predictions"]) for b in active))
+    return sentence + (
+        f" {len(active)} of the batches drew actively: within each category every item not drawn before on its own "
+        f"coin, with a probability that grows with the uncertainty of the predictions {names}, sqrt(f (1 - f)), "
+        f"{figure(100 * active[0]['floor_share'], 0)}% of each probability spread evenly over the items so that none "
+        "is left out; the others drew at random."
+    )
+
+
 def _changed(report: Mapping[str, Any]) -> str:
     """How many outcomes a rule other than the majority decided otherwise ("" for the majority)."""
     differs = report.get("differs_from_majority")
@@ -38,10 +74,7 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
     allocations = list(dict.fromkeys(b["allocation"] for b in design["batches"]))
     overlaps = sorted({b["overlap"] for b in design["batches"] if b["overlap"]})
     sentences = [
-        f"We drew a stratified random sample without replacement of {design['drawn']} of the {design['items']} "
-        f"items of {report['dataset']} with a negative caption (strata: its {design['categories']} categories; "
-        f"{' then '.join(allocations)} allocation; {len(design['batches'])} "
-        f"batch{'es' if len(design['batches']) != 1 else ''}).",
+        _design_sentence(report, allocations),
         f"Each drawn item was validated by {' or '.join(map(str, overlaps))} annotators, who judged whether the "
         f"altered caption is wrong for the image; {OUTCOME_RULE[report.get('consensus', 'majority')]} "
         + _changed(report)
@@ -55,10 +88,7 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
         )
         sentences.append(
             f"We estimate that {_percent(overall['invalid_share'])} of the negatives are invalid and "
-            f"{_percent(overall['ambiguous_share'])} ambiguous{covers} (stratified estimator; per category, exact "
-            "intervals for sampling without replacement, from the hypergeometric distribution; overall, Korn and "
-            "Graubard's exact interval on the design-based effective sample size, where a category that showed no "
-            "invalid item, or only invalid ones, enters the variance as if one more of each had been drawn)."
+            f"{_percent(overall['ambiguous_share'])} ambiguous{covers} ({ESTIMATORS[report['estimator']]})."
         )
         sentences += _own_sentences(report)
         sentences += _powered_sentence(report)
@@ -125,8 +155,15 @@ def _with_interval(value: float | None, interval: Sequence[float] | None) -> str
 
 
 def design_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The sample's batches: allocation, target, seed, items drawn, annotators per item."""
-    keys = {"batch": "batch", "allocation": "allocation", "target": "target", "seed": "seed", "drawn": "drawn"}
+    """The sample's batches: allocation, draw (random or active), target, seed, items drawn, annotators per item."""
+    keys = {
+        "batch": "batch",
+        "allocation": "allocation",
+        "draw": "strategy",
+        "target": "target",
+        "seed": "seed",
+        "drawn": "drawn",
+    }
     return [
         {**{label: b[key] for label, key in keys.items()}, "annotators per item": b["overlap"]}
         for b in report["design"]["batches"]

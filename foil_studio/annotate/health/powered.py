@@ -10,12 +10,18 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from foil_studio.analysis import active_sampling as active
+from foil_studio.analysis.health import Share
 from foil_studio.analysis.prediction_powered import (
+    Powered,
+    agreement,
     powered_stratified_share,
     powered_stratum_share,
     powered_valid_accuracy,
+    worth,
     worth_of_widths,
 )
+from foil_studio.annotate.health.rounds import round_estimates
 from foil_studio.annotate.health.sample import HEALTH_KINDS, HealthError, HealthSample, run_credits
 from foil_studio.data import store
 from foil_studio.data.prediction_files import match_predictions
@@ -99,6 +105,8 @@ def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name:
     result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None, "leaderboard": None}
     if not parts:
         return result
+    if sample.active:
+        return result | _by_rounds(sample, predictions, parts)
     result["by_category"] = [
         {"category": c, **powered_stratum_share(y, f, everything).as_dict()} for c, (y, f, everything) in parts.items()
     ]
@@ -109,6 +117,41 @@ def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name:
     )
     result["overall"] = {"covers": sum(len(sample.frame[c]) for c in parts), **overall.as_dict()}
     return result
+
+
+def _by_rounds(
+    sample: HealthSample, predictions: Mapping[int, float], parts: Mapping[str, tuple[np.ndarray, ...]]
+) -> dict[str, Any]:
+    """The shares of a sample with an active batch, plain and prediction-powered, from its rounds."""
+    counted = frozenset({"invalid"})
+    plain, powered = round_estimates(sample, counted), round_estimates(sample, counted, predictions)
+    by_category = []
+    for category, (y, f, _) in parts.items():
+        size = len(sample.frame[category])
+        found = _side_by_side(
+            active.stratum_share(plain[category], size),
+            active.stratum_share(powered[category], size),
+            powered[category].variance,
+            powered[category].weight,
+            agreement([y], [f]),
+        )
+        by_category.append({"category": category, **found.as_dict()})
+    sizes = [len(sample.frame[c]) for c in parts]
+    weights = np.array(sizes, dtype=float) / sum(sizes)
+    overall = _side_by_side(
+        active.stratified_share([plain[c] for c in parts], sizes),
+        active.stratified_share([powered[c] for c in parts], sizes),
+        float(weights**2 @ [powered[c].variance for c in parts]),
+        None,
+        agreement([y for y, _, _ in parts.values()], [f for _, f, _ in parts.values()]),
+    )
+    return {"by_category": by_category, "overall": {"covers": sum(sizes), **overall.as_dict()}}
+
+
+def _side_by_side(plain: Share, powered: Share, variance: float, weight: float | None, agreed: float) -> Powered:
+    """The plain and the prediction-powered share, the narrower reported."""
+    reported = powered if powered.high - powered.low < plain.high - plain.low else plain
+    return Powered(reported, plain, powered, variance, weight, agreed, worth(plain.decided, plain, reported))
 
 
 def _category(

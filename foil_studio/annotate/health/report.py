@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from foil_studio.analysis import active_sampling as active
 from foil_studio.analysis import health as h
+from foil_studio.analysis.active_sampling import RoundEstimate
 from foil_studio.analysis.audit import stored_or_fitted
 from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, source_format
 from foil_studio.annotate.agreement import COEFFICIENTS
@@ -19,11 +21,13 @@ from foil_studio.annotate.baselines import dataset_baseline
 from foil_studio.annotate.batch_reports import batch_agreement
 from foil_studio.annotate.health.card import methods_paragraph
 from foil_studio.annotate.health.powered import powered_leaderboard, powered_shares
+from foil_studio.annotate.health.rounds import round_estimates
 from foil_studio.annotate.health.sample import (
     DESIGN_KEY,
     HEALTH_KINDS,
     SHARES,
     HealthError,
+    HealthSample,
     item_outcomes,
     read_sample,
     run_credits,
@@ -113,7 +117,8 @@ def health_report(
     if not batches:
         raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
     own = own_shares(db, dataset)
-    strata = [_stratum_row(c, sizes[c], counts.get(c), own) for c in sorted(sizes)]
+    by_rounds = _round_shares(sample) if sample.active else None
+    strata = [_stratum_row(c, sizes[c], counts.get(c), own, by_rounds) for c in sorted(sizes)]
     decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
     report: dict[str, Any] = {
         "dataset": dataset,
@@ -124,7 +129,8 @@ def health_report(
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "own_verdicts": None if own is None else own["measures"],
         "strata": strata,
-        "overall": _overall(decided, sizes, counts, own),
+        "estimator": "rounds" if sample.active else "stratified",
+        "overall": _overall(decided, sizes, counts, own, by_rounds),
         "hackability": hackability(db, dataset),
         "human_baseline": _human_baseline(db, dataset),
         "leaderboard": None,
@@ -132,7 +138,9 @@ def health_report(
     }
     if predictions is not None:
         report["prediction_powered"] = powered_shares(sample, found, predictions)
-    if decided:
+    if decided and sample.active:
+        report["leaderboard"] = {"runs": [], "skipped": {}, "undefined": ACTIVE_LEADERBOARD}
+    elif decided:
         report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
         if report["prediction_powered"] is not None:
             report["prediction_powered"]["leaderboard"] = powered_leaderboard(
@@ -180,12 +188,30 @@ def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
     }
 
 
+ACTIVE_LEADERBOARD = (
+    "the sample has an active batch (items drawn with unequal probabilities), and accuracy on valid items is "
+    "estimated for random draws only; draw with --strategy neyman for a sample that gives it"
+)
+
+
+def _round_shares(sample: HealthSample) -> dict[str, dict[str, RoundEstimate]]:
+    """Per share of the report, per category with a decided item, its estimate from the rounds."""
+    return {key: round_estimates(sample, frozenset(outcomes.split("+"))) for outcomes, (key, _) in SHARES.items()}
+
+
 def _stratum_row(
-    category: str, size: int, counts: Mapping[str, int] | None, own: Mapping[str, Any] | None
+    category: str,
+    size: int,
+    counts: Mapping[str, int] | None,
+    own: Mapping[str, Any] | None,
+    by_rounds: Mapping[str, Mapping[str, RoundEstimate]] | None,
 ) -> dict[str, Any]:
     counts = counts or {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
     row: dict[str, Any] = {"category": category, "size": size, **counts, **{key: None for key, _ in SHARES.values()}}
-    if counts["decided"]:
+    if counts["decided"] and by_rounds is not None:
+        for key, estimates in by_rounds.items():
+            row[key] = active.stratum_share(estimates[category], size).as_dict()
+    elif counts["decided"]:
         for outcomes, (key, _) in SHARES.items():
             found = sum(counts[o] for o in outcomes.split("+"))
             row[key] = h.stratum_share(found, counts["decided"], size).as_dict()
@@ -195,7 +221,11 @@ def _stratum_row(
 
 
 def _overall(
-    decided: list[str], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]], own: Any
+    decided: list[str],
+    sizes: Mapping[str, int],
+    counts: Mapping[str, Mapping[str, int]],
+    own: Any,
+    by_rounds: Mapping[str, Mapping[str, RoundEstimate]] | None,
 ) -> dict[str, Any]:
     """The stratified shares over the categories with a decided item (`covers`: their items)."""
     overall: dict[str, Any] = {"covers": 0, "size": sum(sizes.values()), **{key: None for key, _ in SHARES.values()}}
@@ -205,6 +235,9 @@ def _overall(
     size = [sizes[c] for c in decided]
     overall |= {"covers": sum(size), "categories_without_decided_items": sorted(set(sizes) - set(decided))}
     for outcomes, (key, _) in SHARES.items():
+        if by_rounds is not None:
+            overall[key] = active.stratified_share([by_rounds[key][c] for c in decided], size).as_dict()
+            continue
         found = [sum(counts[c][o] for o in outcomes.split("+")) for c in decided]
         overall[key] = h.stratified_share(found, n, size).as_dict()
     if own is not None:
@@ -221,6 +254,9 @@ def _design_summary(
             {
                 "batch": b["name"],
                 "allocation": d["allocation"],
+                "strategy": d.get("strategy", "random"),
+                "predictions": d.get("predictions"),
+                "floor_share": d.get("floor_share"),
                 "target": d["target"],
                 "seed": d["seed"],
                 "drawn": sum(s["drawn"] for s in d["strata"].values()),

@@ -3,7 +3,10 @@
 
 Several health batches of one dataset make one sample: each draws, per category, at random from
 the items no earlier health batch drew, so the union is a simple random sample per stratum and
-every drawn item's inclusion probability is (items drawn in its stratum) / (items in it).
+every drawn item's inclusion probability is (items drawn in its stratum) / (items in it). An
+active batch (`health next --strategy active`) draws instead with probabilities that grow with a
+predictor's uncertainty, each recorded given the batches before (`analysis.active_sampling`); a
+sample with one is estimated round by round (`rounds`).
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import sqlite_utils
 
 from foil_studio.analysis import health as h
+from foil_studio.analysis.active_sampling import FLOOR_SHARE, active_inclusion, uncertainty
 from foil_studio.analysis.results import load_run, run_family, source_format
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
 from foil_studio.annotate.consensus import dawid_skene, decisions
@@ -33,6 +37,9 @@ TASK = VALIDATION.name
 HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
 TARGETS = ("share", "rank")
+# How `health next` draws within a category: at random (the categories' sizes by Neyman allocation),
+# or with probabilities that grow with a predictor's uncertainty (`analysis.active_sampling`).
+STRATEGIES = ("neyman", "active")
 # The shares the report estimates, by the outcomes each counts (the names `TruthKey.measures` uses),
 # with the report's key and the words for it.
 SHARES = {
@@ -57,6 +64,10 @@ class SamplePlan:
     sizes: dict[str, int]
     before: dict[str, int]
     drawn: dict[str, list[int]]
+    strategy: str = "neyman"
+    predictions: str | None = None  # the prediction set an active draw followed
+    inclusion: dict[int, float] | None = None  # an active draw's probabilities given the batches before
+    expected: dict[str, int] | None = None  # an active draw's allocation: the items expected per category
 
     @property
     def item_ids(self) -> list[int]:
@@ -67,20 +78,33 @@ class SamplePlan:
         """What the batch records: strata sizes, sample sizes before and now, each new item's
         category and inclusion probability (of the sample as it stands after this draw), the seed."""
         strata = {
-            c: {"size": self.sizes[c], "before": self.before.get(c, 0), "drawn": len(self.drawn.get(c, []))}
+            c: {
+                "size": self.sizes[c],
+                "before": self.before.get(c, 0),
+                "drawn": len(self.drawn.get(c, [])),
+                **({"expected": self.expected.get(c, 0)} if self.expected is not None else {}),
+            }
             for c in self.sizes
         }
+        active = {"strategy": "active", "predictions": self.predictions, "floor_share": FLOOR_SHARE}
         return {
             "allocation": self.allocation,
             "target": self.target,
             "seed": self.seed,
+            **(active if self.strategy == "active" else {}),
             "strata": strata,
             "items": {
-                str(item): {"category": c, "inclusion": round((self.before.get(c, 0) + len(items)) / self.sizes[c], 6)}
+                str(item): {"category": c, "inclusion": self._inclusion(item, c, len(items))}
                 for c, items in self.drawn.items()
                 for item in items
             },
         }
+
+    def _inclusion(self, item: int, category: str, drawn: int) -> float:
+        """A random draw's: of the sample as it stands after it; an active draw's: given the batches before."""
+        if self.inclusion is not None:
+            return round(self.inclusion[item], 9)
+        return round((self.before.get(category, 0) + drawn) / self.sizes[category], 6)
 
 
 def sampling_frame(db: sqlite_utils.Database, dataset: str) -> dict[str, list[int]]:
@@ -120,7 +144,16 @@ def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
 
 
 def _drawn(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
-    return {item: category for _, item, category, _ in store.health_items(db, [b["id"] for b in batches])}
+    return {item: category for _, item, category, _ in _draws(db, batches)}
+
+
+def _draws(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> list[tuple[int, int, str, float]]:
+    return store.health_items(db, [b["id"] for b in batches])
+
+
+def is_active(batch: store.BatchRow) -> bool:
+    """Whether a health batch drew with a predictor's uncertainty (`health next --strategy active`)."""
+    return batch["config"][DESIGN_KEY].get("strategy") == "active"
 
 
 # How an item's validations become its outcome: the majority answer, or the answer Dawid and Skene's
@@ -157,6 +190,13 @@ class HealthSample:
     batches: list[store.BatchRow]
     drawn: dict[int, str]
     outcomes: dict[int, str]
+    batch_of: dict[int, int]  # item -> the id of the batch that drew it
+    inclusion: dict[int, float]  # item -> its recorded inclusion probability
+
+    @property
+    def active(self) -> bool:
+        """Whether a batch of the sample drew with a predictor's uncertainty (unequal probabilities)."""
+        return any(is_active(b) for b in self.batches)
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -180,7 +220,16 @@ def read_sample(db: sqlite_utils.Database, dataset: str, consensus: str = "major
     decided item's outcome by `consensus` (`CONSENSUS`)."""
     batches = health_batches(db, dataset)
     outcomes = _outcomes(db, batches, consensus)
-    return HealthSample(dataset, sampling_frame(db, dataset), batches, _drawn(db, batches), outcomes)
+    draws = _draws(db, batches)
+    return HealthSample(
+        dataset,
+        sampling_frame(db, dataset),
+        batches,
+        {item: category for _, item, category, _ in draws},
+        outcomes,
+        {item: batch for batch, item, _, _ in draws},
+        {item: p for _, item, _, p in draws},
+    )
 
 
 def plan_sample(
@@ -193,13 +242,21 @@ def plan_sample(
     target: str = "share",
     runs: Sequence[str] = (),
     seed: int = 0,
+    strategy: str = "neyman",
+    predictions: str | None = None,
 ) -> SamplePlan:
     """The next stratified draw from the items no health batch drew yet: `per_category` items from
     each category, or `budget` items allocated `equal`, `proportional` or `neyman` (from the current
     estimates, 0.5 where none). `target="rank"` with two `runs` allocates to shrink the interval of
-    their accuracy difference on valid items (Neyman on the spread of the paired difference)."""
+    their accuracy difference on valid items (Neyman on the spread of the paired difference).
+    `strategy="active"` draws each category's items (about as many as allocated) with
+    probabilities that grow with the uncertainty of the prediction set `predictions`."""
     if target not in TARGETS:
         raise HealthError(f"unknown target {target!r}; expected one of {list(TARGETS)}")
+    if strategy not in STRATEGIES:
+        raise HealthError(f"unknown strategy {strategy!r}; expected one of {list(STRATEGIES)}")
+    if strategy == "active" and target == "rank":
+        raise HealthError("an active draw sharpens the shares; a rank target draws at random (--strategy neyman)")
     if (budget is None) == (per_category is None):
         raise HealthError("give a budget (items in all) or a number per category, not both")
     if target == "rank" and len(runs) != 2:
@@ -216,12 +273,82 @@ def plan_sample(
         spreads = _difference_spreads(db, sample, runs) if target == "rank" else _share_spreads(sample)
         wanted = h.allocate(sizes, budget, "neyman" if target == "rank" else allocation, taken=before, spreads=spreads)
     rng = random.Random(f"health:{dataset}:{seed}:{len(sample.batches)}")
+    allocated = "neyman" if target == "rank" else allocation
+    if sample.active and strategy != "active":
+        _check_earlier_decided(sample)
+    if strategy == "active":
+        plan = SamplePlan(dataset, allocated, target, seed, sizes, before, {})
+        return _active_plan(db, sample, wanted, predictions, rng, plan)
     drawn = {
         c: sorted(rng.sample([i for i in sample.frame[c] if i not in taken], n)) for c, n in wanted.items() if n > 0
     }
     if not drawn:
         raise HealthError(f"every item of {dataset} with a negative is in a health sample already")
-    return SamplePlan(dataset, "neyman" if target == "rank" else allocation, target, seed, sizes, before, drawn)
+    return SamplePlan(dataset, allocated, target, seed, sizes, before, drawn)
+
+
+def _check_earlier_decided(sample: HealthSample) -> None:
+    """Refuse a draw that would follow an active batch, or be one, while earlier drawn items are
+    undecided: each round's estimate counts the outcomes of the items drawn before it."""
+    open_items = [item for item in sample.drawn if item not in sample.outcomes]
+    if open_items:
+        names = sorted({b["name"] for b in sample.batches if b["id"] in {sample.batch_of[i] for i in open_items}})
+        raise HealthError(
+            f"{len(open_items)} item(s) drawn earlier are not decided yet (batch {', '.join(names)}): an active draw, "
+            "and any draw after one, builds on the outcomes of every item drawn before it; let those validations "
+            "finish (or decide them on Annotation batches) first"
+        )
+
+
+def _active_plan(
+    db: sqlite_utils.Database,
+    sample: HealthSample,
+    wanted: dict[str, int],
+    predictions: str | None,
+    rng: random.Random,
+    plan: SamplePlan,
+) -> SamplePlan:
+    """Each category's remaining items drawn on their own coins with `active_inclusion` probabilities
+    (about `wanted[c]` of them), from the predictions' uncertainty."""
+    if predictions is None:
+        raise HealthError(
+            "an active draw needs predictions on every item (--predictions NAME): their uncertainty sets each "
+            f"item's probability; import some with `./foil health predictions {sample.dataset} FILE --name NAME`"
+        )
+    if not any(n > 0 for n in wanted.values()):
+        raise HealthError(f"every item of {sample.dataset} with a negative is in a health sample already")
+    found = store.get_predictions(db, sample.dataset, predictions)
+    if all(value in (0.0, 1.0) for value in found.values()):
+        raise HealthError(
+            f"the predictions {predictions!r} are 0/1 labels: every item is as certain as every other, so an active "
+            "draw would draw at random; use --strategy neyman, or predictions that are probabilities"
+        )
+    _check_earlier_decided(sample)
+    drawn: dict[str, list[int]] = {}
+    inclusion: dict[int, float] = {}
+    for category, n in wanted.items():
+        rest = [i for i in sample.frame[category] if i not in sample.drawn]
+        missing = [i for i in rest if i not in found]
+        if missing:
+            raise HealthError(
+                f"the predictions {predictions!r} leave {len(missing)} item(s) of {category} without a prediction; "
+                "import them again for every item"
+            )
+        if n <= 0:
+            continue
+        probabilities = active_inclusion(uncertainty(np.array([found[i] for i in rest])), n)
+        picked = [(i, float(p)) for i, p in zip(rest, probabilities, strict=True) if rng.random() < p]
+        if picked:
+            drawn[category] = [i for i, _ in picked]
+            inclusion.update(picked)
+    if not drawn:
+        raise HealthError(
+            f"the active draw from {sample.dataset} drew no item (each is drawn on its own coin): draw again with "
+            "another seed or a larger budget"
+        )
+    return replace(
+        plan, drawn=drawn, strategy="active", predictions=predictions, inclusion=inclusion, expected=dict(wanted)
+    )
 
 
 def _check_draw_sizes(budget: int | None, per_category: int | None) -> None:

@@ -1,0 +1,270 @@
+"""Sampling where it helps (`analysis/active_sampling.py`, `health next --strategy active`): inclusion
+probabilities that grow with a predictor's uncertainty, the round-by-round estimate pinned to
+independent computations, the draw recorded and refused where it cannot be made, and the report
+of a sample with an active batch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from foil_studio.analysis import active_sampling as active
+from foil_studio.analysis.prediction_powered import powered_stratum_share
+from foil_studio.annotate import health
+from foil_studio.annotate.simulation import simulate
+from foil_studio.data import store
+from tests.test_cli import run_cli
+from tests.test_health_predictions import DATASET, frame_items, predictor_rows, write_jsonl
+
+ANNOTATORS = ("ann-a", "ann-b", "ann-c")
+
+
+def test_inclusion_probabilities_follow_the_uncertainty_above_a_floor_and_sum_to_the_budget():
+    spread = active.uncertainty(np.array([0.02, 0.5, 0.3, 0.98, 0.6, 0.01]))
+    found = active.active_inclusion(spread, 3)
+    assert found.sum() == pytest.approx(3)
+    # n (a / R + (1 - a) u_i / sum u), by hand
+    expected = 3 * (0.2 / 6 + 0.8 * spread / spread.sum())
+    assert found == pytest.approx(expected)
+    assert found.min() >= 3 * 0.2 / 6 - 1e-12
+    assert np.argsort(found).tolist() == np.argsort(spread, kind="stable").tolist()
+
+
+def test_a_probability_above_one_is_capped_and_its_excess_spread_over_the_others():
+    found = active.active_inclusion(np.array([1.0, 0.0, 0.0, 0.0]), 2)
+    # uncapped 2 (0.05 + 0.8) = 1.7 for the first: 1, and the others share 2 - 1 in proportion (equal)
+    assert found.tolist() == pytest.approx([1.0, 1 / 3, 1 / 3, 1 / 3])
+    assert active.active_inclusion(np.array([0.3, 0.1]), 5).tolist() == [1.0, 1.0]  # a census
+    labels = active.active_inclusion(active.uncertainty(np.array([0.0, 1.0, 1.0, 0.0])), 2)
+    assert labels.tolist() == pytest.approx([0.5] * 4)  # 0/1 labels: no item less certain than another
+
+
+def test_one_random_round_is_the_prediction_powered_stratum_estimate():
+    rng = np.random.default_rng(3)
+    size, n = 300, 60
+    truth = (rng.random(size) < 0.25).astype(float)
+    predicted = np.clip(np.where(truth == 1, 0.7, 0.2) + rng.normal(0, 0.15, size), 0.01, 0.99)
+    drawn = rng.choice(size, n, replace=False)
+    found = active.rounds_estimate([active.Round(drawn, np.full(n, n / size), truth[drawn])], predicted)
+    reference = powered_stratum_share(truth[drawn], predicted[drawn], predicted)
+    assert found.estimate == pytest.approx(reference.powered.estimate, abs=1e-12)
+    assert found.variance == pytest.approx(reference.variance, rel=1e-12)
+    assert active.stratum_share(found, size).low == pytest.approx(reference.powered.low)
+
+
+def test_an_active_round_after_a_random_one_matches_the_formulas_worked_by_hand():
+    # ten items; round 1 drew 2, 5 at random (2 of 10); round 2 drew 0, 7, 9 actively
+    predicted = np.array([0.1, 0.9, 0.5, 0.2, 0.8, 0.3, 0.6, 0.4, 0.7, 0.05])
+    first = active.Round(np.array([2, 5]), np.array([0.2, 0.2]), np.array([1.0, 0.0]))
+    second = active.Round(np.array([0, 7, 9]), np.array([0.25, 0.5, 0.4]), np.array([0.0, 1.0, 0.0]))
+    found = active.rounds_estimate([first, second], predicted, weight=1.0)
+    # round 1: remainder all 10; level a1 = mean(y - f) over its items
+    a1 = ((1 - 0.5) + (0 - 0.3)) / 2
+    total1 = predicted.sum() + 10 * a1
+    # round 2: remainder the 8 undrawn; Hajek level over 1 / pi; plus the outcomes round 1 saw
+    pi = np.array([0.25, 0.5, 0.4])
+    y, f = np.array([0.0, 1.0, 0.0]), predicted[[0, 7, 9]]
+    a2 = np.sum((y - f) / pi) / np.sum(1 / pi)
+    rest = np.ones(10, bool)
+    rest[[2, 5]] = False
+    total2 = 1.0 + predicted[rest].sum() + 8 * a2
+    d1, d2 = 2 * (1 - 0.2) / 0.2**2, np.sum((1 - pi) / pi**2)
+    w1, w2 = (1 / d1) / (1 / d1 + 1 / d2), (1 / d2) / (1 / d1 + 1 / d2)
+    assert found.estimate == pytest.approx((w1 * total1 + w2 * total2) / 10)
+    # variances: the residual part with n / (n - 2), and two disagreements' worth as a random round of n adds it;
+    # weights 1 / sum (1 - pi) / pi^2
+    q1, q2 = 2 / 6 * (1 - 2 / 6), 2 / 7 * (1 - 2 / 7)
+    e1 = np.array([0.5, -0.3]) - a1
+    v1 = np.sum((1 - 0.2) / 0.2**2 * e1**2) * 2 / 1 + q1 * 10**2 * (1 - 2 / 10) / 2
+    e2 = y - f - a2
+    v2 = np.sum((1 - pi) / pi**2 * e2**2) * 3 / 1 + q2 * 8**2 * (1 - 3 / 8) / 3
+    assert found.variance == pytest.approx((w1**2 * v1 + w2**2 * v2) / 100)
+    assert (found.decided, found.count) == (5, 2)
+
+
+def test_a_census_round_leaves_no_variance_and_gives_the_true_share():
+    truth = np.array([1.0, 0.0, 0.0, 1.0, 0.0])
+    first = active.Round(np.array([0, 1]), np.array([0.4, 0.4]), truth[[0, 1]])
+    rest = active.Round(np.array([2, 3, 4]), np.ones(3), truth[[2, 3, 4]])
+    found = active.rounds_estimate([first, rest], np.array([0.9, 0.1, 0.2, 0.6, 0.3]))
+    share = active.stratum_share(found, 5)
+    assert (found.variance, share.estimate, share.low, share.high) == (
+        0,
+        pytest.approx(0.4),
+        share.estimate,
+        share.estimate,
+    )
+
+
+@pytest.mark.parametrize(
+    ("rounds", "message"),
+    [
+        ([active.Round(np.array([0, 1]), np.array([0.5]), np.array([1.0, 0.0]))], "one inclusion probability"),
+        ([active.Round(np.array([0]), np.array([0.0]), np.array([1.0]))], "above 0"),
+        ([active.Round(np.array([0]), np.array([0.5]), np.array([2.0]))], "0, 1 or nan"),
+        (
+            [
+                active.Round(np.array([0]), np.array([0.5]), np.array([1.0])),
+                active.Round(np.array([0]), np.array([0.5]), np.array([0.0])),
+            ],
+            "no earlier round drew",
+        ),
+        ([active.Round(np.array([7]), np.array([0.5]), np.array([1.0]))], "distinct items of the stratum"),
+        ([active.Round(np.array([0]), np.array([0.5]), np.array([np.nan]))], "at least one decided item"),
+    ],
+)
+def test_rounds_that_do_not_fit_the_design_are_refused(rounds, message):
+    with pytest.raises(ValueError, match=message):
+        active.rounds_estimate(rounds, np.full(4, 0.5))
+
+
+def test_random_then_active_rounds_cover_the_true_share_and_are_about_unbiased():
+    rng = np.random.default_rng(11)
+    size, reps, hits, errors = 1000, 300, 0, []
+    for _ in range(reps):
+        truth = (rng.random(size) < 0.2).astype(float)
+        predicted = 1 / (1 + np.exp(-(rng.normal(0, 1, size) + 2 * (2 * truth - 1) - 1.4)))
+        first = rng.choice(size, 40, replace=False)
+        rest = np.setdiff1d(np.arange(size), first)
+        pi = active.active_inclusion(active.uncertainty(predicted[rest]), 60)
+        picked = rng.random(len(rest)) < pi
+        rounds = [
+            active.Round(first, np.full(40, 40 / size), truth[first]),
+            active.Round(rest[picked], pi[picked], truth[rest[picked]]),
+        ]
+        share = active.stratum_share(active.rounds_estimate(rounds, predicted), size)
+        hits += share.low <= truth.mean() <= share.high
+        errors.append(share.estimate - truth.mean())
+    assert hits / reps >= 0.93
+    assert abs(np.mean(errors)) < 0.005
+
+
+def probability_rows(db, seed: int = 1) -> list[dict]:
+    """A probability-valued predictor: about 0.75 on invalid items, 0.2 on the others, with noise."""
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "id": row["id"],
+            "invalid": float(np.clip((0.75 if row["invalid"] else 0.2) + rng.normal(0, 0.15), 0.01, 0.99)),
+        }
+        for row in frame_items(db)
+    ]
+
+
+def answered_sample(db, tmp_path: Path) -> None:
+    """A first random batch of 70, all answered, and probability predictions named judge."""
+    health.import_predictions(db, DATASET, write_jsonl(tmp_path / "judge.jsonl", probability_rows(db)), "judge")
+    plan = health.plan_sample(db, DATASET, 70)
+    health.create_sample_batch(db, plan, ANNOTATORS, overlap=3, name="health-1")
+    simulate(db, "health-1", accuracies=1.0, seed=0)
+
+
+def active_batch(db, budget: int = 60, seed: int = 1) -> dict:
+    plan = health.plan_sample(
+        db, DATASET, budget, allocation="neyman", strategy="active", predictions="judge", seed=seed
+    )
+    return health.create_sample_batch(db, plan, ANNOTATORS, overlap=3, name="health-2")
+
+
+def test_an_active_batch_records_each_items_probability_given_the_batches_before(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    created = active_batch(demo_db)
+    design = health.batch_design(demo_db, "health-2")
+    assert (design["strategy"], design["predictions"], design["floor_share"]) == ("active", "judge", 0.2)
+    first = set(health.batch_design(demo_db, "health-1")["items"])
+    assert not first & set(design["items"])
+    predictions = store.get_predictions(demo_db, DATASET, "judge")
+    for category, items in health.sampling_frame(demo_db, DATASET).items():
+        rest = [i for i in items if str(i) not in first]
+        expected = active.active_inclusion(
+            active.uncertainty(np.array([predictions[i] for i in rest])), design["strata"][category]["expected"]
+        )
+        by_item = dict(zip(rest, expected, strict=True))
+        drawn = {int(i): e["inclusion"] for i, e in design["items"].items() if e["category"] == category}
+        assert drawn == {i: pytest.approx(by_item[i], abs=1e-8) for i in drawn}
+        assert design["strata"][category]["drawn"] == len(drawn)
+    assert sum(s["expected"] for s in design["strata"].values()) == 60
+    assert created["drawn"] == len(design["items"])
+
+
+def test_the_report_of_a_sample_with_an_active_batch_estimates_by_rounds_and_says_so(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    active_batch(demo_db)
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    report = health.health_report(demo_db, DATASET, predictions="judge")
+    assert report["estimator"] == "rounds"
+    truth = np.mean([row["invalid"] for row in frame_items(demo_db)])
+    overall = report["overall"]["invalid_share"]
+    assert overall["interval"][0] <= truth <= overall["interval"][1]
+    powered = report["prediction_powered"]["overall"]
+    assert powered["prediction_powered"]["interval"][0] <= truth <= powered["prediction_powered"]["interval"][1]
+    assert report["leaderboard"]["undefined"] == health.report.ACTIVE_LEADERBOARD
+    assert [b["strategy"] for b in report["design"]["batches"]] == ["random", "active"]
+    assert "drew actively" in report["methods"] and "predictions judge" in report["methods"]
+    assert "hypergeometric" not in report["methods"]
+    markdown = health.report_markdown(report)
+    for word in ("nan", "None", "inf"):
+        assert f" {word} " not in markdown and f"| {word}" not in markdown
+    assert [row["draw"] for row in health.design_table(report)] == ["random", "active"]
+
+
+def test_a_sample_of_random_batches_only_keeps_the_exact_intervals(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    report = health.health_report(demo_db, DATASET)
+    assert report["estimator"] == "stratified"
+    assert "hypergeometric" in report["methods"] and "drew actively" not in report["methods"]
+
+
+def test_an_active_draw_is_refused_where_it_cannot_be_made(demo_db, tmp_path):
+    labels = write_jsonl(tmp_path / "labels.jsonl", predictor_rows(demo_db))
+    health.import_predictions(demo_db, DATASET, labels, "votes")
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "p.jsonl", probability_rows(demo_db)), "judge")
+    plan = health.plan_sample(demo_db, DATASET, 70)
+    health.create_sample_batch(demo_db, plan, ANNOTATORS, overlap=3, name="health-1")
+    draw = dict(allocation="neyman", strategy="active")
+    with pytest.raises(health.HealthError, match="needs predictions on every item"):
+        health.plan_sample(demo_db, DATASET, 40, **draw)
+    with pytest.raises(health.HealthError, match="are 0/1 labels"):
+        health.plan_sample(demo_db, DATASET, 40, predictions="votes", **draw)
+    undecided = "70 item\\(s\\) drawn earlier are not decided yet \\(batch health-1\\)"
+    with pytest.raises(health.HealthError, match=undecided):
+        health.plan_sample(demo_db, DATASET, 40, predictions="judge", **draw)
+    with pytest.raises(health.HealthError, match="a rank target draws at random"):
+        health.plan_sample(demo_db, DATASET, 40, predictions="judge", target="rank", runs=("a", "b"), **draw)
+    with pytest.raises(health.HealthError, match="unknown strategy 'greedy'"):
+        health.plan_sample(demo_db, DATASET, 40, strategy="greedy")
+    with pytest.raises(store.NotFoundError, match="nope"):
+        health.plan_sample(demo_db, DATASET, 40, predictions="nope", **draw)
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    assert health.plan_sample(demo_db, DATASET, 40, predictions="judge", **draw).strategy == "active"
+
+
+def test_a_random_draw_after_an_active_batch_waits_for_its_outcomes(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    active_batch(demo_db)
+    with pytest.raises(health.HealthError, match="not decided yet \\(batch health-2\\)"):
+        health.plan_sample(demo_db, DATASET, 20, allocation="neyman")
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    plan = health.plan_sample(demo_db, DATASET, 20, allocation="neyman")
+    health.create_sample_batch(demo_db, plan, ANNOTATORS, overlap=3, name="health-3")
+    simulate(demo_db, "health-3", accuracies=1.0, seed=0)
+    report = health.health_report(demo_db, DATASET)
+    assert report["design"]["decided"] == report["design"]["drawn"]
+    assert report["overall"]["invalid_share"]["decided"] == report["design"]["drawn"]
+
+
+def test_the_command_line_draws_actively_and_refuses_predictions_without_it(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    db_file = demo_db.conn.execute("PRAGMA database_list").fetchone()[2]
+    drawn = run_cli(
+        "health", "next", DATASET, "--budget", "40", "--strategy", "active", "--predictions", "judge", "--json",
+        db=db_file,
+    )  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    assert json.loads(drawn.stdout)["design"]["strategy"] == "active"
+    refused = run_cli("health", "next", DATASET, "--budget", "40", "--predictions", "judge", db=db_file)
+    assert refused.returncode != 0
+    assert "--predictions goes with --strategy active" in refused.stderr
