@@ -90,3 +90,15 @@ def test_family_bench_times_each_family_against_its_reference_and_reads_peak_mem
         assert re.search(r"\| " + family + r" \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d,]+x \| \d+ MB", out)
     assert "loader thread off (decoded in turn)" in out and "open_clip cold run's parts" in out
     assert out.count("peak memory (VmHWM, fresh process") == 2
+
+
+def test_active_sampling_bench_prints_both_designs_for_every_world():
+    from bench.health_active import WORLDS
+
+    out = run_bench("bench/health_active.py", "--reps", "3")
+    rows = re.findall(r"^\| ([^|]+) \| 0\.[13] \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+    assert [name.strip() for name in rows] == [name for name in WORLDS for _ in (0.1, 0.3)]
+    refused = subprocess.run(
+        [sys.executable, "bench/health_active.py", "--reps", "0"], capture_output=True, text=True, cwd=REPO
+    )
+    assert refused.returncode == 2 and "--reps must be at least 1 (got 0)" in refused.stderr

@@ -268,3 +268,26 @@ def test_the_command_line_draws_actively_and_refuses_predictions_without_it(demo
     refused = run_cli("health", "next", DATASET, "--budget", "40", "--predictions", "judge", db=db_file)
     assert refused.returncode != 0
     assert "--predictions goes with --strategy active" in refused.stderr
+
+
+def test_the_page_draws_the_next_batch_actively_and_shows_the_estimates_by_rounds(app, demo_db, tmp_path):
+    from tests.conftest import APP_ADMIN
+
+    answered_sample(demo_db, tmp_path)
+    at = app(APP_ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    at.radio(key="health_strategy").set_value("active")
+    at.selectbox(key="health_draw_predictions").set_value("judge")
+    next(b for b in at.button if b.label == "Draw the next batch").click().run()
+    assert not at.exception and not at.error
+    batches = health.health_batches(demo_db, DATASET)
+    assert health.batch_design(demo_db, batches[-1]["name"])["strategy"] == "active"
+    simulate(demo_db, batches[-1]["name"], accuracies=1.0, seed=0)
+    at.run()
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown)
+    assert "drew actively" in shown and "estimated for random draws only" in shown
+    expected = health.powered_table(health.health_report(demo_db, DATASET, predictions="judge"))
+    table = next(d.value for d in at.dataframe if "prediction-powered invalid % (95% CI)" in d.value.columns)
+    assert table.to_dict("records") == expected

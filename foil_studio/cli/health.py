@@ -65,7 +65,8 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
         "--strategy",
         choices=STRATEGIES,
         default="neyman",
-        help="within a category: at random (neyman), or more often where --predictions are unsure (active)",
+        help="within a category: at random (neyman), or more often where --predictions are unsure (active; "
+        "not narrower at the budgets measured, docs/statistics.md)",
     ),
     arg("--predictions", metavar="NAME", help="with --strategy active: the predictions whose uncertainty draws"),
 )

@@ -45,6 +45,7 @@ def draw_form(first: bool) -> None:
     with st.form(f"health_draw_{dataset}"):
         left, middle, right = st.columns(3)
         budget = left.number_input("Items to draw", min_value=1, value=70 if first else 50, step=10)
+        strategy, predicted = "neyman", None
         if first:
             allocation = middle.selectbox("Allocation over categories", ALLOCATIONS, index=1)
             target, runs = "share", ()
@@ -57,6 +58,18 @@ def draw_form(first: bool) -> None:
             )
             run_names = [r["run"] for r in store.list_runs(db, dataset)]
             runs = tuple(st.multiselect("The pair of runs (for a pair's order)", run_names, max_selections=2))
+            sets = [s["name"] for s in store.list_prediction_sets(db, dataset)]
+            if sets:
+                strategy = st.radio(
+                    "Within each category, draw",
+                    health.STRATEGIES,
+                    horizontal=True,
+                    format_func=lambda s: {"neyman": "at random", "active": "more where the predictions are unsure"}[s],
+                    help="active: each item on its own coin, more likely where the predictions below are near 0.5 "
+                    "(probabilities, not 0/1 labels); the report then estimates round by round",
+                    key="health_strategy",
+                )
+                predicted = st.selectbox("Predictions (for an active draw)", sets, key="health_draw_predictions")
         overlap = right.number_input("Annotators per item", min_value=1, value=3)
         chosen = st.multiselect("Annotators", annotators, default=annotators[:3])
         extra = st.text_input("New annotators (comma separated)", placeholder="ada, ben, cy")
@@ -68,7 +81,15 @@ def draw_form(first: bool) -> None:
     chosen = list(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
     try:
         plan = health.plan_sample(
-            db, dataset, int(budget), allocation=allocation, target=target, runs=runs, seed=int(seed)
+            db,
+            dataset,
+            int(budget),
+            allocation=allocation,
+            target=target,
+            runs=runs,
+            seed=int(seed),
+            strategy=strategy,
+            predictions=predicted if strategy == "active" else None,
         )
         created = health.create_sample_batch(db, plan, chosen, overlap=int(overlap), name=name.strip() or None)
     except (store.StoreError, ValueError) as error:

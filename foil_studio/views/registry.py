@@ -113,7 +113,9 @@ PAGES: tuple[Page, ...] = (
         "items, a methods paragraph and the benchmark card (Markdown or JSON); with a predictor's output on every "
         "item (a VLM judge, one cheap crowd vote), the shares prediction-powered beside the plain ones. It helps when "
         "the predictor tracks people and invalid items are not rare (95% agreement halves the interval of a 30% "
-        "share), hardly at a 2% share, and never widens an interval ([docs/statistics.md](docs/statistics.md))",
+        "share), hardly at a 2% share, and never widens an interval. A next batch can also draw actively, more "
+        "where the predictions are unsure; at the budgets measured that did not narrow the interval "
+        "([docs/statistics.md](docs/statistics.md))",
         box=DatasetBox("health_dataset", item_kinds=CAPTION_PAIR_KINDS),
     ),
     Page(
