@@ -299,3 +299,36 @@ def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that
     assert f"clip {row['prediction_powered']:.2f}% (95% CI {low:.2f} to {high:.2f})" in report["methods"]
     assert shown["prediction-powered valid items % (95% CI)"].startswith(f"{row['prediction_powered']:.2f} (")
     assert "| clip |" in health.report_markdown(report).split("## Prediction-powered")[1]
+
+
+def test_the_same_predictions_power_the_ambiguous_and_the_invalid_or_ambiguous_shares(demo_db, tmp_path):
+    from foil_studio.analysis.prediction_powered import powered_stratified_share
+
+    rng = np.random.default_rng(5)
+    rows = [
+        {"id": r["id"], "invalid": float(np.clip(0.7 * r["invalid"] + rng.normal(0.2, 0.1), 0, 1))}
+        for r in frame_items(demo_db)
+    ]
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", rows), "judge")
+    drawn = health.plan_sample(demo_db, DATASET, 120)
+    health.create_sample_batch(demo_db, drawn, ("ann-a", "ann-b", "ann-c"), overlap=3, name="health-1")
+    simulate(demo_db, "health-1", accuracies=0.85, seed=2)
+    report = health.health_report(demo_db, DATASET, predictions="judge")
+    other = {row["key"]: row for row in report["prediction_powered"]["other_shares"]}
+    assert list(other) == ["ambiguous_share", "invalid_or_ambiguous_share"]
+    sample = health.read_sample(demo_db, DATASET)
+    values = store.get_predictions(demo_db, DATASET, "judge")
+    for key, counted in (("ambiguous_share", {"ambiguous"}), ("invalid_or_ambiguous_share", {"invalid", "ambiguous"})):
+        decided = {c: sorted(i for i in sample.outcomes if sample.drawn[i] == c) for c in sorted(sample.frame)}
+        reference = powered_stratified_share(
+            {c: [sample.outcomes[i] in counted for i in items] for c, items in decided.items()},
+            {c: [values[i] for i in items] for c, items in decided.items()},
+            {c: [values[i] for i in sample.frame[c]] for c in decided},
+        )
+        assert other[key]["overall"]["prediction_powered"] == reference.powered.as_dict()
+        assert other[key]["overall"]["plain"] == report["overall"][key]  # the plain share is the report's own
+        assert len(other[key]["by_category"]) == len(decided)
+    table = health.powered_other_table(report)
+    assert [row["share"] for row in table] == ["ambiguous", "invalid or ambiguous"]
+    assert "Powered by the same predictions, the ambiguous share is" in report["methods"]
+    assert table[0]["prediction-powered % (95% CI)"] in health.report_markdown(report)

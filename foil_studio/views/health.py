@@ -218,6 +218,9 @@ if health.powered_table(report):
         "how many human answers a plain interval as narrow as the reported one would need."
     )
     st.dataframe(pd.DataFrame(health.powered_table(report)), hide_index=True, width="stretch")
+    if health.powered_other_table(report):
+        st.caption("The other shares over all sampled categories, powered by the same predictions:")
+        st.dataframe(pd.DataFrame(health.powered_other_table(report)), hide_index=True, width="stretch")
     if health.powered_leaderboard_table(report):
         st.caption("Accuracy on valid items, with each run's credit on every item and the predicted validity:")
         st.dataframe(pd.DataFrame(health.powered_leaderboard_table(report)), hide_index=True, width="stretch")

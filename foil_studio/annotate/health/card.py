@@ -234,6 +234,22 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def powered_other_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ambiguous and invalid-or-ambiguous shares over all sampled categories, plain and powered by
+    the same predictions, which one the report takes and what it is worth."""
+    rows = [row for row in (report.get("prediction_powered") or {}).get("other_shares", []) if row["overall"]]
+    return [
+        {
+            "share": row["share"],
+            "plain % (95% CI)": share_text(row["overall"]["plain"]),
+            "prediction-powered % (95% CI)": share_text(row["overall"]["prediction_powered"]),
+            "reported": row["overall"]["reported"],
+            "worth (answers)": figure(row["overall"]["worth_human_answers"], 0),
+        }
+        for row in rows
+    ]
+
+
 def powered_leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each run's accuracy on valid items, plain and prediction-powered side by side, which one the
     report takes and the human answers the predictions were worth."""
@@ -258,14 +274,31 @@ def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
         return []
     categories = powered["by_category"]
     narrower = sum(row["reported"] == "prediction-powered" for row in categories)
-    return [
-        f"With the predictions {powered['predictions']} on every item (they agree with people on "
-        f"{figure(100 * overall['agreement'], 1)}% of the decided items), the prediction-powered invalid share is "
-        f"{_percent(overall['prediction_powered'])} overall (the difference estimator with a power-tuned weight, "
-        "PPI++, per category; Korn and Graubard's interval widened by one item each way). The report takes it "
-        f"where its interval is the narrower: overall {_taken(overall)}, and in {narrower} of {len(categories)} "
-        f"categor{'y' if len(categories) == 1 else 'ies'}."
-    ] + _powered_board_sentence(report)
+    return (
+        [
+            f"With the predictions {powered['predictions']} on every item (they agree with people on "
+            f"{figure(100 * overall['agreement'], 1)}% of the decided items), the prediction-powered invalid share is "
+            f"{_percent(overall['prediction_powered'])} overall (the difference estimator with a power-tuned weight, "
+            "PPI++, per category; Korn and Graubard's interval widened by one item each way). The report takes it "
+            f"where its interval is the narrower: overall {_taken(overall)}, and in {narrower} of {len(categories)} "
+            f"categor{'y' if len(categories) == 1 else 'ies'}."
+        ]
+        + _powered_other_sentence(report)
+        + _powered_board_sentence(report)
+    )
+
+
+def _powered_other_sentence(report: Mapping[str, Any]) -> list[str]:
+    """The other shares the same predictions power, overall."""
+    rows = [row for row in report["prediction_powered"].get("other_shares", []) if row["overall"]]
+    if not rows:
+        return []
+    parts = [
+        f"the {row['share']} share is {_percent(row['overall']['prediction_powered'])}"
+        + ("" if row["overall"]["reported"] == "prediction-powered" else ", where the plain interval is the narrower")
+        for row in rows
+    ]
+    return [f"Powered by the same predictions, {' and '.join(parts)}."]
 
 
 def _taken(row: Mapping[str, Any]) -> str:
@@ -391,6 +424,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         predictions = report["prediction_powered"]["predictions"]
         lines += ["", f"## Prediction-powered invalid shares (predictions: {predictions})", ""]
         lines += _markdown_table(powered_table(report))
+        lines += ["", *_markdown_table(powered_other_table(report))]
         if powered_leaderboard_table(report):
             lines += ["", *_markdown_table(powered_leaderboard_table(report))]
     if report.get("hackability"):

@@ -22,7 +22,7 @@ from foil_studio.analysis.prediction_powered import (
     worth_of_widths,
 )
 from foil_studio.annotate.health.rounds import round_estimates
-from foil_studio.annotate.health.sample import HEALTH_KINDS, HealthError, HealthSample, run_credits
+from foil_studio.annotate.health.sample import HEALTH_KINDS, SHARES, HealthError, HealthSample, run_credits
 from foil_studio.data import store
 from foil_studio.data.prediction_files import match_predictions
 
@@ -90,24 +90,38 @@ def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name
 
 def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name: str) -> dict[str, Any]:
     """The invalid share per category (with a decided item) and overall, plain and prediction-powered
-    side by side, with the predictor's agreement with people and the human answers it was worth."""
+    side by side, with the predictor's agreement with people and the human answers it was worth; the
+    ambiguous and invalid-or-ambiguous shares alike (`other_shares`), powered by the same predictions
+    (a valid interval whatever they track; narrower only where they track that share too)."""
     left_out = [item for items in sample.frame.values() for item in items if item not in predictions]
     if left_out:
         raise HealthError(
             f"the predictions {name!r} leave {len(left_out)} item(s) of {sample.dataset} without a prediction "
             "(items were added after they were imported?): import them again for every item"
         )
+    result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None, "leaderboard": None}
+    result |= _powered(sample, predictions, frozenset({"invalid"}))
+    result["other_shares"] = [
+        {"share": words, "key": key, **_powered(sample, predictions, frozenset(outcomes.split("+")))}
+        for outcomes, (key, words) in SHARES.items()
+        if outcomes != "invalid"
+    ]
+    return result
+
+
+def _powered(sample: HealthSample, predictions: Mapping[int, float], counted: frozenset[str]) -> dict[str, Any]:
+    """The share of outcomes in `counted` per category with a decided item and overall, plain and
+    prediction-powered (from the rounds where the sample has an active batch)."""
     parts = {
-        category: _category(sample, category, predictions)
+        category: _category(sample, category, predictions, counted)
         for category in sorted(sample.frame)
         if any(sample.drawn[i] == category for i in sample.outcomes)
     }
-    result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None, "leaderboard": None}
     if not parts:
-        return result
+        return {"by_category": [], "overall": None}
     if sample.active:
-        return result | _by_rounds(sample, predictions, parts)
-    result["by_category"] = [
+        return _by_rounds(sample, predictions, parts, counted)
+    by_category = [
         {"category": c, **powered_stratum_share(y, f, everything).as_dict()} for c, (y, f, everything) in parts.items()
     ]
     overall = powered_stratified_share(
@@ -115,15 +129,19 @@ def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name:
         {c: f for c, (_, f, _) in parts.items()},
         {c: everything for c, (_, _, everything) in parts.items()},
     )
-    result["overall"] = {"covers": sum(len(sample.frame[c]) for c in parts), **overall.as_dict()}
-    return result
+    return {
+        "by_category": by_category,
+        "overall": {"covers": sum(len(sample.frame[c]) for c in parts), **overall.as_dict()},
+    }
 
 
 def _by_rounds(
-    sample: HealthSample, predictions: Mapping[int, float], parts: Mapping[str, tuple[np.ndarray, ...]]
+    sample: HealthSample,
+    predictions: Mapping[int, float],
+    parts: Mapping[str, tuple[np.ndarray, ...]],
+    counted: frozenset[str],
 ) -> dict[str, Any]:
     """The shares of a sample with an active batch, plain and prediction-powered, from its rounds."""
-    counted = frozenset({"invalid"})
     plain, powered = round_estimates(sample, counted), round_estimates(sample, counted, predictions)
     by_category = []
     for category, (y, f, _) in parts.items():
@@ -155,12 +173,12 @@ def _side_by_side(plain: Share, powered: Share, variance: float, weight: float |
 
 
 def _category(
-    sample: HealthSample, category: str, predictions: Mapping[int, float]
+    sample: HealthSample, category: str, predictions: Mapping[int, float], counted: frozenset[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """People's outcomes (1: invalid) and the predictions on the category's decided items, and the
-    predictions on all its items."""
+    """People's outcomes (1: in `counted`) and the predictions on the category's decided items, and
+    the predictions on all its items."""
     decided = sorted(i for i, outcome in sample.outcomes.items() if sample.drawn[i] == category)
-    outcomes = np.array([sample.outcomes[i] == "invalid" for i in decided], dtype=float)
+    outcomes = np.array([sample.outcomes[i] in counted for i in decided], dtype=float)
     predicted = np.array([predictions[i] for i in decided])
     return outcomes, predicted, np.array([predictions[i] for i in sample.frame[category]])
 
