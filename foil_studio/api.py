@@ -192,6 +192,13 @@ class Studio:
 
         return predictions_from_run(self.db, dataset, run, name)
 
+    def predictions_from_answers(self, dataset: str, batch: str, annotator: str, name: str) -> dict[str, Any]:
+        """One annotator's answers in a validate_negative batch over every item (invalid 1, valid 0,
+        unsure 0.5), stored as predictions (`foil health predictions --from-batch --annotator`)."""
+        from foil_studio.annotate.health import predictions_from_answers
+
+        return predictions_from_answers(self.db, dataset, batch, annotator, name)
+
     def health_report(
         self,
         dataset: str,

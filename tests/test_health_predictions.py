@@ -273,13 +273,60 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
         health.predictions_from_run(demo_db, DATASET, "partial", "partial")
 
 
-@pytest.mark.parametrize("given", [("FILE", "--from-run", "judge-run"), ()])
-def test_the_command_takes_a_file_or_a_run_and_not_both(demo_db, tmp_path, given):
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (("FILE", "--from-run", "judge-run"), "one of the three"),
+        (("--from-run", "judge-run", "--from-batch", "cheap"), "one of the three"),
+        ((), "one of the three"),
+        (("--from-batch", "cheap"), "--from-batch and --annotator go together"),
+        (("FILE", "--annotator", "ann-a"), "--from-batch and --annotator go together"),
+    ],
+)
+def test_the_command_takes_one_source_of_predictions(demo_db, tmp_path, given, message):
     db = store.location(demo_db)
     arguments = [str(tmp_path / "p.jsonl") if a == "FILE" else a for a in given]
     refused = run_cli("health", "predictions", DATASET, *arguments, "--name", "judge", db=db)
-    assert refused.returncode == 1 and "give a FILE of predictions or --from-run RUN" in refused.stderr
+    assert refused.returncode == 1 and message in refused.stderr
     assert refused.stderr.count("\n") == 1
+
+
+def cheap_pass(db, accuracy: float = 0.85, answered: int | None = None) -> None:
+    """One annotator's pass over every item with a negative (or the first `answered` of them)."""
+    from foil_studio.annotate.batches import BatchSpec, create_batch
+
+    frame = store.item_sources(db, store.get_dataset(db, DATASET)["id"], health.HEALTH_KINDS)
+    items = tuple(item for item, _, _ in frame)[:answered]
+    create_batch(db, BatchSpec(DATASET, health.TASK, ("cheap",), overlap=1, item_ids=items, name="cheap"))
+    simulate(db, "cheap", accuracies=accuracy, seed=4)
+
+
+def test_one_annotators_answers_in_a_batch_become_predictions_on_every_item(demo_db):
+    cheap_pass(demo_db)
+    stored = health.predictions_from_answers(demo_db, DATASET, "cheap", "cheap", "one-pass")
+    values = store.get_predictions(demo_db, DATASET, "one-pass")
+    labels = {
+        label["item"]: label["answer"]["answer"]
+        for label in store.batch_labels(demo_db, store.get_batch(demo_db, "cheap")["id"])
+    }
+    expected = {"negative_true": 1.0, "negative_false": 0.0, "unsure": 0.5}
+    assert values == {item: expected[answer] for item, answer in labels.items()}
+    assert stored["items"] == len(values) == len(frame_items(demo_db))
+    sampled_and_answered(demo_db, budget=70)
+    report = health.health_report(demo_db, DATASET, predictions="one-pass")
+    assert report["prediction_powered"]["overall"]["agreement"] > 0.7
+
+
+def test_answers_that_cannot_be_predictions_are_refused(demo_db):
+    cheap_pass(demo_db, answered=30)
+    every = len(frame_items(demo_db))
+    with pytest.raises(health.HealthError, match=f"answered 30 of the {every} items with a negative in batch 'cheap'"):
+        health.predictions_from_answers(demo_db, DATASET, "cheap", "cheap", "one-pass")
+    with pytest.raises(health.HealthError, match="'nobody' gave no answer in batch 'cheap'"):
+        health.predictions_from_answers(demo_db, DATASET, "cheap", "nobody", "one-pass")
+    with pytest.raises(health.HealthError, match="need a validate_negative batch of demo-hard-positives"):
+        health.predictions_from_answers(demo_db, "demo-hard-positives", "cheap", "cheap", "one-pass")
+    assert store.list_prediction_sets(demo_db, DATASET) == []
 
 
 def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that_scored_every_item(demo_db, tmp_path):

@@ -110,17 +110,24 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
         metavar="RUN",
         help="instead of a file: a vqascore, flava-itm or blip2-itm run's probability that the altered caption fits",
     ),
+    arg("--from-batch", metavar="BATCH", help="instead: one annotator's answers in a validate_negative batch"),
+    arg("--annotator", metavar="NAME", help="with --from-batch: whose answers (invalid 1, valid 0, unsure 0.5)"),
 )
 def cmd_health_predictions(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Import a predictor's output on every item with a negative (a VLM judge's answer, one crowd
     vote, a validator's probability that the negative is invalid), for prediction-powered estimates:
     `health report --predictions NAME`. A name imported again is replaced whole."""
-    from foil_studio.annotate.health.powered import import_predictions, predictions_from_run
+    from foil_studio.annotate.health.powered import import_predictions, predictions_from_answers, predictions_from_run
 
-    if (args.file is None) == (args.from_run is None):
-        raise UsageError("give a FILE of predictions or --from-run RUN (one of the two)")
+    given = [x for x in (args.file, args.from_run, args.from_batch) if x is not None]
+    if len(given) != 1:
+        raise UsageError("give a FILE of predictions, --from-run RUN or --from-batch BATCH (one of the three)")
+    if (args.from_batch is None) != (args.annotator is None):
+        raise UsageError("--from-batch and --annotator go together: whose answers, in which batch")
     if args.from_run is not None:
         return predictions_from_run(db, args.dataset, args.from_run, args.name)
+    if args.from_batch is not None:
+        return predictions_from_answers(db, args.dataset, args.from_batch, args.annotator, args.name)
     return import_predictions(db, args.dataset, Path(args.file), args.name)
 
 

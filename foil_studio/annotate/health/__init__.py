@@ -22,7 +22,12 @@ from foil_studio.annotate.health.card import (
     share_text,
     strata_table,
 )
-from foil_studio.annotate.health.powered import import_predictions, powered_shares, predictions_from_run
+from foil_studio.annotate.health.powered import (
+    import_predictions,
+    powered_shares,
+    predictions_from_answers,
+    predictions_from_run,
+)
 from foil_studio.annotate.health.report import (
     BLIND_SCORERS,
     NO_VALID_ITEM,
@@ -88,6 +93,7 @@ __all__ = [
     "powered_other_table",
     "powered_shares",
     "powered_table",
+    "predictions_from_answers",
     "predictions_from_run",
     "plan_sample",
     "read_sample",

@@ -22,7 +22,14 @@ from foil_studio.analysis.prediction_powered import (
     worth_of_widths,
 )
 from foil_studio.annotate.health.rounds import round_estimates
-from foil_studio.annotate.health.sample import HEALTH_KINDS, SHARES, HealthError, HealthSample, run_credits
+from foil_studio.annotate.health.sample import (
+    HEALTH_KINDS,
+    SHARES,
+    VALIDATION,
+    HealthError,
+    HealthSample,
+    run_credits,
+)
 from foil_studio.data import store
 from foil_studio.data.prediction_files import match_predictions
 
@@ -86,6 +93,41 @@ def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name
         )
     found = {item: min(max(float(scored[item]), 0.0), 1.0) for item, _, _ in frame}
     return _kept(db, dataset, name, f"run {run}", found, {"run": run, "model": row["model"], "rule": family.rule})
+
+
+# An annotator's answer as a prediction that the negative is invalid: unsure is even odds.
+PREDICTION_OF_VERDICT = {"invalid": 1.0, "valid": 0.0, "ambiguous": 0.5}
+
+
+def predictions_from_answers(
+    db: sqlite_utils.Database, dataset: str, batch: str, annotator: str, name: str
+) -> dict[str, Any]:
+    """Store one annotator's answers in a validate_negative batch of the dataset (a cheap pass over
+    every item) as prediction set `name`: invalid 1, valid 0, unsure 0.5; their last answer per item."""
+    row = store.get_batch(db, batch)
+    if row["dataset"] != dataset or row["task"] != VALIDATION.name:
+        raise HealthError(
+            f"batch {batch!r} is a {row['task']} batch of {row['dataset']}; predictions from answers need a "
+            f"{VALIDATION.name} batch of {dataset}"
+        )
+    answers = {
+        label["item"]: VALIDATION.verdict_of_answer[label["answer"]["answer"]]
+        for label in store.batch_labels(db, row["id"])
+        if label["annotator"] == annotator and label["part"] == 0
+    }
+    if not answers:
+        raise HealthError(f"{annotator!r} gave no answer in batch {batch!r}")
+    frame = _frame(db, dataset)
+    missing = [source for item, source, _ in frame if item not in answers]
+    if missing:
+        raise HealthError(
+            f"{annotator!r} answered {len(frame) - len(missing)} of the {len(frame)} items with a negative in batch "
+            f"{batch!r} (not {missing[0]!r}, ...): predictions need one on every item"
+        )
+    found = {item: PREDICTION_OF_VERDICT[answers[item]] for item, _, _ in frame}
+    return _kept(
+        db, dataset, name, f"answers of {annotator} in {batch}", found, {"batch": batch, "annotator": annotator}
+    )
 
 
 def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name: str) -> dict[str, Any]:
