@@ -27,6 +27,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
+from foil_studio.annotate import agreement_resampling as resampling
 from foil_studio.annotate.task_types import answer_questions, task_type
 from foil_studio.data.plain_text import interval_text
 
@@ -290,6 +291,21 @@ def bootstrap(
     return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
 
 
+def _intervals(
+    statistics: Mapping[str, Callable[[np.ndarray], float | None]],
+    codes: np.ndarray,
+    level: str,
+    n_boot: int,
+    seed: int,
+) -> dict[str, tuple[float, float] | None]:
+    """Each coefficient's bootstrap interval: all resamples at once where `agreement_resampling`
+    computes the scale's coefficients, else one resample at a time (the same resamples either way)."""
+    if level not in resampling.LEVELS or len(codes) == 0 or n_boot == 0:
+        return {key: bootstrap(fn, codes, n_boot=n_boot, seed=seed) for key, fn in statistics.items()}
+    values = resampling.replicate_values(codes, resampling.resample_counts(len(codes), n_boot, seed), level)
+    return {key: resampling.percentile_interval(values[key], n_boot) for key in statistics}
+
+
 def agreement_report(
     table: pd.DataFrame, *, level: str = "nominal", n_boot: int = 500, seed: int = 0
 ) -> dict[str, Any]:
@@ -321,7 +337,7 @@ def agreement_report(
         "krippendorff_alpha": lambda c: _alpha_from_codes(c, level),
         "gwet_ac1": _ac1_from_codes,
     }
-    intervals = {key: bootstrap(fn, codes, n_boot=n_boot, seed=seed) for key, fn in statistics.items()}
+    intervals = _intervals(statistics, codes, level, n_boot, seed)
     return {
         "n_items": int(len(table)),
         "n_labels": int(table.notna().sum().sum()) if not table.empty else 0,
