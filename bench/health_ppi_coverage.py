@@ -11,6 +11,15 @@ width, and how often the prediction-powered interval was the one reported.
 right on 75% of valid and 40% of other items, a 0/1 prediction of validity agreeing with people
 with the given probability, n items drawn per category): coverage and mean width.
 
+(b') The overall share of seven categories of 500 items, 40 answers each, with a 0/1 label of the
+given agreement or a calibrated probability (the posterior of a score N(strength * y, 1)): coverage,
+the reported width over the plain width, and the width with half the answers (20 per category) over
+the plain width with all of them.
+
+(b'') The paired difference of two runs' accuracy on valid items in the same two categories: run a
+right on 75% of valid and 40% of other items, run b on 70% and 55% (b leads on all items, a on
+valid ones), their credits paired: coverage of a - b and the mean width.
+
 (c) VALSE's own crowd votes: the human outcome of a foil is the authors' rule, "not valid" (fewer
 than 2 of 3 workers chose the caption); the predictor on every item is one of its three votes,
 drawn at random (a single cheap pass). Forty items per piece are drawn, `--reps` times: each
@@ -35,7 +44,7 @@ from foil_studio.analysis.prediction_powered import (
 )
 from foil_studio.data.formats.valse import parse_valse
 from tests.conftest import FIXTURES
-from tests.test_prediction_powered import CONDITIONS, REPS, coverage_row
+from tests.test_prediction_powered import CONDITIONS, REPS, coverage_row, difference_row
 
 VALSE = FIXTURES / "valse" / "data"
 
@@ -51,6 +60,65 @@ def grid_table(reps: int) -> str:
             f"| {size} | {share} | {agreement} | {drawn} | {row['coverage']:.3f} | {row['plain_coverage']:.3f} "
             f"| {row['width_ratio']:.2f} | {row['used']:.2f} |"
         )
+    return "\n".join(lines)
+
+
+STRATA, STRATUM_SIZE, PER_STRATUM = 7, 500, 40  # a health sample: seven categories of 500, 40 answers each
+
+
+def predictor(kind: str, strength: float, truth: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
+    """A 0/1 label agreeing with people with probability `strength`, or a calibrated probability:
+    the posterior P(invalid | z) of a score z ~ N(strength * y, 1)."""
+    if kind == "0/1 label":
+        return np.where(rng.random(len(truth)) < strength, truth, 1 - truth)
+    z = rng.normal(strength * truth, 1.0)
+    odds = share / (1 - share) * np.exp(strength * z - strength**2 / 2)
+    return odds / (1 + odds)
+
+
+def budget_row(kind: str, strength: float, share: float, reps: int) -> dict[str, float]:
+    """The overall share of seven categories: coverage and width of the reported interval at 40 answers
+    per category against the plain one, and the prediction-powered width at half the answers."""
+    rng = np.random.default_rng(round(strength * 100 + share * 10))
+    hits, agreed, ratios, halves = 0, [], [], []
+    for _ in range(reps):
+        truth = {c: (rng.random(STRATUM_SIZE) < share).astype(float) for c in range(STRATA)}
+        guess = {c: predictor(kind, strength, truth[c], share, rng) for c in range(STRATA)}
+        widths = {}
+        for n in (PER_STRATUM, PER_STRATUM // 2):
+            drawn = {c: rng.choice(STRATUM_SIZE, n, replace=False) for c in range(STRATA)}
+            found = powered_stratified_share(
+                {c: truth[c][d] for c, d in drawn.items()}, {c: guess[c][d] for c, d in drawn.items()}, guess
+            )
+            widths[n] = (found.share.high - found.share.low, found.plain.high - found.plain.low)
+            if n == PER_STRATUM:
+                overall = np.mean([truth[c].mean() for c in range(STRATA)])
+                hits += found.share.low <= overall <= found.share.high
+                agreed.append(found.agreement)
+        ratios.append(widths[PER_STRATUM][0] / widths[PER_STRATUM][1])
+        halves.append(widths[PER_STRATUM // 2][0] / widths[PER_STRATUM][1])
+    return {
+        "agreement": float(np.mean(agreed)),
+        "coverage": hits / reps,
+        "ratio": float(np.mean(ratios)),
+        "half": float(np.mean(halves)),
+    }
+
+
+def budget_table(reps: int) -> str:
+    lines = [
+        "| predictor | strength | invalid share | agreement | coverage | width / plain "
+        "| half the answers: width / plain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for kind, strengths in (("0/1 label", (0.85, 0.9)), ("probability", (2.2, 2.8))):
+        for strength in strengths:
+            for share in (0.1, 0.3):
+                row = budget_row(kind, strength, share, reps)
+                lines.append(
+                    f"| {kind} | {strength} | {share} | {row['agreement']:.3f} | {row['coverage']:.3f} "
+                    f"| {row['ratio']:.2f} | {row['half']:.2f} |"
+                )
     return "\n".join(lines)
 
 
@@ -87,6 +155,23 @@ def accuracy_row(size: int, valid_share: float, agreement: float, n: int, reps: 
         held += found.low[0] <= truth <= found.high[0]
         width += float(found.high[0] - found.low[0])
     return held / reps, width / reps
+
+
+def difference_table(reps: int) -> str:
+    lines = [
+        "| N | valid share | agreement | n per category | true a - b | coverage | mean width |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for size in (500, 5000):
+        for valid_share in (0.8, 0.95):
+            for agreement in (0.5, 0.85, 0.95):
+                for n in (20, 100):
+                    row = difference_row(size, valid_share, agreement, n, reps)
+                    lines.append(
+                        f"| {size} | {valid_share} | {agreement} | {n} | {row['truth']:.3f} | {row['coverage']:.3f} "
+                        f"| {row['width']:.3f} |"
+                    )
+    return "\n".join(lines)
 
 
 def valse_votes(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -150,7 +235,11 @@ def main() -> int:
     started = time.perf_counter()
     print(grid_table(args.reps))
     print()
+    print(budget_table(args.reps))
+    print()
     print(accuracy_table(args.reps))
+    print()
+    print(difference_table(args.reps))
     print()
     if VALSE.is_dir():
         print(valse_table(args.reps))

@@ -79,6 +79,12 @@ def test_prediction_powered_coverage_table_prints_every_condition_and_valse_piec
     assert len(grid) == len(CONDITIONS)
     pieces = re.findall(r"^\| ([a-z-]+) \| \d+ \| 0\.\d{3} \| 0\.\d{3} \| [\d.]+ \| [\d.]+ \|$", out, re.M)
     assert len(pieces) == 12 and pieces[-1] == "all"  # VALSE's 11 pieces and the overall share
+    budget = re.findall(
+        r"^\| (0/1 label|probability) \| [\d.]+ \| 0\.[13] \| 0\.\d{3} \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M
+    )
+    assert budget == ["0/1 label"] * 4 + ["probability"] * 4
+    pairs = re.findall(r"^\| \d+ \| 0\.\d+ \| [\d.]+ \| \d+ \| -?0\.\d{3} \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+    assert len(pairs) == 24
 
 
 def test_family_bench_times_each_family_against_its_reference_and_reads_peak_memory():

@@ -379,3 +379,32 @@ def test_the_same_predictions_power_the_ambiguous_and_the_invalid_or_ambiguous_s
     assert [row["share"] for row in table] == ["ambiguous", "invalid or ambiguous"]
     assert "Powered by the same predictions, the ambiguous share is" in report["methods"]
     assert table[0]["prediction-powered % (95% CI)"] in health.report_markdown(report)
+
+
+def test_a_pair_of_runs_gets_its_difference_prediction_powered_beside_the_plain_one(demo_db, tmp_path):
+    from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.scoring import score_dataset
+
+    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="clip")
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", predictor_rows(demo_db)), "judge")
+    sampled_and_answered(demo_db, budget=60)
+    # a second run, right on a coin's toss
+    dataset_id = store.get_dataset(demo_db, DATASET)["id"]
+    coin = store.ensure_run(demo_db, dataset_id, "coin", run_type="scores", model="coin")
+    rng = np.random.default_rng(0)
+    items = [row["id"] for row in store.list_items(demo_db, dataset_id, limit=1 << 20)]
+    store.put_scores(demo_db, coin, [(i, [0.3, 0.1] if rng.random() < 0.5 else [0.1, 0.3]) for i in items])
+    report = health.health_report(demo_db, DATASET, ["clip", "coin"], n_boot=50, predictions="judge")
+    (pair,) = report["prediction_powered"]["leaderboard"]["pairs"]
+    (plain,) = report["leaderboard"]["pairs"]
+    assert (pair["a"], pair["b"], pair["plain"], pair["plain_interval"]) == (
+        plain["a"],
+        plain["b"],
+        plain["difference"],
+        plain["interval"],
+    )
+    assert pair["interval"][0] <= pair["prediction_powered"] <= pair["interval"][1]
+    (shown,) = health.powered_pairs_table(report)
+    assert shown["pair"] == f"{pair['a']} - {pair['b']}"
+    assert f"{pair['a']} minus {pair['b']} {pair['prediction_powered']:.2f} points" in report["methods"]
+    assert shown["prediction-powered difference, points (95% CI)"] in health.report_markdown(report)

@@ -16,6 +16,7 @@ from foil_studio.analysis.prediction_powered import (
     power_weight,
     powered_stratified_share,
     powered_stratum_share,
+    powered_valid_accuracy,
 )
 
 
@@ -292,3 +293,83 @@ def test_the_worth_is_the_answers_a_plain_interval_as_narrow_would_need():
     plain, narrow = Share(0.3, 0.2, 0.4, 30, 100, 1000), Share(0.3, 0.25, 0.35, 30, 100, 1000)
     assert worth(100, plain, narrow) == pytest.approx(400)
     assert worth(100, plain, plain) == 100.0  # the plain interval reported: the answers given
+
+
+def test_the_overall_variance_floors_each_category_at_four_disagreements_among_all_decided_items():
+    from foil_studio.analysis.prediction_powered import OVERALL_DISAGREEMENTS, disagreements_worth
+
+    rng = np.random.default_rng(8)
+    sizes, drawn = {"a": 300, "b": 150}, {"a": 30, "b": 20}
+    outcomes, predicted, population = {}, {}, {}
+    for c, size in sizes.items():
+        truth = (rng.random(size) < 0.3).astype(float)
+        guess = np.where(rng.random(size) < 0.9, truth, 1 - truth)
+        pick = rng.choice(size, drawn[c], replace=False)
+        outcomes[c], predicted[c], population[c] = truth[pick], guess[pick], guess
+    found = powered_stratified_share(outcomes, predicted, population)
+    floor = disagreements_worth(OVERALL_DISAGREEMENTS, 50)
+    q = 4 / 58
+    assert floor == pytest.approx(q * (1 - q))
+    expected = 0.0
+    for c, size in sizes.items():
+        y, f, n = outcomes[c], predicted[c], drawn[c]
+        slope = np.cov(y, f, ddof=1)[0, 1] / np.var(f, ddof=1)
+        residual = y - slope * f
+        spread = np.sum((residual - residual.mean()) ** 2) / (n - 2) + floor
+        expected += (size / 450) ** 2 * (1 - n / size) * spread / n
+    assert found.variance == pytest.approx(expected)
+
+
+def difference_row(size: int, valid_share: float, agreement: float, n: int, reps: int) -> dict[str, float]:
+    """Two categories (N and N/2 items): run a right on 75% of valid and 40% of other items, run b on
+    70% and 55% (b leads on all items, a on valid ones), credits paired; a 0/1 prediction of validity
+    with the given agreement; n drawn per category `reps` times. Coverage and mean width of a - b."""
+    rng = np.random.default_rng(size + n + round(100 * agreement))
+    world = {}
+    for name, items in (("a", size), ("b", size // 2)):
+        valid = (rng.random(items) < valid_share).astype(float)
+        luck = rng.random(items)  # shared: the two runs' credits are correlated, as on one item
+        credit = np.stack([luck < np.where(valid == 1, 0.75, 0.4), luck < np.where(valid == 1, 0.7, 0.55)], 1)
+        world[name] = (valid, credit.astype(float), np.where(rng.random(items) < agreement, valid, 1 - valid))
+    valid_total = sum(v.sum() for v, _, _ in world.values())
+    truth = sum(float(v @ (k[:, 0] - k[:, 1])) for v, k, _ in world.values()) / valid_total
+    held, width = 0, 0.0
+    for _ in range(reps):
+        drawn = {c: rng.choice(len(v), n, replace=False) for c, (v, _, _) in world.items()}
+        found = powered_valid_accuracy(
+            {c: v[drawn[c]] for c, (v, _, _) in world.items()},
+            {c: g[drawn[c]] for c, (_, _, g) in world.items()},
+            {c: k[drawn[c]] for c, (_, k, _) in world.items()},
+            {c: g for c, (_, _, g) in world.items()},
+            {c: k for c, (_, k, _) in world.items()},
+            ["a", "b"],
+        )
+        _, low, high = found.difference[("a", "b")]
+        held += low <= truth <= high
+        width += high - low
+    return {"coverage": held / reps, "width": width / reps, "truth": truth}
+
+
+@pytest.mark.parametrize(("valid_share", "agreement", "n"), [(0.8, 0.85, 40), (0.95, 0.95, 100), (0.8, 0.5, 20)])
+def test_the_paired_difference_of_two_runs_covers_its_true_value(valid_share, agreement, n):
+    row = difference_row(500, valid_share, agreement, n, reps=150)
+    assert row["coverage"] >= 0.93
+    assert row["width"] < 1
+
+
+def test_the_paired_difference_against_a_run_right_nowhere_is_the_other_runs_accuracy():
+    rng = np.random.default_rng(4)
+    valid = (rng.random(300) < 0.8).astype(float)
+    guess = np.where(rng.random(300) < 0.9, valid, 1 - valid)
+    credit = np.stack([(rng.random(300) < 0.7).astype(float), np.zeros(300), (rng.random(300) < 0.7)], axis=1)
+    credit[:, 2] = credit[:, 0]  # a copy of the first run
+    pick = rng.choice(300, 60, replace=False)
+    found = powered_valid_accuracy(
+        {"c": valid[pick]}, {"c": guess[pick]}, {"c": credit[pick]}, {"c": guess}, {"c": credit}, ["a", "none", "copy"]
+    )
+    estimate, low, high = found.difference[("a", "none")]
+    assert estimate == pytest.approx(found.estimate[0])  # c_a - 0 is c_a: the same ratio, the same weights
+    half = stats.t.ppf(0.975, 59) * np.sqrt(found.variance[0])
+    assert (low, high) == (pytest.approx(estimate - half), pytest.approx(estimate + half))
+    same, low, high = found.difference[("a", "copy")]
+    assert same == pytest.approx(0) and low < 0 < high

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from foil_studio.analysis.health import LEVEL, Share
-from foil_studio.analysis.prediction_powered import difference_interval, power_weight
+from foil_studio.analysis.prediction_powered import difference_interval, disagreements_worth, power_weight
 
 FLOOR_SHARE = 0.2  # the share of each active inclusion probability spread evenly over the remainder
 
@@ -128,7 +128,7 @@ def rounds_estimate(rounds: Sequence[Round], population: np.ndarray, weight: flo
             y, fy = one.outcomes[decided], f[one.drawn[decided]]
             level = float(np.sum((y - lam * fy) / pi) / np.sum(1 / pi))
             residual = y - lam * fy - level
-            smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))
+            smallest = disagreements_worth(2, n)
             left = int((~taken).sum())
             spread = float(np.sum((1 - pi) / pi**2 * residual**2)) * n / max(n - spent, 1)
             # two disagreements' worth, as a simple random round of n would add it

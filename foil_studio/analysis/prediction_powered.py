@@ -18,6 +18,9 @@ The contract (docs/statistics.md, "Prediction-powered estimates"):
   disagreements' worth (as Agresti and Coull add two of each outcome): a predictor that matched
   every sampled item is not taken as perfect on the others, nor a handful of disagreements as
   their exact rate (with one, VALSE's actant-swap pieces of 40 were covered 91% of the time).
+  For the overall share each stratum's floor is instead four disagreements' worth among all n
+  decided items, q = 4 / (n + 8) (`OVERALL_DISAGREEMENTS`): two in every stratum would count
+  fourteen among seven categories, and cost a third of the gain at 40 answers each.
 * **Interval.** Korn and Graubard's, as for the plain estimates (`health.korn_graubard`): the
   Clopper-Pearson interval on the effective size p (1 - p) / v (p kept within 1 / (n + 2) of the
   edges there); strata combine with weights N_c / N. It is widened by one item (1 / N) on each
@@ -38,8 +41,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from foil_studio.analysis.health import LEVEL, Share, korn_graubard, stratified_share, stratum_share
+
+OVERALL_DISAGREEMENTS = 4  # the overall share's variance floor, in disagreements among all decided items
 
 
 @dataclass(frozen=True)
@@ -94,16 +100,30 @@ def power_weight(outcomes: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.cov(y, f, ddof=1)[0, 1] / np.var(f, ddof=1))
 
 
-def _stratum(outcomes: np.ndarray, predicted: np.ndarray, population_mean: float, size: int) -> _Stratum:
-    """A stratum's difference estimate and its design variance."""
+def disagreements_worth(count: int, n: int) -> float:
+    """q (1 - q) with q = k / (n + 2k): `count` (k) disagreements' worth of residual variance in a
+    sample of n, the floor the variances add (as Agresti and Coull add k of each outcome).
+
+    >>> round(disagreements_worth(2, 36), 4)
+    0.0475
+    """
+    q = count / (n + 2 * count)
+    return q * (1 - q)
+
+
+def _stratum(
+    outcomes: np.ndarray, predicted: np.ndarray, population_mean: float, size: int, smallest: float | None = None
+) -> _Stratum:
+    """A stratum's difference estimate and its design variance (`smallest`: the floor added to the
+    residual variance, two disagreements' worth among its own items unless given)."""
     y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
     n = len(y)
     weight = power_weight(y, f)
     estimate = float(np.mean(y) + weight * (population_mean - np.mean(f)))
     residuals = y - weight * f
     spent = 2 if weight != 0 else 1  # lambda estimated from the same items
-    smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))  # two disagreements' worth
-    spread = float(np.sum((residuals - residuals.mean()) ** 2)) / max(n - spent, 1) + smallest
+    floor = disagreements_worth(2, n) if smallest is None else smallest
+    spread = float(np.sum((residuals - residuals.mean()) ** 2)) / max(n - spent, 1) + floor
     return _Stratum(estimate, (1 - n / size) * spread / n, weight)
 
 
@@ -163,7 +183,12 @@ def powered_stratified_share(
         _check(y, f, whole)
     sizes = np.array([len(whole) for whole in everything], dtype=float)
     weights = sizes / sizes.sum()
-    found = [_stratum(y, f, float(whole.mean()), len(whole)) for y, f, whole in zip(ys, fs, everything, strict=True)]
+    # the floor of the whole sample: four disagreements' worth among all its decided items (a floor
+    # per category would count two in every one, which at 40 answers each costs a third of the gain)
+    floor = disagreements_worth(OVERALL_DISAGREEMENTS, sum(len(y) for y in ys))
+    found = [
+        _stratum(y, f, float(whole.mean()), len(whole), floor) for y, f, whole in zip(ys, fs, everything, strict=True)
+    ]
     estimate = float(weights @ [s.estimate for s in found])
     variance = float(weights**2 @ [s.variance for s in found])
     invalid, n = int(sum(y.sum() for y in ys)), int(sum(len(y) for y in ys))
@@ -219,6 +244,7 @@ class PoweredAccuracy:
     low: np.ndarray
     high: np.ndarray
     variance: np.ndarray
+    difference: dict[tuple[str, str], tuple[float, float, float]]  # (a, b) -> a less b, low, high
 
 
 def powered_valid_accuracy(
@@ -254,10 +280,7 @@ def powered_valid_accuracy(
         _check(1 - y, 1 - f, 1 - whole)
     estimate, variance = np.zeros(len(runs)), np.zeros(len(runs))
     for r in range(len(runs)):
-        plain = _ratio(parts, r, None)
-        weights = [_ratio_weight(y, f, c[:, r], plain) for y, f, c, _, _ in parts]
-        estimate[r] = _ratio(parts, r, weights)
-        variance[r] = _ratio_variance(parts, r, weights, estimate[r])
+        estimate[r], variance[r] = _fit(parts, r)
     n = sum(len(y) for y, *_ in parts)
     low, high = np.zeros(len(runs)), np.zeros(len(runs))
     for r in range(len(runs)):
@@ -268,7 +291,32 @@ def powered_valid_accuracy(
             low[r], high[r] = float(a), float(b)
         else:
             low[r] = high[r] = clipped
-    return PoweredAccuracy(list(runs), estimate, low, high, variance)
+    differences = {
+        (runs[a], runs[b]): _difference(parts, a, b, n, len(strata), level)
+        for a in range(len(runs))
+        for b in range(a + 1, len(runs))
+    }
+    return PoweredAccuracy(list(runs), estimate, low, high, variance, differences)
+
+
+def _fit(parts: Sequence[Part], run: int) -> tuple[float, float]:
+    """One run's prediction-powered ratio and its linearised variance."""
+    plain = _ratio(parts, run, None)
+    weights = [_ratio_weight(y, f, c[:, run], plain) for y, f, c, _, _ in parts]
+    estimate = _ratio(parts, run, weights)
+    return estimate, _ratio_variance(parts, run, weights, estimate)
+
+
+def _difference(
+    parts: Sequence[Part], a: int, b: int, n: int, n_strata: int, level: float
+) -> tuple[float, float, float]:
+    """Run a's accuracy on valid items less run b's, the ratio of the paired credit difference
+    c_a - c_b (its own power-tuned weights), with a t interval on n - K degrees of freedom (a
+    difference has no p (1 - p) for Korn and Graubard's), clipped to [-1, 1]."""
+    paired = [(y, f, c[:, [a]] - c[:, [b]], whole, wc[:, [a]] - wc[:, [b]]) for y, f, c, whole, wc in parts]
+    estimate, variance = _fit(paired, 0)
+    half = float(stats.t.ppf(1 - (1 - level) / 2, max(n - n_strata, 1))) * float(np.sqrt(max(variance, 0.0)))
+    return estimate, max(estimate - half, -1.0), min(estimate + half, 1.0)
 
 
 Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -301,7 +349,7 @@ def _ratio_variance(parts: Sequence[Part], run: int, weights: Sequence[float], a
         n, size = len(y), len(whole)
         linear = y * (c[:, run] - accuracy)
         residual = linear - weight * f * (c[:, run] - accuracy)
-        smallest = (2 / (n + 4)) * (1 - 2 / (n + 4))
+        smallest = disagreements_worth(2, n)
         spent = 2 if weight != 0 else 1
         spread = float(np.sum((residual - residual.mean()) ** 2)) / max(n - spent, 1) + smallest
         powered += size**2 * (1 - n / size) / n * spread

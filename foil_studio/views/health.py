@@ -224,6 +224,8 @@ if health.powered_table(report):
     if health.powered_leaderboard_table(report):
         st.caption("Accuracy on valid items, with each run's credit on every item and the predicted validity:")
         st.dataframe(pd.DataFrame(health.powered_leaderboard_table(report)), hide_index=True, width="stretch")
+    if health.powered_pairs_table(report):
+        st.dataframe(pd.DataFrame(health.powered_pairs_table(report)), hide_index=True, width="stretch")
 elif not prediction_sets:
     st.caption(
         "A predictor's output on every item (a VLM judge, one cheap crowd vote) can narrow these intervals: "

@@ -266,6 +266,23 @@ def powered_leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]
     ]
 
 
+def powered_pairs_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each pair of runs' difference of accuracy on valid items, plain and prediction-powered."""
+    board = (report.get("prediction_powered") or {}).get("leaderboard") or {}
+    return [
+        {
+            "pair": f"{row['a']} - {row['b']}",
+            "plain difference, points (95% CI)": _with_interval(row["plain"], row["plain_interval"]),
+            "prediction-powered difference, points (95% CI)": _with_interval(
+                row["prediction_powered"], row["interval"]
+            ),
+            "reported": row["reported"],
+            "worth (answers)": figure(row["worth_human_answers"], 0),
+        }
+        for row in board.get("pairs", [])
+    ]
+
+
 def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
     """Which predictions powered the invalid shares, how well they agreed with people, and what they were worth."""
     powered = report.get("prediction_powered") or {}
@@ -324,6 +341,21 @@ def _powered_board_sentence(report: Mapping[str, Any]) -> list[str]:
         "With each run's credit on every item and the predicted validity (1 minus the prediction), accuracy on "
         "valid items prediction-powered (a ratio of difference estimators, one power-tuned weight per category "
         f"for its linearised variable) is {'; '.join(parts)}."
+    ] + _powered_pairs_sentence(report)
+
+
+def _powered_pairs_sentence(report: Mapping[str, Any]) -> list[str]:
+    pairs = report["prediction_powered"]["leaderboard"].get("pairs", [])
+    if not pairs:
+        return []
+    parts = [
+        f"{row['a']} minus {row['b']} {row['prediction_powered']:.2f} points "
+        f"(95% CI {row['interval'][0]:.2f} to {row['interval'][1]:.2f})"
+        for row in pairs
+    ]
+    return [
+        "Paired differences, the same way with the runs' credit difference (a t interval on the linearised "
+        f"variance): {'; '.join(parts)}."
     ]
 
 
@@ -427,6 +459,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         lines += ["", *_markdown_table(powered_other_table(report))]
         if powered_leaderboard_table(report):
             lines += ["", *_markdown_table(powered_leaderboard_table(report))]
+        if powered_pairs_table(report):
+            lines += ["", *_markdown_table(powered_pairs_table(report))]
     if report.get("hackability"):
         lines += ["", "## Hackability: blind text-only accuracy, % (a tie counted half; chance 50)", ""]
         lines += _markdown_table(blind_table(report))

@@ -14,6 +14,7 @@ from foil_studio.analysis import active_sampling as active
 from foil_studio.analysis.health import Share
 from foil_studio.analysis.prediction_powered import (
     Powered,
+    PoweredAccuracy,
     agreement,
     powered_stratified_share,
     powered_stratum_share,
@@ -273,4 +274,29 @@ def powered_leaderboard(
                 "worth_human_answers": round(worth_of_widths(n, plain_width, width), 1),
             }
         )
-    return {"runs": rows, "skipped": skipped}
+    return {"runs": rows, "pairs": _powered_pairs(found, board, n), "skipped": skipped}
+
+
+def _powered_pairs(found: PoweredAccuracy, board: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
+    """Each pair's difference of accuracy on valid items, prediction-powered beside the plain one."""
+    rows = []
+    for pair in board.get("pairs", []):
+        key = (pair["a"], pair["b"])
+        if key not in found.difference:
+            continue
+        estimate, low, high = found.difference[key]
+        interval = [round(100 * low, 2), round(100 * high, 2)]
+        width, plain_width = interval[1] - interval[0], pair["interval"][1] - pair["interval"][0]
+        rows.append(
+            {
+                "a": pair["a"],
+                "b": pair["b"],
+                "plain": pair["difference"],
+                "plain_interval": pair["interval"],
+                "prediction_powered": round(100 * estimate, 2),
+                "interval": interval,
+                "reported": "prediction-powered" if width < plain_width else "plain",
+                "worth_human_answers": round(worth_of_widths(n, plain_width, width), 1),
+            }
+        )
+    return rows
