@@ -300,10 +300,15 @@ def powered_valid_accuracy(
 
 
 def _fit(parts: Sequence[Part], run: int) -> tuple[float, float]:
-    """One run's prediction-powered ratio and its linearised variance."""
+    """One run's prediction-powered ratio and its linearised variance; the weights 0 (the plain
+    ratio) where the tuned ones leave no estimate (an estimated valid total of 0 or less, which a
+    weight fitted to a handful of nonzero credits can give)."""
     plain = _ratio(parts, run, None)
     weights = [_ratio_weight(y, f, c[:, run], plain) for y, f, c, _, _ in parts]
     estimate = _ratio(parts, run, weights)
+    if not np.isfinite(estimate):
+        weights = [0.0] * len(parts)
+        estimate = plain
     return estimate, _ratio_variance(parts, run, weights, estimate)
 
 
