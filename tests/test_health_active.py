@@ -287,7 +287,7 @@ def test_the_page_draws_the_next_batch_actively_and_shows_the_estimates_by_round
     at.run()
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown)
-    assert "drew actively" in shown and "estimated for random draws only" in shown
+    assert "drew actively" in shown and "estimated for samples drawn at random only" in shown
     expected = health.powered_table(health.health_report(demo_db, DATASET, predictions="judge"))
     table = next(d.value for d in at.dataframe if "prediction-powered invalid % (95% CI)" in d.value.columns)
     assert table.to_dict("records") == expected

@@ -92,12 +92,12 @@ def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, 
     shown = re.fullmatch(r"([\d.]+) \(([\d.]+) to ([\d.]+)\)", everything["prediction-powered invalid % (95% CI)"])
     assert "{}% (95% CI {} to {})".format(*shown.groups()) in sentence, sentence
     assert f"{everything['agreement %']}% of the decided items" in sentence
-    if everything["reported"] == "prediction-powered":  # worth: as many answers as a plain interval that narrow needs
+    if everything["to cite"] == "powered":  # worth: as many answers as a plain interval that narrow needs
         assert f"as narrow as {everything['worth (answers)']} human answers would give" in sentence
     else:
-        assert everything["worth (answers)"] == str(everything["decided"]) and "overall not" in sentence
-    narrower = sum(row["reported"] == "prediction-powered" for row in table[:-1])
-    assert f"in {narrower} of {len(table) - 1} categories" in sentence
+        assert everything["worth (answers)"] == str(everything["decided"]) and "overall the plain one" in sentence
+    narrower = sum(row["to cite"] == "powered" for row in table[:-1])
+    assert f"the prediction-powered one in {narrower} of {len(table) - 1} categories" in sentence
     card = health.report_markdown(report)
     assert "## Prediction-powered invalid shares (predictions: judge)" in card
     assert json.loads(json.dumps(report))["prediction_powered"] == powered  # JSON as it is

@@ -64,12 +64,14 @@ def draw_form(first: bool) -> None:
                     "Within each category, draw",
                     health.STRATEGIES,
                     horizontal=True,
-                    format_func=lambda s: {"neyman": "at random", "active": "more where the predictions are unsure"}[s],
-                    help="active: each item on its own coin, more likely where the predictions below are near 0.5 "
-                    "(probabilities, not 0/1 labels); the report then estimates round by round",
+                    format_func=lambda s: {"neyman": "at random", "active": "actively"}[s],
+                    help="Actively: an item is more likely to be drawn the nearer its prediction (below) is to 0.5, "
+                    "so people spend their answers where the predictor is unsure; it needs predicted probabilities, "
+                    "not 0/1 labels. Once a sample has an active batch, its accuracy on valid items is no longer "
+                    "estimated, and at the budgets measured it did not narrow the intervals (docs/statistics.md).",
                     key="health_strategy",
                 )
-                predicted = st.selectbox("Predictions (for an active draw)", sets, key="health_draw_predictions")
+                predicted = st.selectbox("Predictions (an active draw only)", sets, key="health_draw_predictions")
         overlap = right.number_input("Annotators per item", min_value=1, value=3)
         chosen = st.multiselect("Annotators", annotators, default=annotators[:3])
         extra = st.text_input("New annotators (comma separated)", placeholder="ada, ben, cy")
@@ -209,13 +211,21 @@ st.plotly_chart(text.literal_figure(figure), width="stretch")
 
 
 st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="stretch")
+if report["estimator"] == "rounds":
+    st.caption(
+        "This sample has an active batch: its items were drawn with unequal probabilities, more where the "
+        "predictions were unsure, so each category's figures weigh every answer by how likely its item was to be "
+        "drawn; a category where few uncertain items were drawn gets a wide interval."
+    )
 if health.powered_table(report):
     st.subheader(f"Prediction-powered invalid shares (predictions: {report['prediction_powered']['predictions']})")
     st.caption(
-        "Plain: from people's answers on the drawn items alone. Prediction-powered: the same answers together "
-        "with the predictor's output on every item. The report's figures take whichever interval is narrower "
-        "(the 'reported' column). Agreement: how often predictor and people agree on the decided items. Worth: "
-        "how many human answers a plain interval as narrow as the reported one would need."
+        "Plain: from people's answers on the drawn items alone (the figures above). Prediction-powered: the same "
+        "answers together with the predictor's output on every item. To cite: the narrower of the two. Agreement: "
+        "how often predictor and people agree on the decided items. Worth: how many human answers a plain interval "
+        "as narrow as the one to cite would need. With about 20 answers in a category the prediction-powered "
+        "interval can be the wider even at full agreement: it adds two disagreements' worth and one item on each "
+        "side, so that a predictor right on a small sample is not taken as right everywhere."
     )
     st.dataframe(pd.DataFrame(health.powered_table(report)), hide_index=True, width="stretch")
     if health.powered_other_table(report):
@@ -225,6 +235,7 @@ if health.powered_table(report):
         st.caption("Accuracy on valid items, with each run's credit on every item and the predicted validity:")
         st.dataframe(pd.DataFrame(health.powered_leaderboard_table(report)), hide_index=True, width="stretch")
     if health.powered_pairs_table(report):
+        st.caption("Each pair's difference of accuracy on valid items (the first run less the second), in points:")
         st.dataframe(pd.DataFrame(health.powered_pairs_table(report)), hide_index=True, width="stretch")
 elif not prediction_sets:
     st.caption(

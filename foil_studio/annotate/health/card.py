@@ -54,7 +54,8 @@ def _design_sentence(report: Mapping[str, Any], allocations: Sequence[str]) -> s
     names = ", ".join(dict.fromkeys(str(b["predictions"]) for b in active))
     return sentence + (
         f" {len(active)} of the batches drew actively: within each category every item not drawn before on its own "
-        f"coin, with a probability that grows with the uncertainty of the predictions {names}, sqrt(f (1 - f)), "
+        f"coin, with a probability that grows with the uncertainty of the predictions {names} (sqrt(f (1 - f)), f "
+        "the predicted probability that the negative is invalid), "
         f"{figure(100 * active[0]['floor_share'], 0)}% of each probability spread evenly over the items so that none "
         "is left out; the others drew at random."
     )
@@ -226,7 +227,7 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "decided": row["plain"]["decided"],
             "plain invalid % (95% CI)": share_text(row["plain"]),
             "prediction-powered invalid % (95% CI)": share_text(row["prediction_powered"]),
-            "reported": row["reported"],
+            "to cite": _cited(row["reported"]),
             "agreement %": figure(100 * row["agreement"], 1),
             "worth (answers)": figure(row["worth_human_answers"], 0),
         }
@@ -243,7 +244,7 @@ def powered_other_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "share": row["share"],
             "plain % (95% CI)": share_text(row["overall"]["plain"]),
             "prediction-powered % (95% CI)": share_text(row["overall"]["prediction_powered"]),
-            "reported": row["overall"]["reported"],
+            "to cite": _cited(row["overall"]["reported"]),
             "worth (answers)": figure(row["overall"]["worth_human_answers"], 0),
         }
         for row in rows
@@ -259,7 +260,7 @@ def powered_leaderboard_table(report: Mapping[str, Any]) -> list[dict[str, Any]]
             "run": row["run"],
             "plain valid items % (95% CI)": _with_interval(row["plain"], row["plain_interval"]),
             "prediction-powered valid items % (95% CI)": _with_interval(row["prediction_powered"], row["interval"]),
-            "reported": row["reported"],
+            "to cite": _cited(row["reported"]),
             "worth (answers)": figure(row["worth_human_answers"], 0),
         }
         for row in board.get("runs", [])
@@ -276,11 +277,16 @@ def powered_pairs_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "prediction-powered difference, points (95% CI)": _with_interval(
                 row["prediction_powered"], row["interval"]
             ),
-            "reported": row["reported"],
+            "to cite": _cited(row["reported"]),
             "worth (answers)": figure(row["worth_human_answers"], 0),
         }
         for row in board.get("pairs", [])
     ]
+
+
+def _cited(reported: str) -> str:
+    """The narrower interval, the one to cite, in a table's few letters."""
+    return "powered" if reported == "prediction-powered" else "plain"
 
 
 def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
@@ -296,9 +302,9 @@ def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
             f"With the predictions {powered['predictions']} on every item (they agree with people on "
             f"{figure(100 * overall['agreement'], 1)}% of the decided items), the prediction-powered invalid share is "
             f"{_percent(overall['prediction_powered'])} overall (the difference estimator with a power-tuned weight, "
-            "PPI++, per category; Korn and Graubard's interval widened by one item each way). The report takes it "
-            f"where its interval is the narrower: overall {_taken(overall)}, and in {narrower} of {len(categories)} "
-            f"categor{'y' if len(categories) == 1 else 'ies'}."
+            "PPI++, per category; Korn and Graubard's interval widened by one item each way). The narrower "
+            f"interval is the one to cite: overall {_taken(overall)}; the prediction-powered one in {narrower} of "
+            f"{len(categories)} categor{'y' if len(categories) == 1 else 'ies'}."
         ]
         + _powered_other_sentence(report)
         + _powered_board_sentence(report)
@@ -312,19 +318,19 @@ def _powered_other_sentence(report: Mapping[str, Any]) -> list[str]:
         return []
     parts = [
         f"the {row['share']} share is {_percent(row['overall']['prediction_powered'])}"
-        + ("" if row["overall"]["reported"] == "prediction-powered" else ", where the plain interval is the narrower")
+        + ("" if row["overall"]["reported"] == "prediction-powered" else " (the plain interval is the narrower)")
         for row in rows
     ]
-    return [f"Powered by the same predictions, {' and '.join(parts)}."]
+    return [f"Powered by the same predictions, {'; '.join(parts)}."]
 
 
 def _taken(row: Mapping[str, Any]) -> str:
     """Whether the overall interval reported is the prediction-powered one, and what it is worth."""
     if row["reported"] != "prediction-powered":
-        return "not (the plain interval is narrower)"
+        return "the plain one"
     return (
-        f"yes, an interval as narrow as {figure(row['worth_human_answers'], 0)} human answers would give, "
-        f"against the {row['plain']['decided']} given"
+        f"the prediction-powered one, as narrow as {figure(row['worth_human_answers'], 0)} human answers would "
+        f"give, against the {row['plain']['decided']} given"
     )
 
 

@@ -190,7 +190,7 @@ def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
 
 ACTIVE_LEADERBOARD = (
     "the sample has an active batch (items drawn with unequal probabilities), and accuracy on valid items is "
-    "estimated for random draws only; draw with --strategy neyman for a sample that gives it"
+    "estimated for samples drawn at random only; it stays undefined for this sample, whatever is drawn next"
 )
 
 
