@@ -40,11 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: it
 from foil_studio.analysis.prediction_powered import (
     powered_stratified_share,
     powered_stratum_share,
-    powered_valid_accuracy,
 )
 from foil_studio.data.formats.valse import parse_valse
 from tests.conftest import FIXTURES
-from tests.test_prediction_powered import CONDITIONS, REPS, coverage_row, difference_row
+from tests.test_prediction_powered import CONDITIONS, REPS, accuracy_on_a_draw, coverage_row, difference_row
 
 VALSE = FIXTURES / "valse" / "data"
 
@@ -143,15 +142,7 @@ def accuracy_row(size: int, valid_share: float, agreement: float, n: int, reps: 
     truth = sum(float(v @ k[:, 0]) for v, k, _ in world.values()) / sum(v.sum() for v, _, _ in world.values())
     held, width = 0, 0.0
     for _ in range(reps):
-        drawn = {c: rng.choice(len(v), n, replace=False) for c, (v, _, _) in world.items()}
-        found = powered_valid_accuracy(
-            {c: v[drawn[c]] for c, (v, _, _) in world.items()},
-            {c: g[drawn[c]] for c, (_, _, g) in world.items()},
-            {c: k[drawn[c]] for c, (_, k, _) in world.items()},
-            {c: g for c, (_, _, g) in world.items()},
-            {c: k for c, (_, k, _) in world.items()},
-            ["run"],
-        )
+        found = accuracy_on_a_draw(world, n, ["run"], rng)
         held += found.low[0] <= truth <= found.high[0]
         width += float(found.high[0] - found.low[0])
     return held / reps, width / reps

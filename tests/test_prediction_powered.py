@@ -320,6 +320,22 @@ def test_the_overall_variance_floors_each_category_at_four_disagreements_among_a
     assert found.variance == pytest.approx(expected)
 
 
+World = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # category -> validity, credits, predicted validity
+
+
+def accuracy_on_a_draw(world: World, n: int, runs: list[str], rng: np.random.Generator):
+    """`powered_valid_accuracy` on n items drawn at random from each category of the world."""
+    drawn = {c: rng.choice(len(v), n, replace=False) for c, (v, _, _) in world.items()}
+    return powered_valid_accuracy(
+        {c: v[drawn[c]] for c, (v, _, _) in world.items()},
+        {c: g[drawn[c]] for c, (_, _, g) in world.items()},
+        {c: k[drawn[c]] for c, (_, k, _) in world.items()},
+        {c: g for c, (_, _, g) in world.items()},
+        {c: k for c, (_, k, _) in world.items()},
+        runs,
+    )
+
+
 def difference_row(size: int, valid_share: float, agreement: float, n: int, reps: int) -> dict[str, float]:
     """Two categories (N and N/2 items): run a right on 75% of valid and 40% of other items, run b on
     70% and 55% (b leads on all items, a on valid ones), credits paired; a 0/1 prediction of validity
@@ -335,16 +351,7 @@ def difference_row(size: int, valid_share: float, agreement: float, n: int, reps
     truth = sum(float(v @ (k[:, 0] - k[:, 1])) for v, k, _ in world.values()) / valid_total
     held, width = 0, 0.0
     for _ in range(reps):
-        drawn = {c: rng.choice(len(v), n, replace=False) for c, (v, _, _) in world.items()}
-        found = powered_valid_accuracy(
-            {c: v[drawn[c]] for c, (v, _, _) in world.items()},
-            {c: g[drawn[c]] for c, (_, _, g) in world.items()},
-            {c: k[drawn[c]] for c, (_, k, _) in world.items()},
-            {c: g for c, (_, _, g) in world.items()},
-            {c: k for c, (_, k, _) in world.items()},
-            ["a", "b"],
-        )
-        _, low, high = found.difference[("a", "b")]
+        _, low, high = accuracy_on_a_draw(world, n, ["a", "b"], rng).difference[("a", "b")]
         held += low <= truth <= high
         width += high - low
     return {"coverage": held / reps, "width": width / reps, "truth": truth}
