@@ -65,24 +65,24 @@ def grid_table(reps: int) -> str:
 STRATA, STRATUM_SIZE, PER_STRATUM = 7, 500, 40  # a health sample: seven categories of 500, 40 answers each
 
 
-def predictor(kind: str, strength: float, truth: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
+def predictor(output: str, strength: float, truth: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
     """A 0/1 label agreeing with people with probability `strength`, or a calibrated probability:
     the posterior P(invalid | z) of a score z ~ N(strength * y, 1)."""
-    if kind == "0/1 label":
+    if output == "0/1 label":
         return np.where(rng.random(len(truth)) < strength, truth, 1 - truth)
     z = rng.normal(strength * truth, 1.0)
     odds = share / (1 - share) * np.exp(strength * z - strength**2 / 2)
     return odds / (1 + odds)
 
 
-def budget_row(kind: str, strength: float, share: float, reps: int) -> dict[str, float]:
+def budget_row(output: str, strength: float, share: float, reps: int) -> dict[str, float]:
     """The overall share of seven categories: coverage and width of the reported interval at 40 answers
     per category against the plain one, and the prediction-powered width at half the answers."""
     rng = np.random.default_rng(round(strength * 100 + share * 10))
     hits, agreed, ratios, halves = 0, [], [], []
     for _ in range(reps):
         truth = {c: (rng.random(STRATUM_SIZE) < share).astype(float) for c in range(STRATA)}
-        guess = {c: predictor(kind, strength, truth[c], share, rng) for c in range(STRATA)}
+        guess = {c: predictor(output, strength, truth[c], share, rng) for c in range(STRATA)}
         widths = {}
         for n in (PER_STRATUM, PER_STRATUM // 2):
             drawn = {c: rng.choice(STRATUM_SIZE, n, replace=False) for c in range(STRATA)}
@@ -110,12 +110,12 @@ def budget_table(reps: int) -> str:
         "| half the answers: width / plain |",
         "|---|---|---|---|---|---|---|",
     ]
-    for kind, strengths in (("0/1 label", (0.85, 0.9)), ("probability", (2.2, 2.8))):
+    for output, strengths in (("0/1 label", (0.85, 0.9)), ("probability", (2.2, 2.8))):
         for strength in strengths:
             for share in (0.1, 0.3):
-                row = budget_row(kind, strength, share, reps)
+                row = budget_row(output, strength, share, reps)
                 lines.append(
-                    f"| {kind} | {strength} | {share} | {row['agreement']:.3f} | {row['coverage']:.3f} "
+                    f"| {output} | {strength} | {share} | {row['agreement']:.3f} | {row['coverage']:.3f} "
                     f"| {row['ratio']:.2f} | {row['half']:.2f} |"
                 )
     return "\n".join(lines)

@@ -26,19 +26,32 @@ def share(estimate: float, low: float, high: float, count: int, decided: int, si
     return {"estimate": estimate, "interval": [low, high], "count": count, "decided": decided, "size": size}
 
 
+# a batch drawn at random within its categories, as the report's design lists it
+RANDOM_DRAW = {"strategy": "random", "predictions": None, "floor_share": None}
+
 REPORT = {
     "dataset": "toy-bench",
+    "estimator": "stratified",
     "design": {
         "batches": [
             {
                 "batch": "health-1",
                 "allocation": "proportional",
+                **RANDOM_DRAW,
                 "target": "share",
                 "seed": 0,
                 "drawn": 30,
                 "overlap": 3,
             },
-            {"batch": "health-2", "allocation": "neyman", "target": "share", "seed": 1, "drawn": 20, "overlap": 2},
+            {
+                "batch": "health-2",
+                "allocation": "neyman",
+                **RANDOM_DRAW,
+                "target": "share",
+                "seed": 1,
+                "drawn": 20,
+                "overlap": 2,
+            },
         ],
         "items": 400,
         "categories": 2,
@@ -218,10 +231,10 @@ METHODS
 
 ## Sample
 
-| batch | allocation | target | seed | drawn | annotators per item |
-| --- | --- | --- | --- | --- | --- |
-| health-1 | proportional | share | 0 | 30 | 3 |
-| health-2 | neyman | share | 1 | 20 | 2 |
+| batch | allocation | draw | target | seed | drawn | annotators per item |
+| --- | --- | --- | --- | --- | --- | --- |
+| health-1 | proportional | random | share | 0 | 30 | 3 |
+| health-2 | neyman | random | share | 1 | 20 | 2 |
 
 ## Agreement of the validations
 
@@ -511,8 +524,24 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
     assert report["dataset"] == dataset
     assert report["design"] == {
         "batches": [
-            {"batch": "health-1", "allocation": "equal", "target": "share", "seed": 2, "drawn": 13, "overlap": 3},
-            {"batch": "health-2", "allocation": "neyman", "target": "share", "seed": 5, "drawn": 9, "overlap": 2},
+            {
+                "batch": "health-1",
+                "allocation": "equal",
+                **RANDOM_DRAW,
+                "target": "share",
+                "seed": 2,
+                "drawn": 13,
+                "overlap": 3,
+            },
+            {
+                "batch": "health-2",
+                "allocation": "neyman",
+                **RANDOM_DRAW,
+                "target": "share",
+                "seed": 5,
+                "drawn": 9,
+                "overlap": 2,
+            },
         ],
         "items": 46,
         "categories": 4,
