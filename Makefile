@@ -9,8 +9,9 @@ PORT ?= 8501
 
 # The checkout is installed editable: `foil` and `python -m foil_studio.cli` run this tree.
 # uv installs what pip would from the sources pip is configured with (tools/pip_sources.py), linked
-# from its cache instead of unpacked again: the venv in seconds rather than minutes.
-UV := $(VENV)/bin/uv pip install -q --python $(PY) $$($(PY) tools/pip_sources.py)
+# from its cache instead of unpacked again: the venv in seconds rather than minutes. Compiled to
+# bytecode here as pip does: without it every `foil` a test starts compiled torch's modules again.
+UV := $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) $$($(PY) tools/pip_sources.py)
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
