@@ -12,35 +12,38 @@ from foil_studio.analysis.active_sampling import Round, RoundEstimate, rounds_es
 from foil_studio.annotate.health.sample import HealthSample, is_active
 
 
-def category_rounds(sample: HealthSample, category: str, counted: frozenset[str]) -> list[Round]:
-    """The category's rounds, oldest first: positions in `sample.frame[category]`, inclusion
-    probabilities given the rounds before, and outcomes (1 where the outcome is in `counted`,
-    nan undecided)."""
+def round_groups(sample: HealthSample) -> list[tuple[set[int], bool]]:
+    """The sample's rounds, oldest first: the ids of the batches each holds, and whether it is an
+    active batch (a run of random batches is one round)."""
+    groups: list[tuple[set[int], bool]] = []
+    for batch in sample.batches:
+        if groups and not is_active(batch) and not groups[-1][1]:
+            groups[-1][0].add(batch["id"])
+        else:
+            groups.append(({batch["id"]}, is_active(batch)))
+    return groups
+
+
+def category_rounds(
+    sample: HealthSample, category: str, counted: frozenset[str], groups: list[tuple[set[int], bool]]
+) -> list[Round]:
+    """The category's rounds (`round_groups`), oldest first: positions in `sample.frame[category]`,
+    inclusion probabilities given the rounds before, and outcomes (1 where the outcome is in
+    `counted`, nan undecided)."""
     items = sample.frame[category]
     position = {item: p for p, item in enumerate(items)}
-    groups: list[list[int]] = []  # batch ids per round
-    for batch in sample.batches:
-        if groups and not is_active(batch) and not _active_round(sample, groups[-1]):
-            groups[-1].append(batch["id"])
-        else:
-            groups.append([batch["id"]])
     rounds, left = [], len(items)
-    for group in groups:
-        drawn = sorted(i for i, c in sample.drawn.items() if c == category and sample.batch_of[i] in group)
+    for batch_ids, active in groups:
+        drawn = sorted(i for i, c in sample.drawn.items() if c == category and sample.batch_of[i] in batch_ids)
         if not drawn:
             continue
-        if _active_round(sample, group):
-            inclusion = np.array([sample.inclusion[i] for i in drawn])
-        else:
-            inclusion = np.full(len(drawn), len(drawn) / left)  # a simple random sample of what was left
+        # a random round is a simple random sample of what the rounds before it left
+        recorded = [sample.inclusion[i] for i in drawn] if active else [len(drawn) / left] * len(drawn)
+        inclusion = np.array(recorded)
         outcomes = np.array([float(sample.outcomes[i] in counted) if i in sample.outcomes else np.nan for i in drawn])
         rounds.append(Round(np.array([position[i] for i in drawn]), inclusion, outcomes))
         left -= len(drawn)
     return rounds
-
-
-def _active_round(sample: HealthSample, group: list[int]) -> bool:
-    return any(is_active(b) for b in sample.batches if b["id"] in group)
 
 
 def round_estimates(
@@ -49,8 +52,9 @@ def round_estimates(
     """Per category with a decided item, the share of outcomes in `counted` from its rounds, with the
     predictions on every item (prediction-powered) or without (plain)."""
     found = {}
+    groups = round_groups(sample)
     for category in sorted(sample.frame):
-        rounds = category_rounds(sample, category, counted)
+        rounds = category_rounds(sample, category, counted, groups)
         if not any((~np.isnan(r.outcomes)).any() for r in rounds):
             continue
         items = sample.frame[category]
