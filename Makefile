@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DB := demo_store/foil.db
 PORT ?= 8501
 
-.PHONY: run test test-fast check lint types demo docs docs-check clean chromium postgresql mutation stateful
+.PHONY: run test suite test-fast check lint types demo docs docs-check clean chromium postgresql mutation stateful
 
 # The checkout is installed editable: `foil` and `python -m foil_studio.cli` run this tree.
 # uv installs what pip would from the sources pip is configured with (tools/pip_sources.py), linked
@@ -56,20 +56,28 @@ postgresql:
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
 		|| echo "install PostgreSQL for the store tests on PostgreSQL: sudo apt-get install postgresql"
 
-# The gate: the docs' generated tables (docs-check), lint and format (ruff), types (mypy, scope in
-# pyproject.toml), then the whole suite.
+# The gate: the docs' generated tables (docs-check), lint and format (ruff), then types (mypy, scope
+# in pyproject.toml) beside the whole suite (`-j2`): the suite leaves part of the second core idle
+# (browser tests wait for pages), and mypy from a cold cache takes 40 s of one core. A failure of
+# either fails the gate, after both have run.
 # Two workers (pytest-xdist), a module's tests together on one (`loadscope`): a browser module's
 # tests share its server and store, and one of them failed when its module was split across the
-# workers (`worksteal`). TESTING.md, "Suite time".
-test: lint types $(VENV)/.testing chromium postgresql
-	$(PY) -m pytest -q -n 2 --dist loadscope --durations=10
+# workers (`worksteal`). Modules are handed out in the suite's order (`--no-loadscope-reorder`),
+# the longest first (tests/conftest.py), not xdist's most-tests-first, which left the wheel and
+# the fifty-annotator modules, with one and three tests, to start last. TESTING.md, "Suite time".
+WORKERS := -n 2 --dist loadscope --no-loadscope-reorder
+test: lint $(VENV)/.testing chromium postgresql
+	$(MAKE) --no-print-directory -j2 types suite
+
+suite: $(VENV)/.testing
+	$(PY) -m pytest -q $(WORKERS) --durations=10
 
 check: test  # the issue's name for the gate; the README says `make test`
 
 # The inner loop: the suite without the tests that drive a browser, a PostgreSQL server or a fresh
 # venv (tests/conftest.py marks them by what they use), on two workers; the gate runs them all.
 test-fast: $(VENV)/.testing
-	$(PY) -m pytest -q -n 2 --dist loadscope -m "not browser and not postgresql and not wheel"
+	$(PY) -m pytest -q $(WORKERS) -m "not browser and not postgresql and not wheel"
 
 lint: $(VENV)/.testing docs-check
 	$(VENV)/bin/ruff check .

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ from foil_studio.annotate.task_types import REGISTRY as TASK_TYPE_REGISTRY
 from foil_studio.data import store
 from foil_studio.data.demo import DEMO_DATASETS, DemoConfig, install_demo
 from foil_studio.views.registry import PAGES
+
+# Under pytest-xdist each worker, and every process it starts, gets its share of the cores for
+# torch's OpenMP threads (set before torch is first imported): with torch's default of a thread
+# per core, two workers on two cores oversubscribe them, and a parallel region waits for a
+# descheduled thread (TESTING.md, "Suite time").
+if WORKERS := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // WORKERS)))
 
 REPO = Path(__file__).resolve().parents[1]
 APP_SCRIPT = REPO / "foil_studio" / "app.py"
@@ -47,10 +55,11 @@ def checkout_copy(target: Path) -> Path:
 
 # The slow families `make test-fast` leaves out, each found from what a test uses rather than kept
 # as a list: a browser (Chromium, a Streamlit server), a PostgreSQL server, the wheel in a fresh venv.
+# Longest first: the suite schedules them in this order (`pytest_collection_modifyitems`).
 SLOW_FAMILIES = {
+    "wheel": "builds the wheel and installs it into a fresh venv",
     "browser": "drives Chromium or a Streamlit server",
     "postgresql": "runs on a PostgreSQL server",
-    "wheel": "builds the wheel and installs it into a fresh venv",
 }
 
 
@@ -74,6 +83,40 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("postgresql")
         if module is not None and module.__name__.endswith("test_package"):
             item.add_marker("wheel")
+    items.sort(key=longest_first(items, getattr(config, "cache", None)))
+
+
+# Each module's seconds in the last run (pytest's cache, `.pytest_cache`): the next run's order.
+MODULE_SECONDS = "foil/module_seconds"
+_seconds_this_run: dict[str, float] = {}
+
+
+def module_of(item_or_report) -> str:
+    return item_or_report.nodeid.split("::")[0]
+
+
+def longest_first(items, cache) -> Callable[[pytest.Item], tuple[list[bool], float]]:
+    """The suite's order, a module's tests kept together: the slow families' modules first (the
+    wheel, then the browser, then PostgreSQL), then the modules that took longest in the last run
+    when the cache says (a fresh clone has none: pytest-randomly's shuffled order stays).
+    pytest-xdist hands out modules in this order (`--no-loadscope-reorder`), so no long module
+    starts last and leaves one worker alone with it at the end."""
+    measured = cache.get(MODULE_SECONDS, {}) if cache is not None else {}
+    rank: dict[str, list[bool]] = {}
+    for item in items:
+        slow_last = [family not in item.keywords for family in SLOW_FAMILIES]
+        rank[module_of(item)] = min(rank.get(module_of(item), slow_last), slow_last)
+    return lambda item: (rank[module_of(item)], -measured.get(module_of(item), 0.0))
+
+
+def pytest_runtest_logreport(report):
+    _seconds_this_run[module_of(report)] = _seconds_this_run.get(module_of(report), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    cache = getattr(session.config, "cache", None)
+    if cache is not None and not hasattr(session.config, "workerinput"):  # the controller sees every report
+        cache.set(MODULE_SECONDS, {**cache.get(MODULE_SECONDS, {}), **_seconds_this_run})
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -64,14 +66,29 @@ DEMO_COUNTS = {
 }
 
 
-def test_demo_then_datasets(tmp_path):
-    built = json.loads(run_cli("demo", "--json", db=tmp_path / "f.db").stdout)
-    names = [d["name"] for d in built["datasets"]]
-    assert names == list(DEMO_COUNTS)
-    assert {d["name"]: d["n_items"] for d in built["datasets"]} == DEMO_COUNTS  # the default demo world, exactly
-    listed = json.loads(run_cli("datasets", "--json", db=tmp_path / "f.db").stdout)
-    assert {d["name"]: d["n_items"] for d in listed} == {d["name"]: d["n_items"] for d in built["datasets"]}
-    assert (tmp_path / "f_files" / "demo" / "demo-sugarcrepe" / "00000.png").is_file()
+@pytest.fixture(scope="module")
+def made_checkout(tmp_path_factory) -> Path:
+    """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
+    demo store built as `make run` builds it (`make demo_store/foil.db`), and a pristine copy of that
+    store beside it (`pristine.db`): the full demo is built once for the tests below."""
+    checkout = checkout_copy(tmp_path_factory.mktemp("made") / "checkout")
+    (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
+    env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
+    built = subprocess.run(
+        ["make", "demo_store/foil.db"], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert built.returncode == 0, built.stderr
+    built_store = sqlite3.connect(checkout / "demo_store" / "foil.db")
+    built_store.execute("VACUUM INTO ?", [str(checkout.parent / "pristine.db")])
+    built_store.close()
+    return checkout
+
+
+def test_make_builds_the_demo_world_and_datasets_lists_it(made_checkout):
+    listed = json.loads(run_cli("datasets", "--json", db=made_checkout.parent / "pristine.db").stdout)
+    assert [d["name"] for d in listed] == list(DEMO_COUNTS)
+    assert {d["name"]: d["n_items"] for d in listed} == DEMO_COUNTS  # the default demo world, exactly
+    assert (made_checkout / "demo_store" / "foil_files" / "demo" / "demo-sugarcrepe" / "00000.png").is_file()
 
 
 def test_annotator_add_prints_a_private_link(tmp_path):
@@ -194,16 +211,10 @@ def readme_lines_after_make_run() -> list[str]:
     return [line for line in block.splitlines() if line.startswith("./foil ")]
 
 
-def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(tmp_path):
-    """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
-    demo store built as `make run` builds it; then each line of docs/commands.md, verbatim, from its root."""
-    checkout = checkout_copy(tmp_path / "checkout")
-    (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
+def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(made_checkout):
+    """Each line of docs/commands.md, verbatim, from the root of a fresh checkout after `make run`."""
+    checkout = made_checkout
     env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
-    built = subprocess.run(
-        ["make", "demo_store/foil.db"], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
-    )  # what `make run` builds
-    assert built.returncode == 0, built.stderr
     lines = readme_lines_after_make_run()
     assert len(lines) >= 8
     for line in lines:
@@ -241,11 +252,12 @@ def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
     assert again.returncode == 1 and "no run named 'ViT-B-32'" in again.stderr
 
 
-def test_readme_example_outputs_are_what_the_commands_print():
+def test_readme_example_outputs_are_what_the_commands_print(made_checkout, tmp_path):
     """The demo outputs of README.md and docs/*.md are generated (`make docs`), never pasted: they must
-    equal the output now."""
+    equal the output now, on a demo store as `make run` builds it (a copy of the pristine one)."""
+    shutil.copy(made_checkout.parent / "pristine.db", tmp_path / "foil.db")
     done = subprocess.run(
-        [sys.executable, str(REPO / "docs" / "readme_outputs.py"), "--check"],
+        [sys.executable, str(REPO / "docs" / "readme_outputs.py"), "--check", "--db", str(tmp_path / "foil.db")],
         capture_output=True,
         text=True,
         cwd=REPO,

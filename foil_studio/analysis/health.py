@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 LEVEL = 0.95
 ALLOCATIONS = ("equal", "proportional", "neyman")
@@ -75,6 +74,8 @@ def exact_interval(count: Any, n: Any, level: float = LEVEL) -> tuple[np.ndarray
     >>> float(low), round(float(high), 4)
     (0.0, 0.3085)
     """
+    from scipy import stats  # where used: it is a third of every `foil` command's start-up
+
     count, n = np.asarray(count, dtype=float), np.asarray(n, dtype=float)
     alpha = 1 - level
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -106,6 +107,8 @@ def hypergeometric_interval(count: Any, n: int, size: int, level: float = LEVEL)
     >>> [float(x) for x in hypergeometric_interval(3, 10, 10)]  # a census
     [0.3, 0.3]
     """
+    from scipy import stats
+
     count = np.asarray(count, dtype=int)
     tail = (1 - level) / 2
     everything = np.full(count.shape, size)
@@ -336,6 +339,8 @@ def korn_graubard(
     >>> round(float(low), 4), round(float(high), 4)
     (0.0667, 0.6525)
     """
+    from scipy import stats
+
     estimate, variance = np.asarray(estimate, dtype=float), np.asarray(variance, dtype=float)
     centre = estimate if centre is None else np.asarray(centre, dtype=float)
     alpha = 1 - level

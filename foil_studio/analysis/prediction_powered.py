@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from foil_studio.analysis.health import LEVEL, Share, korn_graubard, stratified_share, stratum_share
 
@@ -318,6 +317,8 @@ def _difference(
     """Run a's accuracy on valid items less run b's, the ratio of the paired credit difference
     c_a - c_b (its own power-tuned weights), with a t interval on n - K degrees of freedom (a
     difference has no p (1 - p) for Korn and Graubard's), clipped to [-1, 1]."""
+    from scipy import stats  # where used: it is a third of every `foil` command's start-up
+
     paired = [(y, f, c[:, [a]] - c[:, [b]], whole, wc[:, [a]] - wc[:, [b]]) for y, f, c, whole, wc in parts]
     estimate, variance = _fit(paired, 0)
     half = float(stats.t.ppf(1 - (1 - level) / 2, max(n - n_strata, 1))) * float(np.sqrt(max(variance, 0.0)))
