@@ -57,9 +57,9 @@ postgresql:
 		|| echo "install PostgreSQL for the store tests on PostgreSQL: sudo apt-get install postgresql"
 
 # The gate: the docs' generated tables (docs-check), lint and format (ruff), then types (mypy, scope
-# in pyproject.toml) beside the whole suite (`-j2`): the suite leaves part of the second core idle
-# (browser tests wait for pages), and mypy from a cold cache takes 40 s of one core. A failure of
-# either fails the gate, after both have run.
+# in pyproject.toml) beside the whole suite (`-j2`): mypy from a cold cache takes 40 s of one core,
+# which the suite's waits (browser tests wait for pages) mostly absorb. A failure of either fails
+# the gate, after both have run.
 # Two workers (pytest-xdist), a module's tests together on one (`loadscope`): a browser module's
 # tests share its server and store, and one of them failed when its module was split across the
 # workers (`worksteal`). Modules are handed out in the suite's order (`--no-loadscope-reorder`),

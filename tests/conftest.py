@@ -25,8 +25,8 @@ from foil_studio.views.registry import PAGES
 # torch's OpenMP threads (set before torch is first imported): with torch's default of a thread
 # per core, two workers on two cores oversubscribe them, and a parallel region waits for a
 # descheduled thread (TESTING.md, "Suite time").
-if WORKERS := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // WORKERS)))
+if worker_count := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // worker_count)))
 
 REPO = Path(__file__).resolve().parents[1]
 APP_SCRIPT = REPO / "foil_studio" / "app.py"

@@ -74,7 +74,7 @@ def exact_interval(count: Any, n: Any, level: float = LEVEL) -> tuple[np.ndarray
     >>> float(low), round(float(high), 4)
     (0.0, 0.3085)
     """
-    from scipy import stats  # where used: it is a third of every `foil` command's start-up
+    from scipy import stats  # here, not at the top: it would be half of every `foil` command's start-up
 
     count, n = np.asarray(count, dtype=float), np.asarray(n, dtype=float)
     alpha = 1 - level

@@ -317,7 +317,7 @@ def _difference(
     """Run a's accuracy on valid items less run b's, the ratio of the paired credit difference
     c_a - c_b (its own power-tuned weights), with a t interval on n - K degrees of freedom (a
     difference has no p (1 - p) for Korn and Graubard's), clipped to [-1, 1]."""
-    from scipy import stats  # where used: it is a third of every `foil` command's start-up
+    from scipy import stats  # here, not at the top: it would be half of every `foil` command's start-up
 
     paired = [(y, f, c[:, [a]] - c[:, [b]], whole, wc[:, [a]] - wc[:, [b]]) for y, f, c, whole, wc in parts]
     estimate, variance = _fit(paired, 0)
