@@ -66,6 +66,11 @@ DEMO_COUNTS = {
 }
 
 
+def shell_env() -> dict[str, str]:
+    """A newcomer's shell in the checkout: no store chosen, so `./foil` finds the demo store."""
+    return {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
+
+
 @pytest.fixture(scope="module")
 def made_checkout(tmp_path_factory) -> Path:
     """A copy of every tracked file (a fresh clone of this working tree), its `.venv` linked and its
@@ -73,9 +78,8 @@ def made_checkout(tmp_path_factory) -> Path:
     store beside it (`pristine.db`): the full demo is built once for the tests below."""
     checkout = checkout_copy(tmp_path_factory.mktemp("made") / "checkout")
     (checkout / ".venv").symlink_to(Path(sys.prefix))  # the environment `make` set up for this run
-    env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
     built = subprocess.run(
-        ["make", "demo_store/foil.db"], cwd=checkout, env=env, capture_output=True, text=True, timeout=600
+        ["make", "demo_store/foil.db"], cwd=checkout, env=shell_env(), capture_output=True, text=True, timeout=600
     )
     assert built.returncode == 0, built.stderr
     built_store = sqlite3.connect(checkout / "demo_store" / "foil.db")
@@ -213,8 +217,7 @@ def readme_lines_after_make_run() -> list[str]:
 
 def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(made_checkout):
     """Each line of docs/commands.md, verbatim, from the root of a fresh checkout after `make run`."""
-    checkout = made_checkout
-    env = {k: v for k, v in os.environ.items() if k != "FOIL_DB"}
+    checkout, env = made_checkout, shell_env()
     lines = readme_lines_after_make_run()
     assert len(lines) >= 8
     for line in lines:
