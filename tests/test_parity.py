@@ -148,14 +148,17 @@ def test_cli_parity_scores_both_ways_and_prints_the_flips(demo_store, tmp_path):
     said = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert f"{len(expected.flips)} items decide differently:" in said.stdout
     assert f"{expected.flips['s(c) - s(c_n) A'].iloc[0]:+.5f}" in said.stdout  # margins shown to the digit that flips
+    # refused before any model loads: the checkpoint named does not exist
     same = subprocess.run(
-        [*command[:-4], "--precision", "fp32", "--db", str(db_file)],
+        [*FOIL_CLI, "parity", "demo-sugarcrepe", "--model", models.DEMO_ARCH, "--checkpoint", str(tmp_path / "none.pt")]
+        + ["--precision", "fp32", "--db", str(db_file)],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=600,
     )
-    assert same.returncode == 1 and "both runs are foil-demo-clip" in same.stderr and "Traceback" not in same.stderr
+    assert same.returncode == 1 and "both runs would be in fp32 (fp32, as asked)" in same.stderr, same.stderr
+    assert "Traceback" not in same.stderr
 
 
 def test_inspect_runs_shows_the_flips_of_two_runs(both_precisions, admin_page):

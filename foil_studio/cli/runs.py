@@ -119,16 +119,24 @@ def cmd_parity(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
         run_a, run_b = args.runs
         said: dict[str, Any] = {}
     elif args.model:
+        _refuse_one_precision(args)
         scored_a, scored_b = (_score_in(db, args, precision) for precision in (args.against, args.precision))
         run_a, run_b = scored_a["run"], scored_b["run"]
-        if run_a == run_b:
-            raise UsageError(
-                f"both runs are {run_a} ({scored_b['precision_reason']}); choose another --precision or --against"
-            )
         said = {"precision_a": scored_a["precision_reason"], "precision_b": scored_b["precision_reason"]}
     else:
         raise UsageError("give --model (to score in two precisions) or --runs A B")
     return {**parity(db, args.dataset, run_a, run_b, subset=args.subset).to_dict(), **said}
+
+
+def _refuse_one_precision(args: argparse.Namespace) -> None:
+    """Refuse, before any model loads, a comparison of one precision with itself (`auto` may
+    resolve to the precision of --against): both scorings would make one run."""
+    from foil_studio.analysis.models import pick_device, resolve_precision
+
+    device = pick_device(args.device)
+    (a, _), (b, why) = (resolve_precision(precision, device) for precision in (args.against, args.precision))
+    if a == b:
+        raise UsageError(f"both runs would be in {a} ({why}); choose another --precision or --against")
 
 
 def _score_in(
