@@ -75,9 +75,10 @@ suite: $(VENV)/.testing
 check: test  # the issue's name for the gate; the README says `make test`
 
 # The inner loop: the suite without the tests that drive a browser, a PostgreSQL server or a fresh
-# venv (tests/conftest.py marks them by what they use), on two workers; the gate runs them all.
+# venv (tests/conftest.py marks them by what they use) and those marked slow (over 5 s each: a real
+# process, model or many examples end to end), on two workers; the gate runs them all.
 test-fast: $(VENV)/.testing
-	$(PY) -m pytest -q $(WORKERS) -m "not browser and not postgresql and not wheel"
+	$(PY) -m pytest -q $(WORKERS) -m "not browser and not postgresql and not wheel and not slow"
 
 lint: $(VENV)/.testing docs-check
 	$(VENV)/bin/ruff check .

@@ -67,6 +67,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "both_engines: run the test on SQLite and on PostgreSQL")
     for family, what in SLOW_FAMILIES.items():
         config.addinivalue_line("markers", f"{family}: the test {what} (`make test-fast` leaves it out)")
+    config.addinivalue_line(
+        "markers",
+        "slow: over 5 s on its own, a real process, model or many examples end to end "
+        "(`make test-fast` leaves it out; `make test` runs it)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

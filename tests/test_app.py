@@ -477,6 +477,7 @@ def test_score_now_reports_missing_weights_without_a_trace(app, demo_db, tmp_pat
     assert not at.exception and any("does not exist" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_every_admin_page_renders_every_dataset_and_run(demo_db, fixtures, admin_page):
     """A smoke test over everything the store can hold: demo datasets of the five item kinds the demo holds,
     scored, plus imported BiVLC, SugarCrepe-correct and GPT-4V runs; no page may fail on any."""

@@ -205,6 +205,7 @@ def test_audit_cli_contract(tmp_path, fixtures):
     assert {"dataset", "n_before", "n_after", "blind_before", "blind_after"} <= set(refined)
 
 
+@pytest.mark.slow
 def test_hackability_page_on_the_real_sugarcrepe_files(tmp_path, fixtures, admin_page):
     from foil_studio.data import store
 

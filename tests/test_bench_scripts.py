@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 
@@ -17,6 +19,7 @@ def run_bench(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_many_annotators_at_once_store_every_answer_once():
     out = run_bench(
         "bench/bench_annotation.py",
@@ -40,6 +43,7 @@ def test_many_annotators_at_once_store_every_answer_once():
     assert re.search(r"get-next p50 [\d.]+ ms, p95 [\d.]+ ms", out)
 
 
+@pytest.mark.slow
 def test_scoring_bench_compares_auto_with_the_reference_and_reports_parity():
     out = run_bench("bench/bench_scoring.py", "--items", "14", "--reference-sample", "2")
     assert re.search(r"reference per-item loop \(fp32\): [\d.]+ s", out)
@@ -87,6 +91,7 @@ def test_prediction_powered_coverage_table_prints_every_condition_and_valse_piec
     assert len(pairs) == 24
 
 
+@pytest.mark.slow
 def test_family_bench_times_each_family_against_its_reference_and_reads_peak_memory():
     out = run_bench("bench/bench_families.py", "--images", "3", "--families", "open_clip", "blip-itm")
     assert re.search(r"set: 3 items, 3 distinct 640x480 JPEGs", out)

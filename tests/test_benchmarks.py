@@ -100,6 +100,7 @@ def test_tot_agrees_with_the_definition_on_random_cosines():
     assert m.text_only_outcome(cosines[:, 0], cosines[:, 1], cosines[:, 2]).tolist() == by_hand
 
 
+@pytest.mark.slow
 def test_the_audit_reports_tot_of_minilm_per_category_on_the_real_files(fresh_db, fixtures, tmp_path):
     from foil_studio.analysis.audit import audit
 

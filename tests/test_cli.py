@@ -88,6 +88,7 @@ def made_checkout(tmp_path_factory) -> Path:
     return checkout
 
 
+@pytest.mark.slow
 def test_make_builds_the_demo_world_and_datasets_lists_it(made_checkout):
     listed = json.loads(run_cli("datasets", "--json", db=made_checkout.parent / "pristine.db").stdout)
     assert [d["name"] for d in listed] == list(DEMO_COUNTS)
@@ -114,6 +115,7 @@ def test_every_import_format_has_a_readme_example(source_format):
     assert f"./foil import {source_format} " in (REPO / "docs" / "formats.md").read_text()
 
 
+@pytest.mark.slow
 def test_export_round_trips_and_carries_per_instance_results(demo_db, tmp_path):
     from foil_studio.analysis.models import demo_model_spec, load_model
     from foil_studio.analysis.results import run_metrics
@@ -215,6 +217,7 @@ def readme_lines_after_make_run() -> list[str]:
     return [line for line in block.splitlines() if line.startswith("./foil ")]
 
 
+@pytest.mark.slow
 def test_the_readme_command_lines_run_as_written_on_a_fresh_checkout_after_make_run(made_checkout):
     """Each line of docs/commands.md, verbatim, from the root of a fresh checkout after `make run`."""
     checkout, env = made_checkout, shell_env()
@@ -241,6 +244,7 @@ def test_help_of_every_command_prints_its_name(command, capsys):
         assert "%%" not in shown, "a doubled % shows as such: argparse formats help, not the description"
 
 
+@pytest.mark.slow
 def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
     db = tmp_path / "f.db"
     run_cli("import", "bivlc-results", str(fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"), db=db)
@@ -255,6 +259,7 @@ def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
     assert again.returncode == 1 and "no run named 'ViT-B-32'" in again.stderr
 
 
+@pytest.mark.slow
 def test_readme_example_outputs_are_what_the_commands_print(made_checkout, tmp_path):
     """The demo outputs of README.md and docs/*.md are generated (`make docs`), never pasted: they must
     equal the output now, on a demo store as `make run` builds it (a copy of the pristine one)."""

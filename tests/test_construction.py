@@ -223,6 +223,7 @@ def test_creating_a_batch_selects_it_shows_its_links_once_and_forgets_the_names_
     assert holders == {"yann"}  # zoe, typed for the first batch, was not silently added to the second
 
 
+@pytest.mark.slow
 def test_adjudication_options_read_as_the_answers_people_gave(demo_db, admin_page):
     created = batches.create_batch(
         demo_db, batches.BatchSpec("demo-crepe", "compare_negatives", ("ada", "ben"), 2, 10, seed=1)

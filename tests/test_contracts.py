@@ -123,6 +123,7 @@ def test_cli_admin_token_comes_from_the_environment_or_one_private_file(tmp_path
     assert first == second == (tmp_path / "f_files" / "admin_token").read_text().strip() and len(first) >= 16
 
 
+@pytest.mark.slow
 def test_cli_score_encodes_each_distinct_image_and_caption_once(demo_db):
     path = store.location(demo_db)
     report = json.loads(

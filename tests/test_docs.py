@@ -6,9 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 
+@pytest.mark.slow
 def test_readme_tables_and_choice_lists_are_generated_from_the_registries():
     done = subprocess.run(
         [sys.executable, str(REPO / "docs" / "readme_tables.py"), "--check"],

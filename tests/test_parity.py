@@ -119,6 +119,7 @@ def test_decision_flips_count_signs_and_ties_not_small_moves():
     ]
 
 
+@pytest.mark.slow
 def test_cli_parity_scores_both_ways_and_prints_the_flips(demo_store, tmp_path):
     db_file = tmp_path / "parity.db"
     db_file.write_bytes(demo_store.read_bytes())

@@ -74,6 +74,7 @@ def test_run_is_stamped_with_model_provenance(random_demo_model):
     assert stamp["precision"] == "fp32" and stamp["model_identity"] == random_demo_model.identity
 
 
+@pytest.mark.slow
 def test_missing_weights_offline_give_a_clear_one_line_error(demo_db, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     done = subprocess.run(  # a dataset with its images: the weights are what is missing
@@ -232,6 +233,7 @@ def test_a_dataset_without_images_is_refused_before_anything_is_stored(fresh_db,
     assert store.list_runs(fresh_db, "sugarcrepe") == []  # no empty run left behind
 
 
+@pytest.mark.slow
 def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_path, fixtures):
     db = tmp_path / "f.db"
     subprocess.run(

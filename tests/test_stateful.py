@@ -392,4 +392,4 @@ StudioMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     phases=[Phase.explicit, Phase.reuse, Phase.generate] if os.environ.get("FOIL_STATEFUL_NO_SHRINK") else list(Phase),
 )
-TestStudio = StudioMachine.TestCase
+TestStudio = pytest.mark.slow(StudioMachine.TestCase)

@@ -188,6 +188,7 @@ def last_import_end(lines: list[str]) -> int:
     return end
 
 
+@pytest.mark.slow
 def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_each(tmp_path):
     if not FIXTURES.is_dir():
         pytest.skip(f"benchmark fixtures not found at {FIXTURES}")
