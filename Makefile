@@ -74,11 +74,12 @@ suite: $(VENV)/.testing
 
 check: test  # the issue's name for the gate; the README says `make test`
 
-# The inner loop: the suite without the tests that drive a browser, a PostgreSQL server or a fresh
-# venv (tests/conftest.py marks them by what they use) and those marked slow (over 5 s each: a real
-# process, model or many examples end to end), on two workers; the gate runs them all.
+# The inner loop: the suite without its `slow` tests, on two workers; the gate runs them all. Slow
+# are the tests marked so (over 5 s each: a real process, model or many examples end to end) and
+# those that drive a browser, a PostgreSQL server or a fresh venv (tests/conftest.py marks them by
+# what they use).
 test-fast: $(VENV)/.testing
-	$(PY) -m pytest -q $(WORKERS) -m "not browser and not postgresql and not wheel and not slow"
+	$(PY) -m pytest -q $(WORKERS) -m "not slow"
 
 lint: $(VENV)/.testing docs-check
 	$(VENV)/bin/ruff check .

@@ -53,9 +53,10 @@ def checkout_copy(target: Path) -> Path:
     return target
 
 
-# The slow families `make test-fast` leaves out, each found from what a test uses rather than kept
-# as a list: a browser (Chromium, a Streamlit server), a PostgreSQL server, the wheel in a fresh venv.
-# Longest first: the suite schedules them in this order (`pytest_collection_modifyitems`).
+# The slow families, each found from what a test uses rather than kept as a list: a browser
+# (Chromium, a Streamlit server), a PostgreSQL server, the wheel in a fresh venv. A test of any of
+# them is also `slow`, the one marker `make test-fast` leaves out. Longest first: the suite
+# schedules them in this order (`pytest_collection_modifyitems`).
 SLOW_FAMILIES = {
     "wheel": "builds the wheel and installs it into a fresh venv",
     "browser": "drives Chromium or a Streamlit server",
@@ -66,10 +67,10 @@ SLOW_FAMILIES = {
 def pytest_configure(config):
     config.addinivalue_line("markers", "both_engines: run the test on SQLite and on PostgreSQL")
     for family, what in SLOW_FAMILIES.items():
-        config.addinivalue_line("markers", f"{family}: the test {what} (`make test-fast` leaves it out)")
+        config.addinivalue_line("markers", f"{family}: the test {what} (and so is slow)")
     config.addinivalue_line(
         "markers",
-        "slow: over 5 s on its own, a real process, model or many examples end to end "
+        "slow: over 5 s on its own (a real process, model or many examples end to end), or of a slow family "
         "(`make test-fast` leaves it out; `make test` runs it)",
     )
 
@@ -88,6 +89,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("postgresql")
         if module is not None and module.__name__.endswith("test_package"):
             item.add_marker("wheel")
+        if any(family in item.keywords for family in SLOW_FAMILIES):
+            item.add_marker("slow")
     items.sort(key=longest_first(items, getattr(config, "cache", None)))
 
 
