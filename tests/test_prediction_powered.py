@@ -13,6 +13,8 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from foil_studio.analysis.prediction_powered import (
+    OVERALL_DISAGREEMENTS,
+    disagreements_worth,
     power_weight,
     powered_stratified_share,
     powered_stratum_share,
@@ -285,14 +287,65 @@ def test_valid_accuracy_intervals_cover_the_truth(agreement):
     assert held / 200 >= 0.93
 
 
-def test_the_worth_is_the_answers_a_plain_interval_as_narrow_would_need():
-    """n (w_plain / w_reported)^2: the interval of 100 answers at half the width is worth 400."""
+def brute_force_width(invalid: int, n: int, size: int) -> float:
+    """The exact interval's width for sampling without replacement, every K tried in turn (no bisection)."""
+    from scipy import stats
+
+    k = np.arange(size + 1)
+    kept = k[(stats.hypergeom.sf(invalid - 1, size, k, n) > 0.025) & (stats.hypergeom.cdf(invalid, size, k, n) > 0.025)]
+    return (kept.max() - kept.min()) / size
+
+
+@pytest.mark.parametrize(("share", "n", "size", "width"), [(0.3, 100, 1000, 0.1), (0.05, 40, 141, 0.09)])
+def test_the_worth_is_the_fewest_answers_whose_exact_plain_interval_is_as_narrow(share, n, size, width):
+    """Not n (w_plain / w)^2: exact intervals shrink faster than 1 / sqrt(n) as a sample nears a census.
+    Pinned to every m tried in turn with a brute-force hypergeometric interval."""
     from foil_studio.analysis.health import Share
     from foil_studio.analysis.prediction_powered import worth
 
-    plain, narrow = Share(0.3, 0.2, 0.4, 30, 100, 1000), Share(0.3, 0.25, 0.35, 30, 100, 1000)
-    assert worth(100, plain, narrow) == pytest.approx(400)
-    assert worth(100, plain, plain) == 100.0  # the plain interval reported: the answers given
+    x = round(share * n)
+    cited = Share(share, share - width / 2, share + width / 2, x, n, size)
+    found = worth(cited, [x], [n], [size])
+    widths = {m: brute_force_width(round(x / n * m), m, size) for m in range(n, size + 1)}
+    assert brute_force_width(x, n, size) > width
+    assert widths[int(found)] <= width + 1e-12 and widths[int(found) - 1] > width
+    assert found <= size
+    assert found < n * (brute_force_width(x, n, size) / width) ** 2  # the square-root rule overstates
+
+
+def test_the_worth_is_the_answers_given_where_the_cited_interval_is_the_plain_one_and_at_most_every_item():
+    from foil_studio.analysis.health import Share, stratified_share
+    from foil_studio.analysis.prediction_powered import worth
+
+    plain = stratified_share([3, 1], [40, 40], [141, 500])
+    assert worth(plain, [3, 1], [40, 40], [141, 500]) == 80.0
+    census_wide = Share(0.03, 0.03, 0.03, 4, 80, 641)
+    assert worth(census_wide, [3, 1], [40, 40], [141, 500]) == 641.0
+
+
+def test_a_category_whose_predictions_carry_nothing_lends_the_overall_share_the_plain_variance():
+    """Issue 52: a perfectly ranking but miscalibrated predictor (0.8 invalid, 0.6 valid) is constant on a
+    sample with no invalid item; that category adds the plain design's smoothed variance to the overall
+    share (1 / 42 of its items as if invalid), not four disagreements among all answers."""
+    from foil_studio.analysis.health import stratified_variance
+
+    rng = np.random.default_rng(3)
+    sizes = {"rare": 500, "common": 300}
+    outcomes, predicted, population = {}, {}, {}
+    for c, size in sizes.items():
+        truth = np.zeros(size)
+        truth[: (10 if c == "rare" else 60)] = 1
+        f = np.where(truth == 1, 0.8, 0.6)
+        frame = np.flatnonzero(truth == 0) if c == "rare" else np.arange(size)  # the rare one's sample: all valid
+        pick = rng.choice(frame, 40, replace=False)
+        outcomes[c], predicted[c], population[c] = truth[pick], f[pick], f
+    found = powered_stratified_share(outcomes, predicted, population)
+    rare, _ = stratified_variance(np.array([0.0]), np.array([40.0]), np.array([500.0]))
+    assert rare == pytest.approx((1 - 40 / 500) * (1 / 42) * (41 / 42) / 39)
+    # the common category's predictions rank perfectly: its residuals vanish, leaving its floor only
+    floor = disagreements_worth(OVERALL_DISAGREEMENTS, 80)
+    common = (1 - 40 / 300) * floor / 40
+    assert found.variance == pytest.approx((500 / 800) ** 2 * rare + (300 / 800) ** 2 * common)
 
 
 def test_the_overall_variance_floors_each_category_at_four_disagreements_among_all_decided_items():

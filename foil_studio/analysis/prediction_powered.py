@@ -37,12 +37,22 @@ Pure functions of arrays; `annotate.health` reads the outcomes and predictions o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from foil_studio.analysis.health import LEVEL, Share, korn_graubard, stratified_share, stratum_share
+from foil_studio.analysis.health import (
+    LEVEL,
+    Share,
+    effective_size,
+    exact_interval,
+    korn_graubard,
+    stratified_share,
+    stratified_variance,
+    stratum_share,
+)
 
 OVERALL_DISAGREEMENTS = 4  # the overall share's variance floor, in disagreements among all decided items
 
@@ -50,33 +60,74 @@ OVERALL_DISAGREEMENTS = 4  # the overall share's variance floor, in disagreement
 @dataclass(frozen=True)
 class Powered:
     """One prediction-powered share beside the plain one: which is reported (`share`), the power
-    weight, the predictor's agreement with people on the decided items, and the reported interval's
-    worth in human answers (`worth`)."""
+    weight, and what the predictor did on the decided items (`outcomes`, `predicted`); per stratum
+    (`counts`) the outcomes counted, the decided items and the items, from which the reported
+    interval's worth in human answers follows."""
 
     share: Share  # the reported interval: `powered` where narrower, else `plain`
     plain: Share
     powered: Share
     variance: float  # the prediction-powered estimate's design variance
     weight: float | None  # lambda (None for strata combined: each has its own)
-    agreement: float  # share of decided items where the predictor (f >= 0.5) and people agree
-    worth: float  # the human answers the reported interval is worth (n where the plain one is reported)
+    outcomes: np.ndarray = field(compare=False, repr=False)  # people's, on the decided items of every stratum
+    predicted: np.ndarray = field(compare=False, repr=False)  # the predictor's, on the same items
+    counts: tuple[list[int], list[int], list[int]] = field(compare=False, repr=False)
 
     @property
     def used(self) -> bool:
         """Whether the prediction-powered interval is the one reported."""
         return self.share is self.powered
 
+    @property
+    def agreement(self) -> float:
+        """The share of decided items where the predictor (f >= 0.5 as invalid) and people agree."""
+        return float(np.mean((self.predicted >= 0.5) == (self.outcomes == 1)))
+
+    @property
+    def ranking(self) -> float | None:
+        """How well the predictions rank the decided items (`ranking_auc`); None where people's
+        outcomes do not vary there."""
+        return ranking_auc(self.outcomes, self.predicted)
+
+    @cached_property
+    def worth(self) -> float:
+        """The human answers the reported interval is worth (`worth`); computed when first asked, as
+        each exact interval it tries costs a bisection."""
+        return worth(self.share, *self.counts)
+
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: both intervals, which one is reported, and the predictor's figures."""
+        """The JSON form: both intervals, which one is reported, and the predictor's figures: its
+        ranking (AUC) and calibration (mean prediction beside the observed share) on the decided
+        items, and its thresholded agreement."""
+        ranking = self.ranking
         return {
             "reported": "prediction-powered" if self.used else "plain",
             "prediction_powered": self.powered.as_dict(),
             "plain": self.plain.as_dict(),
             "variance": self.variance,
             "weight": None if self.weight is None else round(self.weight, 4),
+            "ranking_auc": None if ranking is None else round(ranking, 4),
+            "mean_prediction": round(float(np.mean(self.predicted)), 4),
+            "observed_share": round(float(np.mean(self.outcomes)), 4),
             "agreement": round(self.agreement, 4),
             "worth_human_answers": round(self.worth, 1),
         }
+
+
+def ranking_auc(outcomes: np.ndarray, predicted: np.ndarray) -> float | None:
+    """The area under the ROC curve of the predictions against people's outcomes (scikit-learn's): the
+    chance that a random counted item is predicted above a random other one, ties half; 0.5 is no
+    ranking, 1 a perfect one whatever the calibration. None where the outcomes do not vary.
+
+    >>> ranking_auc(np.array([1, 0, 0, 1]), np.array([0.8, 0.6, 0.6, 0.8]))
+    1.0
+    """
+    from sklearn.metrics import roc_auc_score  # here: a second of start-up for every `foil` command
+
+    y = np.asarray(outcomes, dtype=float)
+    if len(np.unique(y)) < 2:
+        return None
+    return float(roc_auc_score(y, np.asarray(predicted, dtype=float)))
 
 
 @dataclass(frozen=True)
@@ -119,6 +170,13 @@ def _stratum(
     n = len(y)
     weight = power_weight(y, f)
     estimate = float(np.mean(y) + weight * (population_mean - np.mean(f)))
+    if weight == 0:
+        # the predictions carry nothing here (no spread on the decided items, or no outcome that varies
+        # with them): the plain design's variance, smoothed at an edge as the plain interval is; the
+        # residual spread with a floor set for all decided items would pass off a stratum that showed
+        # no invalid item as nearly certain, whatever the predictions say of its other items
+        variance, _ = stratified_variance(y.sum(keepdims=True), np.array([float(n)]), np.array([float(size)]))
+        return _Stratum(estimate, variance, weight)
     residuals = y - weight * f
     spent = 2 if weight != 0 else 1  # lambda estimated from the same items
     floor = disagreements_worth(2, n) if smallest is None else smallest
@@ -140,12 +198,6 @@ def _check(outcomes: np.ndarray, predicted: np.ndarray, population: np.ndarray) 
         raise ValueError("outcomes must be 0 (valid or ambiguous) or 1 (invalid)")
 
 
-def agreement(outcomes: Sequence[np.ndarray], predicted: Sequence[np.ndarray]) -> float:
-    """The share of decided items where the predictor (f >= 0.5 as invalid) and people agree."""
-    y, f = np.concatenate([np.asarray(o, dtype=float) for o in outcomes]), np.concatenate(predicted)
-    return float(np.mean((f >= 0.5) == (y == 1)))
-
-
 def powered_stratum_share(outcomes: Any, predicted: Any, population: Any, level: float = LEVEL) -> Powered:
     """One stratum's invalid share from people's `outcomes` (1 invalid, 0 otherwise) on the decided
     items, the predictor's values on those same items (`predicted`) and on every item of the stratum
@@ -162,9 +214,7 @@ def powered_stratum_share(outcomes: Any, predicted: Any, population: Any, level:
     plain = stratum_share(invalid, n, size, level)
     powered = difference_interval(found.estimate, found.variance, n, 1, invalid, size, level)
     reported = powered if _width(powered) < _width(plain) else plain
-    return Powered(
-        reported, plain, powered, found.variance, found.weight, agreement([y], [f]), worth(n, plain, reported)
-    )
+    return Powered(reported, plain, powered, found.variance, found.weight, y, f, ([invalid], [n], [size]))
 
 
 def powered_stratified_share(
@@ -194,7 +244,8 @@ def powered_stratified_share(
     plain = stratified_share([int(y.sum()) for y in ys], [len(y) for y in ys], [len(w) for w in everything], level)
     powered = difference_interval(estimate, variance, n, len(strata), invalid, int(sizes.sum()), level)
     reported = powered if _width(powered) < _width(plain) else plain
-    return Powered(reported, plain, powered, variance, None, agreement(ys, fs), worth(n, plain, reported))
+    counts = ([int(y.sum()) for y in ys], [len(y) for y in ys], [len(w) for w in everything])
+    return Powered(reported, plain, powered, variance, None, np.concatenate(ys), np.concatenate(fs), counts)
 
 
 def difference_interval(
@@ -216,18 +267,76 @@ def _width(share: Share) -> float:
     return share.high - share.low
 
 
-def worth(n: int, plain: Share, reported: Share) -> float:
-    """The human answers the reported interval is worth: n (w_plain / w_reported)^2, n when the plain
-    interval is the one reported (or the reported one has no width: a census).
+def worth(
+    reported: Share, invalid: Sequence[int], decided: Sequence[int], sizes: Sequence[int], level: float = LEVEL
+) -> float:
+    """The human answers the reported interval is worth: the fewest answers m with which a plain
+    design (every stratum's decided items scaled alike, each stratum's observed share kept) gives
+    an exact interval no wider (`plain_width`); the answers given where the reported interval is
+    not narrower, and never more than the items there are (a census is exact).
 
-    >>> worth(100, Share(0.3, 0.2, 0.4, 30, 100, 1000), Share(0.3, 0.25, 0.35, 30, 100, 1000))
-    400.0
+    >>> worth(Share(0.3, 0.25, 0.35, 30, 100, 1000), [30], [100], [1000])
+    250.0
     """
-    return worth_of_widths(n, _width(plain), _width(reported) if reported is not plain else None)
+    given = int(sum(decided))
+    wanted = _width(reported)
+    widest = plain_width(given, invalid, decided, sizes, level)
+    if wanted >= widest:
+        return float(given)
+    low, high = _bracket(wanted, widest, invalid, decided, sizes, level)
+    while high - low > 1:  # the plain width at `low` is wider than wanted, at `high` not
+        middle = (low + high) // 2
+        if plain_width(middle, invalid, decided, sizes, level) <= wanted:
+            high = middle
+        else:
+            low = middle
+    return float(high)
+
+
+def _bracket(
+    wanted: float, widest: float, invalid: Sequence[int], decided: Sequence[int], sizes: Sequence[int], level: float
+) -> tuple[int, int]:
+    """Answers (low, high) between which the plain width falls from `widest` (at the answers given) to
+    `wanted`: up to a census, narrowed for one stratum around where Clopper-Pearson's interval on the
+    effective size (`health.effective_size`, many sizes at once) reaches it, since each exact interval
+    there costs a bisection of its own; the square-root rule's answers, with a margin, bound that scan."""
+    given, population = int(sum(decided)), int(sum(sizes))
+    if len(decided) > 1:
+        return given, population
+    answers = np.arange(given, min(population, int(2 * given * (widest / wanted) ** 2) + 2))
+    effective = effective_size(answers, population)
+    low, high = exact_interval(invalid[0] / decided[0] * effective, effective, level)
+    reached = np.flatnonzero(high - low <= wanted)
+    guess = int(answers[reached[0]]) if len(reached) else population
+    margin = max(5, guess // 10)
+    below, above = max(given, guess - margin), min(population, guess + margin)
+    if plain_width(below, invalid, decided, sizes, level) <= wanted:
+        below = given
+    if plain_width(above, invalid, decided, sizes, level) > wanted:
+        above = population
+    return below, above
+
+
+def plain_width(
+    answers: int, invalid: Sequence[int], decided: Sequence[int], sizes: Sequence[int], level: float = LEVEL
+) -> float:
+    """The plain interval's width with `answers` decided items in all, spread over the strata as
+    `decided` is (at most each stratum's size) and each stratum's share `invalid / decided` kept:
+    the exact hypergeometric interval for one stratum, Korn and Graubard's for several."""
+    x, n, size = (np.asarray(v, dtype=float) for v in (invalid, decided, sizes))
+    scaled = np.minimum(n * answers / n.sum(), size)
+    if len(n) == 1:
+        m = max(int(round(scaled[0])), 1)
+        share = stratum_share(int(round(x[0] / n[0] * m)), m, int(size[0]), level)
+    else:
+        share = stratified_share(x / n * np.maximum(scaled, 1), np.maximum(scaled, 1), size, level)
+    return _width(share)
 
 
 def worth_of_widths(n: int, plain_width: float, powered_width: float | None) -> float:
-    """`worth` from the widths (any unit): `powered_width` None, not narrower, or 0 gives n."""
+    """The answers an interval of `powered_width` is worth where the plain one of n answers has
+    `plain_width` and no exact interval can be recomputed at other sizes (the leaderboard's
+    bootstrap): n (w_plain / w)^2, widths shrinking as 1 / sqrt(n); None, not narrower, or 0 gives n."""
     if powered_width is None or not 0 < powered_width < plain_width:
         return float(n)
     return round(n * (plain_width / powered_width) ** 2, 6)

@@ -15,11 +15,9 @@ from foil_studio.analysis.health import Share
 from foil_studio.analysis.prediction_powered import (
     Powered,
     PoweredAccuracy,
-    agreement,
     powered_stratified_share,
     powered_stratum_share,
     powered_valid_accuracy,
-    worth,
     worth_of_widths,
 )
 from foil_studio.annotate.health.rounds import round_estimates
@@ -194,7 +192,8 @@ def _by_rounds(
             active.stratum_share(powered[category], size),
             powered[category].variance,
             powered[category].weight,
-            agreement([y], [f]),
+            (y, f),
+            ([int(y.sum())], [len(y)], [size]),
         )
         by_category.append({"category": category, **found.as_dict()})
     sizes = [len(sample.frame[c]) for c in parts]
@@ -204,15 +203,25 @@ def _by_rounds(
         active.stratified_share([powered[c] for c in parts], sizes),
         float(weights**2 @ [powered[c].variance for c in parts]),
         None,
-        agreement([y for y, _, _ in parts.values()], [f for _, f, _ in parts.values()]),
+        (np.concatenate([y for y, _, _ in parts.values()]), np.concatenate([f for _, f, _ in parts.values()])),
+        ([int(y.sum()) for y, _, _ in parts.values()], [len(y) for y, _, _ in parts.values()], sizes),
     )
     return {"by_category": by_category, "overall": {"covers": sum(sizes), **overall.as_dict()}}
 
 
-def _side_by_side(plain: Share, powered: Share, variance: float, weight: float | None, agreed: float) -> Powered:
-    """The plain and the prediction-powered share, the narrower reported."""
+def _side_by_side(
+    plain: Share,
+    powered: Share,
+    variance: float,
+    weight: float | None,
+    decided: tuple[np.ndarray, np.ndarray],
+    counts: tuple[list[int], list[int], list[int]],
+) -> Powered:
+    """The plain and the prediction-powered share, the narrower reported; `decided`: people's outcomes
+    and the predictions on the decided items; `counts`: per category the outcomes counted, the decided
+    items and the items, for the reported interval's worth."""
     reported = powered if powered.high - powered.low < plain.high - plain.low else plain
-    return Powered(reported, plain, powered, variance, weight, agreed, worth(plain.decided, plain, reported))
+    return Powered(reported, plain, powered, variance, weight, *decided, counts)
 
 
 def _category(
