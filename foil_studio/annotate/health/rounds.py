@@ -13,10 +13,10 @@ from foil_studio.annotate.health.sample import HealthSample, is_active
 
 
 def round_groups(sample: HealthSample) -> list[tuple[set[int], bool]]:
-    """The sample's rounds, oldest first: the ids of the batches each holds, and whether it is an
-    active batch (a run of random batches is one round)."""
+    """The sample's rounds, oldest first: the ids of the answered batches each holds (`answered`), and
+    whether it is an active batch (a run of random batches is one round)."""
     groups: list[tuple[set[int], bool]] = []
-    for batch in sample.batches:
+    for batch in sample.answered:
         if groups and not is_active(batch) and not groups[-1][1]:
             groups[-1][0].add(batch["id"])
         else:

@@ -194,9 +194,17 @@ class HealthSample:
     inclusion: dict[int, float]  # item -> its recorded inclusion probability
 
     @property
+    def answered(self) -> list[store.BatchRow]:
+        """The batches with a decided item, oldest first: the estimates stand on these alone, so that a
+        batch nobody has answered yet changes no interval of the answers already given."""
+        decided = {self.batch_of[item] for item in self.outcomes}
+        return [b for b in self.batches if b["id"] in decided]
+
+    @property
     def active(self) -> bool:
-        """Whether a batch of the sample drew with a predictor's uncertainty (unequal probabilities)."""
-        return any(is_active(b) for b in self.batches)
+        """Whether an answered batch of the sample drew with a predictor's uncertainty (unequal
+        probabilities), which makes its estimates go round by round."""
+        return any(is_active(b) for b in self.answered)
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -274,8 +282,8 @@ def plan_sample(
         wanted = h.allocate(sizes, budget, "neyman" if target == "rank" else allocation, taken=before, spreads=spreads)
     rng = random.Random(f"health:{dataset}:{seed}:{len(sample.batches)}")
     allocated = "neyman" if target == "rank" else allocation
-    if sample.active and strategy != "active":
-        _check_earlier_decided(sample)
+    if any(is_active(b) for b in sample.batches) and strategy != "active":
+        _check_earlier_decided(sample)  # an active batch, answered or not, shaped what is left to draw
     if strategy == "active":
         plan = SamplePlan(dataset, allocated, target, seed, sizes, before, {})
         return _active_plan(db, sample, wanted, predictions, rng, plan)
