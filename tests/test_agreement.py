@@ -222,6 +222,33 @@ def test_validation_baseline_per_category(db):
     assert result["metrics"]["accuracy_micro"] == 100.0 and result["n"] == 70
 
 
+def test_a_human_figure_from_two_items_has_its_exact_interval_and_is_too_few_for_a_baseline(db):
+    """It printed 100.00 (95% CI 100.00 to 100.00): every bootstrap resample of 2 right answers is 2
+    right. Now the interval is Clopper-Pearson's (lower end sqrt(0.025) by hand), the figure says
+    its n and that it is too few, and the page's sentence, the dataset's baseline and the CLI agree."""
+    from foil_studio.annotate.baselines import BASELINE_MIN_ITEMS, dataset_baseline, figure_sentence, human_baseline
+    from tests.test_cli import run_cli
+
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-sugarcrepe", "baseline_i2t", ("ada",), 1, 2, seed=1, name="two")
+    )
+    simulation.simulate(db, created["batch"], accuracies=1.0, seed=1)
+    result = human_baseline(db, ["two"], n_boot=50)
+    assert (result["n"], result["metrics"]["accuracy_micro"], BASELINE_MIN_ITEMS) == (2, 100.0, 30)
+    assert result["intervals"]["accuracy_micro"] == pytest.approx((100 * 0.025**0.5, 100.0))
+    said = "100.00 from 2 items (95% CI 15.81 to 100.00); too few for a baseline (30 needed)"
+    assert result["figures"]["accuracy_micro"] == said and result["min_items"] == 30
+    assert figure_sentence(result, "accuracy_micro") == f"Humans' accuracy_micro: {said}."
+    assert figure_sentence(result, "group") == ""
+    assert result["figures"]["accuracy_macro"].startswith("100.00 from 2 items (95% CI 1.25 to 100.00);")
+    assert dataset_baseline(db, "demo-sugarcrepe")["figures"] == result["figures"]  # what the page draws
+    printed = run_cli("baseline", "two", db=store.location(db))
+    assert printed.returncode == 0 and said in printed.stdout, printed.stderr
+    assert not {"nan", "None"} & set(printed.stdout.replace(",", " ").split())
+    as_json = json.loads(run_cli("baseline", "two", "--json", db=store.location(db)).stdout)
+    assert as_json["figures"] == result["figures"]
+
+
 def test_kappa_matrix_is_symmetric_with_gaps_where_undefined():
     pairs = [
         {"a": "ada", "b": "ben", "kappa": 0.5},

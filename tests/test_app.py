@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from foil_studio.annotate import browse
 from foil_studio.data import store
 from foil_studio.views.registry import PAGES, ROLES
+from foil_studio.views.text import WORD_JOINER
 from tests.conftest import ADMIN_PAGES, FOIL_CLI, REPO, SMALL_DEMO, dataset_box, visit_admin_pages
 from tests.conftest import APP_ADMIN as ADMIN
 
@@ -398,6 +399,11 @@ def test_model_scores_page_puts_humans_next_to_the_model(app, demo_db):
     assert (
         table.loc["(all)", "humans 95% CI"] and table.loc["(all)", "humans n"] < table.loc["(all)", "n"]
     )  # humans answered a sample, said so
+    # 20 of 20 right: Clopper-Pearson's lower end 0.025^(1/20), not the bootstrap's 100.00, and too few to cite
+    n = table.loc["(all)", "humans n"]
+    assert table.loc["(all)", "humans 95% CI"] == f"{100 * 0.025 ** (1 / n):.2f} to 100.00"
+    said = " ".join(c.value for c in at.caption).replace(WORD_JOINER, "")
+    assert f"Humans' group: 100.00 from {n} items (95% CI " in said and "too few for a baseline (30 needed)." in said
 
 
 def test_model_scores_with_a_baseline_answered_in_one_category_leaves_the_others_empty_and_says_why(app, demo_db):

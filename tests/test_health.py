@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
 
 from foil_studio.analysis import health as h
 from foil_studio.annotate import health
+from foil_studio.annotate.health.card import OUTCOME_RULE
 from foil_studio.annotate.queues import draw as draw_next
 from foil_studio.annotate.queues import submit_answer
 from foil_studio.annotate.simulation import simulate
@@ -120,6 +122,62 @@ def test_the_methods_paragraph_says_only_figures_of_the_tables(demo_db):
     overall = report["overall"]["invalid_share"]
     assert f"{100 * overall['estimate']:.1f}%" in report["methods"]
     assert report["design"]["drawn"] == 105 and "proportional then neyman" in report["methods"]
+
+
+def answer_queue(db, batch: str, annotator: str, limit: int, answer: str = "negative_false") -> None:
+    """`annotator` answers the first `limit` items of their queue in `batch`."""
+    who = next(a["id"] for a in store.list_annotators(db) if a["name"] == annotator)
+    for _ in range(limit):
+        state = draw_next(db, who, batch)
+        assert submit_answer(db, who, batch, state.task, {"answer": answer}, simulated=True)
+
+
+def test_the_methods_paragraph_counts_the_answers_each_decided_item_had(demo_db):
+    """It said "Each drawn item was validated by 3 annotators" (the batch's overlap) while each
+    decided item had one or two answers, and "2 or 3" after a second batch nobody answered. Now the
+    answers are counted from the stored labels of the decided items only; a batch nobody answered
+    changes nothing, and an admin's decision on an item nobody answered counts 0 answers."""
+    draw(demo_db, 12, allocation="equal")
+    answer_queue(demo_db, "health-1", "ann-a", 12)
+    answer_queue(demo_db, "health-1", "ann-b", 4, answer="negative_true")
+    report = health.health_report(demo_db, DATASET, n_boot=50)
+    batch = store.get_batch(demo_db, "health-1")
+    stored = Counter(label["item"] for label in store.batch_labels(demo_db, batch["id"]))
+    assert sorted(stored.values()) == [1] * 8 + [2] * 4  # counted here, independently of the report
+    counted = {"items": 12, "min": 1, "max": 2, "mean": 1.33}
+    assert report["design"]["answers"] == report["design"]["batches"][0]["answers"] == counted
+    said = "12 of the 12 drawn items are decided; they had 1 to 2 answers each (mean 1.3)."
+    assert said in report["methods"] and "validated by" not in report["methods"]
+    assert OUTCOME_RULE["majority"].endswith("counting as ambiguous and an admin's decision winning.")
+    assert [row["answers per decided item"] for row in health.design_table(report)] == ["1 to 2 (mean 1.3)"]
+
+    draw(demo_db, 12, name="health-2", allocation="equal")  # nobody answers it
+    later = health.health_report(demo_db, DATASET, n_boot=50)
+    assert later["design"]["answers"] == counted and said.replace("12 of the 12", "12 of the 24") in later["methods"]
+    assert [row["answers per decided item"] for row in health.design_table(later)] == [
+        "1 to 2 (mean 1.3)",
+        "",
+        "1 to 2 (mean 1.3)",
+    ]
+    assert [(row["batch"], row["decided"]) for row in health.design_table(later)] == [
+        ("health-1", 12),
+        ("health-2", 0),
+        ("all", 12),
+    ]
+    second = store.get_batch(demo_db, "health-2")
+    item = int(next(iter(health.batch_design(demo_db, "health-2")["items"])))
+    store.decide(demo_db, second["id"], item, 0, {"answer": "negative_true"}, by="admin")
+    decided = health.health_report(demo_db, DATASET, n_boot=50)
+    assert decided["design"]["answers"] == {"items": 13, "min": 0, "max": 2, "mean": 1.23}
+    assert "13 of the 24 drawn items are decided; they had 0 to 2 answers each (mean 1.2)." in decided["methods"]
+
+
+def test_one_answer_per_decided_item_is_said_in_the_singular(demo_db):
+    draw(demo_db, 7, allocation="equal")
+    answer_queue(demo_db, "health-1", "ann-c", 7)
+    report = health.health_report(demo_db, DATASET, n_boot=50)
+    assert "7 of the 7 drawn items are decided; each had 1 answer." in report["methods"]
+    assert health.design_table(report)[0]["annotators asked per item"] == 3
 
 
 def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):

@@ -208,7 +208,26 @@ def test_the_report_of_a_sample_with_an_active_batch_estimates_by_rounds_and_say
     markdown = health.report_markdown(report)
     for word in ("nan", "None", "inf"):
         assert f" {word} " not in markdown and f"| {word}" not in markdown
-    assert [row["draw"] for row in health.design_table(report)] == ["random", "active"]
+    assert [row["draw"] for row in health.design_table(report)] == ["random", "active", ""]  # "" on the "all" row
+
+
+def test_an_active_batch_nobody_has_answered_changes_no_interval(demo_db, tmp_path):
+    """Issue 52: drawing an active batch widened every interval on screen 1.5-5x before anyone answered
+    it; the estimates stand on the answered batches alone, so the report is the same before and after."""
+    answered_sample(demo_db, tmp_path)
+    before = health.health_report(demo_db, DATASET, predictions="judge")
+    active_batch(demo_db)
+    after = health.health_report(demo_db, DATASET, predictions="judge")
+    assert after["estimator"] == before["estimator"] == "stratified"
+    shares = ("invalid_share", "ambiguous_share", "invalid_or_ambiguous_share")
+    assert [after["overall"][k] for k in shares] == [before["overall"][k] for k in shares]
+    assert [[row[k] for k in shares] for row in after["strata"]] == [
+        [row[k] for k in shares] for row in before["strata"]
+    ]
+    assert sum(row["drawn"] for row in after["strata"]) > sum(row["drawn"] for row in before["strata"])
+    assert after["prediction_powered"] == before["prediction_powered"]
+    with pytest.raises(health.HealthError, match="not decided yet \\(batch health-2\\)"):
+        health.plan_sample(demo_db, DATASET, 20, allocation="neyman")  # what is left was shaped by it
 
 
 def test_a_sample_of_random_batches_only_keeps_the_exact_intervals(demo_db, tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -42,6 +43,8 @@ REPORT = {
                 "seed": 0,
                 "drawn": 30,
                 "overlap": 3,
+                "decided": 30,
+                "answers": {"items": 30, "min": 3, "max": 3, "mean": 3.0},
             },
             {
                 "batch": "health-2",
@@ -51,12 +54,15 @@ REPORT = {
                 "seed": 1,
                 "drawn": 20,
                 "overlap": 2,
+                "decided": 15,
+                "answers": {"items": 15, "min": 1, "max": 2, "mean": 1.6},
             },
         ],
         "items": 400,
         "categories": 2,
         "drawn": 50,
         "decided": 45,
+        "answers": {"items": 45, "min": 1, "max": 3, "mean": 2.53},
     },
     "agreement": [
         {
@@ -120,6 +126,7 @@ REPORT = {
     "human_baseline": {
         "batches": ["baseline-1", "baseline-2"],
         "n": 40,
+        "min_items": 30,
         "metrics": [
             {"metric": "accuracy", "value": 92.5, "interval": [83.1, 97.4]},
             {"metric": "text score", "value": -0.001, "interval": [-5.25, 4.5]},
@@ -154,9 +161,10 @@ DRAWN = (
     "We drew a stratified random sample without replacement of 50 of the 400 items of toy-bench with a negative "
     "caption (strata: its 2 categories; "
 )
-VALIDATED = (
-    " annotators, who judged whether the altered caption is wrong for the image; an item's outcome is the majority "
-    "answer, a tie or a majority of Unsure counting as ambiguous. 45 of the 50 drawn items are decided."
+JUDGED = (
+    "Annotators judged whether the altered caption is wrong for the image; an item's outcome is the majority answer, "
+    "a tie or a majority of Unsure counting as ambiguous and an admin's decision winning. 45 of the 50 drawn items "
+    "are decided"
 )
 ACCURACY = (
     "Accuracy on valid items (invalid and ambiguous items left out; a ratio estimator over the strata, exact "
@@ -169,7 +177,7 @@ def test_the_methods_paragraph_of_a_full_report_word_for_word():
     assert card.methods_paragraph(REPORT) == " ".join(
         [
             DRAWN + "proportional then neyman allocation; 2 batches).",
-            "Each drawn item was validated by 2 or 3" + VALIDATED,
+            JUDGED + "; they had 1 to 3 answers each (mean 2.5).",
             "We estimate that 8.3% (95% CI 3.2 to 17.9) of the negatives are invalid and 5.6% (95% CI 1.2 to 14.3) "
             "ambiguous " + SURVEY_WORDS,
             "On all items of the same categories the dataset's own verdicts give 7.8% (known flaw: the demo planted "
@@ -177,8 +185,8 @@ def test_the_methods_paragraph_of_a_full_report_word_for_word():
             "said valid) against our estimate of 13.9% (95% CI 6.5 to 24.7) invalid or ambiguous.",
             "Blind text-only scorers that never see the image choose the positive caption on 55.50% (stats) and "
             "61.25% (ngram) of all items (a tie counted half; 50% is chance).",
-            "Humans answering the models' own question (baseline-1, baseline-2, 40 items) reach accuracy 92.50 (95% "
-            "CI 83.10 to 97.40).",
+            "Humans answering the models' own question (baseline-1, baseline-2) reach accuracy 92.50 from 40 items "
+            "(95% CI 83.10 to 97.40).",
             ACCURACY + "; blip 68.00% on all items and 69.99% (95% CI 60.00 to 78.50) on valid items.",
         ]
     )
@@ -187,14 +195,20 @@ def test_the_methods_paragraph_of_a_full_report_word_for_word():
 def test_the_methods_paragraph_of_one_batch_part_of_the_strata_and_no_valid_item_yet():
     report = copy.deepcopy(REPORT)
     report["design"]["batches"] = report["design"]["batches"][1:]
+    report["design"]["answers"] = report["design"]["batches"][0]["answers"] = {
+        "items": 45,
+        "min": 1,
+        "max": 1,
+        "mean": 1,
+    }
     report["overall"]["covers"] = 300
     report["own_verdicts"] = report["hackability"] = None
-    report["human_baseline"] = {"batches": ["b"], "n": 3, "metrics": []}
+    report["human_baseline"] = {"batches": ["b"], "n": 3, "min_items": 30, "metrics": []}
     report["leaderboard"] = {"runs": [], "skipped": {}, "undefined": "no decided item is valid yet"}
     assert card.methods_paragraph(report) == " ".join(
         [
             DRAWN + "neyman allocation; 1 batch).",
-            "Each drawn item was validated by 2" + VALIDATED,
+            JUDGED + "; each had 1 answer.",
             "We estimate that 8.3% (95% CI 3.2 to 17.9) of the negatives are invalid and 5.6% (95% CI 1.2 to 14.3) "
             "ambiguous (over the 300 items of categories with a decided item) " + SURVEY_WORDS,
             "Accuracy on valid items: not yet defined (no decided item is valid yet).",
@@ -210,7 +224,7 @@ def test_the_methods_paragraph_without_a_decided_item_or_own_verdicts_it_can_com
     assert card.methods_paragraph(report) == " ".join(
         [
             DRAWN + "proportional then neyman allocation; 2 batches).",
-            "Each drawn item was validated by 2 or 3" + VALIDATED,
+            JUDGED + "; they had 1 to 3 answers each (mean 2.5).",
             ACCURACY + ".",
         ]
     )
@@ -222,6 +236,82 @@ def test_the_methods_paragraph_without_a_decided_item_or_own_verdicts_it_can_com
     assert "own verdicts" not in card.methods_paragraph(report)
 
 
+def test_a_human_baseline_from_too_few_items_is_not_cited_and_its_figures_say_so():
+    """It cited "accuracy 100.00 (95% CI 100.00 to 100.00)" from 2 items; now the paragraph says a
+    baseline needs 30 decided items, and the table gives the figure with its n and exact interval."""
+    report = copy.deepcopy(REPORT)
+    report["human_baseline"] = {
+        "batches": ["humans"],
+        "n": 2,
+        "min_items": 30,
+        "metrics": [{"metric": "accuracy_micro", "value": 100.0, "interval": [15.81, 100.0]}],
+    }
+    paragraph = card.methods_paragraph(report)
+    assert (
+        "A human baseline (humans answering the models' own question, humans) needs at least 30 decided items and "
+        "has 2, so none is cited." in paragraph
+    )
+    assert "Humans answering" not in paragraph and "100.00" not in paragraph
+    assert card.human_table(report) == [
+        {
+            "metric": "accuracy_micro",
+            "value": "100.00 from 2 items (95% CI 15.81 to 100.00); too few for a baseline (30 needed)",
+        }
+    ]
+    markdown = card.report_markdown({**report, "methods": paragraph})
+    assert "| accuracy_micro | 100.00 from 2 items (95% CI 15.81 to 100.00); too few for a baseline (30 needed) |" in (
+        markdown
+    )
+    assert not {"nan", "None"} & set(re.findall(r"[A-Za-z]+", markdown))
+    report["human_baseline"]["n"] = 30  # at the minimum it is a baseline
+    assert "reach accuracy_micro 100.00 from 30 items (95% CI 15.81 to 100.00)." in card.methods_paragraph(report)
+
+
+def test_the_paragraph_says_which_batches_drew_at_random_and_which_on_which_predictions():
+    report = copy.deepcopy(REPORT)
+    third = {**report["design"]["batches"][1], "batch": "health-3", "strategy": "active", "predictions": "judge"}
+    fourth = {**third, "batch": "health-4", "strategy": "predicted", "predictions": "votes"}
+    report["design"]["batches"] = [*report["design"]["batches"], {**third, "floor_share": 0.1}, fourth]
+    report["design"]["batches"][1]["strategy"] = "neyman"  # a random draw, by name
+    paragraph = card.methods_paragraph(report)
+    assert paragraph.startswith(
+        "We drew a stratified sample without replacement of 50 of the 400 items of toy-bench with a negative caption "
+        "(strata: its 2 categories; proportional then neyman allocation; 4 batches). Batches health-1 and health-2 "
+        "drew at random; batch health-3 drew actively, on the predictions judge: within each category every item not "
+        "drawn before on its own coin, with a probability that grows with the predictions' uncertainty (sqrt(f (1 - "
+        "f)), f the predicted probability that the negative is invalid), 10% of each probability spread evenly over "
+        "the items so that none is left out; batch health-4 drew on the predictions votes (predicted). Annotators "
+        "judged"
+    )
+    assert [row["draw"] for row in card.design_table(report)] == ["random", "neyman", "active", "predicted", ""]
+    report["design"]["batches"] = report["design"]["batches"][3:]
+    assert "(strata: its 2 categories; neyman allocation; 1 batch). Batch health-4 drew on the predictions votes" in (
+        card.methods_paragraph(report)
+    )
+
+
+def test_before_any_answer_the_paragraph_counts_no_answers_and_says_no_overlap():
+    """After a batch nobody answered it said "Each drawn item was validated by 2 or 3 annotators"."""
+    report = copy.deepcopy(REPORT)
+    report["design"] |= {"decided": 0, "answers": None}
+    for batch in report["design"]["batches"]:
+        batch |= {"decided": 0, "answers": None}
+    report["overall"]["invalid_share"] = None
+    report["leaderboard"] = report["human_baseline"] = report["hackability"] = None
+    assert card.methods_paragraph(report) == " ".join(
+        [
+            DRAWN + "proportional then neyman allocation; 2 batches).",
+            JUDGED.replace("45 of the 50", "0 of the 50") + ".",
+        ]
+    )
+    assert [row["answers per decided item"] for row in card.design_table(report)] == ["", "", ""]
+    report["screened_out"] = ["ann-x"]
+    report["design"]["answers"] = {"items": 3, "min": 2, "max": 2, "mean": 2.0}
+    assert card.methods_paragraph(report).endswith(
+        "; each had 2 answers (answers of annotators screened out by their gold answers left out)."
+    )
+
+
 MARKDOWN_HEAD = """\
 # Benchmark health: toy-bench
 
@@ -231,10 +321,11 @@ METHODS
 
 ## Sample
 
-| batch | allocation | draw | target | seed | drawn | annotators per item |
-| --- | --- | --- | --- | --- | --- | --- |
-| health-1 | proportional | random | share | 0 | 30 | 3 |
-| health-2 | neyman | random | share | 1 | 20 | 2 |
+| batch | allocation | draw | target | seed | drawn | decided | annotators asked per item | answers per decided item |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| health-1 | proportional | random | share | 0 | 30 | 30 | 3 | 3 |
+| health-2 | neyman | random | share | 1 | 20 | 15 | 2 | 1 to 2 (mean 1.6) |
+| all |  |  |  |  | 50 | 45 |  | 1 to 3 (mean 2.5) |
 
 ## Agreement of the validations
 
@@ -280,10 +371,10 @@ def test_the_markdown_card_of_a_full_report_line_for_line():
 
 ## Human baseline (baseline-1, baseline-2; 40 items)
 
-| metric | value (95% CI) |
+| metric | value |
 | --- | --- |
-| accuracy | 92.50 (83.10 to 97.40) |
-| text score | 0.00 (-5.25 to 4.50) |
+| accuracy | 92.50 from 40 items (95% CI 83.10 to 97.40) |
+| text score | 0.00 from 40 items (95% CI -5.25 to 4.50) |
 """
     )
 
@@ -294,7 +385,7 @@ def test_the_markdown_card_leaves_out_the_tables_a_report_has_no_rows_for():
     report["leaderboard"]["runs"] = report["leaderboard"]["runs"][:1]
     report["leaderboard"]["pairs"] = []
     report["hackability"] = None
-    report["human_baseline"] = {"batches": ["b"], "n": 3, "metrics": []}
+    report["human_baseline"] = {"batches": ["b"], "n": 3, "min_items": 30, "metrics": []}
     assert (
         card.report_markdown(report)
         == MARKDOWN_HEAD
@@ -532,6 +623,8 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
                 "seed": 2,
                 "drawn": 13,
                 "overlap": 3,
+                "decided": 13,
+                "answers": {"items": 13, "min": 3, "max": 3, "mean": 3.0},
             },
             {
                 "batch": "health-2",
@@ -541,13 +634,18 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
                 "seed": 5,
                 "drawn": 9,
                 "overlap": 2,
+                "decided": 0,  # nobody answered it: it changes no counted figure
+                "answers": None,
             },
         ],
         "items": 46,
         "categories": 4,
         "drawn": 22,
         "decided": 13,
+        "answers": {"items": 13, "min": 3, "max": 3, "mean": 3.0},
     }
+    assert report["screened_out"] == []
+    assert "each had 3 answers." in report["methods"] and "annotators asked" not in report["methods"]
     assert [row["batch"] for row in report["agreement"]] == ["health-1", "health-2"]
     assert [row["n_items"] for row in report["agreement"]] == [13, 0]
     agreement = batch_agreement(fresh_db, "health-1")
@@ -642,6 +740,7 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
     assert report["human_baseline"] == {
         "batches": ["humans"],
         "n": found["n"],
+        "min_items": 30,
         "metrics": [
             {"metric": key, "value": round(value, 2), "interval": [round(x, 2) for x in found["intervals"][key]]}
             for key, value in found["metrics"].items()

@@ -504,6 +504,43 @@ def test_summarize_splits_by_the_right_category_and_uses_the_resamples_asked_for
     assert all(low == high for per in summary["category_intervals"].values() for low, high in per.values())
 
 
+def test_exact_share_interval_is_clopper_pearson_by_hand_and_as_statsmodels_gives_it():
+    """2 of 2 right: the lower end p solves p^2 = 0.025 (sqrt(0.025) = 0.1581), the upper is 1, where
+    every bootstrap resample says 100 to 100; 27 of 30 is statsmodels' beta interval."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = m.exact_share_interval([True, True])
+    assert low == pytest.approx(100 * 0.025**0.5, abs=1e-9) and high == 100.0
+    assert m.share_interval([True, True], n_boot=200) == (100.0, 100.0)  # what the bootstrap said
+    expected = proportion_confint(27, 30, alpha=0.05, method="beta")
+    assert m.exact_share_interval([True] * 27 + [False] * 3) == pytest.approx(tuple(100 * x for x in expected))
+    assert m.exact_share_interval([0, 0]) == pytest.approx((0.0, 100 * (1 - 0.025**0.5)))
+    assert all(np.isnan(v) for v in m.exact_share_interval([]))
+
+
+def test_summarize_asked_for_exact_intervals_gives_them_to_0_1_outcomes_only():
+    outcomes, categories = [True] * 27 + [False] * 3, ["a"] * 28 + ["b"] * 2
+    exact = m.summarize({"x": outcomes, "credit": [0.5] * 30}, categories, macro=("x", "macro"), n_boot=50, exact=True)
+    assert exact["intervals"]["x"] == m.exact_share_interval(outcomes)
+    assert exact["category_intervals"]["a"]["x"] == m.exact_share_interval(outcomes[:28])
+    assert exact["category_intervals"]["b"]["x"] == m.exact_share_interval([False, False])
+    assert exact["intervals"]["macro"] == m.macro_exact_interval(outcomes, categories)
+    plain = m.summarize({"x": outcomes, "credit": [0.5] * 30}, categories, macro=("x", "macro"), n_boot=50)
+    assert exact["intervals"]["credit"] == plain["intervals"]["credit"]  # half credits keep the bootstrap
+    assert exact["metrics"] == plain["metrics"] and exact["intervals"]["x"] != plain["intervals"]["x"]
+
+
+def test_the_exact_macro_interval_averages_bonferroni_clopper_pearson_ends():
+    """Two categories, 1 of 1 and 0 of 1 right: each end at 97.5%, 1 - 0.0125 and 0.0125 by hand
+    (p^1 = 0.0125), averaged; one category is its own Clopper-Pearson interval."""
+    low, high = m.macro_exact_interval([True, False], ["a", "b"])
+    assert (low, high) == pytest.approx((100 * 0.0125 / 2, 100 * (1 + 0.9875) / 2))
+    assert m.macro_exact_interval([True, True, False], ["a"] * 3) == m.exact_share_interval([True, True, False])
+    assert m.macro_interval([True, True], ["a", "b"], n_boot=100) == (100.0, 100.0)  # what the bootstrap said
+    assert m.macro_exact_interval([True, True], ["a", "b"])[0] == pytest.approx(1.25)
+    assert all(np.isnan(v) for v in m.macro_exact_interval([], []))
+
+
 def test_brittleness_needs_strict_orders():
     """Brittle: right on the original pair but the negative beats the hard positive, or the hard
     positive beats the negative while the negative beats the caption. Ties are not orders."""

@@ -32,13 +32,14 @@ Pure functions of counts and arrays; `annotate.health` reads them off the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 LEVEL = 0.95
+Stratum = TypeVar("Stratum", bound=Hashable)  # a stratum's key: a category's name, a bin's number
 ALLOCATIONS = ("equal", "proportional", "neyman")
 OUTCOMES = ("valid", "invalid", "ambiguous")
 
@@ -145,7 +146,7 @@ def stratum_share(invalid: int, decided: int, size: int, level: float = LEVEL) -
 
 
 def stratified_share(
-    invalid: Sequence[int], decided: Sequence[int], sizes: Sequence[int], level: float = LEVEL
+    invalid: Sequence[float], decided: Sequence[float], sizes: Sequence[float], level: float = LEVEL
 ) -> Share:
     """The invalid share of the whole population from its strata (every one with a decided item):
     the stratified estimate with Korn and Graubard's exact interval (the module's docstring).
@@ -188,13 +189,13 @@ def stratified_variance(invalid: np.ndarray, decided: np.ndarray, sizes: np.ndar
 
 
 def allocate(
-    sizes: Mapping[str, int],
+    sizes: Mapping[Stratum, int],
     budget: int,
     method: str = "proportional",
     *,
-    taken: Mapping[str, int] | None = None,
-    spreads: Mapping[str, float] | None = None,
-) -> dict[str, int]:
+    taken: Mapping[Stratum, int] | None = None,
+    spreads: Mapping[Stratum, float] | None = None,
+) -> dict[Stratum, int]:
     """How many new items to draw per stratum: `budget` in all, at most the items each stratum
     has not yet given (`taken`). `equal`: the same per stratum; `proportional`: in proportion to
     its size; `neyman`: to N_c S_c, S_c the stratum's spread of what is estimated (`spreads`;

@@ -240,6 +240,23 @@ def _binary(values: NDArray[np.float64]) -> bool:
     return bool(np.all((values == 0) | (values == 1)))
 
 
+def exact_share_interval(outcomes: ArrayLike, level: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson interval of the share of true outcomes, in percent (NaN for no items): the
+    exact binomial interval, which stays honest where a bootstrap shrinks to a point (2 of 2 right
+    resample to 100 to 100 every time).
+
+    >>> [round(x, 2) for x in exact_share_interval([True, True])]
+    [15.81, 100.0]
+    """
+    values = np.asarray(outcomes, dtype=float)
+    if values.size == 0:
+        return (float("nan"), float("nan"))
+    from scipy.stats import binomtest  # here, not at the top: scipy is half of a `foil` command's start-up
+
+    found = binomtest(int(values.sum()), values.size).proportion_ci(confidence_level=level, method="exact")
+    return (100.0 * float(found.low), 100.0 * float(found.high))
+
+
 def macro_interval(
     outcomes: ArrayLike, categories: ArrayLike, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float]:
@@ -280,11 +297,14 @@ def summarize(
     n_boot: int = 1000,
     seed: int = 0,
     ties: ArrayLike | None = None,
+    exact: bool = False,
 ) -> dict[str, Any]:
     """Overall and per-category percentages of every outcome, with bootstrap intervals.
 
     `macro` = (outcome, key) also reports the mean over categories of `outcome` under `key`;
-    `ties` (tied comparisons per item) adds their number overall and per category.
+    `ties` (tied comparisons per item) adds their number overall and per category; `exact` gives
+    outcomes that are each 0 or 1 exact intervals instead of bootstrap ones (`exact_share_interval`,
+    the macro mean `macro_exact_interval`).
 
     >>> summary = summarize({"accuracy": [True, True, True, False]}, ["a", "a", "a", "b"], macro=("accuracy", "macro"), n_boot=10)
     >>> summary["metrics"], summary["by_category"]["b"]
@@ -294,11 +314,11 @@ def summarize(
     labels = np.asarray(categories)
     tie_counts = None if ties is None else np.asarray(ties, dtype=int)
     metrics = {k: percent(v) for k, v in arrays.items()}
-    intervals = {k: share_interval(v, n_boot=n_boot, seed=seed) for k, v in arrays.items()}
+    intervals = {k: _interval(v, exact, n_boot, seed) for k, v in arrays.items()}
     if macro is not None:
         source, key = macro
         metrics[key] = macro_accuracy(arrays[source], labels)
-        intervals[key] = macro_interval(arrays[source], labels, n_boot=n_boot, seed=seed)
+        intervals[key] = _macro_interval(arrays[source], labels, exact, n_boot, seed)
     by_category: dict[str, dict[str, Any]] = {}
     category_intervals: dict[str, dict[str, tuple[float, float]]] = {}
     for number, category in enumerate(sorted(set(labels.tolist()))):
@@ -307,7 +327,7 @@ def summarize(
         if tie_counts is not None:
             by_category[str(category)]["ties"] = int(tie_counts[mask].sum())
         category_intervals[str(category)] = {
-            k: share_interval(v[mask], n_boot=n_boot, seed=seed + 1 + number) for k, v in arrays.items()
+            k: _interval(v[mask], exact, n_boot, seed + 1 + number) for k, v in arrays.items()
         }
     summary = {
         "n": int(len(labels)),
@@ -317,6 +337,37 @@ def summarize(
         "category_intervals": category_intervals,
     }
     return summary if tie_counts is None else {**summary, "ties": int(tie_counts.sum())}
+
+
+def macro_exact_interval(outcomes: ArrayLike, categories: ArrayLike, level: float = 0.95) -> tuple[float, float]:
+    """An interval of `macro_accuracy` from 0/1 outcomes that holds at `level` at least: the mean of
+    the categories' Clopper-Pearson ends, each at level 1 - (1 - level) / K (Bonferroni: the K
+    intervals hold together with probability `level` or more, and then so does their mean).
+
+    >>> [round(x, 2) for x in macro_exact_interval([True, True], ["a", "b"])]
+    [1.25, 100.0]
+    """
+    values, labels = np.asarray(outcomes, dtype=float), np.asarray(categories)
+    groups = sorted(set(labels.tolist()))
+    if not groups:
+        return (float("nan"), float("nan"))
+    each = 1 - (1 - level) / len(groups)
+    ends = np.array([exact_share_interval(values[labels == c], each) for c in groups])
+    return (float(ends[:, 0].mean()), float(ends[:, 1].mean()))
+
+
+def _interval(values: Credits, exact: bool, n_boot: int, seed: int) -> tuple[float, float]:
+    """`summarize`'s interval of one outcome: exact where asked and the outcomes are 0/1, else bootstrap."""
+    if exact and values.size and _binary(values):
+        return exact_share_interval(values)
+    return share_interval(values, n_boot=n_boot, seed=seed)
+
+
+def _macro_interval(values: Credits, labels: NDArray[Any], exact: bool, n_boot: int, seed: int) -> tuple[float, float]:
+    """`summarize`'s interval of the macro mean: exact where asked and the outcomes are 0/1, else bootstrap."""
+    if exact and values.size and _binary(values):
+        return macro_exact_interval(values, labels)
+    return macro_interval(values, labels, n_boot=n_boot, seed=seed)
 
 
 CHANCE = {

@@ -329,7 +329,8 @@ def plain_width(
         m = max(int(round(scaled[0])), 1)
         share = stratum_share(int(round(x[0] / n[0] * m)), m, int(size[0]), level)
     else:
-        share = stratified_share(x / n * np.maximum(scaled, 1), np.maximum(scaled, 1), size, level)
+        at_least_one = np.maximum(scaled, 1)
+        share = stratified_share((x / n * at_least_one).tolist(), at_least_one.tolist(), size.tolist(), level)
     return _width(share)
 
 

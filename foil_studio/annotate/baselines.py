@@ -3,12 +3,14 @@
 Each question (item, part) becomes one outcome: the majority answer of its annotators, right or
 wrong against the item's structure (baselines) or ground truth (validation, ranking). A tie
 between a right and a wrong answer counts as wrong, as a tie between scores does for a model.
+A share of right outcomes has the exact (Clopper-Pearson) interval, and a figure from fewer than
+`BASELINE_MIN_ITEMS` decided items is said as such, never as a baseline (`figure_text`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ from foil_studio.analysis.metric_families.base import category_types
 from foil_studio.analysis.results import BOOTSTRAP, source_format
 from foil_studio.annotate.task_types import REGISTRY, Baseline, is_correct
 from foil_studio.data import formats, store
+from foil_studio.data.plain_text import figure, interval_text
 
 BASELINE_TASKS = tuple(name for name, task in REGISTRY.items() if task.baseline is not None)
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).
@@ -28,6 +31,10 @@ BESIDE_MODELS_TASKS = tuple(name for name, task in REGISTRY.items() if task.base
 
 
 Outcomes = dict[tuple[int, int], bool]  # (item, part) -> the majority answer is right
+
+# Decided items (questions with a majority answer; BiVLC: complete instances) below which a human
+# figure is shown with its n and interval but not cited as a baseline.
+BASELINE_MIN_ITEMS = 30
 
 
 class BaselineError(store.StoreError):
@@ -50,7 +57,8 @@ def question_outcomes(db: sqlite_utils.Database, batch_name: str) -> dict[tuple[
 def human_baseline(
     db: sqlite_utils.Database, batch_names: list[str], *, n_boot: int = BOOTSTRAP, seed: int = 0
 ) -> dict[str, Any]:
-    """Metrics of the humans in the given batches, with the keys `./foil metrics` uses."""
+    """Metrics of the humans in the given batches, with the keys `./foil metrics` uses: shares of
+    right outcomes with exact intervals, and each figure in words (`figures`, `figure_text`)."""
     batches = [store.get_batch(db, name) for name in batch_names]
     datasets = {b["dataset"] for b in batches}
     if len(datasets) != 1:
@@ -66,7 +74,32 @@ def human_baseline(
         summary = _group_baseline(by_task, items, source_format(db, dataset), n_boot, seed)
     else:
         summary = _single_baseline(by_task, items, n_boot, seed)
-    return {"dataset": dataset, "batches": batch_names, **summary}
+    figures = {
+        key: figure_text(value, summary["intervals"].get(key), summary["n"])
+        for key, value in summary["metrics"].items()
+    }
+    return {"dataset": dataset, "batches": batch_names, **summary, "min_items": BASELINE_MIN_ITEMS, "figures": figures}
+
+
+def figure_text(value: float, interval: Sequence[float] | None, n: int, min_items: int = BASELINE_MIN_ITEMS) -> str:
+    """A human figure with its number of decided items and its 95% interval, the one way the page,
+    the CLI and the health card say it; below `min_items` items it says it is too few for a baseline.
+
+    >>> figure_text(92.5, (83.1, 97.4), 40)
+    '92.50 from 40 items (95% CI 83.10 to 97.40)'
+    >>> figure_text(100.0, (15.811, 100.0), 2)
+    '100.00 from 2 items (95% CI 15.81 to 100.00); too few for a baseline (30 needed)'
+    """
+    shown = interval_text(interval)
+    said = f"{figure(value)} from {n} item{'s' if n != 1 else ''}" + (f" (95% CI {shown})" if shown else "")
+    return said if n >= min_items else f"{said}; too few for a baseline ({min_items} needed)"
+
+
+def figure_sentence(humans: Mapping[str, Any], key: str) -> str:
+    """The humans' overall `key` in words, for the page beside the models' table ("" without it)."""
+    if key not in humans["figures"]:
+        return ""
+    return f"Humans' {key}: {humans['figures'][key]}."
 
 
 def _asks_several_parts(by_task: dict[str, Outcomes], items: Iterable[store.ItemRow]) -> bool:
@@ -87,7 +120,7 @@ def _single_baseline(
     baseline = REGISTRY[task].baseline
     assert baseline is not None  # by_task holds baseline tasks only
     macro = (baseline.metric, baseline.macro) if baseline.macro else None
-    return m.summarize({baseline.metric: correct}, categories, macro=macro, n_boot=n_boot, seed=seed)
+    return m.summarize({baseline.metric: correct}, categories, macro=macro, n_boot=n_boot, seed=seed, exact=True)
 
 
 def _group_baseline(
@@ -112,10 +145,10 @@ def _group_baseline(
         outcomes = m.combine_bivlc(**parts)
         ordered = {k: outcomes[k] for k in m.BIVLC_KEYS}
     categories = np.array([items[i]["category"] for i in complete])
-    summary = m.summarize(ordered, categories, n_boot=n_boot, seed=seed)
+    summary = m.summarize(ordered, categories, n_boot=n_boot, seed=seed, exact=True)
     types = category_types(categories, source)
     if types is not None:
-        by_type = m.summarize(ordered, types, n_boot=n_boot, seed=seed)
+        by_type = m.summarize(ordered, types, n_boot=n_boot, seed=seed, exact=True)
         summary["by_type"], summary["type_intervals"] = by_type["by_category"], by_type["category_intervals"]
     return summary
 

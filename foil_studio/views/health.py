@@ -294,7 +294,7 @@ humans = report.get("human_baseline")
 if humans and humans["metrics"]:
     st.caption(
         f"Human baseline ({text.md(', '.join(humans['batches']))}; {humans['n']} items): "
-        + "; ".join(f"{row['metric']} {row['value (95% CI)']}" for row in health.human_table(report))
+        + "; ".join(f"{row['metric']} {row['value']}" for row in health.human_table(report))
     )
 if board.get("undefined"):
     st.caption(f"Leaderboard on valid items: {board['undefined']}.")

@@ -250,7 +250,8 @@ if with_humans:
     st.caption(
         f"Humans: majority answers of {text.md(', '.join(humans['batches']))} on {humans['n']} of the "
         f"{first['n_items']} items (the humans n column); the models' figures are over every item, so the two differ "
-        "in sample as well as in who answers."
+        "in sample as well as in who answers. "
+        + text.md(baselines.figure_sentence(humans, key))
         + (
             f" No item of {text.md(', '.join(undecided))} has a decided human answer yet: their humans cells are empty."
             if undecided

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from foil_studio.annotate.agreement import COEFFICIENT_NAMES, COEFFICIENTS
+from foil_studio.annotate.baselines import figure_text
 from foil_studio.annotate.health.sample import SHARES
 from foil_studio.data.plain_text import figure, interval_text
 
@@ -18,7 +19,8 @@ def _percent(share: Mapping[str, Any]) -> str:
 
 # How the methods paragraph says an item's validations became its outcome, per `sample.CONSENSUS`.
 OUTCOME_RULE = {
-    "majority": "an item's outcome is the majority answer, a tie or a majority of Unsure counting as ambiguous.",
+    "majority": "an item's outcome is the majority answer, a tie or a majority of Unsure counting as ambiguous and "
+    "an admin's decision winning.",
     "dawid-skene": "an item's outcome is the answer Dawid and Skene's model gives it from every annotator's "
     "estimated confusion (crowd-kit), an Unsure outcome counting as ambiguous and an admin's decision winning.",
 }
@@ -38,27 +40,80 @@ ESTIMATORS = {
 }
 
 
+# A batch's `strategy` when it drew at random within its categories (the others drew on predictions).
+RANDOM_DRAWS = ("random", "neyman")
+
+
 def _design_sentence(report: Mapping[str, Any], allocations: Sequence[str]) -> str:
-    """What was drawn, how, in how many batches, and which drew with a predictor's uncertainty."""
+    """What was drawn, how, in how many batches, and which batches drew on predictions."""
     design = report["design"]
     count = len(design["batches"])
-    active = [b for b in design["batches"] if b["strategy"] == "active"]
+    random = all(b["strategy"] in RANDOM_DRAWS for b in design["batches"])
     sentence = (
-        f"We drew a stratified {'random ' if not active else ''}sample without replacement of {design['drawn']} of "
+        f"We drew a stratified {'random ' if random else ''}sample without replacement of {design['drawn']} of "
         f"the {design['items']} items of {report['dataset']} with a negative caption (strata: its "
         f"{design['categories']} categories; {' then '.join(allocations)} allocation; {count} "
         f"batch{'es' if count != 1 else ''})."
     )
-    if not active:
-        return sentence
-    names = ", ".join(dict.fromkeys(str(b["predictions"]) for b in active))
-    return sentence + (
-        f" {len(active)} of the batches drew actively: within each category every item not drawn before on its own "
-        f"coin, with a probability that grows with the uncertainty of the predictions {names} (sqrt(f (1 - f)), f "
-        "the predicted probability that the negative is invalid), "
-        f"{figure(100 * active[0]['floor_share'], 0)}% of each probability spread evenly over the items so that none "
-        "is left out; the others drew at random."
+    return sentence if random else f"{sentence} {_draws_sentence(design['batches'])}"
+
+
+def _draws_sentence(batches: Sequence[Mapping[str, Any]]) -> str:
+    """Which batches drew at random and which on which predictions, the random ones first."""
+    groups: dict[tuple[str, str | None], list[Mapping[str, Any]]] = {("random", None): []}
+    for b in batches:
+        key = ("random", None) if b["strategy"] in RANDOM_DRAWS else (b["strategy"], b["predictions"])
+        groups.setdefault(key, []).append(b)
+    clauses = [f"{_named(group)} {_how_drawn(group[0])}" for group in groups.values() if group]
+    said = "; ".join(clauses)
+    return said[0].upper() + said[1:] + "."
+
+
+def _named(batches: Sequence[Mapping[str, Any]]) -> str:
+    """Batches by name: "batch a", "batches a and b", "batches a, b and c"."""
+    names = [str(b["batch"]) for b in batches]
+    if len(names) == 1:
+        return f"batch {names[0]}"
+    return f"batches {', '.join(names[:-1])} and {names[-1]}"
+
+
+def _how_drawn(batch: Mapping[str, Any]) -> str:
+    """How a batch drew: at random, actively on predictions (in words), or on predictions by another strategy."""
+    strategy, predictions = batch["strategy"], batch["predictions"]
+    if strategy in RANDOM_DRAWS:
+        return "drew at random"
+    on = f"on the predictions {predictions}" if predictions is not None else "on predictions"
+    if strategy != "active":
+        return f"drew {on} ({strategy})"
+    return (
+        f"drew actively, {on}: within each category every item not drawn before on its own coin, with a "
+        "probability that grows with the predictions' uncertainty (sqrt(f (1 - f)), f the predicted probability "
+        f"that the negative is invalid), {figure(100 * batch['floor_share'], 0)}% of each probability spread evenly "
+        "over the items so that none is left out"
     )
+
+
+def _answers_clause(report: Mapping[str, Any]) -> str:
+    """How many answers the decided items had, as counted ("" before the first decided item)."""
+    answers = report["design"].get("answers")
+    if not answers:
+        return ""
+    left_out = (
+        " (answers of annotators screened out by their gold answers left out)" if report.get("screened_out") else ""
+    )
+    if answers["min"] == answers["max"]:
+        return f"; each had {answers['min']} answer{'s' if answers['min'] != 1 else ''}{left_out}"
+    low, high, mean = answers["min"], answers["max"], figure(answers["mean"], 1)
+    return f"; they had {low} to {high} answers each (mean {mean}){left_out}"
+
+
+def answers_text(answers: Mapping[str, Any] | None) -> str:
+    """Answers per decided item as counted: "3", "1 to 3 (mean 2.1)"; "" without a decided item."""
+    if not answers:
+        return ""
+    if answers["min"] == answers["max"]:
+        return str(answers["min"])
+    return f"{answers['min']} to {answers['max']} (mean {figure(answers['mean'], 1)})"
 
 
 def _changed(report: Mapping[str, Any]) -> str:
@@ -73,13 +128,12 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
     """The report's methods paragraph: every number in it is a figure of the report's tables."""
     design, overall = report["design"], report["overall"]
     allocations = list(dict.fromkeys(b["allocation"] for b in design["batches"]))
-    overlaps = sorted({b["overlap"] for b in design["batches"] if b["overlap"]})
     sentences = [
         _design_sentence(report, allocations),
-        f"Each drawn item was validated by {' or '.join(map(str, overlaps))} annotators, who judged whether the "
-        f"altered caption is wrong for the image; {OUTCOME_RULE[report.get('consensus', 'majority')]} "
+        "Annotators judged whether the altered caption is wrong for the image; "
+        f"{OUTCOME_RULE[report.get('consensus', 'majority')]} "
         + _changed(report)
-        + f"{design['decided']} of the {design['drawn']} drawn items are decided.",
+        + f"{design['decided']} of the {design['drawn']} drawn items are decided{_answers_clause(report)}.",
     ]
     if overall["invalid_share"] is not None:
         covers = (
@@ -100,13 +154,7 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             f"Blind text-only scorers that never see the image choose the positive caption on {figures} of all "
             "items (a tie counted half; 50% is chance)."
         )
-    humans = report.get("human_baseline")
-    if humans and humans["metrics"]:
-        first = humans["metrics"][0]
-        sentences.append(
-            f"Humans answering the models' own question ({', '.join(humans['batches'])}, {humans['n']} items) reach "
-            f"{first['metric']} {first['value']:.2f} (95% CI {first['interval'][0]:.2f} to {first['interval'][1]:.2f})."
-        )
+    sentences += _humans_sentence(report)
     board = report.get("leaderboard") or {}
     if board.get("undefined"):
         sentences.append(f"Accuracy on valid items: not yet defined ({board['undefined']}).")
@@ -124,6 +172,22 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
             + "."
         )
     return " ".join(sentences)
+
+
+def _humans_sentence(report: Mapping[str, Any]) -> list[str]:
+    """The human baseline's first figure, or, from too few decided items, why none is cited."""
+    humans = report.get("human_baseline")
+    if not humans or not humans["metrics"]:
+        return []
+    batches = ", ".join(humans["batches"])
+    if humans["n"] < humans["min_items"]:
+        return [
+            f"A human baseline (humans answering the models' own question, {batches}) needs at least "
+            f"{humans['min_items']} decided items and has {humans['n']}, so none is cited."
+        ]
+    first = humans["metrics"][0]
+    said = figure_text(first["value"], first["interval"], humans["n"], humans["min_items"])
+    return [f"Humans answering the models' own question ({batches}) reach {first['metric']} {said}."]
 
 
 def _own_sentences(report: Mapping[str, Any]) -> list[str]:
@@ -156,7 +220,9 @@ def _with_interval(value: float | None, interval: Sequence[float] | None) -> str
 
 
 def design_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The sample's batches: allocation, draw (random or active), target, seed, items drawn, annotators per item."""
+    """The sample's batches: allocation, draw (random or on predictions), target, seed, items drawn and
+    decided, annotators asked per item and the answers the decided items had; with several batches,
+    "all" over them."""
     keys = {
         "batch": "batch",
         "allocation": "allocation",
@@ -164,11 +230,26 @@ def design_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         "target": "target",
         "seed": "seed",
         "drawn": "drawn",
+        "decided": "decided",
+        "annotators asked per item": "overlap",
     }
-    return [
-        {**{label: b[key] for label, key in keys.items()}, "annotators per item": b["overlap"]}
-        for b in report["design"]["batches"]
+    design = report["design"]
+    rows = [
+        {
+            **{label: b.get(key) for label, key in keys.items()},
+            "answers per decided item": answers_text(b.get("answers")),
+        }
+        for b in design["batches"]
     ]
+    if len(rows) < 2:
+        return rows
+    total = {
+        "batch": "all",
+        **dict.fromkeys(list(keys)[1:], ""),
+        "drawn": design["drawn"],
+        "decided": design["decided"],
+    }
+    return [*rows, {**total, "answers per decided item": answers_text(design.get("answers"))}]
 
 
 def agreement_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -436,10 +517,11 @@ def pairs_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def human_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The human baseline's metrics with their intervals (empty without baseline batches)."""
+    """The human baseline's metrics, each with its decided items and interval (`baselines.figure_text`:
+    below the minimum, too few for a baseline); empty without baseline batches."""
     humans = report.get("human_baseline") or {"metrics": []}
     return [
-        {"metric": m["metric"], "value (95% CI)": f"{figure(m['value'])} ({interval_text(m['interval'])})"}
+        {"metric": m["metric"], "value": figure_text(m["value"], m["interval"], humans["n"], humans["min_items"])}
         for m in humans["metrics"]
     ]
 

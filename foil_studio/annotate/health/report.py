@@ -19,6 +19,7 @@ from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, source_
 from foil_studio.annotate.agreement import COEFFICIENTS
 from foil_studio.annotate.baselines import dataset_baseline
 from foil_studio.annotate.batch_reports import batch_agreement
+from foil_studio.annotate.consensus import excluded_annotators
 from foil_studio.annotate.health.card import methods_paragraph
 from foil_studio.annotate.health.powered import powered_leaderboard, powered_shares
 from foil_studio.annotate.health.rounds import round_estimates
@@ -117,6 +118,7 @@ def health_report(
     if not batches:
         raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
     own = own_shares(db, dataset)
+    screened_out = {b["id"]: {e.annotator for e in excluded_annotators(db, b["name"])} for b in batches}
     by_rounds = _round_shares(sample) if sample.active else None
     strata = [_stratum_row(c, sizes[c], counts.get(c), own, by_rounds) for c in sorted(sizes)]
     decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
@@ -125,7 +127,9 @@ def health_report(
         "consensus": consensus,
         # how many decided items the rule chosen decides otherwise than the majority (None for the majority)
         "differs_from_majority": _differs_from_majority(db, dataset, sample) if consensus != "majority" else None,
-        "design": _design_summary(batches, sizes, counts),
+        "design": _design_summary(batches, sizes, counts, _answers_by_batch(db, sample, screened_out)),
+        # annotators screened out by their gold answers, whose answers no outcome counts
+        "screened_out": sorted({name for names in screened_out.values() for name in names}),
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "own_verdicts": None if own is None else own["measures"],
         "strata": strata,
@@ -163,6 +167,7 @@ def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] |
     return {
         "batches": found["batches"],
         "n": found["n"],
+        "min_items": found["min_items"],
         "metrics": [
             {"metric": key, "value": round(value, 2), "interval": [round(x, 2) for x in found["intervals"][key]]}
             for key, value in found["metrics"].items()
@@ -246,8 +251,13 @@ def _overall(
 
 
 def _design_summary(
-    batches: list[store.BatchRow], sizes: Mapping[str, int], counts: Mapping[str, Mapping[str, int]]
+    batches: list[store.BatchRow],
+    sizes: Mapping[str, int],
+    counts: Mapping[str, Mapping[str, int]],
+    answers: Mapping[int, list[int]],
 ) -> dict[str, Any]:
+    """Each batch's design, its decided items and the answers they had (`answers`: batch id -> the
+    answers of each of its decided items); the same over the whole sample."""
     designs = [b["config"][DESIGN_KEY] for b in batches]
     return {
         "batches": [
@@ -261,6 +271,8 @@ def _design_summary(
                 "seed": d["seed"],
                 "drawn": sum(s["drawn"] for s in d["strata"].values()),
                 "overlap": b["config"].get("overlap"),
+                "decided": len(answers.get(b["id"], [])),
+                "answers": answer_counts(answers.get(b["id"], [])),
             }
             for b, d in zip(batches, designs)
         ],
@@ -268,7 +280,38 @@ def _design_summary(
         "categories": len(sizes),
         "drawn": sum(c["drawn"] for c in counts.values()),
         "decided": sum(c["decided"] for c in counts.values()),
+        "answers": answer_counts([n for per_item in answers.values() for n in per_item]),
     }
+
+
+def answer_counts(answers: Sequence[int]) -> dict[str, Any] | None:
+    """The fewest, most and mean answers of decided items (None for none).
+
+    >>> answer_counts([1, 3, 2, 3])
+    {'items': 4, 'min': 1, 'max': 3, 'mean': 2.25}
+    """
+    if not answers:
+        return None
+    return {"items": len(answers), "min": min(answers), "max": max(answers), "mean": round(float(np.mean(answers)), 2)}
+
+
+def _answers_by_batch(
+    db: sqlite_utils.Database, sample: HealthSample, screened_out: Mapping[int, set[str]]
+) -> dict[int, list[int]]:
+    """Batch id -> how many answers each of its decided items was decided from, counted from the
+    stored labels as `consensus.decisions` counts votes (gold questions and the batch's annotators
+    `screened_out` by gold left out); an admin's decision on an item nobody answered counts 0."""
+    found: dict[int, list[int]] = {}
+    for batch in sample.batches:
+        left_out = screened_out[batch["id"]]
+        votes = Counter(
+            label["item"]
+            for label in store.batch_labels(db, batch["id"])
+            if not label["is_gold"] and label["part"] == 0 and label["annotator"] not in left_out
+        )
+        decided = sorted(i for i in sample.outcomes if sample.batch_of[i] == batch["id"])
+        found[batch["id"]] = [votes[i] for i in decided]
+    return found
 
 
 def _agreement_row(db: sqlite_utils.Database, batch: str) -> dict[str, Any]:
