@@ -91,7 +91,10 @@ def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, 
     sentence = re.search(r"With the predictions judge on every item.*?categories\.", report["methods"]).group(0)
     shown = re.fullmatch(r"([\d.]+) \(([\d.]+) to ([\d.]+)\)", everything["prediction-powered invalid % (95% CI)"])
     assert "{}% (95% CI {} to {})".format(*shown.groups()) in sentence, sentence
-    assert f"{everything['agreement %']}% of the decided items" in sentence
+    assert f"agree with people on {everything['agreement %']}% of them at f >= 0.5" in sentence
+    assert f"an AUC of {everything['ranks (AUC)']}" in sentence
+    mean_f, observed = everything["mean f / observed %"].split(" / ")
+    assert f"predict {mean_f}% invalid on average where people found {observed}%" in sentence
     if everything["to cite"] == "powered":  # worth: as many answers as a plain interval that narrow needs
         assert f"as narrow as {everything['worth (answers)']} human answers would give" in sentence
     else:

@@ -436,3 +436,25 @@ def test_the_paired_difference_against_a_run_right_nowhere_is_the_other_runs_acc
     assert (low, high) == (pytest.approx(estimate - half), pytest.approx(estimate + half))
     same, low, high = found.difference[("a", "copy")]
     assert same == pytest.approx(0) and low < 0 < high
+
+
+def test_the_predictor_is_described_by_its_ranking_and_calibration_not_only_its_thresholded_agreement():
+    """Issue 52: a predictor ranking every item perfectly but off-scale (0.8 invalid, 0.6 valid) was said to
+    "agree with people on 6.8% of items". Its AUC is 1 (pinned to scipy's Mann-Whitney U / n1 n0), its mean
+    prediction is shown beside the observed share, and the agreement at f >= 0.5 stays what it is."""
+    rng = np.random.default_rng(11)
+    truth = (rng.random(600) < 0.07).astype(float)
+    f = np.where(truth == 1, 0.8, 0.6)
+    drawn = rng.choice(600, 120, replace=False)
+    y = truth[drawn]
+    found = powered_stratum_share(y, f[drawn], f).as_dict()
+    assert found["ranking_auc"] == 1.0
+    assert found["mean_prediction"] == pytest.approx(round(float(f[drawn].mean()), 4))
+    assert found["observed_share"] == pytest.approx(round(float(y.mean()), 4))
+    assert found["agreement"] == pytest.approx(round(float(y.mean()), 4))  # f >= 0.5 everywhere: right on invalid only
+    noisy = np.clip(f + rng.normal(0, 0.15, 600), 0, 1)
+    u = stats.mannwhitneyu(noisy[drawn][y == 1], noisy[drawn][y == 0]).statistic
+    expected = u / ((y == 1).sum() * (y == 0).sum())
+    assert powered_stratum_share(y, noisy[drawn], noisy).ranking == pytest.approx(expected)
+    nothing_invalid = powered_stratum_share(np.zeros(10), np.linspace(0, 1, 10), np.linspace(0, 1, 40))
+    assert nothing_invalid.ranking is None and nothing_invalid.as_dict()["ranking_auc"] is None

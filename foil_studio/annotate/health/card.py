@@ -309,11 +309,26 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "plain invalid % (95% CI)": share_text(row["plain"]),
             "prediction-powered invalid % (95% CI)": share_text(row["prediction_powered"]),
             "to cite": _cited(row["reported"]),
+            "ranks (AUC)": ranking_text(row),
+            "mean f / observed %": " / ".join(figure(100 * row[k], 1) for k in ("mean_prediction", "observed_share")),
             "agreement %": figure(100 * row["agreement"], 1),
             "worth (answers)": figure(row["worth_human_answers"], 0),
         }
         for row in rows
     ]
+
+
+def ranking_text(row: Mapping[str, Any]) -> str:
+    """The predictor's AUC on the decided items, or why it has none (people's outcomes all alike).
+
+    >>> ranking_text({"ranking_auc": 0.9312, "observed_share": 0.1})
+    '0.93'
+    >>> ranking_text({"ranking_auc": None, "observed_share": 0.0})
+    'none: no decided item invalid'
+    """
+    if row["ranking_auc"] is not None:
+        return figure(row["ranking_auc"], 2)
+    return "none: every decided item invalid" if row["observed_share"] == 1 else "none: no decided item invalid"
 
 
 def powered_other_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -380,8 +395,8 @@ def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
     narrower = sum(row["reported"] == "prediction-powered" for row in categories)
     return (
         [
-            f"With the predictions {powered['predictions']} on every item (they agree with people on "
-            f"{figure(100 * overall['agreement'], 1)}% of the decided items), the prediction-powered invalid share is "
+            f"With the predictions {powered['predictions']} on every item ({_predictor_words(overall)}), the "
+            "prediction-powered invalid share is "
             f"{_percent(overall['prediction_powered'])} overall (the difference estimator with a power-tuned weight, "
             "PPI++, per category; Korn and Graubard's interval widened by one item each way). The narrower "
             f"interval is the one to cite: overall {_taken(overall)}; the prediction-powered one in {narrower} of "
@@ -389,6 +404,21 @@ def _powered_sentence(report: Mapping[str, Any]) -> list[str]:
         ]
         + _powered_other_sentence(report)
         + _powered_board_sentence(report)
+    )
+
+
+def _predictor_words(row: Mapping[str, Any]) -> str:
+    """What the predictions did on the decided items: how they rank them, how calibrated they are, and
+    their thresholded agreement (which alone misdescribes a predictor that ranks well off-scale)."""
+    ranked = (
+        f"they rank the decided items with an AUC of {figure(row['ranking_auc'], 2)}"
+        if row["ranking_auc"] is not None
+        else f"they cannot be ranked against people there ({ranking_text(row)[6:]})"
+    )
+    return (
+        f"{ranked}, predict {figure(100 * row['mean_prediction'], 1)}% invalid on average where people found "
+        f"{figure(100 * row['observed_share'], 1)}%, and agree with people on {figure(100 * row['agreement'], 1)}% "
+        "of them at f >= 0.5"
     )
 
 
