@@ -286,7 +286,7 @@ def test_the_command_line_draws_actively_and_refuses_predictions_without_it(demo
     assert json.loads(drawn.stdout)["design"]["strategy"] == "active"
     refused = run_cli("health", "next", DATASET, "--budget", "40", "--predictions", "judge", db=db_file)
     assert refused.returncode != 0
-    assert "--predictions goes with --strategy active" in refused.stderr
+    assert "--predictions goes with --strategy predicted or active" in refused.stderr
 
 
 def test_the_page_draws_the_next_batch_actively_and_shows_the_estimates_by_rounds(app, demo_db, tmp_path):

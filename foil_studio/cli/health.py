@@ -65,16 +65,18 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
         "--strategy",
         choices=STRATEGIES,
         default="neyman",
-        help="within a category: at random (neyman), or more often where --predictions are unsure (active; "
-        "not narrower at the budgets measured, docs/statistics.md)",
+        help="within a category: at random (neyman); at random within bins of --predictions, more where they "
+        "place the invalid items (predicted); or more often where they are unsure (active; wider than a random "
+        "draw at the budgets measured, docs/statistics.md)",
     ),
-    arg("--predictions", metavar="NAME", help="with --strategy active: the predictions whose uncertainty draws"),
+    arg("--predictions", metavar="NAME", help="with --strategy predicted or active: the predictions that draw"),
 )
 def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
     Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
-    interval of two runs' accuracy difference on valid items. `--strategy active` draws each
-    category's items on their own coins, more often where the predictions are unsure."""
+    interval of two runs' accuracy difference on valid items. `--strategy predicted` cuts each
+    category into bins of the predictions and draws more where they place the invalid items;
+    `--strategy active` draws each category's items on their own coins, more where they are unsure."""
     from foil_studio.annotate.health import HealthError, health_batches
 
     if not health_batches(db, args.dataset):
@@ -82,8 +84,8 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
             f"{args.dataset} has no health sample yet: draw a health sample first with "
             f"`./foil health sample {args.dataset} --budget N`"
         )
-    if args.predictions is not None and args.strategy != "active":
-        raise UsageError("--predictions goes with --strategy active (a random draw uses none)")
+    if args.predictions is not None and args.strategy == "neyman":
+        raise UsageError("--predictions goes with --strategy predicted or active (a random draw uses none)")
     return _health_batch(
         db,
         args,

@@ -64,14 +64,15 @@ def draw_form(first: bool) -> None:
                     "Within each category, draw",
                     health.STRATEGIES,
                     horizontal=True,
-                    format_func=lambda s: {"neyman": "at random", "active": "actively"}[s],
-                    help="Actively: an item is more likely to be drawn the nearer its prediction (below) is to 0.5, "
-                    "so people spend their answers where the predictor is unsure; it needs predicted probabilities, "
-                    "not 0/1 labels. Once a sample has an active batch, its accuracy on valid items is no longer "
-                    "estimated, and at the budgets measured it did not narrow the intervals (docs/statistics.md).",
+                    format_func=health.STRATEGY_WORDS.__getitem__,
+                    help="By prediction: each category is cut into bins of the predictions (below) and each bin "
+                    "drawn at random, more items where they place the invalid ones; the bins become strata of the "
+                    "estimates. Actively: an item is more likely to be drawn the nearer its prediction is to 0.5; "
+                    "it made the intervals wider at the budgets measured, and a sample with an active batch no "
+                    "longer estimates accuracy on valid items (docs/statistics.md).",
                     key="health_strategy",
                 )
-                predicted = st.selectbox("Predictions (an active draw only)", sets, key="health_draw_predictions")
+                predicted = st.selectbox("Predictions (not for a random draw)", sets, key="health_draw_predictions")
         overlap = right.number_input("Annotators per item", min_value=1, value=3)
         chosen = st.multiselect("Annotators", annotators, default=annotators[:3])
         extra = st.text_input("New annotators (comma separated)", placeholder="ada, ben, cy")
@@ -91,7 +92,7 @@ def draw_form(first: bool) -> None:
             runs=runs,
             seed=int(seed),
             strategy=strategy,
-            predictions=predicted if strategy == "active" else None,
+            predictions=predicted if strategy != "neyman" else None,
         )
         created = health.create_sample_batch(db, plan, chosen, overlap=int(overlap), name=name.strip() or None)
     except (store.StoreError, ValueError) as error:
@@ -211,6 +212,13 @@ st.plotly_chart(text.literal_figure(figure), width="stretch")
 
 
 st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="stretch")
+if report["waiting"]:
+    st.info(text.md(f"The estimates stand on the batches drawn before: {report['waiting']}."))
+if report["estimator"] == "binned":
+    st.caption(
+        "This sample drew by prediction: each category's bins of the predictions are strata of their own, so "
+        "a category's figures combine its bins by their sizes (more answers went where the invalid items are)."
+    )
 if report["estimator"] == "rounds":
     st.caption(
         "This sample has an active batch: its items were drawn with unequal probabilities, more where the "
@@ -221,9 +229,12 @@ if health.powered_table(report):
     st.subheader(f"Prediction-powered invalid shares (predictions: {report['prediction_powered']['predictions']})")
     st.caption(
         "Plain: from people's answers on the drawn items alone (the figures above). Prediction-powered: the same "
-        "answers together with the predictor's output on every item. To cite: the narrower of the two. Agreement: "
-        "how often predictor and people agree on the decided items. Worth: how many human answers a plain interval "
-        "as narrow as the one to cite would need. With about 20 answers in a category the prediction-powered "
+        "answers together with the predictor's output on every item. To cite: the narrower of the two. Ranks "
+        "(AUC): how well the predictions order the decided items, invalid above valid (0.5 is chance, 1 perfect, "
+        "whatever the scale). Mean f / observed: the average prediction beside the share people found (the "
+        "calibration). Agreement: how often f >= 0.5 matches people's outcome. Worth: how many human answers a "
+        "plain interval as narrow as the one to cite would need (at most the items there are). With about 20 "
+        "answers in a category the prediction-powered "
         "interval can be the wider even at full agreement: it adds two disagreements' worth and one item on each "
         "side, so that a predictor right on a small sample is not taken as right everywhere."
     )

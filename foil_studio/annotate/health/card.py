@@ -33,6 +33,10 @@ ESTIMATORS = {
     "hypergeometric distribution; overall, Korn and Graubard's exact interval on the design-based effective sample "
     "size, where a category that showed no invalid item, or only invalid ones, enters the variance as if one more of "
     "each had been drawn",
+    "binned": "stratified estimator with each category's prediction bins as strata (given how many items each "
+    "bin gave, the items drawn in it are a random sample of it, those of random batches included); per category "
+    "and overall, Korn and Graubard's exact interval on the design-based effective sample size, where a bin that "
+    "showed no invalid item, or only invalid ones, enters the variance as if one more of each had been drawn",
     "rounds": "per category, each round's estimate of what the rounds before it left undrawn, weighted by its "
     "inclusion probabilities (a run of random batches one round, an active batch one of its own), the rounds "
     "averaged by their decided items; Korn and Graubard's interval on the design variance, widened by one item "
@@ -83,6 +87,13 @@ def _how_drawn(batch: Mapping[str, Any]) -> str:
     if strategy in RANDOM_DRAWS:
         return "drew at random"
     on = f"on the predictions {predictions}" if predictions is not None else "on predictions"
+    if strategy == "predicted":
+        return (
+            f"drew by prediction, {on}: each category cut into bins of f (the predicted probability that the "
+            "negative is invalid) by Dalenius and Hodges' cumulative square-root rule, every bin given a few items "
+            "first and the rest shared by Neyman's rule on its share so far (its answers, shrunk towards its mean "
+            "prediction), the items drawn at random within each bin"
+        )
     if strategy != "active":
         return f"drew {on} ({strategy})"
     return (
@@ -135,6 +146,8 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
         + _changed(report)
         + f"{design['decided']} of the {design['drawn']} drawn items are decided{_answers_clause(report)}.",
     ]
+    if report.get("waiting"):
+        sentences.append(f"The estimates stand on the batches drawn before: {report['waiting']}.")
     if overall["invalid_share"] is not None:
         covers = (
             ""

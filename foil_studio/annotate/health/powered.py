@@ -162,18 +162,26 @@ def _powered(sample: HealthSample, predictions: Mapping[int, float], counted: fr
         return {"by_category": [], "overall": None}
     if sample.active:
         return _by_rounds(sample, predictions, parts, counted)
-    by_category = [
-        {"category": c, **powered_stratum_share(y, f, everything).as_dict()} for c, (y, f, everything) in parts.items()
-    ]
-    overall = powered_stratified_share(
-        {c: y for c, (y, _, _) in parts.items()},
-        {c: f for c, (_, f, _) in parts.items()},
-        {c: everything for c, (_, _, everything) in parts.items()},
-    )
+    category_of = sample.category_of or {c: c for c in parts}
+    grouped: dict[str, list[str]] = {}
+    for stratum in parts:
+        grouped.setdefault(category_of[stratum], []).append(stratum)
+    by_category = [{"category": c, **_strata_share(parts, names).as_dict()} for c, names in grouped.items()]
+    overall = _strata_share(parts, list(parts))
     return {
         "by_category": by_category,
         "overall": {"covers": sum(len(sample.frame[c]) for c in parts), **overall.as_dict()},
     }
+
+
+def _strata_share(parts: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]], strata: list[str]) -> Powered:
+    """The share over some strata of `parts` (outcomes, predictions on the decided items and on every
+    item): one stratum's own, or the strata combined (a category's prediction bins; all of them)."""
+    if len(strata) == 1:
+        y, f, everything = parts[strata[0]]
+        return powered_stratum_share(y, f, everything)
+    outcomes, predicted, population = ({c: parts[c][k] for c in strata} for k in range(3))
+    return powered_stratified_share(outcomes, predicted, population)
 
 
 def _by_rounds(

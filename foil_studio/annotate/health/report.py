@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from foil_studio.annotate.health.sample import (
     SHARES,
     HealthError,
     HealthSample,
+    by_strata,
     item_outcomes,
     read_sample,
     run_credits,
@@ -108,47 +110,48 @@ def health_report(
     # read (or refused) before the sample: a name that is not there fails at once
     found = store.get_predictions(db, dataset, predictions) if predictions is not None else {}
     sample = read_sample(db, dataset, consensus)
-    batches, drawn, outcomes, sizes, counts = (
-        sample.batches,
-        sample.drawn,
-        sample.outcomes,
-        sample.sizes,
-        sample.counts(),
-    )
+    view = by_strata(sample)  # the strata and decided items the estimates stand on
+    batches, sizes, counts = sample.batches, sample.sizes, replace(sample, outcomes=view.outcomes).counts()
+    strata_of = _strata_of(view)
     if not batches:
         raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
     own = own_shares(db, dataset)
     screened_out = {b["id"]: {e.annotator for e in excluded_annotators(db, b["name"])} for b in batches}
     by_rounds = _round_shares(sample) if sample.active else None
-    strata = [_stratum_row(c, sizes[c], counts.get(c), own, by_rounds) for c in sorted(sizes)]
+    strata = [_stratum_row(c, sizes[c], counts.get(c), own, by_rounds, strata_of.get(c)) for c in sorted(sizes)]
     decided = [c for c in sorted(sizes) if counts.get(c, {}).get("decided", 0) > 0]
     report: dict[str, Any] = {
         "dataset": dataset,
         "consensus": consensus,
         # how many decided items the rule chosen decides otherwise than the majority (None for the majority)
         "differs_from_majority": _differs_from_majority(db, dataset, sample) if consensus != "majority" else None,
-        "design": _design_summary(batches, sizes, counts, _answers_by_batch(db, sample, screened_out)),
+        "design": _design_summary(batches, sizes, sample.counts(), _answers_by_batch(db, sample, screened_out)),
         # annotators screened out by their gold answers, whose answers no outcome counts
         "screened_out": sorted({name for names in screened_out.values() for name in names}),
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "own_verdicts": None if own is None else own["measures"],
         "strata": strata,
-        "estimator": "rounds" if sample.active else "stratified",
-        "overall": _overall(decided, sizes, counts, own, by_rounds),
+        "estimator": "rounds" if sample.active else "binned" if view.category_of else "stratified",
+        # why decided items of a draw by prediction wait outside the estimates (None when none do)
+        "waiting": view.waiting,
+        "overall": _overall(decided, sizes, counts, own, by_rounds, strata_of),
         "hackability": hackability(db, dataset),
         "human_baseline": _human_baseline(db, dataset),
         "leaderboard": None,
         "prediction_powered": None,
     }
     if predictions is not None:
-        report["prediction_powered"] = powered_shares(sample, found, predictions)
+        report["prediction_powered"] = powered_shares(view, found, predictions)
     if decided and sample.active:
         report["leaderboard"] = {"runs": [], "skipped": {}, "undefined": ACTIVE_LEADERBOARD}
     elif decided:
-        report["leaderboard"] = _leaderboard(db, dataset, runs, decided, drawn, outcomes, sizes, ties, n_boot, seed)
+        decided_strata = [name for name, c in (view.category_of or {c: c for c in sizes}).items() if c in decided]
+        report["leaderboard"] = _leaderboard(
+            db, dataset, runs, decided_strata, view.drawn, view.outcomes, view.sizes, ties, n_boot, seed
+        )
         if report["prediction_powered"] is not None:
             report["prediction_powered"]["leaderboard"] = powered_leaderboard(
-                db, sample, found, report["leaderboard"], ties
+                db, view, found, report["leaderboard"], ties
             )
     report["methods"] = methods_paragraph(report)
     return report
@@ -204,18 +207,45 @@ def _round_shares(sample: HealthSample) -> dict[str, dict[str, RoundEstimate]]:
     return {key: round_estimates(sample, frozenset(outcomes.split("+"))) for outcomes, (key, _) in SHARES.items()}
 
 
+StrataCounts = list[tuple[int, Mapping[str, int]]]  # a category's strata: each one's size and counts
+
+
+def _strata_of(view: HealthSample) -> dict[str, StrataCounts]:
+    """Category -> its prediction bins' sizes and counts, where the estimates take bins as strata
+    (`by_strata`); empty where each category is one stratum."""
+    if view.category_of is None:
+        return {}
+    counts, found = view.counts(), dict[str, StrataCounts]()
+    for name, category in view.category_of.items():
+        found.setdefault(category, []).append((len(view.frame[name]), counts.get(name, _NO_COUNTS)))
+    return found
+
+
+_NO_COUNTS = {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
+
+
+def _counted(counts: Mapping[str, int], outcomes: str) -> int:
+    """The decided items whose outcome is among `outcomes` ("invalid", "invalid+ambiguous", ...)."""
+    return sum(counts[o] for o in outcomes.split("+"))
+
+
 def _stratum_row(
     category: str,
     size: int,
     counts: Mapping[str, int] | None,
     own: Mapping[str, Any] | None,
     by_rounds: Mapping[str, Mapping[str, RoundEstimate]] | None,
+    bins: StrataCounts | None = None,
 ) -> dict[str, Any]:
-    counts = counts or {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
+    counts = counts or _NO_COUNTS
     row: dict[str, Any] = {"category": category, "size": size, **counts, **{key: None for key, _ in SHARES.values()}}
     if counts["decided"] and by_rounds is not None:
         for key, estimates in by_rounds.items():
             row[key] = active.stratum_share(estimates[category], size).as_dict()
+    elif counts["decided"] and bins is not None and len(bins) > 1:
+        for outcomes, (key, _) in SHARES.items():
+            per_bin = [_counted(c, outcomes) for _, c in bins]
+            row[key] = h.stratified_share(per_bin, [c["decided"] for _, c in bins], [n for n, _ in bins]).as_dict()
     elif counts["decided"]:
         for outcomes, (key, _) in SHARES.items():
             found = sum(counts[o] for o in outcomes.split("+"))
@@ -231,8 +261,10 @@ def _overall(
     counts: Mapping[str, Mapping[str, int]],
     own: Any,
     by_rounds: Mapping[str, Mapping[str, RoundEstimate]] | None,
+    strata_of: Mapping[str, StrataCounts],
 ) -> dict[str, Any]:
-    """The stratified shares over the categories with a decided item (`covers`: their items)."""
+    """The stratified shares over the categories with a decided item (`covers`: their items), each
+    category's prediction bins its strata where `strata_of` has them."""
     overall: dict[str, Any] = {"covers": 0, "size": sum(sizes.values()), **{key: None for key, _ in SHARES.values()}}
     if not decided:
         return overall
@@ -243,7 +275,12 @@ def _overall(
         if by_rounds is not None:
             overall[key] = active.stratified_share([by_rounds[key][c] for c in decided], size).as_dict()
             continue
-        found = [sum(counts[c][o] for o in outcomes.split("+")) for c in decided]
+        if strata_of:
+            parts = [part for c in decided for part in strata_of[c]]
+            found = [_counted(c, outcomes) for _, c in parts]
+            overall[key] = h.stratified_share(found, [c["decided"] for _, c in parts], [k for k, _ in parts]).as_dict()
+            continue
+        found = [_counted(counts[c], outcomes) for c in decided]
         overall[key] = h.stratified_share(found, n, size).as_dict()
     if own is not None:
         overall["own"] = _own_figures(own, decided)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ import sqlite_utils
 
 from foil_studio.analysis import health as h
 from foil_studio.analysis.active_sampling import FLOOR_SHARE, active_inclusion, uncertainty
+from foil_studio.analysis.prediction_strata import allocate_bins, bin_of, cut_points, planned_share
 from foil_studio.analysis.results import load_run, run_family, source_format
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
 from foil_studio.annotate.consensus import dawid_skene, decisions
@@ -38,8 +39,11 @@ HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
 TARGETS = ("share", "rank")
 # How `health next` draws within a category: at random (the categories' sizes by Neyman allocation),
-# or with probabilities that grow with a predictor's uncertainty (`analysis.active_sampling`).
-STRATEGIES = ("neyman", "active")
+# at random within bins of a predictor's probability, the answers going where the invalid items are
+# (`analysis.prediction_strata`), or with probabilities that grow with a predictor's uncertainty
+# (`analysis.active_sampling`; measured wider than a random draw, kept for the samples that have one).
+STRATEGIES = ("neyman", "predicted", "active")
+STRATEGY_WORDS = {"neyman": "at random", "predicted": "by prediction", "active": "actively"}  # the page's words
 # The shares the report estimates, by the outcomes each counts (the names `TruthKey.measures` uses),
 # with the report's key and the words for it.
 SHARES = {
@@ -68,6 +72,7 @@ class SamplePlan:
     predictions: str | None = None  # the prediction set an active draw followed
     inclusion: dict[int, float] | None = None  # an active draw's probabilities given the batches before
     expected: dict[str, int] | None = None  # an active draw's allocation: the items expected per category
+    bins: dict[str, dict[str, Any]] | None = None  # a draw by prediction's bins: category -> cuts and sizes
 
     @property
     def item_ids(self) -> list[int]:
@@ -87,11 +92,12 @@ class SamplePlan:
             for c in self.sizes
         }
         active = {"strategy": "active", "predictions": self.predictions, "floor_share": FLOOR_SHARE}
+        binned = {"strategy": "predicted", "predictions": self.predictions, "bins": self.bins}
         return {
             "allocation": self.allocation,
             "target": self.target,
             "seed": self.seed,
-            **(active if self.strategy == "active" else {}),
+            **(active if self.strategy == "active" else binned if self.strategy == "predicted" else {}),
             "strata": strata,
             "items": {
                 str(item): {"category": c, "inclusion": self._inclusion(item, c, len(items))}
@@ -156,6 +162,11 @@ def is_active(batch: store.BatchRow) -> bool:
     return batch["config"][DESIGN_KEY].get("strategy") == "active"
 
 
+def is_binned(batch: store.BatchRow) -> bool:
+    """Whether a health batch drew within bins of a prediction (`health next --strategy predicted`)."""
+    return batch["config"][DESIGN_KEY].get("strategy") == "predicted"
+
+
 # How an item's validations become its outcome: the majority answer, or the answer Dawid and Skene's
 # model gives it from every annotator's estimated confusion (crowd-kit); an admin's decision wins in both.
 CONSENSUS = ("majority", "dawid-skene")
@@ -192,6 +203,9 @@ class HealthSample:
     outcomes: dict[int, str]
     batch_of: dict[int, int]  # item -> the id of the batch that drew it
     inclusion: dict[int, float]  # item -> its recorded inclusion probability
+    bins: dict[int, int] = field(default_factory=dict)  # item -> its prediction bin, once a batch drew by them
+    category_of: dict[str, str] | None = None  # stratum -> its category, in `by_strata`'s view with bins
+    waiting: str | None = None  # in `by_strata`'s view: why some decided items wait outside the estimates
 
     @property
     def answered(self) -> list[store.BatchRow]:
@@ -225,19 +239,100 @@ class HealthSample:
 
 def read_sample(db: sqlite_utils.Database, dataset: str, consensus: str = "majority") -> HealthSample:
     """The dataset's health sample as the store holds it now (empty before the first batch), each
-    decided item's outcome by `consensus` (`CONSENSUS`)."""
+    decided item's outcome by `consensus` (`CONSENSUS`), and each item's prediction bin once a
+    batch drew by prediction."""
     batches = health_batches(db, dataset)
     outcomes = _outcomes(db, batches, consensus)
     draws = _draws(db, batches)
+    frame = sampling_frame(db, dataset)
     return HealthSample(
         dataset,
-        sampling_frame(db, dataset),
+        frame,
         batches,
         {item: category for _, item, category, _ in draws},
         outcomes,
         {item: batch for batch, item, _, _ in draws},
         {item: p for _, item, _, p in draws},
+        _item_bins(db, dataset, batches, frame),
     )
+
+
+def recorded_bins(batches: Sequence[store.BatchRow]) -> tuple[str, str, dict[str, dict[str, Any]]] | None:
+    """The first batch that drew by prediction: its name, its predictions' name and its bins (category
+    -> cuts and sizes), which every later draw by prediction keeps; None before one."""
+    for batch in batches:
+        if is_binned(batch):
+            design = batch["config"][DESIGN_KEY]
+            return batch["name"], design["predictions"], design["bins"]
+    return None
+
+
+def _item_bins(
+    db: sqlite_utils.Database, dataset: str, batches: Sequence[store.BatchRow], frame: dict[str, list[int]]
+) -> dict[int, int]:
+    """Item -> its bin (`recorded_bins`), from the predictions as stored now; refused where they no
+    longer give the bins the batch recorded (re-imported under the same name since)."""
+    recorded = recorded_bins(batches)
+    if recorded is None:
+        return {}
+    batch, name, bins = recorded
+    try:
+        found = store.get_predictions(db, dataset, name)
+    except store.NotFoundError:
+        raise HealthError(
+            f"batch {batch} drew within bins of the predictions {name!r}, which the store no longer holds: "
+            "import them again under that name"
+        ) from None
+    placed: dict[int, int] = {}
+    for category, items in frame.items():
+        which = bin_of([found.get(i, np.nan) for i in items], bins[category]["cuts"])
+        if np.bincount(which, minlength=len(bins[category]["sizes"])).tolist() != bins[category]["sizes"]:
+            raise HealthError(
+                f"the predictions {name!r} no longer give the bins batch {batch} drew within ({category}: "
+                f"{bins[category]['sizes']} items): they were imported again since; import the ones it drew on "
+                "under their old name"
+            )
+        placed.update(zip(items, which.tolist(), strict=True))
+    return placed
+
+
+def by_strata(sample: HealthSample) -> HealthSample:
+    """The sample as the estimates take it: each category one stratum, or, once an answered batch drew
+    by prediction, each of its bins one (given how many items each bin gave, the items drawn in it so
+    far are a random sample of it, those of random batches included), keyed `stratum_name`. Until every
+    bin of a category with a decided item has one of its own, the estimates stand on the batches drawn
+    before the first draw by prediction (random ones), and `waiting` says why."""
+    if not any(is_binned(b) for b in sample.answered):
+        return sample
+    recorded = recorded_bins(sample.batches)
+    assert recorded is not None
+    batch, _, bins = recorded
+    strata: dict[str, list[int]] = {}
+    category_of: dict[str, str] = {}
+    for category, items in sample.frame.items():
+        count = len(bins[category]["sizes"])
+        for number in range(count):
+            name = stratum_name(category, number, count)
+            strata[name], category_of[name] = [i for i in items if sample.bins[i] == number], category
+    drawn = {item: stratum_name(c, sample.bins[item], len(bins[c]["sizes"])) for item, c in sample.drawn.items()}
+    sampled = {sample.drawn[item] for item in sample.outcomes}
+    decided = {drawn[item] for item in sample.outcomes}
+    empty = [name for name in strata if category_of[name] in sampled and name not in decided]
+    if not empty:
+        return replace(sample, frame=strata, drawn=drawn, category_of=category_of)
+    first = next(number for number, b in enumerate(sample.batches) if is_binned(b))
+    before = {b["id"] for b in sample.batches[:first]}
+    waiting = (
+        f"the answers of batch {batch} and after it enter the estimates once every prediction bin of a category "
+        f"with a decided item has one ({empty[0]} has none yet)"
+    )
+    outcomes = {item: o for item, o in sample.outcomes.items() if sample.batch_of[item] in before}
+    return replace(sample, outcomes=outcomes, waiting=waiting)
+
+
+def stratum_name(category: str, bin_number: int, bins: int) -> str:
+    """A stratum of the estimates: the category itself, or one of its `bins` prediction bins."""
+    return category if bins == 1 else f"{category} (prediction bin {bin_number + 1} of {bins})"
 
 
 def plan_sample(
@@ -263,8 +358,10 @@ def plan_sample(
         raise HealthError(f"unknown target {target!r}; expected one of {list(TARGETS)}")
     if strategy not in STRATEGIES:
         raise HealthError(f"unknown strategy {strategy!r}; expected one of {list(STRATEGIES)}")
-    if strategy == "active" and target == "rank":
-        raise HealthError("an active draw sharpens the shares; a rank target draws at random (--strategy neyman)")
+    if strategy != "neyman" and target == "rank":
+        raise HealthError(
+            f"a draw --strategy {strategy} sharpens the shares; a rank target draws at random (--strategy neyman)"
+        )
     if (budget is None) == (per_category is None):
         raise HealthError("give a budget (items in all) or a number per category, not both")
     if target == "rank" and len(runs) != 2:
@@ -287,6 +384,9 @@ def plan_sample(
     if strategy == "active":
         plan = SamplePlan(dataset, allocated, target, seed, sizes, before, {})
         return _active_plan(db, sample, wanted, predictions, rng, plan)
+    if strategy == "predicted":
+        plan = SamplePlan(dataset, allocated, target, seed, sizes, before, {})
+        return _predicted_plan(db, sample, wanted, predictions, rng, plan)
     drawn = {
         c: sorted(rng.sample([i for i in sample.frame[c] if i not in taken], n)) for c, n in wanted.items() if n > 0
     }
@@ -325,6 +425,11 @@ def _active_plan(
         )
     if not any(n > 0 for n in wanted.values()):
         raise HealthError(f"every item of {sample.dataset} with a negative is in a health sample already")
+    if recorded_bins(sample.batches) is not None:
+        raise HealthError(
+            "this sample drew by prediction, estimated with the bins as strata; an active draw would break them "
+            "(draw --strategy predicted or neyman)"
+        )
     found = store.get_predictions(db, sample.dataset, predictions)
     if all(value in (0.0, 1.0) for value in found.values()):
         raise HealthError(
@@ -357,6 +462,84 @@ def _active_plan(
     return replace(
         plan, drawn=drawn, strategy="active", predictions=predictions, inclusion=inclusion, expected=dict(wanted)
     )
+
+
+def _predicted_plan(
+    db: sqlite_utils.Database,
+    sample: HealthSample,
+    wanted: dict[str, int],
+    predictions: str | None,
+    rng: random.Random,
+    plan: SamplePlan,
+) -> SamplePlan:
+    """Each category's `wanted[c]` items drawn at random within bins of the predictions (`analysis.
+    prediction_strata`): the bins the sample's first such draw cut, else cut now; each bin's share of
+    the draw by Neyman's rule on its planned share (its answers so far and its mean prediction)."""
+    if predictions is None:
+        raise HealthError(
+            "a draw by prediction needs predictions on every item (--predictions NAME): their bins set where the "
+            f"answers go; import some with `./foil health predictions {sample.dataset} FILE --name NAME`"
+        )
+    if any(is_active(b) for b in sample.batches):
+        raise HealthError(
+            "this sample has an active batch, estimated round by round; a draw by prediction needs random draws "
+            "before it (draw --strategy neyman, or start a sample of another dataset copy)"
+        )
+    if not any(n > 0 for n in wanted.values()):
+        raise HealthError(f"every item of {sample.dataset} with a negative is in a health sample already")
+    found = store.get_predictions(db, sample.dataset, predictions)
+    missing = [i for items in sample.frame.values() for i in items if i not in found]
+    if missing:
+        raise HealthError(
+            f"the predictions {predictions!r} leave {len(missing)} item(s) of {sample.dataset} without a prediction; "
+            "import them again for every item"
+        )
+    recorded = recorded_bins(sample.batches)
+    if recorded is not None and recorded[1] != predictions:
+        raise HealthError(
+            f"batch {recorded[0]} cut this sample's bins on the predictions {recorded[1]!r}: every later draw by "
+            f"prediction keeps them (--predictions {recorded[1]})"
+        )
+    bins = recorded[2] if recorded is not None else {c: _cut(items, found) for c, items in sample.frame.items()}
+    drawn = {}
+    for category, n in wanted.items():
+        if n > 0:
+            drawn[category] = _draw_in_bins(sample, sample.frame[category], found, bins[category]["cuts"], n, rng)
+    return replace(plan, drawn=drawn, strategy="predicted", predictions=predictions, bins=bins)
+
+
+def _cut(items: Sequence[int], found: Mapping[int, float]) -> dict[str, Any]:
+    """A category's bins of the predictions: the cuts and each bin's number of items."""
+    values = [found[i] for i in items]
+    cuts = cut_points(values)
+    return {"cuts": cuts, "sizes": np.bincount(bin_of(values, cuts), minlength=len(cuts) + 1).tolist()}
+
+
+def _draw_in_bins(
+    sample: HealthSample,
+    items: Sequence[int],
+    found: Mapping[int, float],
+    cuts: Sequence[float],
+    n: int,
+    rng: random.Random,
+) -> list[int]:
+    """n of a category's undrawn items, allocated over its bins (`allocate_bins`) and drawn at random in each."""
+    which = bin_of([found[i] for i in items], cuts)
+    members = {b: [i for i, w in zip(items, which, strict=True) if w == b] for b in range(len(cuts) + 1)}
+    taken = {b: sum(i in sample.drawn for i in m) for b, m in members.items()}
+    shares = {
+        b: planned_share(
+            sum(sample.outcomes.get(i) == "invalid" for i in m),
+            sum(i in sample.outcomes for i in m),
+            float(np.mean([found[i] for i in m])),
+        )
+        for b, m in members.items()
+    }
+    counts = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
+    picked: list[int] = []
+    for b, k in counts.items():
+        picked += rng.sample([i for i in members[b] if i not in sample.drawn], k) if k else []
+    return sorted(picked)
 
 
 def _check_draw_sizes(budget: int | None, per_category: int | None) -> None:

@@ -1,0 +1,112 @@
+"""Sampling stratified by the prediction: within each category, bins of the predicted invalid
+probability, so that the answers go where the invalid items are when they are rare.
+
+The contract (docs/statistics.md, "Sampling stratified by the prediction"):
+
+* **Bins.** A category's items are cut into at most `MAX_BINS` bins of their prediction f by
+  Dalenius and Hodges' cumulative square-root rule: f's range in `CLASSES` equal classes, the cuts
+  where the running sum of sqrt(class count) passes 1/B, 2/B, ... of its total. A cut that leaves
+  a bin with fewer than `SMALLEST_BIN` items is dropped; predictions that do not vary give one bin
+  (the random design). Each bin holds the items with cuts[k - 1] <= f < cuts[k].
+* **Allocation.** A category's draw gives every bin `MIN_PER_BIN` items first (so that every bin has
+  a decided item to estimate from), the rest by Neyman's rule over the bins: in proportion to
+  N_h S_h, S_h = sqrt(p_h (1 - p_h)), p_h = (x_h + k F_h + 0.5) / (n_h + k + 1) the bin's invalid
+  share so far (x_h of its n_h decided items) shrunk towards its mean prediction F_h with the
+  weight of k = `PRIOR_ANSWERS` answers (never 0 or 1, so that a bin the predictions call clean
+  is still drawn from).
+* **Estimate.** Within a bin the items drawn so far are a simple random sample of it (given how
+  many: items an earlier random batch drew fall into bins as their predictions place them), so
+  the bins are strata: `health.stratified_share` and `prediction_powered` over them, unchanged.
+
+Pure functions of arrays; `annotate.health.sample` draws and records the bins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from foil_studio.analysis.health import allocate
+
+MAX_BINS = 4  # bins per category
+CLASSES = 100  # equal classes of f's range for the cumulative square-root rule
+SMALLEST_BIN = 10  # items a bin keeps at least; a cut that leaves fewer is dropped
+MIN_PER_BIN = 2  # items every bin gets in a draw before Neyman's rule shares the rest
+PRIOR_ANSWERS = 2  # the weight, in answers, of a bin's mean prediction in its planned share
+
+
+def cut_points(predicted: Sequence[float] | np.ndarray, bins: int = MAX_BINS) -> list[float]:
+    """The cuts between at most `bins` bins of the predictions (Dalenius and Hodges' cumulative
+    square-root rule), each bin keeping at least `SMALLEST_BIN` items; [] gives one bin.
+
+    >>> cut_points(np.r_[np.zeros(60), np.full(30, 0.5), np.ones(10)])
+    [0.01, 0.51]
+    >>> cut_points(np.full(50, 0.3))
+    []
+    """
+    f = np.asarray(predicted, dtype=float)
+    if len(f) == 0 or f.min() == f.max() or bins < 2:
+        return []
+    counts, edges = np.histogram(f, bins=CLASSES, range=(float(f.min()), float(f.max())))
+    running = np.cumsum(np.sqrt(counts))
+    targets = running[-1] * np.arange(1, bins) / bins
+    classes = np.searchsorted(running, targets)  # the class where the running sum reaches each target
+    # a cut at a class's upper edge; the last class's is f's maximum, which leaves the items there on their own
+    return _kept_cuts(f, sorted({float(edges[c + 1]) for c in classes}))
+
+
+def _kept_cuts(predicted: np.ndarray, cuts: list[float]) -> list[float]:
+    """The cuts left once each one that leaves a bin under `SMALLEST_BIN` items is dropped, the
+    smallest bin first."""
+    while cuts:
+        sizes = np.bincount(bin_of(predicted, cuts), minlength=len(cuts) + 1)
+        smallest = int(np.argmin(sizes))
+        if sizes[smallest] >= SMALLEST_BIN:
+            break
+        # merge the small bin into a neighbour: drop the cut on its upper side, or its lower one at the top
+        cuts = cuts[:smallest] + cuts[smallest + 1 :] if smallest < len(cuts) else cuts[:-1]
+    return cuts
+
+
+def bin_of(predicted: Sequence[float] | np.ndarray, cuts: Sequence[float]) -> np.ndarray:
+    """Each prediction's bin: the number of cuts at or below it (0 to len(cuts)).
+
+    >>> bin_of([0.0, 0.49, 0.5, 1.0], [0.5, 1.0]).tolist()
+    [0, 0, 1, 2]
+    """
+    return np.searchsorted(np.asarray(cuts, dtype=float), np.asarray(predicted, dtype=float), side="right")
+
+
+def planned_share(invalid: int, decided: int, mean_prediction: float) -> float:
+    """A bin's invalid share for planning the next draw: its decided items' share shrunk towards its
+    mean prediction by `PRIOR_ANSWERS` answers, never 0 or 1.
+
+    >>> planned_share(0, 0, 0.0)
+    0.16666666666666666
+    >>> round(planned_share(3, 10, 0.2), 4)
+    0.3
+    """
+    return (invalid + PRIOR_ANSWERS * mean_prediction + 0.5) / (decided + PRIOR_ANSWERS + 1)
+
+
+def allocate_bins(
+    sizes: Mapping[int, int], shares: Mapping[int, float], budget: int, taken: Mapping[int, int]
+) -> dict[int, int]:
+    """How many new items each bin of a category gets of `budget`: `MIN_PER_BIN` each first (as far
+    as the budget and the bin's undrawn items allow), the rest by Neyman's rule on the planned
+    `shares` (`health.allocate`).
+
+    >>> allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {})
+    {0: 9, 1: 11}
+    """
+    room = {b: sizes[b] - taken.get(b, 0) for b in sizes}
+    first = dict.fromkeys(sizes, 0)
+    left = budget
+    for b in sorted(sizes, key=lambda b: -shares[b]):  # the likeliest bins first when the budget is short
+        first[b] = min(MIN_PER_BIN, room[b], left)
+        left -= first[b]
+    spreads = {b: float(np.sqrt(shares[b] * (1 - shares[b]))) for b in sizes}
+    after = {b: taken.get(b, 0) + first[b] for b in sizes}
+    rest = allocate(sizes, left, "neyman", taken=after, spreads=spreads) if left > 0 else dict.fromkeys(sizes, 0)
+    return {b: first[b] + rest[b] for b in sizes}

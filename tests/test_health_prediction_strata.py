@@ -1,0 +1,219 @@
+"""Sampling stratified by the prediction (`analysis/prediction_strata.py`, `health next --strategy
+predicted`): the bins and the allocation worked by hand, the draw recorded and kept, the estimates
+with the bins as strata pinned to an independent stratified computation, the states a newcomer meets
+(a batch nobody answered, one half answered, predictions imported again), refusals, the CLI and the page."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from foil_studio.analysis import health as h
+from foil_studio.analysis import prediction_strata as ps
+from foil_studio.annotate import health
+from foil_studio.annotate.simulation import simulate
+from foil_studio.data import store
+from tests.test_cli import run_cli
+from tests.test_health_active import ANNOTATORS, active_batch, answered_sample, probability_rows
+from tests.test_health_predictions import DATASET, frame_items, write_jsonl
+
+
+def test_the_cumulative_square_root_rule_cuts_where_worked_by_hand():
+    """60 items at 0, 30 at 0.5, 10 at 1 in 100 classes of [0, 1]: sqrt counts 7.75, 5.48, 3.16 (total
+    16.39); the quarters 4.10, 8.19, 12.29 are passed in class 0, class 50 and class 50: cuts at 0.01 and 0.51."""
+    f = np.r_[np.zeros(60), np.full(30, 0.5), np.ones(10)]
+    assert ps.cut_points(f) == pytest.approx([0.01, 0.51])
+    assert np.bincount(ps.bin_of(f, ps.cut_points(f))).tolist() == [60, 30, 10]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bins_keep_their_smallest_size_and_a_constant_prediction_is_one_bin(seed):
+    rng = np.random.default_rng(seed)
+    f = np.clip(rng.beta(0.3, 4, 300), 0, 1)
+    cuts = ps.cut_points(f)
+    sizes = np.bincount(ps.bin_of(f, cuts), minlength=len(cuts) + 1)
+    assert 2 <= len(sizes) <= ps.MAX_BINS and sizes.min() >= ps.SMALLEST_BIN and sizes.sum() == 300
+    assert ps.cut_points(np.full(300, 0.4)) == [] and ps.cut_points(f[:15]) == []  # 15 items: no two bins of 10
+
+
+def test_a_bin_holds_the_items_from_its_lower_cut_up_to_its_upper():
+    assert ps.bin_of([0.0, 0.2, 0.21, 0.7, 0.99], [0.2, 0.7]).tolist() == [0, 1, 1, 2, 2]
+
+
+def test_each_bin_gets_its_minimum_then_neyman_shares_the_rest_as_worked_by_hand():
+    """Bins of 400 and 100, planned shares 0.01 and 0.4, 20 items: 2 each, then 16 by N S: 400 * 0.0995 = 39.8
+    and 100 * 0.4899 = 49.0, so 7.2 and 8.8 of 16, rounded by largest remainder to 7 and 9."""
+    assert ps.allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
+    assert ps.allocate_bins({0: 3, 1: 100}, {0: 0.5, 1: 0.1}, 20, {0: 2}) == {0: 1, 1: 19}  # room left: 1
+    assert ps.allocate_bins({0: 50, 1: 50, 2: 50}, {0: 0.1, 1: 0.3, 2: 0.6}, 3, {}) == {0: 0, 1: 1, 2: 2}
+    assert ps.planned_share(0, 0, 0.0) == pytest.approx(0.5 / 3)  # a bin called clean is still drawn from
+    assert ps.planned_share(3, 10, 0.2) == pytest.approx(3.9 / 13)
+
+
+def predicted_batch(db, budget: int = 60, seed: int = 2, name: str = "health-2", predictions: str = "judge") -> dict:
+    plan = health.plan_sample(
+        db, DATASET, budget, allocation="neyman", strategy="predicted", predictions=predictions, seed=seed
+    )
+    return health.create_sample_batch(db, plan, ANNOTATORS, overlap=3, name=name)
+
+
+def test_a_draw_by_prediction_records_its_bins_and_draws_within_them(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    created = predicted_batch(demo_db)
+    design = health.batch_design(demo_db, "health-2")
+    assert (design["strategy"], design["predictions"]) == ("predicted", "judge")
+    predictions = store.get_predictions(demo_db, DATASET, "judge")
+    frame = health.sampling_frame(demo_db, DATASET)
+    first = set(health.batch_design(demo_db, "health-1")["items"])
+    assert not first & set(design["items"]) and created["drawn"] == len(design["items"]) == 60
+    for category, items in frame.items():
+        bins = design["bins"][category]
+        assert bins == {"cuts": ps.cut_points([predictions[i] for i in items]), "sizes": bins["sizes"]}
+        assert sum(bins["sizes"]) == len(items)
+    sample = health.read_sample(demo_db, DATASET)
+    for item, entry in design["items"].items():  # every bin of a drawn category got its minimum, or all it had left
+        assert (
+            sample.bins[int(item)] == ps.bin_of([predictions[int(item)]], design["bins"][entry["category"]]["cuts"])[0]
+        )
+
+
+def test_a_later_draw_keeps_the_first_bins_and_refuses_other_predictions(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    predicted_batch(demo_db)
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    health.import_predictions(
+        demo_db, DATASET, write_jsonl(tmp_path / "o.jsonl", probability_rows(demo_db, 5)), "other"
+    )
+    with pytest.raises(health.HealthError, match="batch health-2 cut this sample's bins on the predictions 'judge'"):
+        predicted_batch(demo_db, 20, name="health-3", predictions="other")
+    predicted_batch(demo_db, 20, name="health-3")
+    assert health.batch_design(demo_db, "health-3")["bins"] == health.batch_design(demo_db, "health-2")["bins"]
+    with pytest.raises(health.HealthError, match="an active draw would break them"):
+        health.plan_sample(demo_db, DATASET, 20, allocation="neyman", strategy="active", predictions="judge")
+
+
+def test_the_report_takes_the_bins_as_strata_pinned_to_an_independent_stratified_computation(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    predicted_batch(demo_db)
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    report = health.health_report(demo_db, DATASET, predictions="judge")
+    assert report["estimator"] == "binned" and report["waiting"] is None
+    bins = health.batch_design(demo_db, "health-2")["bins"]
+    predictions = store.get_predictions(demo_db, DATASET, "judge")
+    truth = {row["id"]: row["invalid"] for row in frame_items(demo_db)}
+    outcomes = health.item_outcomes(demo_db, DATASET)
+    frame = health.sampling_frame(demo_db, DATASET)
+    x, n, size = [], [], []  # every bin of every category, computed here from the design and the outcomes
+    for category, items in frame.items():
+        which = ps.bin_of([predictions[i] for i in items], bins[category]["cuts"])
+        per_bin = []
+        for b in range(len(bins[category]["sizes"])):
+            members = [i for i, w in zip(items, which, strict=True) if w == b]
+            decided = [i for i in members if i in outcomes]
+            per_bin.append((sum(outcomes[i] == "invalid" for i in decided), len(decided), len(members)))
+        x += [p[0] for p in per_bin]
+        n += [p[1] for p in per_bin]
+        size += [p[2] for p in per_bin]
+        row = next(r for r in report["strata"] if r["category"] == category)
+        if len(per_bin) > 1:
+            expected = h.stratified_share(*zip(*per_bin, strict=True)).as_dict()
+        else:
+            expected = h.stratum_share(*per_bin[0]).as_dict()
+        assert row["invalid_share"] == expected
+    assert report["overall"]["invalid_share"] == h.stratified_share(x, n, size).as_dict()
+    overall = report["overall"]["invalid_share"]
+    assert overall["interval"][0] <= np.mean(list(truth.values())) <= overall["interval"][1]
+    assert "drew by prediction, on the predictions judge" in report["methods"]
+    assert "prediction bins as strata" in report["methods"]
+    assert report["leaderboard"] is not None and "undefined" not in report["leaderboard"]
+    markdown = health.report_markdown(report)
+    for word in ("nan", "None", "inf"):
+        assert f" {word} " not in markdown and f"| {word}" not in markdown
+
+
+def test_a_batch_by_prediction_nobody_answered_changes_nothing_and_a_half_answered_one_waits(demo_db, tmp_path):
+    """A first random batch of 14 (two per category) leaves bins with no decided item: a batch by prediction
+    changes nothing until answered, and while a bin of it still has no decided item, the estimates stand on
+    the random batch alone and say so."""
+    health.import_predictions(
+        demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", probability_rows(demo_db)), "judge"
+    )
+    health.create_sample_batch(
+        demo_db, health.plan_sample(demo_db, DATASET, 14), ANNOTATORS, overlap=3, name="health-1"
+    )
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    before = health.health_report(demo_db, DATASET, predictions="judge")
+    predicted_batch(demo_db)
+    after = health.health_report(demo_db, DATASET, predictions="judge")
+    shares = ("invalid_share", "ambiguous_share", "invalid_or_ambiguous_share")
+    assert [after["overall"][k] for k in shares] == [before["overall"][k] for k in shares]
+    assert after["prediction_powered"] == before["prediction_powered"]
+    assert after["estimator"] == "stratified" and after["waiting"] is None
+    one = int(next(iter(health.batch_design(demo_db, "health-2")["items"])))
+    store.decide(demo_db, store.get_batch(demo_db, "health-2")["id"], one, 0, {"answer": "negative_false"}, by="admin")
+    half = health.health_report(demo_db, DATASET, predictions="judge")
+    assert "enter the estimates once every prediction bin of a category with a decided item has one" in half["waiting"]
+    assert [half["overall"][k] for k in shares] == [before["overall"][k] for k in shares]
+    assert "The estimates stand on the batches drawn before" in half["methods"]
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    done = health.health_report(demo_db, DATASET, predictions="judge")
+    assert done["estimator"] == "binned" and done["waiting"] is None
+
+
+def test_predictions_imported_again_since_the_draw_are_refused_naming_the_batch(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    predicted_batch(demo_db)
+    flipped = [{**row, "invalid": 1 - row["invalid"]} for row in probability_rows(demo_db)]
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "flipped.jsonl", flipped), "judge")
+    with pytest.raises(health.HealthError, match="no longer give the bins batch health-2 drew within"):
+        health.health_report(demo_db, DATASET)
+
+
+def test_a_draw_by_prediction_is_refused_where_it_cannot_be_made(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    draw = dict(allocation="neyman", strategy="predicted")
+    with pytest.raises(health.HealthError, match="a draw by prediction needs predictions on every item"):
+        health.plan_sample(demo_db, DATASET, 40, **draw)
+    with pytest.raises(health.HealthError, match="a rank target draws at random"):
+        health.plan_sample(demo_db, DATASET, 40, predictions="judge", target="rank", runs=("a", "b"), **draw)
+    with pytest.raises(store.NotFoundError, match="nope"):
+        health.plan_sample(demo_db, DATASET, 40, predictions="nope", **draw)
+    active_batch(demo_db)
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    with pytest.raises(health.HealthError, match="this sample has an active batch"):
+        health.plan_sample(demo_db, DATASET, 40, predictions="judge", **draw)
+
+
+def test_the_command_line_draws_by_prediction(demo_db, tmp_path):
+    answered_sample(demo_db, tmp_path)
+    db_file = demo_db.conn.execute("PRAGMA database_list").fetchone()[2]
+    drawn = run_cli(
+        "health", "next", DATASET, "--budget", "40", "--strategy", "predicted", "--predictions", "judge", "--json",
+        db=db_file,
+    )  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    assert json.loads(drawn.stdout)["design"]["strategy"] == "predicted"
+    refused = run_cli("health", "next", DATASET, "--budget", "40", "--strategy", "predicted", db=db_file)
+    assert refused.returncode != 0 and "needs predictions on every item" in refused.stderr
+
+
+def test_the_page_draws_by_prediction_and_says_the_bins_are_strata(app, demo_db, tmp_path):
+    from tests.conftest import APP_ADMIN
+
+    answered_sample(demo_db, tmp_path)
+    at = app(APP_ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    at.radio(key="health_strategy").set_value("predicted")
+    at.selectbox(key="health_draw_predictions").set_value("judge")
+    next(b for b in at.button if b.label == "Draw the next batch").click().run()
+    assert not at.exception and not at.error
+    batches = health.health_batches(demo_db, DATASET)
+    assert health.batch_design(demo_db, batches[-1]["name"])["strategy"] == "predicted"
+    simulate(demo_db, batches[-1]["name"], accuracies=1.0, seed=0)
+    at.run()
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "drew by prediction" in shown and "bins of the predictions are strata" in shown
