@@ -280,13 +280,17 @@ def test_the_paragraph_says_which_batches_drew_at_random_and_which_on_which_pred
         "drew at random; batch health-3 drew actively, on the predictions judge: within each category every item not "
         "drawn before on its own coin, with a probability that grows with the predictions' uncertainty (sqrt(f (1 - "
         "f)), f the predicted probability that the negative is invalid), 10% of each probability spread evenly over "
-        "the items so that none is left out; batch health-4 drew on the predictions votes (predicted). Annotators "
-        "judged"
+        "the items so that none is left out; batch health-4 drew by prediction, on the predictions votes: each "
+        "category cut into bins of f (the predicted probability that the negative is invalid) by Dalenius and "
+        "Hodges' cumulative square-root rule, every bin given a few items first and the rest shared by Neyman's rule "
+        "on its share so far (its answers, shrunk towards its mean prediction), the items drawn at random within "
+        "each bin. Annotators judged"
     )
     assert [row["draw"] for row in card.design_table(report)] == ["random", "neyman", "active", "predicted", ""]
     report["design"]["batches"] = report["design"]["batches"][3:]
-    assert "(strata: its 2 categories; neyman allocation; 1 batch). Batch health-4 drew on the predictions votes" in (
-        card.methods_paragraph(report)
+    assert (
+        "(strata: its 2 categories; neyman allocation; 1 batch). Batch health-4 drew by prediction, on the predictions votes"
+        in (card.methods_paragraph(report))
     )
 
 
