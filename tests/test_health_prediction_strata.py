@@ -35,7 +35,7 @@ def test_bins_keep_their_smallest_size_and_a_constant_prediction_is_one_bin(seed
     cuts = ps.cut_points(f)
     sizes = np.bincount(ps.bin_of(f, cuts), minlength=len(cuts) + 1)
     assert 2 <= len(sizes) <= ps.MAX_BINS and sizes.min() >= ps.SMALLEST_BIN and sizes.sum() == 300
-    assert ps.cut_points(np.full(300, 0.4)) == [] and ps.cut_points(f[:15]) == []  # 15 items: no two bins of 10
+    assert ps.cut_points(np.full(300, 0.4)) == [] and ps.cut_points(f[:9]) == []  # 9 items: no two bins of 5
 
 
 def test_a_bin_holds_the_items_from_its_lower_cut_up_to_its_upper():
@@ -50,6 +50,43 @@ def test_each_bin_gets_its_minimum_then_neyman_shares_the_rest_as_worked_by_hand
     assert ps.allocate_bins({0: 50, 1: 50, 2: 50}, {0: 0.1, 1: 0.3, 2: 0.6}, 3, {}) == {0: 0, 1: 1, 2: 2}
     assert ps.planned_share(0, 0, 0.0) == pytest.approx(0.5 / 3)  # a bin called clean is still drawn from
     assert ps.planned_share(3, 10, 0.2) == pytest.approx(3.9 / 13)
+
+
+def test_a_bin_at_an_edge_adds_its_share_of_the_categorys_extra_item_to_the_variance():
+    """Bins of 400 and 100 items, 20 decided each, 0 and 5 invalid; edge weights 0.7 and 0.3: the first bin is
+    at an edge, so q = (0 + 0.7) / (20 + 1.4); the second is not. Worked by hand against `stratified_variance`."""
+    variance, centre = h.stratified_variance(
+        np.array([0.0, 5.0]), np.array([20.0, 20.0]), np.array([400.0, 100.0]), np.array([0.7, 0.3])
+    )
+    q = np.array([0.7 / 21.4, 5 / 20])
+    weights = np.array([0.8, 0.2])
+    expected = np.sum(weights**2 * (1 - np.array([20 / 400, 20 / 100])) * q * (1 - q) / 19)
+    assert variance == pytest.approx(expected) and centre == pytest.approx(weights @ q)
+    assert ps.edge_weights([400, 100], [0.05, 0.5]) == pytest.approx([400 * 0.2 / 130, 100 * 0.5 / 130])  # F~ 0.2, 0.5
+    plain, _ = h.stratified_variance(np.array([0.0]), np.array([20.0]), np.array([400.0]))
+    assert plain == pytest.approx((1 - 20 / 400) * (1 / 22) * (21 / 22) / 19)  # one of each without bins
+
+
+def test_predictions_that_rank_nothing_leave_each_category_one_bin():
+    ranks = ps.ranks_better_than_chance([1, 0, 0, 1, 0, 0, 0, 1], [0.2, 0.9, 0.5, 0.4, 0.1, 0.8, 0.3, 0.6])
+    assert not ranks.better and ranks.reason.startswith("AUC 0.40 on 8 decided items")  # 6 of 15 pairs
+    from scipy import stats
+
+    expected = stats.mannwhitneyu([0.2, 0.4, 0.6], [0.9, 0.5, 0.1, 0.8, 0.3], alternative="greater")
+    assert ranks.reason.endswith(f"p = {expected.pvalue:.3f}")
+    unjudged = ps.ranks_better_than_chance([0, 0, 0], [0.1, 0.5, 0.9])
+    assert unjudged.better and "no decided item is invalid yet" in unjudged.reason
+
+
+def test_a_useless_predictor_after_answers_draws_one_bin_per_category(demo_db, tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [{"id": row["id"], "invalid": float(rng.random())} for row in frame_items(demo_db)]
+    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "noise.jsonl", rows), "noise")
+    health.create_sample_batch(demo_db, health.plan_sample(demo_db, DATASET, 70), ANNOTATORS, overlap=3, name="h1")
+    simulate(demo_db, "h1", accuracies=1.0, seed=0)
+    plan = health.plan_sample(demo_db, DATASET, 30, allocation="neyman", strategy="predicted", predictions="noise")
+    assert plan.bins is not None and all(b["cuts"] == [] for b in plan.bins.values())
+    assert all("AUC" in b["ranking"] for b in plan.bins.values())
 
 
 def predicted_batch(db, budget: int = 60, seed: int = 2, name: str = "health-2", predictions: str = "judge") -> dict:
@@ -70,8 +107,12 @@ def test_a_draw_by_prediction_records_its_bins_and_draws_within_them(demo_db, tm
     assert not first & set(design["items"]) and created["drawn"] == len(design["items"]) == 60
     for category, items in frame.items():
         bins = design["bins"][category]
-        assert bins == {"cuts": ps.cut_points([predictions[i] for i in items]), "sizes": bins["sizes"]}
-        assert sum(bins["sizes"]) == len(items)
+        values = np.array([predictions[i] for i in items])
+        assert bins["cuts"] == ps.cut_points(values) and sum(bins["sizes"]) == len(items)
+        which = ps.bin_of(values, bins["cuts"])
+        assert bins["means"] == [pytest.approx(values[which == b].mean(), abs=1e-6) for b in range(len(bins["sizes"]))]
+        assert bins["ranking"] == "AUC 1.00 on 70 decided items, one-sided p = 0.000"
+    assert any(len(b["sizes"]) > 1 for b in design["bins"].values())
     sample = health.read_sample(demo_db, DATASET)
     for item, entry in design["items"].items():  # every bin of a drawn category got its minimum, or all it had left
         assert (
@@ -105,24 +146,30 @@ def test_the_report_takes_the_bins_as_strata_pinned_to_an_independent_stratified
     truth = {row["id"]: row["invalid"] for row in frame_items(demo_db)}
     outcomes = health.item_outcomes(demo_db, DATASET)
     frame = health.sampling_frame(demo_db, DATASET)
-    x, n, size = [], [], []  # every bin of every category, computed here from the design and the outcomes
+    x, n, size, pseudo = [], [], [], []  # every bin of every category, from the design and the outcomes
     for category, items in frame.items():
-        which = ps.bin_of([predictions[i] for i in items], bins[category]["cuts"])
-        per_bin = []
+        values = np.array([predictions[i] for i in items])
+        which = ps.bin_of(values, bins[category]["cuts"])
+        per_bin, weights = [], []
         for b in range(len(bins[category]["sizes"])):
             members = [i for i, w in zip(items, which, strict=True) if w == b]
             decided = [i for i in members if i in outcomes]
             per_bin.append((sum(outcomes[i] == "invalid" for i in decided), len(decided), len(members)))
-        x += [p[0] for p in per_bin]
-        n += [p[1] for p in per_bin]
-        size += [p[2] for p in per_bin]
+            weights.append(len(members) * (2 * values[which == b].mean() + 0.5) / 3)  # N_h F~_h
+        weights = [w / sum(weights) for w in weights]
+        x, n, size, pseudo = (
+            x + [p[0] for p in per_bin],
+            n + [p[1] for p in per_bin],
+            size + [p[2] for p in per_bin],
+            pseudo + weights,
+        )
         row = next(r for r in report["strata"] if r["category"] == category)
         if len(per_bin) > 1:
-            expected = h.stratified_share(*zip(*per_bin, strict=True)).as_dict()
+            expected = h.stratified_share(*zip(*per_bin, strict=True), pseudo=weights).as_dict()
         else:
             expected = h.stratum_share(*per_bin[0]).as_dict()
         assert row["invalid_share"] == expected
-    assert report["overall"]["invalid_share"] == h.stratified_share(x, n, size).as_dict()
+    assert report["overall"]["invalid_share"] == h.stratified_share(x, n, size, pseudo=pseudo).as_dict()
     overall = report["overall"]["invalid_share"]
     assert overall["interval"][0] <= np.mean(list(truth.values())) <= overall["interval"][1]
     assert "drew by prediction, on the predictions judge" in report["methods"]
@@ -134,18 +181,19 @@ def test_the_report_takes_the_bins_as_strata_pinned_to_an_independent_stratified
 
 
 def test_a_batch_by_prediction_nobody_answered_changes_nothing_and_a_half_answered_one_waits(demo_db, tmp_path):
-    """A first random batch of 14 (two per category) leaves bins with no decided item: a batch by prediction
+    """A first random batch of 21 (three per category) leaves bins with no decided item: a batch by prediction
     changes nothing until answered, and while a bin of it still has no decided item, the estimates stand on
     the random batch alone and say so."""
     health.import_predictions(
         demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", probability_rows(demo_db)), "judge"
     )
     health.create_sample_batch(
-        demo_db, health.plan_sample(demo_db, DATASET, 14), ANNOTATORS, overlap=3, name="health-1"
+        demo_db, health.plan_sample(demo_db, DATASET, 21), ANNOTATORS, overlap=3, name="health-1"
     )
     simulate(demo_db, "health-1", accuracies=1.0, seed=0)
     before = health.health_report(demo_db, DATASET, predictions="judge")
     predicted_batch(demo_db)
+    assert any(len(b["sizes"]) > 1 for b in health.batch_design(demo_db, "health-2")["bins"].values())
     after = health.health_report(demo_db, DATASET, predictions="judge")
     shares = ("invalid_share", "ambiguous_share", "invalid_or_ambiguous_share")
     assert [after["overall"][k] for k in shares] == [before["overall"][k] for k in shares]

@@ -146,10 +146,16 @@ def stratum_share(invalid: int, decided: int, size: int, level: float = LEVEL) -
 
 
 def stratified_share(
-    invalid: Sequence[float], decided: Sequence[float], sizes: Sequence[float], level: float = LEVEL
+    invalid: Sequence[float],
+    decided: Sequence[float],
+    sizes: Sequence[float],
+    level: float = LEVEL,
+    *,
+    pseudo: Sequence[float] | None = None,
 ) -> Share:
     """The invalid share of the whole population from its strata (every one with a decided item):
-    the stratified estimate with Korn and Graubard's exact interval (the module's docstring).
+    the stratified estimate with Korn and Graubard's exact interval (the module's docstring);
+    `pseudo` as in `stratified_variance`.
 
     >>> s = stratified_share([1, 0], [10, 10], [100, 300])
     >>> round(s.estimate, 4), s.size
@@ -165,22 +171,26 @@ def stratified_share(
     total, population = int(n.sum()), int(size.sum())
     if total == population:
         return Share(estimate, estimate, estimate, int(x.sum()), total, population)
-    variance, centre = stratified_variance(x, n, size)
+    variance, centre = stratified_variance(x, n, size, None if pseudo is None else np.asarray(pseudo, dtype=float))
     low, high = korn_graubard(estimate, variance, total, len(n), level, centre=centre)
     return Share(estimate, float(low), float(high), int(x.sum()), total, population)
 
 
-def stratified_variance(invalid: np.ndarray, decided: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
+def stratified_variance(
+    invalid: np.ndarray, decided: np.ndarray, sizes: np.ndarray, pseudo: np.ndarray | None = None
+) -> tuple[float, float]:
     """The stratified share's design variance sum W_c^2 (1 - f_c) q_c (1 - q_c) / (n_c - 1) and the
-    share sum W_c q_c whose p (1 - p) goes with it: q_c = x_c / n_c, but (x_c + 1) / (n_c + 2) in
-    a stratum that showed 0 or n_c invalid items, which would otherwise add no variance at all.
+    share sum W_c q_c whose p (1 - p) goes with it: q_c = x_c / n_c, but (x_c + a_c) / (n_c + 2 a_c)
+    in a stratum that showed 0 or n_c invalid items, which would otherwise add no variance at all;
+    a_c = 1 (one more item of each outcome), or `pseudo[c]` (a category's prediction bins share its one).
 
     >>> variance, centre = stratified_variance(np.array([3.0]), np.array([10.0]), np.array([100.0]))
     >>> round(variance, 6), centre
     (0.021, 0.3)
     """
     edge = (invalid == 0) | (invalid == decided)
-    shares = np.where(edge, (invalid + 1) / (decided + 2), invalid / decided)
+    added = np.ones_like(invalid) if pseudo is None else pseudo
+    shares = np.where(edge, (invalid + added) / (decided + 2 * added), invalid / decided)
     weights = sizes / sizes.sum()
     # n_c - 1: the sample variance's divisor; a stratum of one decided item is at an edge, smoothed
     spread = shares * (1 - shares) / np.maximum(decided - 1, 1)

@@ -14,9 +14,18 @@ The contract (docs/statistics.md, "Sampling stratified by the prediction"):
   share so far (x_h of its n_h decided items) shrunk towards its mean prediction F_h with the
   weight of k = `PRIOR_ANSWERS` answers (never 0 or 1, so that a bin the predictions call clean
   is still drawn from).
+* **Ranking first.** Where people already decided items of both outcomes, the bins are cut only if
+  the predictions rank them better than chance (Mann-Whitney's one-sided test at 5%, pooled over the
+  categories); else each category stays one bin, the random design: bins of a predictor that ranks
+  nothing only cost width.
 * **Estimate.** Within a bin the items drawn so far are a simple random sample of it (given how
   many: items an earlier random batch drew fall into bins as their predictions place them), so
-  the bins are strata: `health.stratified_share` and `prediction_powered` over them, unchanged.
+  the bins are strata: `health.stratified_share` over them. A bin that showed no invalid item (or
+  only invalid ones) enters the variance as if a_h more of each outcome had been drawn, the
+  category's one item of each spread over its bins as the predictions place its invalid items,
+  a_h = N_h F~_h / sum_k N_k F~_k with F~_h = `planned_share(0, 0, F_h)` (never 0): the random
+  design adds one to a category; one to each of its bins would add a category's worth several
+  times over, most of it in the bins of few invalid items where the draw put few answers.
 
 Pure functions of arrays; `annotate.health.sample` draws and records the bins.
 """
@@ -24,6 +33,7 @@ Pure functions of arrays; `annotate.health.sample` draws and records the bins.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,7 +41,7 @@ from foil_studio.analysis.health import allocate
 
 MAX_BINS = 4  # bins per category
 CLASSES = 100  # equal classes of f's range for the cumulative square-root rule
-SMALLEST_BIN = 10  # items a bin keeps at least; a cut that leaves fewer is dropped
+SMALLEST_BIN = 5  # items a bin keeps at least; a cut that leaves fewer is dropped
 MIN_PER_BIN = 2  # items every bin gets in a draw before Neyman's rule shares the rest
 PRIOR_ANSWERS = 2  # the weight, in answers, of a bin's mean prediction in its planned share
 
@@ -110,3 +120,44 @@ def allocate_bins(
     after = {b: taken.get(b, 0) + first[b] for b in sizes}
     rest = allocate(sizes, left, "neyman", taken=after, spreads=spreads) if left > 0 else dict.fromkeys(sizes, 0)
     return {b: first[b] + rest[b] for b in sizes}
+
+
+def edge_weights(sizes: Sequence[int], means: Sequence[float]) -> list[float]:
+    """Each bin's share a_h of its category's one extra item of each outcome in the variance of a bin
+    at an edge: N_h F~_h / sum_k N_k F~_k, F~_h the bin's planned share with no answers.
+
+    >>> [round(a, 3) for a in edge_weights([425, 75], [0.1, 0.6])]
+    [0.7, 0.3]
+    """
+    weighted = [n * planned_share(0, 0, mean) for n, mean in zip(sizes, means, strict=True)]
+    return [w / sum(weighted) for w in weighted]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Whether the predictions rank people's outcomes better than chance, and how that was judged."""
+
+    better: bool
+    reason: str
+
+
+def ranks_better_than_chance(outcomes: Sequence[float], predicted: Sequence[float], level: float = 0.05) -> Ranking:
+    """Mann-Whitney's one-sided test that the decided invalid items are predicted above the others
+    (scipy), on every decided item; with no decided item of one outcome there is nothing to judge,
+    and the predictions are taken as they come.
+
+    >>> ranks_better_than_chance([1, 1, 0, 0, 0, 0, 0], [0.9, 0.8, 0.1, 0.2, 0.3, 0.1, 0.2]).better
+    True
+    >>> ranks_better_than_chance([1, 0, 1, 0], [0.5, 0.5, 0.5, 0.5]).better
+    False
+    """
+    from scipy import stats
+
+    y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
+    invalid, other = f[y == 1], f[y == 0]
+    if len(invalid) == 0 or len(other) == 0:
+        return Ranking(True, f"no decided item is {'invalid' if len(invalid) == 0 else 'valid'} yet: not judged")
+    test = stats.mannwhitneyu(invalid, other, alternative="greater")
+    auc = float(test.statistic) / (len(invalid) * len(other))
+    said = f"AUC {auc:.2f} on {len(y)} decided items, one-sided p = {float(test.pvalue):.3f}"
+    return Ranking(bool(test.pvalue < level), said)

@@ -16,6 +16,7 @@ from foil_studio.analysis import active_sampling as active
 from foil_studio.analysis import health as h
 from foil_studio.analysis.active_sampling import RoundEstimate
 from foil_studio.analysis.audit import stored_or_fitted
+from foil_studio.analysis.prediction_strata import edge_weights
 from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, source_format
 from foil_studio.annotate.agreement import COEFFICIENTS
 from foil_studio.annotate.baselines import dataset_baseline
@@ -33,6 +34,7 @@ from foil_studio.annotate.health.sample import (
     by_strata,
     item_outcomes,
     read_sample,
+    recorded_bins,
     run_credits,
 )
 from foil_studio.data import store
@@ -207,17 +209,25 @@ def _round_shares(sample: HealthSample) -> dict[str, dict[str, RoundEstimate]]:
     return {key: round_estimates(sample, frozenset(outcomes.split("+"))) for outcomes, (key, _) in SHARES.items()}
 
 
-StrataCounts = list[tuple[int, Mapping[str, int]]]  # a category's strata: each one's size and counts
+# a category's strata: each one's size, counts and share of the category's extra item at an edge
+StrataCounts = list[tuple[int, Mapping[str, int], float]]
 
 
 def _strata_of(view: HealthSample) -> dict[str, StrataCounts]:
-    """Category -> its prediction bins' sizes and counts, where the estimates take bins as strata
-    (`by_strata`); empty where each category is one stratum."""
-    if view.category_of is None:
+    """Category -> its prediction bins' sizes, counts and edge weights (`prediction_strata.edge_weights`,
+    from the bins as the draw recorded them), where the estimates take bins as strata (`by_strata`);
+    empty where each category is one stratum."""
+    recorded = recorded_bins(view.batches)
+    if view.category_of is None or recorded is None:
         return {}
     counts, found = view.counts(), dict[str, StrataCounts]()
+    bins = recorded[2]
+    weights = {c: edge_weights(b["sizes"], b["means"]) for c, b in bins.items()}
     for name, category in view.category_of.items():
-        found.setdefault(category, []).append((len(view.frame[name]), counts.get(name, _NO_COUNTS)))
+        number = len(found.get(category, []))
+        found.setdefault(category, []).append(
+            (len(view.frame[name]), counts.get(name, _NO_COUNTS), weights[category][number])
+        )
     return found
 
 
@@ -227,6 +237,15 @@ _NO_COUNTS = {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0
 def _counted(counts: Mapping[str, int], outcomes: str) -> int:
     """The decided items whose outcome is among `outcomes` ("invalid", "invalid+ambiguous", ...)."""
     return sum(counts[o] for o in outcomes.split("+"))
+
+
+def _binned_share(bins: StrataCounts, outcomes: str) -> dict[str, Any]:
+    """The share of `outcomes` over prediction bins (one category's, or every sampled one's), each bin a
+    stratum with its edge weight."""
+    counted = [_counted(counts, outcomes) for _, counts, _ in bins]
+    decided = [counts["decided"] for _, counts, _ in bins]
+    sizes, pseudo = [size for size, _, _ in bins], [weight for _, _, weight in bins]
+    return h.stratified_share(counted, decided, sizes, pseudo=pseudo).as_dict()
 
 
 def _stratum_row(
@@ -244,8 +263,7 @@ def _stratum_row(
             row[key] = active.stratum_share(estimates[category], size).as_dict()
     elif counts["decided"] and bins is not None and len(bins) > 1:
         for outcomes, (key, _) in SHARES.items():
-            per_bin = [_counted(c, outcomes) for _, c in bins]
-            row[key] = h.stratified_share(per_bin, [c["decided"] for _, c in bins], [n for n, _ in bins]).as_dict()
+            row[key] = _binned_share(bins, outcomes)
     elif counts["decided"]:
         for outcomes, (key, _) in SHARES.items():
             found = sum(counts[o] for o in outcomes.split("+"))
@@ -276,9 +294,7 @@ def _overall(
             overall[key] = active.stratified_share([by_rounds[key][c] for c in decided], size).as_dict()
             continue
         if strata_of:
-            parts = [part for c in decided for part in strata_of[c]]
-            found = [_counted(c, outcomes) for _, c in parts]
-            overall[key] = h.stratified_share(found, [c["decided"] for _, c in parts], [k for k, _ in parts]).as_dict()
+            overall[key] = _binned_share([part for c in decided for part in strata_of[c]], outcomes)
             continue
         found = [_counted(counts[c], outcomes) for c in decided]
         overall[key] = h.stratified_share(found, n, size).as_dict()

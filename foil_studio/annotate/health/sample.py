@@ -22,7 +22,13 @@ import sqlite_utils
 
 from foil_studio.analysis import health as h
 from foil_studio.analysis.active_sampling import FLOOR_SHARE, active_inclusion, uncertainty
-from foil_studio.analysis.prediction_strata import allocate_bins, bin_of, cut_points, planned_share
+from foil_studio.analysis.prediction_strata import (
+    allocate_bins,
+    bin_of,
+    cut_points,
+    planned_share,
+    ranks_better_than_chance,
+)
 from foil_studio.analysis.results import load_run, run_family, source_format
 from foil_studio.annotate.batches import BatchError, BatchSpec, create_batch
 from foil_studio.annotate.consensus import dawid_skene, decisions
@@ -500,7 +506,7 @@ def _predicted_plan(
             f"batch {recorded[0]} cut this sample's bins on the predictions {recorded[1]!r}: every later draw by "
             f"prediction keeps them (--predictions {recorded[1]})"
         )
-    bins = recorded[2] if recorded is not None else {c: _cut(items, found) for c, items in sample.frame.items()}
+    bins = recorded[2] if recorded is not None else _new_bins(sample, found)
     drawn = {}
     for category, n in wanted.items():
         if n > 0:
@@ -508,11 +514,28 @@ def _predicted_plan(
     return replace(plan, drawn=drawn, strategy="predicted", predictions=predictions, bins=bins)
 
 
-def _cut(items: Sequence[int], found: Mapping[int, float]) -> dict[str, Any]:
-    """A category's bins of the predictions: the cuts and each bin's number of items."""
-    values = [found[i] for i in items]
-    cuts = cut_points(values)
-    return {"cuts": cuts, "sizes": np.bincount(bin_of(values, cuts), minlength=len(cuts) + 1).tolist()}
+def _new_bins(sample: HealthSample, found: Mapping[int, float]) -> dict[str, dict[str, Any]]:
+    """Each category's bins of the predictions, cut where they rank the decided items better than chance
+    (`ranks_better_than_chance`; each category one bin where they do not); how that was judged with each."""
+    decided = list(sample.outcomes)
+    ranking = ranks_better_than_chance(
+        [float(sample.outcomes[i] == "invalid") for i in decided], [found[i] for i in decided]
+    )
+    return {c: _cut(items, found, ranking.better, ranking.reason) for c, items in sample.frame.items()}
+
+
+def _cut(items: Sequence[int], found: Mapping[int, float], ranks: bool, judged: str) -> dict[str, Any]:
+    """A category's bins of the predictions (one where they do not rank, `ranks`): the cuts, each bin's
+    number of items and mean prediction, and how the ranking was judged."""
+    values = np.array([found[i] for i in items])
+    cuts = cut_points(values) if ranks else []
+    which = bin_of(values, cuts)
+    return {
+        "cuts": cuts,
+        "sizes": np.bincount(which, minlength=len(cuts) + 1).tolist(),
+        "means": [round(float(values[which == b].mean()), 6) for b in range(len(cuts) + 1)],
+        "ranking": judged,
+    }
 
 
 def _draw_in_bins(
