@@ -1,17 +1,22 @@
-"""Sampling stratified by the prediction against today's random stratified draw, at equal budget, as a
-Markdown table (TESTING.md, "Sampling stratified by the prediction").
+"""Sampling stratified by the prediction against today's random stratified draw, at equal budget, as
+Markdown tables (TESTING.md, "Sampling stratified by the prediction").
 
-    .venv/bin/python bench/health_prediction_strata.py            # --reps N (default 400)
+    .venv/bin/python bench/health_prediction_strata.py              # --reps N (default 400; grid: 200)
+    .venv/bin/python bench/health_prediction_strata.py --grid       # the coverage grid only
 
-Seven categories of 500 items, 40 answers each (280 in all), drawn in one batch:
-* **random**: each category's 40 at random (`health next --strategy neyman`, proportional here);
-* **by prediction**: each category cut into bins of the prediction and its 40 allocated over them
-  (`analysis.prediction_strata`: two per bin, the rest by Neyman's rule on the bins' mean
-  predictions), drawn at random within each bin, estimated with the bins as strata.
-Both cite the narrower of the plain and the prediction-powered interval of the overall invalid share,
-as the report does. Worlds: `WORLDS` (each a share and a predictor); VALSE's real votes (per piece
-the authors' outcome, one of its three votes as the predictor: the sample is 40 per piece there).
-Printed: coverage of each cited interval, the mean cited width of each, and their ratio.
+Seven categories of 500 items, n answers in each, drawn three ways:
+* **random**: n at random per category (`health next --strategy neyman`, proportional here);
+* **by prediction**: n allocated over the category's bins of the prediction in one batch
+  (`analysis.prediction_strata`: the bins' planned shares are their mean predictions);
+* **half random, half by prediction**: n / 2 at random and answered (`health sample`), then n / 2
+  by prediction (`health next --strategy predicted`) with the bins cut only where the predictions
+  rank those answers better than chance and planned from them, all of it post-stratified.
+Each cites what the report cites: the narrower of the plain interval (`health.stratified_share`, the
+bins as strata with their edge weights) and the prediction-powered one (`prediction_powered` over the
+same strata). Table 1: worlds built for the question (`WORLDS`) and VALSE's real votes (one of its
+three votes as the predictor; the authors' outcome), n = 40: coverage and mean width of each, and the
+ratio to random. Table 2 (`--grid`): coverage of the cited interval per category and overall for the
+predictors of `health_adversarial.py` at invalid shares 1-30% and n/N 0.02-0.3.
 """
 
 from __future__ import annotations
@@ -26,15 +31,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests
 
-from foil_studio.analysis.prediction_powered import powered_stratified_share
-from foil_studio.analysis.prediction_strata import allocate_bins, bin_of, cut_points, planned_share
+from foil_studio.analysis import health as h
+from foil_studio.analysis.health import Share
+from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
+from foil_studio.analysis.prediction_strata import (
+    allocate_bins,
+    bin_of,
+    cut_points,
+    edge_weights,
+    planned_share,
+    ranks_better_than_chance,
+)
 
 CATEGORIES, SIZE, PER_CATEGORY = 7, 500, 40
+DESIGNS = ("random", "by prediction", "half random, half by prediction")
 
-World = Callable[[np.random.Generator], tuple[np.ndarray, np.ndarray]]  # -> outcomes, predictions
+Category = tuple[np.ndarray, np.ndarray]  # people's outcomes, the predictions
+Drawn = dict[int, tuple[np.ndarray, np.ndarray]]  # bin -> its items, the drawn ones among them
 
 
-def concentrated(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def concentrated(rng: np.random.Generator) -> Category:
     """5% invalid; the predictor's top 15% of items hold 80% of the invalid ones (it ranks, not calibrated)."""
     y = np.zeros(SIZE)
     invalid, top = round(0.05 * SIZE), round(0.15 * SIZE)
@@ -45,20 +61,20 @@ def concentrated(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return y[order], f[order]
 
 
-def labels_30(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def labels_30(rng: np.random.Generator) -> Category:
     """30% invalid; a 0/1 label agreeing with people on 90% of items."""
     y = (rng.random(SIZE) < 0.3).astype(float)
     return y, np.where(rng.random(SIZE) < 0.9, y, 1 - y)
 
 
-def useless(share: float) -> World:
-    def world(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def useless(share: float) -> Callable[[np.random.Generator], Category]:
+    def world(rng: np.random.Generator) -> Category:
         return (rng.random(SIZE) < share).astype(float), rng.random(SIZE)
 
     return world
 
 
-WORLDS: dict[str, World] = {
+WORLDS: dict[str, Callable[[np.random.Generator], Category]] = {
     "5%, top 15% hold 80%": concentrated,
     "30%, 0/1 label agreeing 90%": labels_30,
     "5%, useless (uniform)": useless(0.05),
@@ -66,28 +82,21 @@ WORLDS: dict[str, World] = {
 }
 
 
-def random_draw(y: np.ndarray, f: np.ndarray, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """One stratum: n items at random."""
-    return {"": rng.choice(len(y), n, replace=False)}
+def draw(design: str, categories: list[Category], n: int, rng: np.random.Generator) -> list[Drawn]:
+    """Each category's bins and the items drawn in them, by `design` (`DESIGNS`)."""
+    if design == "random":
+        return [{0: (np.arange(len(y)), rng.choice(len(y), min(n, len(y)), replace=False))} for y, _ in categories]
+    first = [np.array([], dtype=int) for _ in categories]
+    if design != "by prediction":
+        first = [rng.choice(len(y), min(n // 2, len(y)), replace=False) for y, _ in categories]
+    ys = np.concatenate([y[d] for (y, _), d in zip(categories, first, strict=True)])
+    fs = np.concatenate([f[d] for (_, f), d in zip(categories, first, strict=True)])
+    ranks = ranks_better_than_chance(ys, fs).better
+    return [_by_bins(y, f, min(n, len(y)) - len(d), d, ranks, rng) for (y, f), d in zip(categories, first, strict=True)]
 
 
-def binned_draw(y: np.ndarray, f: np.ndarray, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """The category's bins, n allocated over them in one draw (no answers yet: the planned shares are
-    the mean predictions), drawn at random within each."""
-    return _by_bins(y, f, n, np.array([], dtype=int), rng)
-
-
-def two_phase_draw(y: np.ndarray, f: np.ndarray, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Half of n at random and answered (`health sample`), then the other half by prediction (`health
-    next --strategy predicted`), its bins' planned shares from those answers; all of it post-stratified."""
-    first = rng.choice(len(y), n // 2, replace=False)
-    return _by_bins(y, f, n - n // 2, first, rng)
-
-
-def _by_bins(
-    y: np.ndarray, f: np.ndarray, n: int, first: np.ndarray, rng: np.random.Generator
-) -> dict[str, np.ndarray]:
-    bins = bin_of(f, cut_points(f))
+def _by_bins(y: np.ndarray, f: np.ndarray, n: int, first: np.ndarray, ranks: bool, rng) -> Drawn:
+    bins = bin_of(f, cut_points(f) if ranks else [])
     members = {b: np.flatnonzero(bins == b) for b in np.unique(bins)}
     taken = {b: int(np.isin(m, first).sum()) for b, m in members.items()}
     shares = {
@@ -97,42 +106,49 @@ def _by_bins(
     wanted = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
     drawn = {}
     for b, m in members.items():
-        left = np.setdiff1d(m, first)
-        new = rng.choice(left, wanted[b], replace=False) if wanted[b] else np.array([], dtype=int)
-        drawn[str(b)] = np.concatenate([np.intersect1d(m, first), new]).astype(int)
+        new = rng.choice(np.setdiff1d(m, first), wanted[b], replace=False) if wanted[b] else np.array([], int)
+        drawn[int(b)] = (m, np.concatenate([np.intersect1d(m, first), new]).astype(int))
     return drawn
 
 
-def cited_width(
-    categories: list[tuple[np.ndarray, np.ndarray]], per_category: list[int], draw, rng: np.random.Generator
-) -> tuple[float, bool]:
-    """The cited overall interval's width (the narrower of plain and powered) and whether it covers."""
-    outcomes, predicted, population = {}, {}, {}
-    for c, ((y, f), n) in enumerate(zip(categories, per_category, strict=True)):
-        bins = bin_of(f, cut_points(f)) if draw is not random_draw else np.zeros(len(f), int)
-        for key, drawn in draw(y, f, n, rng).items():
-            stratum = f"{c}:{key}"
-            members = np.flatnonzero(bins == int(key)) if key else np.arange(len(y))
-            outcomes[stratum], predicted[stratum], population[stratum] = y[drawn], f[drawn], f[members]
-    found = powered_stratified_share(outcomes, predicted, population)
-    truth = float(np.mean(np.concatenate([y for y, _ in categories])))
-    return found.share.high - found.share.low, bool(found.share.low <= truth <= found.share.high)
+def cited(categories: list[Category], drawn: list[Drawn]) -> Share:
+    """The narrower of the plain and the prediction-powered interval over the bins of `categories`."""
+    x, n, size, pseudo, ys, fs, wholes = [], [], [], [], {}, {}, {}
+    for c, ((y, f), bins) in enumerate(zip(categories, drawn, strict=True)):
+        weights = edge_weights([len(m) for m, _ in bins.values()], [float(f[m].mean()) for m, _ in bins.values()])
+        for (b, (members, picked)), weight in zip(bins.items(), weights, strict=True):
+            x.append(float(y[picked].sum()))
+            n.append(len(picked))
+            size.append(len(members))
+            pseudo.append(weight if len(bins) > 1 else 1.0)
+            ys[f"{c}:{b}"], fs[f"{c}:{b}"], wholes[f"{c}:{b}"] = y[picked], f[picked], f[members]
+    if len(categories) == 1 and len(drawn[0]) == 1:
+        plain = h.stratum_share(int(x[0]), n[0], size[0])
+    else:
+        plain = h.stratified_share(x, n, size, pseudo=pseudo)
+    if len(ys) == 1:  # one stratum: the report's own estimate of it
+        powered = powered_stratum_share(*(next(iter(d.values())) for d in (ys, fs, wholes))).powered
+    else:
+        powered = powered_stratified_share(ys, fs, wholes).powered
+    return powered if powered.high - powered.low < plain.high - plain.low else plain
 
 
-def compare(make: Callable[[np.random.Generator], list[tuple[np.ndarray, np.ndarray]]], per, reps: int, seed: int):
+def compare(make: Callable[[np.random.Generator], list[Category]], n: int, reps: int, seed: int):
+    """Per design: coverage and mean width of the cited overall interval."""
     rng = np.random.default_rng(seed)
-    draws = {"random": random_draw, "by prediction": binned_draw, "half random, half by prediction": two_phase_draw}
-    widths, covered = {name: [] for name in draws}, dict.fromkeys(draws, 0)
+    widths = {name: [] for name in DESIGNS}
+    covered = dict.fromkeys(DESIGNS, 0)
     for _ in range(reps):
         categories = make(rng)
-        for name, draw in draws.items():
-            width, held = cited_width(categories, per(categories), draw, rng)
-            widths[name].append(width)
-            covered[name] += held
-    return {name: (covered[name] / reps, float(np.mean(w))) for name, w in widths.items()}
+        truth = float(np.mean(np.concatenate([y for y, _ in categories])))
+        for name in DESIGNS:
+            found = cited(categories, draw(name, categories, n, rng))
+            widths[name].append(found.high - found.low)
+            covered[name] += found.low <= truth <= found.high
+    return {name: (covered[name] / reps, float(np.mean(widths[name]))) for name in DESIGNS}
 
 
-def valse_pieces() -> list[tuple[np.ndarray, np.ndarray]]:
+def valse_pieces() -> list[Category]:
     """VALSE's pieces: each foil's outcome (1: not valid, fewer than 2 of 3 workers chose the caption)
     and one of its three votes at random as the predictor (`health_ppi_coverage.valse_votes`)."""
     from bench.health_ppi_coverage import VALSE, valse_votes
@@ -140,18 +156,17 @@ def valse_pieces() -> list[tuple[np.ndarray, np.ndarray]]:
     return list(valse_votes(VALSE).values())
 
 
-def table(reps: int) -> str:
+def width_table(reps: int) -> str:
     lines = [
         "| world | random: coverage, width | by prediction in one batch: coverage, width, ratio "
         "| half random, half by prediction: coverage, width, ratio |",
         "|---|---|---|---|",
     ]
-    rows = {name: ((lambda rng, w=world: [w(rng) for _ in range(CATEGORIES)]), None) for name, world in WORLDS.items()}
+    makers = {name: (lambda rng, w=world: [w(rng) for _ in range(CATEGORIES)]) for name, world in WORLDS.items()}
     pieces = valse_pieces()
-    rows["VALSE, one vote as predictor"] = (lambda rng: pieces, None)
-    for number, (name, (make, _)) in enumerate(rows.items()):
-        found = compare(make, lambda cats: [min(PER_CATEGORY, len(y)) for y, _ in cats], reps, seed=number)
-        (rc, rw), (pc, pw), (tc, tw) = found.values()
+    makers["VALSE, one vote as predictor (40 per piece)"] = lambda rng: pieces
+    for number, (name, make) in enumerate(makers.items()):
+        (rc, rw), (pc, pw), (tc, tw) = compare(make, PER_CATEGORY, reps, seed=number).values()
         lines.append(
             f"| {name} | {rc:.3f}, {100 * rw:.2f} | {pc:.3f}, {100 * pw:.2f}, {pw / rw:.2f} "
             f"| {tc:.3f}, {100 * tw:.2f}, {tw / rw:.2f} |"
@@ -160,13 +175,49 @@ def table(reps: int) -> str:
     return "\n".join(lines)
 
 
+def grid_table(reps: int) -> str:
+    """Coverage of the cited intervals of the two designs by prediction, per category and overall."""
+    from bench.health_adversarial import PREDICTORS, SHARE_FACTORS
+
+    lines = [
+        "| predictor | invalid share | n/N | one batch: per category, overall | half and half: per category, overall |",
+        "|---|---|---|---|---|",
+    ]
+    for number, (name, predictor) in enumerate(PREDICTORS.items()):
+        for share in (0.01, 0.02, 0.05, 0.10, 0.30):
+            for fraction in (0.02, 0.08, 0.3):
+                rng = np.random.default_rng([number, round(share * 100), round(fraction * 100)])
+                held = {d: [0, 0] for d in DESIGNS[1:]}
+                for _ in range(reps):
+                    categories = []
+                    for c in range(4):
+                        y = (rng.random(SIZE) < share * SHARE_FACTORS[c]).astype(float)
+                        categories.append((y, predictor(y, c, rng)))
+                    truth = float(np.mean(np.concatenate([y for y, _ in categories])))
+                    for design in DESIGNS[1:]:
+                        drawn = draw(design, categories, round(fraction * SIZE), rng)
+                        overall = cited(categories, drawn)
+                        held[design][1] += overall.low <= truth <= overall.high
+                        for category, bins in zip(categories, drawn, strict=True):
+                            one = cited([category], [bins])
+                            held[design][0] += one.low <= category[0].mean() <= one.high
+                cells = [f"{held[d][0] / (4 * reps):.3f}, {held[d][1] / reps:.3f}" for d in DESIGNS[1:]]
+                lines.append(f"| {name} | {share:.0%} | {fraction} | {cells[0]} | {cells[1]} |")
+                print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=400)
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--grid", action="store_true", help="the coverage grid only")
     args = parser.parse_args()
     started = time.perf_counter()
-    print(table(args.reps))
-    print(f"\n{args.reps} repetitions per world, widths in percentage points, {time.perf_counter() - started:.0f} s")
+    if not args.grid:
+        print(width_table(args.reps or 400))
+        print()
+    print(grid_table(args.reps or 200))
+    print(f"\nwidths in percentage points, {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
