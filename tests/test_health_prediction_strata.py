@@ -114,10 +114,12 @@ def test_a_draw_by_prediction_records_its_bins_and_draws_within_them(demo_db, tm
         assert bins["ranking"] == "AUC 1.00 on 70 decided items, one-sided p = 0.000"
     assert any(len(b["sizes"]) > 1 for b in design["bins"].values())
     sample = health.read_sample(demo_db, DATASET)
-    for item, entry in design["items"].items():  # every bin of a drawn category got its minimum, or all it had left
-        assert (
-            sample.bins[int(item)] == ps.bin_of([predictions[int(item)]], design["bins"][entry["category"]]["cuts"])[0]
-        )
+    for item, entry in design["items"].items():
+        category, number = entry["category"], sample.bins[int(item)]
+        assert number == ps.bin_of([predictions[int(item)]], design["bins"][category]["cuts"])[0]
+        in_bin = [i for i in frame[category] if sample.bins[i] == number]
+        drawn = sum(i in sample.drawn for i in in_bin)  # both batches: the sample as it stands after the draw
+        assert entry["inclusion"] == pytest.approx(drawn / len(in_bin), abs=1e-9)
 
 
 def test_a_later_draw_keeps_the_first_bins_and_refuses_other_predictions(demo_db, tmp_path):

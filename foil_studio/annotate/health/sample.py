@@ -507,11 +507,14 @@ def _predicted_plan(
             f"prediction keeps them (--predictions {recorded[1]})"
         )
     bins = recorded[2] if recorded is not None else _new_bins(sample, found)
-    drawn = {}
+    drawn: dict[str, list[int]] = {}
+    inclusion: dict[int, float] = {}
     for category, n in wanted.items():
         if n > 0:
-            drawn[category] = _draw_in_bins(sample, sample.frame[category], found, bins[category]["cuts"], n, rng)
-    return replace(plan, drawn=drawn, strategy="predicted", predictions=predictions, bins=bins)
+            picked = _draw_in_bins(sample, sample.frame[category], found, bins[category]["cuts"], n, rng)
+            drawn[category] = sorted(picked)
+            inclusion |= picked
+    return replace(plan, drawn=drawn, strategy="predicted", predictions=predictions, bins=bins, inclusion=inclusion)
 
 
 def _new_bins(sample: HealthSample, found: Mapping[int, float]) -> dict[str, dict[str, Any]]:
@@ -545,8 +548,10 @@ def _draw_in_bins(
     cuts: Sequence[float],
     n: int,
     rng: random.Random,
-) -> list[int]:
-    """n of a category's undrawn items, allocated over its bins (`allocate_bins`) and drawn at random in each."""
+) -> dict[int, float]:
+    """n of a category's undrawn items, allocated over its bins (`allocate_bins`) and drawn at random in
+    each, with each one's inclusion probability in the sample as it stands after the draw (its bin's
+    drawn items over its items)."""
     which = bin_of([found[i] for i in items], cuts)
     members = {b: [i for i, w in zip(items, which, strict=True) if w == b] for b in range(len(cuts) + 1)}
     taken = {b: sum(i in sample.drawn for i in m) for b, m in members.items()}
@@ -559,10 +564,11 @@ def _draw_in_bins(
         for b, m in members.items()
     }
     counts = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
-    picked: list[int] = []
+    picked: dict[int, float] = {}
     for b, k in counts.items():
-        picked += rng.sample([i for i in members[b] if i not in sample.drawn], k) if k else []
-    return sorted(picked)
+        fraction = (taken[b] + k) / len(members[b]) if members[b] else 0.0
+        picked |= dict.fromkeys(rng.sample([i for i in members[b] if i not in sample.drawn], k), fraction)
+    return picked
 
 
 def _check_draw_sizes(budget: int | None, per_category: int | None) -> None:
