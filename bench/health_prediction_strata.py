@@ -35,6 +35,8 @@ from foil_studio.analysis import health as h
 from foil_studio.analysis.health import Share
 from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
 from foil_studio.analysis.prediction_strata import (
+    MAX_BINS,
+    MIN_PER_BIN,
     allocate_bins,
     bin_of,
     cut_points,
@@ -96,7 +98,9 @@ def draw(design: str, categories: list[Category], n: int, rng: np.random.Generat
 
 
 def _by_bins(y: np.ndarray, f: np.ndarray, n: int, first: np.ndarray, ranks: bool, rng) -> Drawn:
-    bins = bin_of(f, cut_points(f) if ranks else [])
+    """As `health next --strategy predicted` draws a category: at most n / MIN_PER_BIN bins."""
+    most = min(MAX_BINS, max(1, n // MIN_PER_BIN)) if ranks else 1
+    bins = bin_of(f, cut_points(f, most))
     members = {b: np.flatnonzero(bins == b) for b in np.unique(bins)}
     taken = {b: int(np.isin(m, first).sum()) for b, m in members.items()}
     shares = {

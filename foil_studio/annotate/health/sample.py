@@ -23,6 +23,8 @@ import sqlite_utils
 from foil_studio.analysis import health as h
 from foil_studio.analysis.active_sampling import FLOOR_SHARE, active_inclusion, uncertainty
 from foil_studio.analysis.prediction_strata import (
+    MAX_BINS,
+    MIN_PER_BIN,
     allocate_bins,
     bin_of,
     cut_points,
@@ -506,7 +508,7 @@ def _predicted_plan(
             f"batch {recorded[0]} cut this sample's bins on the predictions {recorded[1]!r}: every later draw by "
             f"prediction keeps them (--predictions {recorded[1]})"
         )
-    bins = recorded[2] if recorded is not None else _new_bins(sample, found)
+    bins = recorded[2] if recorded is not None else _new_bins(sample, found, wanted)
     drawn: dict[str, list[int]] = {}
     inclusion: dict[int, float] = {}
     for category, n in wanted.items():
@@ -517,21 +519,25 @@ def _predicted_plan(
     return replace(plan, drawn=drawn, strategy="predicted", predictions=predictions, bins=bins, inclusion=inclusion)
 
 
-def _new_bins(sample: HealthSample, found: Mapping[int, float]) -> dict[str, dict[str, Any]]:
+def _new_bins(sample: HealthSample, found: Mapping[int, float], wanted: Mapping[str, int]) -> dict[str, dict[str, Any]]:
     """Each category's bins of the predictions, cut where they rank the decided items better than chance
-    (`ranks_better_than_chance`; each category one bin where they do not); how that was judged with each."""
+    (`ranks_better_than_chance`; each category one bin where they do not), as many as this draw's items
+    for the category give each its `MIN_PER_BIN` (`wanted`); how the ranking was judged with each."""
     decided = list(sample.outcomes)
     ranking = ranks_better_than_chance(
         [float(sample.outcomes[i] == "invalid") for i in decided], [found[i] for i in decided]
     )
-    return {c: _cut(items, found, ranking.better, ranking.reason) for c, items in sample.frame.items()}
+    return {
+        c: _cut(items, found, max(1, wanted.get(c, 0) // MIN_PER_BIN) if ranking.better else 1, ranking.reason)
+        for c, items in sample.frame.items()
+    }
 
 
-def _cut(items: Sequence[int], found: Mapping[int, float], ranks: bool, judged: str) -> dict[str, Any]:
-    """A category's bins of the predictions (one where they do not rank, `ranks`): the cuts, each bin's
-    number of items and mean prediction, and how the ranking was judged."""
+def _cut(items: Sequence[int], found: Mapping[int, float], most: int, judged: str) -> dict[str, Any]:
+    """A category's bins of the predictions, at most `most` (`prediction_strata.MAX_BINS` at most): the
+    cuts, each bin's number of items and mean prediction, and how the ranking was judged."""
     values = np.array([found[i] for i in items])
-    cuts = cut_points(values) if ranks else []
+    cuts = cut_points(values, min(most, MAX_BINS))
     which = bin_of(values, cuts)
     return {
         "cuts": cuts,
