@@ -160,6 +160,16 @@ def valse_pieces() -> list[Category]:
     return list(valse_votes(VALSE).values())
 
 
+def noisy_copies(pieces: list[Category], rng: np.random.Generator) -> list[Category]:
+    """A predictor nobody designed the method on: each piece's outcome as a 0/1 label, flipped on a share
+    of its items drawn from 5-25% per piece (a judge good on some pieces, poor on others)."""
+    copies = []
+    for y, _ in pieces:
+        error = rng.uniform(0.05, 0.25)
+        copies.append((y, np.where(rng.random(len(y)) < error, 1 - y, y)))
+    return copies
+
+
 def width_table(reps: int) -> str:
     lines = [
         "| world | random: coverage, width | by prediction in one batch: coverage, width, ratio "
@@ -169,6 +179,7 @@ def width_table(reps: int) -> str:
     makers = {name: (lambda rng, w=world: [w(rng) for _ in range(CATEGORIES)]) for name, world in WORLDS.items()}
     pieces = valse_pieces()
     makers["VALSE, one vote as predictor (40 per piece)"] = lambda rng: pieces
+    makers["VALSE, the outcome flipped at 5-25% per piece (40 per piece)"] = lambda rng: noisy_copies(pieces, rng)
     for number, (name, make) in enumerate(makers.items()):
         (rc, rw), (pc, pw), (tc, tw) = compare(make, PER_CATEGORY, reps, seed=number).values()
         lines.append(
