@@ -190,7 +190,10 @@ def width_table(reps: int) -> str:
     return "\n".join(lines)
 
 
-def grid_table(reps: int) -> str:
+GRID_SHARES, GRID_FRACTIONS = (0.01, 0.02, 0.05, 0.10, 0.30), (0.02, 0.08, 0.3)
+
+
+def grid_table(reps: int, predictors: list[str] | None = None, shares=GRID_SHARES, fractions=GRID_FRACTIONS) -> str:
     """Coverage of the cited intervals of the two designs by prediction, per category and overall."""
     from bench.health_adversarial import PREDICTORS, SHARE_FACTORS
 
@@ -199,8 +202,10 @@ def grid_table(reps: int) -> str:
         "|---|---|---|---|---|",
     ]
     for number, (name, predictor) in enumerate(PREDICTORS.items()):
-        for share in (0.01, 0.02, 0.05, 0.10, 0.30):
-            for fraction in (0.02, 0.08, 0.3):
+        if predictors and name not in predictors:
+            continue
+        for share in shares:
+            for fraction in fractions:
                 rng = np.random.default_rng([number, round(share * 100), round(fraction * 100)])
                 held = {d: [0, 0] for d in DESIGNS[1:]}
                 for _ in range(reps):
@@ -226,12 +231,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--grid", action="store_true", help="the coverage grid only")
+    parser.add_argument("--predictors", nargs="*", help="the grid's predictors (default: all)")
+    parser.add_argument("--shares", nargs="*", type=float, default=GRID_SHARES)
+    parser.add_argument("--fractions", nargs="*", type=float, default=GRID_FRACTIONS)
     args = parser.parse_args()
     started = time.perf_counter()
     if not args.grid:
         print(width_table(args.reps or 400))
         print()
-    print(grid_table(args.reps or 200))
+    print(grid_table(args.reps or 200, args.predictors, args.shares, args.fractions))
     print(f"\nwidths in percentage points, {time.perf_counter() - started:.0f} s")
 
 
