@@ -2,7 +2,7 @@
 Markdown tables (TESTING.md, "Sampling stratified by the prediction").
 
     .venv/bin/python bench/health_prediction_strata.py              # --reps N (default 400; grid: 200)
-    .venv/bin/python bench/health_prediction_strata.py --grid       # the coverage grid only
+    .venv/bin/python bench/health_prediction_strata.py --grid       # the coverage grid only (--widths: the table)
 
 Seven categories of 500 items, n answers in each, drawn three ways:
 * **random**: n at random per category (`health next --strategy neyman`, proportional here);
@@ -231,6 +231,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--grid", action="store_true", help="the coverage grid only")
+    parser.add_argument("--widths", action="store_true", help="the width table only")
     parser.add_argument("--predictors", nargs="*", help="the grid's predictors (default: all)")
     parser.add_argument("--shares", nargs="*", type=float, default=GRID_SHARES)
     parser.add_argument("--fractions", nargs="*", type=float, default=GRID_FRACTIONS)
@@ -239,7 +240,8 @@ def main() -> None:
     if not args.grid:
         print(width_table(args.reps or 400))
         print()
-    print(grid_table(args.reps or 200, args.predictors, args.shares, args.fractions))
+    if not args.widths:
+        print(grid_table(args.reps or 200, args.predictors, args.shares, args.fractions))
     print(f"\nwidths in percentage points, {time.perf_counter() - started:.0f} s")
 
 
