@@ -92,7 +92,7 @@ def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, 
     shown = re.fullmatch(r"([\d.]+) \(([\d.]+) to ([\d.]+)\)", everything["prediction-powered invalid % (95% CI)"])
     assert "{}% (95% CI {} to {})".format(*shown.groups()) in sentence, sentence
     assert f"agree with people on {everything['agreement %']}% of them at f >= 0.5" in sentence
-    assert f"an AUC of {everything['ranks (AUC)']}" in sentence
+    assert f"an AUC of {everything['AUC']}" in sentence
     mean_f, observed = everything["mean f / observed %"].split(" / ")
     assert f"predict {mean_f}% invalid on average where people found {observed}%" in sentence
     if everything["to cite"] == "powered":  # worth: as many answers as a plain interval that narrow needs

@@ -229,8 +229,8 @@ if health.powered_table(report):
     st.subheader(f"Prediction-powered invalid shares (predictions: {report['prediction_powered']['predictions']})")
     st.caption(
         "Plain: from people's answers on the drawn items alone (the figures above). Prediction-powered: the same "
-        "answers together with the predictor's output on every item. To cite: the narrower of the two. Ranks "
-        "(AUC): how well the predictions order the decided items, invalid above valid (0.5 is chance, 1 perfect, "
+        "answers together with the predictor's output on every item. To cite: the narrower of the two. AUC: "
+        "how well the predictions order the decided items, invalid above valid (0.5 is chance, 1 perfect, "
         "whatever the scale). Mean f / observed: the average prediction beside the share people found (the "
         "calibration). Agreement: how often f >= 0.5 matches people's outcome. Worth: how many human answers a "
         "plain interval as narrow as the one to cite would need (at most the items there are). With about 20 "

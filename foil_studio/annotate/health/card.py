@@ -33,10 +33,11 @@ ESTIMATORS = {
     "hypergeometric distribution; overall, Korn and Graubard's exact interval on the design-based effective sample "
     "size, where a category that showed no invalid item, or only invalid ones, enters the variance as if one more of "
     "each had been drawn",
-    "binned": "stratified estimator with each category's prediction bins as strata (given how many items each "
-    "bin gave, the items drawn in it are a random sample of it, those of random batches included); per category "
-    "and overall, Korn and Graubard's exact interval on the design-based effective sample size, where a bin that "
-    "showed no invalid item, or only invalid ones, enters the variance as if one more of each had been drawn",
+    "binned": "stratified estimator with each category's prediction bins as strata, since, given how many items "
+    "each bin gave, the items drawn in it are a random sample of it, those of random batches included; per "
+    "category and overall, Korn and Graubard's exact interval on the design-based effective sample size, where a "
+    "bin that showed no invalid item, or only invalid ones, enters the variance with its share of one more item of "
+    "each outcome per category, shared out as the predictions place the category's invalid items",
     "rounds": "per category, each round's estimate of what the rounds before it left undrawn, weighted by its "
     "inclusion probabilities (a run of random batches one round, an active batch one of its own), the rounds "
     "averaged by their decided items; Korn and Graubard's interval on the design variance, widened by one item "
@@ -322,7 +323,7 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "plain invalid % (95% CI)": share_text(row["plain"]),
             "prediction-powered invalid % (95% CI)": share_text(row["prediction_powered"]),
             "to cite": _cited(row["reported"]),
-            "ranks (AUC)": ranking_text(row),
+            "AUC": ranking_text(row),
             "mean f / observed %": " / ".join(figure(100 * row[k], 1) for k in ("mean_prediction", "observed_share")),
             "agreement %": figure(100 * row["agreement"], 1),
             "worth (answers)": figure(row["worth_human_answers"], 0),
@@ -332,16 +333,16 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def ranking_text(row: Mapping[str, Any]) -> str:
-    """The predictor's AUC on the decided items, or why it has none (people's outcomes all alike).
+    """The predictor's AUC on the decided items, or, in brief, why it has none (people's outcomes all alike).
 
     >>> ranking_text({"ranking_auc": 0.9312, "observed_share": 0.1})
     '0.93'
     >>> ranking_text({"ranking_auc": None, "observed_share": 0.0})
-    'none: no decided item invalid'
+    'none (no invalid)'
     """
     if row["ranking_auc"] is not None:
         return figure(row["ranking_auc"], 2)
-    return "none: every decided item invalid" if row["observed_share"] == 1 else "none: no decided item invalid"
+    return "none (all invalid)" if row["observed_share"] == 1 else "none (no invalid)"
 
 
 def powered_other_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -426,7 +427,8 @@ def _predictor_words(row: Mapping[str, Any]) -> str:
     ranked = (
         f"they rank the decided items with an AUC of {figure(row['ranking_auc'], 2)}"
         if row["ranking_auc"] is not None
-        else f"they cannot be ranked against people there ({ranking_text(row)[6:]})"
+        else "they cannot be ranked against people there (every decided item "
+        + ("is invalid)" if row["observed_share"] == 1 else "is valid or ambiguous)")
     )
     return (
         f"{ranked}, predict {figure(100 * row['mean_prediction'], 1)}% invalid on average where people found "
