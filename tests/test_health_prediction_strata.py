@@ -268,3 +268,32 @@ def test_the_page_draws_by_prediction_and_says_the_bins_are_strata(app, demo_db,
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "drew by prediction" in shown and "bins of the predictions are strata" in shown
+
+
+def test_a_bin_under_the_smallest_size_merges_into_its_upper_neighbour_or_at_the_top_into_its_lower():
+    """20 at 0, 3 at 0.5, 20 at 1: the middle bin of 3 merges upwards (its upper cut dropped); 30 at 0 and 3
+    at 1: the top bin merges downwards, leaving one bin; 3 at 0 below 30 and 30: the bottom bin merges up."""
+    middle = np.r_[np.zeros(20), np.full(3, 0.5), np.ones(20)]
+    assert ps._kept_cuts(middle, [0.01, 0.51]) == [0.01]
+    assert ps.cut_points(middle) == [0.01] and np.bincount(ps.bin_of(middle, [0.01])).tolist() == [20, 23]
+    assert ps._kept_cuts(np.r_[np.zeros(30), np.ones(3)], [0.5]) == []
+    assert ps._kept_cuts(np.r_[np.zeros(3), np.full(30, 0.5), np.ones(30)], [0.25, 0.75]) == [0.75]
+    assert ps._kept_cuts(np.r_[np.zeros(5), np.ones(5)], [0.5]) == [0.5]  # 5 items each: kept
+    even = np.linspace(0, 1, 40)
+    assert ps.cut_points(even, 2) == [pytest.approx(0.49)] and ps.cut_points(even, 1) == []
+    assert len(ps.cut_points(even)) == ps.MAX_BINS - 1  # evenly spread: the rule's quarters
+
+
+def test_the_allocation_over_bins_is_all_of_the_budget_within_each_bins_room():
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        bins = int(rng.integers(1, 5))
+        sizes = {b: int(rng.integers(1, 60)) for b in range(bins)}
+        taken = {b: int(rng.integers(0, sizes[b] + 1)) for b in range(bins)}
+        shares = {b: float(rng.uniform(0.01, 0.9)) for b in range(bins)}
+        room = sum(sizes[b] - taken[b] for b in sizes)
+        budget = int(rng.integers(0, room + 1))
+        found = ps.allocate_bins(sizes, shares, budget, taken)
+        assert sum(found.values()) == budget and all(0 <= found[b] <= sizes[b] - taken[b] for b in sizes)
+        if budget >= ps.MIN_PER_BIN * bins:
+            assert all(found[b] >= min(ps.MIN_PER_BIN, sizes[b] - taken[b]) for b in sizes)

@@ -458,3 +458,30 @@ def test_the_predictor_is_described_by_its_ranking_and_calibration_not_only_its_
     assert powered_stratum_share(y, noisy[drawn], noisy).ranking == pytest.approx(expected)
     nothing_invalid = powered_stratum_share(np.zeros(10), np.linspace(0, 1, 10), np.linspace(0, 1, 40))
     assert nothing_invalid.ranking is None and nothing_invalid.as_dict()["ranking_auc"] is None
+
+
+@pytest.mark.parametrize(
+    ("x", "n", "size", "width"), [(30, 100, 1000, 0.1), (2, 40, 141, 0.09), (30, 100, 100_000, 0.04)]
+)
+def test_the_worths_bisection_starts_from_a_narrow_bracket_that_holds_the_answer(x, n, size, width):
+    """One stratum: `_bracket` guesses from Clopper-Pearson on the effective size, then widens to the
+    answers given or a census where the exact widths say the guess missed; the bracket holds the answer
+    (the plain width above the wanted one at its low end, not at its high end) and is a tenth of the guess
+    (at least 5 answers) each way, not the whole range."""
+    from foil_studio.analysis.prediction_powered import _bracket, plain_width
+
+    widest = plain_width(n, [x], [n], [size])
+    low, high = _bracket(width, widest, [x], [n], [size], 0.95)
+    assert plain_width(low, [x], [n], [size]) > width >= plain_width(high, [x], [n], [size])
+    middle = (low + high) / 2
+    assert high - low <= 2 * max(5, middle // 10) + 2 and n <= low < high < size
+    assert _bracket(width, widest, [x, 1], [n, 40], [size, 500], 0.95) == (n + 40, size + 500)  # strata: no guess
+
+
+def test_the_leaderboards_worth_keeps_the_square_root_rule_and_the_answers_given_where_not_narrower():
+    from foil_studio.analysis.prediction_powered import worth_of_widths
+
+    assert worth_of_widths(100, 0.2, 0.1) == pytest.approx(400.0)
+    assert worth_of_widths(100, 0.2, 0.15) == pytest.approx(100 * (0.2 / 0.15) ** 2)
+    assert worth_of_widths(100, 0.2, None) == worth_of_widths(100, 0.2, 0.2) == worth_of_widths(100, 0.2, 0.3) == 100.0
+    assert worth_of_widths(100, 0.2, 0.0) == 100.0  # a census: no width to compare
