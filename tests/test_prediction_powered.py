@@ -23,15 +23,18 @@ from foil_studio.analysis.prediction_powered import (
 
 
 def test_a_hand_worked_stratum():
-    """N = 8 items, predictions [1,0,0,1,1,0,0,0] (F = 3/8); people decided the first four, exactly
-    as predicted. lambda = 1; estimate 1/2 + (3/8 - 1/2) = 3/8; residuals all 0, so the variance is
-    the smoothing term alone: q = 2/8, (1 - 4/8) * (1/4)(3/4) / 4 = 3/128."""
-    found = powered_stratum_share([1, 0, 0, 1], [1, 0, 0, 1], [1, 0, 0, 1, 1, 0, 0, 0])
+    """N = 40 items, predictions [1,0,0,1,1,0,0,0] five times over (F = 3/8); people decided the first 20,
+    exactly as predicted (8 invalid: mean 2/5). lambda = 1; estimate 2/5 + (3/8 - 2/5) = 3/8; residuals all 0,
+    so the variance is the smoothing term alone: q = 2/24, (1 - 20/40) * (1/12)(11/12) / 20 = 11/5760."""
+    population = np.tile([1, 0, 0, 1, 1, 0, 0, 0], 5)
+    found = powered_stratum_share(population[:20], population[:20], population)
     assert found.weight == pytest.approx(1.0)
     assert found.powered.estimate == pytest.approx(3 / 8)
-    assert found.variance == pytest.approx(3 / 128)
+    assert found.variance == pytest.approx(11 / 5760)
     assert found.agreement == 1.0
-    assert (found.powered.count, found.powered.decided, found.powered.size) == (2, 4, 8)
+    assert (found.powered.count, found.powered.decided, found.powered.size) == (8, 20, 40)
+    few = powered_stratum_share(population[:19], population[:19], population)  # 19: the plain estimate
+    assert few.weight == 0.0 and few.powered.estimate == pytest.approx(population[:19].mean())
 
 
 def drawn_population(seed: int, size: int = 400, n: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -107,7 +110,9 @@ def test_a_useless_predictor_gives_back_the_plain_interval():
     found = powered_stratum_share(outcomes[drawn], constant[drawn], constant)
     assert found.weight == 0.0 and not found.used and found.share == found.plain
     assert found.worth == pytest.approx(60)
-    assert power_weight(np.array([1.0, 0.0]), np.array([1.0, 0.0])) == 0.0  # fewer than 3 decided items
+    assert power_weight(np.array([1.0, 0.0]), np.array([1.0, 0.0])) == 0.0  # too few decided items
+    assert power_weight(np.tile([1.0, 0.0], 9), np.tile([1.0, 0.0], 9)) == 0.0  # 18: still fewer than 20
+    assert power_weight(np.tile([1.0, 0.0], 10), np.tile([1.0, 0.0], 10)) == 1.0
 
 
 def test_a_good_predictor_is_worth_more_answers_than_were_given_and_narrows_the_interval():
