@@ -118,14 +118,14 @@ def cell(predictor: Predictor, share: float, fraction: float, reps: int, seed: i
     }
 
 
-def table(names: list[str], reps: int) -> str:
+def table(names: list[str], reps: int, fractions: tuple[float, ...] = FRACTIONS) -> str:
     lines = [
         "| predictor | invalid share | n/N | per category | overall | MC error | cited / plain width |",
         "|---|---|---|---|---|---|---|",
     ]
     for number, name in enumerate(names):
         for share in SHARES:
-            for fraction in FRACTIONS:
+            for fraction in fractions:
                 seed = hash((number, share, fraction)) % 2**32
                 row = cell(PREDICTORS[name], share, fraction, reps, seed)
                 lines.append(
@@ -174,13 +174,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--predictors", nargs="*", default=list(PREDICTORS), choices=list(PREDICTORS))
     parser.add_argument("--valse", action="store_true", help="only VALSE's pieces with issue 52's predictor")
+    parser.add_argument("--fractions", nargs="*", type=float, default=FRACTIONS, help="the n/N of the grid's cells")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.valse:
         print(valse_table(args.reps))
         print(f"\n{args.reps} samples, {time.perf_counter() - started:.0f} s")
         return
-    print(table(args.predictors, args.reps))
+    print(table(args.predictors, args.reps, tuple(args.fractions)))
     print(f"\n{args.reps} repetitions per cell, {time.perf_counter() - started:.0f} s")
 
 
