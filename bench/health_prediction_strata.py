@@ -7,10 +7,10 @@ Markdown tables (TESTING.md, "Sampling stratified by the prediction").
 Seven categories of 500 items, n answers in each, drawn three ways:
 * **random**: n at random per category (`health next --strategy neyman`, proportional here);
 * **by prediction**: n allocated over the category's bins of the prediction in one batch
-  (`analysis.prediction_strata`: the bins' planned shares are their mean predictions);
+  (`analysis.prediction_strata`: the bins planned from their mean predictions);
 * **half random, half by prediction**: n / 2 at random and answered (`health sample`), then n / 2
   by prediction (`health next --strategy predicted`) with the bins cut only where the predictions
-  rank those answers better than chance and planned from them, all of it post-stratified.
+  rank those answers better than chance, all of it post-stratified.
 Each cites what the report cites: the narrower of the plain interval (`health.stratified_share`, the
 bins as strata with their edge weights) and the prediction-powered one (`prediction_powered` over the
 same strata). Table 1: worlds built for the question (`WORLDS`) and VALSE's real votes (one of its
@@ -103,10 +103,7 @@ def _by_bins(y: np.ndarray, f: np.ndarray, n: int, first: np.ndarray, ranks: boo
     bins = bin_of(f, cut_points(f, most))
     members = {b: np.flatnonzero(bins == b) for b in np.unique(bins)}
     taken = {b: int(np.isin(m, first).sum()) for b, m in members.items()}
-    shares = {
-        b: planned_share(int(y[np.intersect1d(m, first)].sum()), taken[b], float(f[m].mean()))
-        for b, m in members.items()
-    }
+    shares = {b: planned_share(float(f[m].mean())) for b, m in members.items()}
     wanted = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
     drawn = {}
     for b, m in members.items():

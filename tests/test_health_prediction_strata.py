@@ -48,8 +48,8 @@ def test_each_bin_gets_its_minimum_then_neyman_shares_the_rest_as_worked_by_hand
     assert ps.allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
     assert ps.allocate_bins({0: 3, 1: 100}, {0: 0.5, 1: 0.1}, 20, {0: 2}) == {0: 1, 1: 19}  # room left: 1
     assert ps.allocate_bins({0: 50, 1: 50, 2: 50}, {0: 0.1, 1: 0.3, 2: 0.6}, 3, {}) == {0: 0, 1: 1, 2: 2}
-    assert ps.planned_share(0, 0, 0.0) == pytest.approx(0.5 / 3)  # a bin called clean is still drawn from
-    assert ps.planned_share(3, 10, 0.2) == pytest.approx(3.9 / 13)
+    assert ps.planned_share(0.0) == pytest.approx(0.5 / 3)  # a bin called clean is still drawn from
+    assert ps.planned_share(0.2) == pytest.approx(0.9 / 3) and ps.planned_share(1.0) == pytest.approx(2.5 / 3)
 
 
 def test_a_bin_at_an_edge_adds_its_share_of_the_categorys_extra_item_to_the_variance():

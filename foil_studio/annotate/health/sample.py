@@ -482,7 +482,7 @@ def _predicted_plan(
 ) -> SamplePlan:
     """Each category's `wanted[c]` items drawn at random within bins of the predictions (`analysis.
     prediction_strata`): the bins the sample's first such draw cut, else cut now; each bin's share of
-    the draw by Neyman's rule on its planned share (its answers so far and its mean prediction)."""
+    the draw by Neyman's rule on its planned share (from its mean prediction, not its answers)."""
     if predictions is None:
         raise HealthError(
             "a draw by prediction needs predictions on every item (--predictions NAME): their bins set where the "
@@ -561,14 +561,7 @@ def _draw_in_bins(
     which = bin_of([found[i] for i in items], cuts)
     members = {b: [i for i, w in zip(items, which, strict=True) if w == b] for b in range(len(cuts) + 1)}
     taken = {b: sum(i in sample.drawn for i in m) for b, m in members.items()}
-    shares = {
-        b: planned_share(
-            sum(sample.outcomes.get(i) == "invalid" for i in m),
-            sum(i in sample.outcomes for i in m),
-            float(np.mean([found[i] for i in m])),
-        )
-        for b, m in members.items()
-    }
+    shares = {b: planned_share(float(np.mean([found[i] for i in m]))) for b, m in members.items()}
     counts = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
     picked: dict[int, float] = {}
     for b, k in counts.items():
