@@ -181,11 +181,13 @@ def test_a_reload_mid_item_resumes_it_and_times_it_from_the_first_draw(site):
 
 
 def test_after_a_walk_away_past_the_lease_the_stale_tab_stores_nothing_and_says_why(site):
-    links = new_batch(site, ("wes", "zoe"), n=8, lease_minutes=2 / 60)
+    # a 20-second lease: zoe's own items have it too, and on a machine running the suite beside the
+    # browser her first item waited out wes's stale press first: a 2-second lease failed there twice
+    links = new_batch(site, ("wes", "zoe"), n=8, lease_minutes=20 / 60)
     wes_context, zoe_context = site["browser"].new_context(), site["browser"].new_context()
     wes = open_queue(wes_context, links["wes"], "wes")
     held = shown_negative(wes)
-    wes.wait_for_timeout(2500)  # wes walks away past the 2-second lease
+    wes.wait_for_timeout(21_000)  # wes walks away past the 20-second lease
     zoe = open_queue(zoe_context, links["zoe"], "zoe")  # zoe's page frees wes's item and zoe gets it
     db = store.open_db(site["db"])
     holders = {
