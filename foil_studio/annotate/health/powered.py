@@ -167,7 +167,9 @@ def _powered(sample: HealthSample, predictions: Mapping[int, float], counted: fr
     for stratum in parts:
         grouped.setdefault(category_of[stratum], []).append(stratum)
     by_category = [{"category": c, **_strata_share(parts, names).as_dict()} for c, names in grouped.items()]
-    overall = _strata_share(parts, list(parts))
+    # always combined, also over one stratum: the "all" row is Korn and Graubard's, as the report's overall
+    outcomes, predicted, population = ({c: parts[c][k] for c in parts} for k in range(3))
+    overall = powered_stratified_share(outcomes, predicted, population)
     return {
         "by_category": by_category,
         "overall": {"covers": sum(len(sample.frame[c]) for c in parts), **overall.as_dict()},
