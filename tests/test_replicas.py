@@ -83,7 +83,11 @@ async def crowd_of_annotators(links: dict[str, str], keys: dict[str, str]) -> li
     waiting = list(links.items())
 
     async def tab(browser) -> None:
-        page = await (await browser.new_context(viewport={"width": 1280, "height": 720})).new_page()
+        context = await browser.new_context(viewport={"width": 1280, "height": 720})
+        # twelve tabs open pages at once on two cores beside both servers and PostgreSQL: a page's
+        # load event has come after Playwright's default 30 s there (CI, stop 58)
+        context.set_default_navigation_timeout(120_000)
+        page = await context.new_page()
         while waiting:
             name, link = waiting.pop()
             await annotate(page, link, name, keys[name], acknowledged)
