@@ -11,7 +11,7 @@ The contract (docs/statistics.md, "Sampling stratified by the prediction"):
 * **Allocation.** A category's draw gives every bin `MIN_PER_BIN` items first (so that every bin has
   a decided item to estimate from), the rest by Neyman's rule over the bins: in proportion to
   N_h S_h, S_h = sqrt(p_h (1 - p_h)), p_h = (2 F_h + 0.5) / 3 the bin's mean prediction F_h pulled
-  a sixth of the way to one half (`planned_share`; never 0 or 1). Not the bin's answers so far: an
+  a third of the way to one half (`planned_share`; never 0 or 1). Not the bin's answers so far: an
   allocation that follows the outcomes drawn so far undercovers (`planned_share` says how much).
 * **Ranking first.** Where people already decided items of both outcomes, the bins are cut only if
   the predictions rank them better than chance (Mann-Whitney's one-sided test at 5%, pooled over the
@@ -87,7 +87,7 @@ def bin_of(predicted: Sequence[float] | np.ndarray, cuts: Sequence[float]) -> np
 
 
 def planned_share(mean_prediction: float) -> float:
-    """A bin's invalid share for planning a draw: its mean prediction pulled a sixth of the way to one
+    """A bin's invalid share for planning a draw: its mean prediction pulled a third of the way to one
     half, (2 F + 0.5) / 3, never 0 or 1, so that a bin the predictions call clean is still drawn from.
     Not its answers: an allocation that follows the outcomes drawn so far gives fewer new items to a bin
     whose first ones happened to look clean, and its interval covered 0.937 (0.953 on predictions only).
