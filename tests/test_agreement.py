@@ -118,6 +118,39 @@ def test_kappa_drops_as_simulated_accuracy_drops(db):
     assert all(p["n"] > 10 for p in careful["cohen_pairs"])
 
 
+def test_simulating_items_with_no_known_answer_says_they_were_answered_at_random(tmp_path, capsys):
+    """Issue 53: `simulate --accuracy 0.97` on imported items (no truth of whether a negative is valid)
+    answered at random, exactly as 0.35, and said nothing. It still answers (any option is as good
+    a guess), but counts those answers and says so, on the terminal and in --json."""
+    from foil_studio import cli
+    from foil_studio.data.loading import import_path
+
+    source = tmp_path / "mine.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"kind": "pair", "category": "swap", "id": str(n), "captions": [f"a {n}", f"b {n}"]}) + "\n"
+            for n in range(6)
+        )
+    )
+    path = tmp_path / "f.db"
+    db = store.open_db(path)
+    import_path(db, "jsonl", source, name="mine")
+    created = batches.create_batch(db, batches.BatchSpec("mine", "validate_negative", ("ada", "ben"), 2, name="b"))
+    db.conn.close()
+    assert cli.main(["simulate", created["batch"], "--accuracy", "0.97", "--db", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "answered_at_random: 12" in shown
+    assert "12 of the 12 answers were to items with no known answer" in shown and "whatever the accuracy" in shown
+
+
+def test_simulating_items_with_known_answers_says_nothing_of_chance(db):
+    created = batches.create_batch(
+        db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 10, seed=1)
+    )
+    result = simulation.simulate(db, created["batch"], accuracies=0.97, seed=1)
+    assert result["answered_at_random"] == 0 and "note" not in result
+
+
 def test_kappa_per_pair_equals_scikit_learn_on_exported_labels(db, tmp_path):
     created = batches.create_batch(
         db, batches.BatchSpec("demo-bivlc-candidates", "pick_image", ("ada", "ben", "cleo"), 2, 90, seed=4)

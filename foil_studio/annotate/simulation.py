@@ -25,25 +25,36 @@ def simulate(
     """Answer a batch from ground truth with per-annotator noise, through the UI's write path.
 
     An annotator with accuracy p gives the known answer with probability p, else another option
-    at random; where no truth is known, any option at random.
+    at random; where no truth is known (imported items carry none of whether their negative is
+    valid), any option at random whatever p: the result counts those answers
+    (`answered_at_random`) and its `note` says so.
     """
     batch = store.get_batch(db, batch_name)
     names = sorted({a["annotator"] for a in store.batch_assignments(db, batch["id"])})[:n_annotators]
-    written = Counter[str]()
+    written, at_random, answered = Counter[str](), 0, 0
     for name in names:
         annotator = store.ensure_annotator(db, name)
         accuracy = accuracies if isinstance(accuracies, float) else accuracies.get(name, 0.9)
         rng = random.Random(f"simulate:{seed}:{name}")
         while (state := draw(db, annotator["id"], batch_name)).task is not None:
             item = store.items_by_id(db, [state.task.item_id])[state.task.item_id]
-            answer = _simulated_answer(state.task, item, accuracy, rng)
+            right = expected_answer(state.task.type, item, state.task.part)
+            answer = _simulated_answer(state.task, right, accuracy, rng)
             written[name] += submit_answer(db, annotator["id"], batch_name, state.task, answer, simulated=True)
-    return {"batch": batch_name, "labels_written": dict(written)}
+            answered += 1
+            at_random += right is None
+    result: dict[str, Any] = {"batch": batch_name, "labels_written": dict(written), "answered_at_random": at_random}
+    if at_random:
+        result["note"] = (
+            f"{at_random} of the {answered} answers were to items with no known answer (imported items carry no "
+            "truth of whether their negative is valid): those were drawn uniformly at random among the options, "
+            "whatever the accuracy asked"
+        )
+    return result
 
 
-def _simulated_answer(task: Task, item: store.ItemRow, accuracy: float, rng: random.Random) -> dict[str, str]:
+def _simulated_answer(task: Task, right: dict[str, str] | None, accuracy: float, rng: random.Random) -> dict[str, str]:
     values = [o.value for o in task.options]
-    right = expected_answer(task.type, item, task.part)
     if right is None or rng.random() >= accuracy:
         wrong = {
             q: rng.choice([v for v in values if right is None or v != right.get(q)] or values) for q in task.questions
