@@ -4,8 +4,10 @@ and `serve`, which runs it until it exits or `foil serve` is asked to stop."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import socket
 import subprocess
 import time
 import tomllib
@@ -41,6 +43,42 @@ def app_environment(db: str | Path) -> dict[str, str]:
     app does not depend on the folder it was started from)."""
     location = str(db) if paths.is_store_url(str(db)) else str(Path(db).resolve())
     return {**os.environ, "FOIL_DB": location}
+
+
+def check_port(port: int, address: str | None = None) -> None:
+    """Refuse, in one line naming the port, a port the app could not listen on (another program holds
+    it, or it needs privileges), before anything links to it: a socket bound there the way the app's
+    server binds (SO_REUSEADDR, each address of `address`, else of every interface) and let go.
+    An IPv6 wildcard this machine lacks is left to the app, as its server skips it."""
+    where = f"on {address}" if address else "on every interface"
+    try:
+        found = socket.getaddrinfo(address or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise OSError(f"cannot serve on {address}: not an address of this machine ({error.strerror})") from None
+    for family, kind, protocol, place in dict.fromkeys((f, k, p, a) for f, k, p, _, a in found):
+        try:
+            probe = socket.socket(family, kind, protocol)
+        except OSError:  # an address family this machine does not have
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(place)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    raise OSError(
+                        f"port {port} is taken by another program ({where}); stop it, or serve on another port "
+                        "with --port N"
+                    ) from None
+                if error.errno == errno.EACCES:
+                    raise OSError(
+                        f"port {port} needs privileges this user lacks ({where}); serve on a port from 1024 up "
+                        "with --port N"
+                    ) from None
+                if family != socket.AF_INET6:
+                    raise OSError(f"cannot serve on port {port} {where}: {error.strerror}") from None
 
 
 # What Docker, Kubernetes and systemd stop a service with (SIGTERM), Ctrl-C, and a closed terminal.

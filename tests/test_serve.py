@@ -82,3 +82,30 @@ def test_a_signal_to_foil_serve_alone_stops_the_app_and_every_child(tmp_path, st
         for pid in children | {foil.pid}:
             if pid in process_table():
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("address", [None, "127.0.0.1"], ids=["every-interface", "loopback"])
+def test_a_port_another_program_holds_is_refused_in_one_line_before_any_link(tmp_path, monkeypatch, capsys, address):
+    """Issue 53: `foil serve` on a taken port printed the admin link (with its token) for that port,
+    then failed. Now the port is tried first; a taken one is one line naming it, and no link."""
+    from foil_studio import cli, server
+
+    monkeypatch.setattr(server, "serve", lambda *a, **k: pytest.fail("the app was started on a taken port"))
+    monkeypatch.setenv("FOIL_ADMIN_TOKEN", "serve-test-admin-token")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        where = ["--address", address] if address else []
+        code = cli.main(["serve", "--port", str(port), *where, "--db", str(tmp_path / "app.db")])
+    shown = capsys.readouterr()
+    assert code == 1 and not shown.out, shown
+    assert shown.err.count("\n") == 1 and f"port {port} is taken by another program" in shown.err, shown.err
+    assert "token" not in shown.err and "Traceback" not in shown.err
+
+
+def test_a_free_port_passes_the_check(tmp_path):
+    from foil_studio import server
+
+    server.check_port(free_port())
+    server.check_port(free_port(), "127.0.0.1")

@@ -52,6 +52,7 @@ def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
     from foil_studio import server
     from foil_studio.annotate.roles import admin_token
 
+    server.check_port(args.port, args.address)  # a taken port is said before any link names it
     host = args.address if args.address and args.address not in ("0.0.0.0", "::") else "localhost"
     print(f"Admin link: http://{host}:{args.port}/?token={admin_token(args.db)}", flush=True)
     foil = paths.command_name()
