@@ -160,9 +160,11 @@ class Studio:
         images: str | Path | None = None,
         name: str | None = None,
         run: str | None = None,
+        category: str | None = None,
     ) -> dict[str, Any]:
         """Import a benchmark file or folder, or a model's per-instance results (`foil import`; the
-        formats are the import table of docs/formats.md). Returns the import report (items, new items, warnings)."""
+        formats are the import table of docs/formats.md); `category` names the category of a Hub copy
+        that names none. Returns the import report (items, new items, warnings)."""
         from foil_studio.data.loading import import_path
 
         location = self.location
@@ -175,6 +177,7 @@ class Studio:
             name=name,
             run=run,
             embedded_root=embedded,
+            category=category,
         )
         return report.to_dict()
 

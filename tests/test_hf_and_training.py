@@ -155,8 +155,11 @@ def test_a_hub_id_is_refused_in_one_line_when_it_cannot_be_reached(tmp_path, mon
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     studio = api.open_store(tmp_path / "foil.db")
-    with pytest.raises(Exception, match="could not load from the Hub"):
+    with pytest.raises(Exception, match="the Hub is switched off") as refused:
         studio.import_file("hf", "no-such-org/no-such-dataset")
+    # what a foil user can do, not the library's advice to its own callers (local_files_only=False)
+    assert "has no copy of no-such-org/no-such-dataset" in str(refused.value)
+    assert "unset HF_HUB_OFFLINE" in str(refused.value) and "local_files_only" not in str(refused.value)
     assert studio.datasets().empty
 
 

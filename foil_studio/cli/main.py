@@ -157,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         args.db = str(paths.cli_db_path())
         if Path(args.db) == paths.DEMO_STORE:
             print(f"using the demo store {args.db} (give --db or set $FOIL_DB for another)", file=sys.stderr)
+    created = _store_files(args.db) if args.opens_store else []
+    created = [file for file in created if not file.exists()]
     try:
         db = store.open_db(args.db) if args.opens_store else None
         result = args.handler(db, args)
@@ -164,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
+        _remove_unless_used(created)
         return 1
     except sqlite3.DatabaseError as error:  # a store damaged after it was opened
         if args.debug:
@@ -180,6 +183,32 @@ def main(argv: list[str] | None = None) -> int:
     if result is not None:
         print(json.dumps(jsonable(result), ensure_ascii=False) if args.json else args.render(result))
     return 0
+
+
+def _store_files(location: str) -> list[Path]:
+    """The files a SQLite store at `location` consists of (none for PostgreSQL), its files folder last."""
+    if paths.is_store_url(location):
+        return []
+    file = Path(location)
+    return [file, *(file.with_name(file.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def _remove_unless_used(created: list[Path]) -> None:
+    """A command that failed on a store it created leaves no store behind (a mistyped import left an
+    empty store file, which the next command would have taken for the user's store)."""
+    if not created:
+        return
+    try:
+        db = sqlite3.connect(f"file:{created[0]}?mode=ro", uri=True)
+        try:
+            used = db.execute("SELECT EXISTS (SELECT 1 FROM datasets) OR EXISTS (SELECT 1 FROM runs)").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.Error:
+        used = False
+    if not used:
+        for file in created:
+            file.unlink(missing_ok=True)
 
 
 def run() -> None:

@@ -53,11 +53,13 @@ def import_path(
     run: str | None = None,
     embedded_root: Path | None = None,
     progress: Progress | None = None,
+    category: str | None = None,
 ) -> ImportReport:
     """Parse `path` as import format `source_format` and store it; raise BadInputError on bad input.
 
     `images` is the image root the file's paths are relative to; images embedded in the file
     (parquet bytes) are written under `embedded_root` instead, which then becomes the root.
+    `category` names the category of a copy that names none (formats that `reads_category`).
     """
     if source_format not in formats.IMPORT_FORMATS:
         raise BadInputError(
@@ -65,7 +67,12 @@ def import_path(
         )
     fmt = formats.REGISTRY[source_format]
     assert fmt.read is not None  # IMPORT_FORMATS holds only formats with a reader
-    parsed = fmt.read(Path(path))
+    if category is not None and not fmt.reads_category:
+        readers = [f.name for f in formats.REGISTRY.values() if f.reads_category]
+        raise BadInputError(
+            path, None, f"--category is for {', '.join(readers)}: {source_format} files name their categories"
+        )
+    parsed = fmt.read(Path(path), category=category) if fmt.reads_category else fmt.read(Path(path))
     if fmt.place_images is not None and images is not None:
         parsed = fmt.place_images(parsed, images)
     if not parsed.items:

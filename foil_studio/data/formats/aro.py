@@ -1,8 +1,18 @@
 """ARO (Yuksekgonul et al. 2023): VG-Relation and VG-Attribution pairs, each cropped to its
-bounding box when scored."""
+bounding box when scored.
+
+The Hub's copies (``gowitheflow/ARO-Visual-Relation``, ``gowitheflow/ARO-Visual-Attribution``,
+`import hf`) embed each row's image with its box as ``bbox {x, y, w, h}``. Whether that image is the
+whole Visual Genome picture or already the box is read off its size, row by row: the box's size
+(within a pixel) is the crop, scored as it is; an image that holds the whole box is cropped to it
+when scored, as ARO's loader does; any other size is refused. A row's id is its place in the copy
+under the authors' file name (``visual_genome_relation/1``...), as their JSON's records.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -10,8 +20,10 @@ from typing import Any
 from foil_studio.data.formats.base import (
     ExportContext,
     Format,
+    HubLayout,
     Parsed,
     StoredItem,
+    image_ref,
     json_files,
     make_item,
     require_keys,
@@ -37,7 +49,54 @@ def parse_aro(path: Path) -> Parsed:
     return parsed
 
 
-def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
+def add_hub_pairs(parsed: Parsed, category: str | None, rows: list[Any], file: Path) -> None:
+    """A Hub copy's rows: `{image, true_caption, false_caption, bbox {x, y, w, h}}` and a
+    `relation_name` (VG-Relation) or two `attributes` (VG-Attribution)."""
+    for number, row in enumerate(rows, start=1):
+        require_keys(row, ("true_caption", "false_caption"), file, number)
+        box = row.get("bbox")
+        if not isinstance(box, dict) or not {"x", "y", "w", "h"} <= box.keys():
+            raise BadInputError(file, number, f"bbox is {box!r}; expected {{x, y, w, h}}")
+        image = row.get("image")
+        record = {
+            **row,
+            "image_path": image_ref(parsed, image, file, number),
+            **{f"bbox_{k}": box[k] for k in ("x", "y", "w", "h")},
+        }
+        stem = "visual_genome_relation" if "relation_name" in row else "visual_genome_attribution"
+        pair = _aro_pair(record, file, number, source_id=f"{stem}/{number}")
+        if _is_the_crop(image, pair.meta["bbox"], file, number):
+            pair = dataclasses.replace(pair, meta={**pair.meta, "bbox": [], "hub_bbox": pair.meta["bbox"]})
+        parsed.add(pair, file, number)
+
+
+def _is_the_crop(image: Any, bbox: list[float], file: Path, number: int) -> bool:
+    """Whether an embedded image is its box already (its size the box's, within a pixel), not the
+    whole picture that holds the box; refused when it is neither. An image given by path is the
+    whole picture, as in ARO's own files."""
+    if not (isinstance(image, dict) and image.get("bytes")):
+        return False
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(bytes(image["bytes"]))) as opened:
+            width, height = opened.size
+    except (UnidentifiedImageError, OSError) as error:
+        raise BadInputError(file, number, f"image cannot be read ({error})") from None
+    x, y, w, h = bbox
+    if abs(width - w) <= 1 and abs(height - h) <= 1:
+        return True
+    if width >= x + w - 1 and height >= y + h - 1:
+        return False
+    raise BadInputError(
+        file,
+        number,
+        f"image is {width}x{height}, neither its box {w:g}x{h:g} nor a picture holding the box at ({x:g}, {y:g}); "
+        "expected one or the other",
+    )
+
+
+def _aro_pair(record: dict[str, Any], file: Path, number: int, source_id: str | None = None) -> Item:
     if isinstance(record.get("relation_name"), str):
         category = record["relation_name"]
     elif isinstance(record.get("attributes"), list) and len(record["attributes"]) == 2:
@@ -54,7 +113,7 @@ def _aro_pair(record: dict[str, Any], file: Path, number: int) -> Item:
         number,
         kind="pair",
         category=category,
-        source_id=f"{file.stem}/{number}",
+        source_id=source_id or f"{file.stem}/{number}",
         captions=(record["true_caption"], record["false_caption"]),
         images=(record["image_path"],),
         meta={
@@ -135,4 +194,12 @@ ARO = Format(
     ties="wrong",
     ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
     sample=sample_aro,
+    hub_layouts=(
+        HubLayout(
+            frozenset({"image", "true_caption", "false_caption", "bbox"}),
+            add_hub_pairs,
+            hub_ids=("gowitheflow/ARO-Visual-Relation", "gowitheflow/ARO-Visual-Attribution"),
+            rows_name_category=True,
+        ),
+    ),
 )

@@ -80,7 +80,7 @@ class Parsed:
         self.warnings.append(ImportWarning(str(file), row, message))
 
 
-Reader = Callable[[Path], Parsed]
+Reader = Callable[..., Parsed]  # (path), and category= where the format `reads_category`
 StoredItem = Mapping[str, Any]
 Results = Mapping[int, Mapping[str, Mapping[str, Any]]]
 Writer = Callable[[list[StoredItem], Path, "ExportContext"], list[str]]
@@ -98,11 +98,18 @@ class ExportContext:
 
 @dataclass(frozen=True)
 class HubLayout:
-    """How a benchmark sits on the Hugging Face Hub (`import hf` reads it): the columns every split
-    of its copy holds, and how one split's rows become its items (the split's name is the category)."""
+    """How a copy of a benchmark sits on the Hugging Face Hub (`import hf` reads it): the columns
+    every split of the copy holds, and how one split's rows become items, `add_split(parsed,
+    category, rows, file)`. The category is the split's (or its config's) name as the benchmark
+    names it (`category_name`: the copy's spelling to the benchmark's), or, where `rows_name_category`,
+    each row's own (a column such as Winoground's `collapsed_tag`: the split is then only a part,
+    and `add_split` gets None). `hub_ids` are the Hub's copies in this layout (docs/formats.md)."""
 
     columns: frozenset[str]
-    add_split: Callable[[Parsed, str, list[Any], Path], None]
+    add_split: Callable[[Parsed, str | None, list[Any], Path], None]
+    hub_ids: tuple[str, ...] = ()
+    rows_name_category: bool = False
+    category_name: Callable[[str], str] = str
 
 
 @dataclass(frozen=True)
@@ -123,11 +130,12 @@ class Format:
     writes names a source for the read -> write -> read test: `sample_fixture`, a file or folder
     of the benchmark's own release under the shared fixtures folder (`$FOIL_FIXTURES`), or
     `sample(folder)`, which writes a small source there and returns the path to import.
-    `hub_layout`, for a benchmark published on the Hugging Face Hub, says how `import hf` maps its
+    `hub_layouts`, for a benchmark copied to the Hugging Face Hub, say how `import hf` maps each
     copy's columns (`HubLayout`). `renames_images` says the writer copies the images beside its
     files under new names: what is
     read back is the written folder with itself as the image root, and the same images by content.
-    `categories_are_seeds` says each category is one seed's draw of the same items (ARO's order
+    `reads_category` says its reader takes `category=` (`import --category`), the category of a copy
+    that names none. `categories_are_seeds` says each category is one seed's draw of the same items (ARO's order
     sets): the metrics then add each figure's mean and standard error over them (`over_seeds`).
     """
 
@@ -149,7 +157,8 @@ class Format:
     sample: Callable[[Path], Path] | None = None
     renames_images: bool = False
     categories_are_seeds: bool = False
-    hub_layout: HubLayout | None = None
+    hub_layouts: tuple[HubLayout, ...] = ()
+    reads_category: bool = False
 
     def write_items(self, items: Sequence[StoredItem], out: Path, context: ExportContext) -> list[str]:
         """Write stored items in this layout (`write`); refused for a format that only reads."""

@@ -1,5 +1,6 @@
 """BiVLC (Miranda et al. 2024): groups of two images and two captions, the candidate images
-generated for each negative caption, and the authors' per-instance results."""
+generated for each negative caption, and the authors' per-instance results. The authors' Hub copy
+(``imirandam/BiVLC``, `import hf`) is the instances' table with both images embedded."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from foil_studio.data.formats.base import (
     ExportContext,
     Format,
+    HubLayout,
     Parsed,
     RunSpec,
     StoredItem,
@@ -18,6 +20,7 @@ from foil_studio.data.formats.base import (
     make_item,
     model_from_stem,
     read_bool,
+    require_keys,
     table_rows,
 )
 from foil_studio.data.images import existing_image
@@ -80,6 +83,18 @@ def parse_bivlc(path: Path) -> Parsed:
         images = (image_ref(parsed, row["image"], path, number), image_ref(parsed, row["negative_image"], path, number))
         parsed.add(_bivlc_group(row, images, path, number), path, number)
     return parsed
+
+
+def add_hub_instances(parsed: Parsed, category: str | None, rows: list[Any], file: Path) -> None:
+    """imirandam/BiVLC's rows (its test split, shards in order): as `parse_bivlc` reads the same
+    table from one parquet file, rows numbered from 2, the category each row's type and subtype."""
+    for number, row in enumerate(rows, start=2):
+        require_keys(row, ("caption", "negative_caption", "type", "subtype"), file, number)
+        images = (
+            image_ref(parsed, row.get("image"), file, number),
+            image_ref(parsed, row.get("negative_image"), file, number),
+        )
+        parsed.add(_bivlc_group(row, images, file, number), file, number)
 
 
 def parse_bivlc_candidates(path: Path) -> Parsed:
@@ -175,6 +190,9 @@ BIVLC = Format(
     category_types=bivlc_type,
     sample=sample_bivlc,
     renames_images=True,
+    hub_layouts=(
+        HubLayout(frozenset(BIVLC_COLUMNS), add_hub_instances, hub_ids=("imirandam/BiVLC",), rows_name_category=True),
+    ),
 )
 BIVLC_RESULTS = Format(
     "bivlc-results",

@@ -7,21 +7,35 @@ conversion (``{config}/{split}/0000.parquet``), or, where the `datasets` library
 id (``Aman-J/SugarCrepe_pp``), whose configs are enumerated and read together. A Hub that cannot be
 reached is refused at once, not after the library's retries; ``HF_HUB_OFFLINE=1`` reads the cache.
 
+A folder whose README.md declares ``configs:`` (``config_name`` and ``data_files`` of ``split`` and
+``path`` patterns) is read as ``datasets`` reads it: each config's files as its pattern finds them. A
+config whose rows are exactly every other config's rows together (an ``all`` config, or ``default``
+over ``*/...``) is an aggregate: it is skipped, and the report says so (import its folder alone to
+read it alone).
+
 Categories are what the benchmark means: a split's name, or, where the split is only a part
 (``train``, ``validation``, ``test``), its config's name (a folder's name where the copy records
-none), never a file's or shard's name. A layout that names no category, or gives two splits one
-category, is refused with what was found. The benchmark is recognized by its columns and its rows
-become items exactly as that benchmark's own format reads its files (`Format.hub_layout`); images embedded
-in the table (``{bytes, path}``) are written to the store's files folder as in any parquet import,
-and an ``Image()`` cell holding only a path (``to_parquet`` writes no bytes) is that path, relative
-to the image root (``--images``) like any image path. The files are read with pyarrow: reading a
-local copy needs no `datasets` install.
+none), never a file's or shard's name; a copy whose rows name their own (Winoground's
+``collapsed_tag``, BiVLC's ``type`` and ``subtype``) is read by them. A copy that names no category
+takes it from ``--category`` (HuggingFaceM4's one repository per SugarCrepe category), and is refused
+without it; two splits that would be one category (``swap_atribute`` and ``swap_attribute``) are
+refused. The benchmark is recognized by its columns (the layout with the most columns first) and its
+rows become items exactly as that benchmark's own format reads its files (`Format.hub_layouts`);
+a ``ClassLabel`` column is read as its names. Images embedded in the table (``{bytes, path}``) are
+written to the store's files folder as in any parquet import, and an ``Image()`` cell holding only a
+path (``to_parquet`` writes no bytes) is that path, relative to the image root (``--images``) like any
+image path; an absolute one inside the image root is taken relative to it. The files are read with
+pyarrow: reading a local copy needs no `datasets` install.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +43,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from foil_studio.data.formats.base import Format, Parsed
-from foil_studio.data.hub import cache_only, hub_endpoint, hub_reachable, offline_requested
+from foil_studio.data.formats.base import Format, HubLayout, Parsed
+from foil_studio.data.hub import OFFLINE, cache_only, error_line, hub_endpoint, hub_reachable, offline_requested
 from foil_studio.data.reading import BadInputError, check_binary_file, check_text, read_json
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -80,32 +94,61 @@ class Place:
     total: int | None
 
 
-def hub_formats() -> list[Format]:
-    """The formats with a Hugging Face layout (`Format.hub_layout`), from the formats' registry
-    (read when called: this module is one of the registry's own)."""
+def hub_layouts() -> list[tuple[Format, HubLayout]]:
+    """Every Hugging Face layout of the formats' registry (`Format.hub_layouts`), the layout with
+    the most columns first (SugarCrepe++'s before SugarCrepe's, whose columns it holds too); read
+    when called: this module is one of the registry's own."""
     from foil_studio.data.formats import REGISTRY
 
-    return [fmt for fmt in REGISTRY.values() if fmt.hub_layout is not None]
+    layouts = [(fmt, layout) for fmt in REGISTRY.values() for layout in fmt.hub_layouts]
+    return sorted(layouts, key=lambda pair: -len(pair[1].columns))
 
 
-def parse_hf(path: Path) -> Parsed:
-    """Every split of a Hugging Face copy as the items of the benchmark its columns name."""
+def parse_hf(path: Path, category: str | None = None) -> Parsed:
+    """Every split of a Hugging Face copy as the items of the benchmark its columns name;
+    `category` names the category of a copy that names none."""
     splits = read_splits(path)
-    benchmark = layout_of(splits, path)
-    assert benchmark.hub_layout is not None
+    splits, skipped = without_aggregates(splits)
+    benchmark, layout = layout_of(splits, path)
     parsed = Parsed(benchmark.name, benchmark.name)
-    for category, split in categories(splits, path):
-        benchmark.hub_layout.add_split(parsed, category, [_stored_paths(row) for row in split.rows], split.file)
+    for config in skipped:
+        parsed.warn(
+            path,
+            None,
+            f"config {config!r} holds every other config's rows together: skipped (its folder alone imports it)",
+        )
+    if layout.rows_name_category:
+        if category is not None:
+            raise BadInputError(path, None, f"--category {category!r}: this copy's rows name their own categories")
+        for split in splits:
+            layout.add_split(parsed, None, [_stored_paths(row) for row in split.rows], split.file)
+    else:
+        for name, split in categories(splits, path, layout, category):
+            layout.add_split(parsed, name, [_stored_paths(row) for row in split.rows], split.file)
+    _check_unique_ids(parsed, path)
     return parsed
 
 
-def categories(splits: list[Split], path: Path) -> list[tuple[str, Split]]:
-    """(category, split) of every split, by category; refused where a split names none or two name one."""
+def categories(splits: list[Split], path: Path, layout: HubLayout, given: str | None = None) -> list[tuple[str, Split]]:
+    """(category, split) of every split, by category (`given` for a copy that names none); refused
+    where a split names none or two name one."""
     named: dict[str, Split] = {}
     for split in splits:
         category = split.category
+        if given is not None:
+            if category is not None and category not in PART_SPLITS:
+                raise BadInputError(
+                    path, None, f"--category {given!r}: {split.describe()} names its own category {category!r}"
+                )
+            category = given
         if category is None or category in PART_SPLITS:
-            raise BadInputError(path, None, f"{split.describe()} names no category; {EXPECTED}")
+            raise BadInputError(
+                path,
+                None,
+                f"{split.describe()} names no category; {EXPECTED}; or pass --category NAME where only the "
+                "repository's name says it (HuggingFaceM4/SugarCrepe_swap_att: --category swap_att)",
+            )
+        category = layout.category_name(category)
         if category in named:
             raise BadInputError(
                 path,
@@ -116,16 +159,79 @@ def categories(splits: list[Split], path: Path) -> list[tuple[str, Split]]:
     return sorted(named.items(), key=lambda pair: pair[0])
 
 
-def layout_of(splits: list[Split], path: Path) -> Format:
+def layout_of(splits: list[Split], path: Path) -> tuple[Format, HubLayout]:
     """The benchmark whose columns every split holds; refused, naming the columns found, when none does."""
     columns = set.intersection(*(set().union(*(row.keys() for row in s.rows)) for s in splits))
-    known_formats = hub_formats()
-    for fmt in known_formats:
-        assert fmt.hub_layout is not None
-        if fmt.hub_layout.columns <= columns:
-            return fmt
-    known = "; ".join(f"{fmt.name}: {sorted(fmt.hub_layout.columns)}" for fmt in known_formats if fmt.hub_layout)
+    known_layouts = hub_layouts()
+    for fmt, layout in known_layouts:
+        if layout.columns <= columns:
+            return fmt, layout
+    known = "; ".join(f"{fmt.name}: {sorted(layout.columns)}" for fmt, layout in known_layouts)
     raise BadInputError(path, None, f"columns {sorted(columns)} match no known benchmark (expected {known})")
+
+
+def without_aggregates(splits: list[Split]) -> tuple[list[Split], list[str]]:
+    """The splits less those of a config whose rows are exactly all the other configs' rows
+    together (an `all` config beside the others), and the names of the configs left out."""
+    configs = sorted({s.config for s in splits if s.config is not None})
+    if len(configs) < 3:  # an aggregate needs at least two configs beside it
+        return splits, []
+    rows = {
+        config: Counter(_row_key(row) for s in splits if s.config == config for row in s.rows) for config in configs
+    }
+    skipped = []
+    for config in configs:
+        others = sum((rows[c] for c in configs if c != config and c not in skipped), Counter())
+        if rows[config] == others:
+            skipped.append(config)
+    return [s for s in splits if s.config not in skipped], skipped
+
+
+def _row_key(row: dict[str, Any]) -> str:
+    """A row's content as a digest (images by their bytes), to find one row in two configs."""
+    text = json.dumps(
+        row, sort_keys=True, default=lambda v: hashlib.sha256(v).hexdigest() if isinstance(v, bytes) else str(v)
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_unique_ids(parsed: Parsed, path: Path) -> None:
+    """No two items of a copy share a category and source id (two splits of one category would)."""
+    seen: dict[tuple[str, str], tuple[str, int | str]] = {}
+    for item, origin in zip(parsed.items, parsed.origins, strict=True):
+        key = (item.category, item.source_id)
+        if key in seen:
+            raise BadInputError(
+                path,
+                None,
+                f"{origin[0]} row {origin[1]} and {seen[key][0]} row {seen[key][1]} are both item {item.source_id!r} "
+                f"of category {item.category!r}; expected one split per category",
+            )
+        seen[key] = origin
+
+
+def place_images(parsed: Parsed, root: Path) -> Parsed:
+    """Absolute image paths inside `root` as paths relative to it (`Dataset.cast_column("image",
+    Image())` stores the paths it was given); one outside `root` is refused, naming both."""
+    resolved = root.resolve()
+
+    def relative(image: str, origin: tuple[str, int | str]) -> str:
+        if not Path(image).is_absolute():
+            return image
+        target = Path(image).resolve()
+        if not target.is_relative_to(resolved):
+            raise BadInputError(
+                Path(origin[0]),
+                origin[1],
+                f"image path {image!r} is outside the image root {resolved} (--images); expected paths inside it",
+            )
+        return target.relative_to(resolved).as_posix()
+
+    items = [
+        dataclasses.replace(item, images=tuple(relative(image, origin) for image in item.images))
+        for item, origin in zip(parsed.items, parsed.origins, strict=True)
+    ]
+    return dataclasses.replace(parsed, items=items)
 
 
 def _stored_paths(row: dict[str, Any]) -> dict[str, Any]:
@@ -142,13 +248,15 @@ def _image_path(value: Any) -> Any:
 def read_splits(path: Path) -> list[Split]:
     """The non-empty splits of a local copy (or of a Hub id, through `datasets`)."""
     if not path.exists():
-        if HUB_ID.match(str(path)):
+        if HUB_ID.match(str(path)) and not _looks_local(path):
             return _hub_splits(str(path))
-        raise BadInputError(path, None, "no such file or folder (nor a Hub id such as ORG/NAME)")
+        raise BadInputError(path, None, f"no such file or folder{_where_local(path)}")
     if path.is_file() and path.name in ("dataset_dict.json", "state.json"):
         path = path.parent  # the folder save_to_disk wrote, named by its index file
     if path.is_file():
         splits = _parquet_splits([path], path)
+    elif declared := _card_configs(path):
+        splits = _declared_splits(path, declared)
     elif _is_saved(path):
         splits = _saved_splits(path)
     elif configs := [folder for folder in sorted(path.iterdir()) if folder.is_dir() and _is_saved(folder)]:
@@ -169,9 +277,86 @@ def read_splits(path: Path) -> list[Split]:
     return splits
 
 
+def _looks_local(path: Path) -> bool:
+    """Whether a path that does not exist was meant as a local one: its first folder is here (a
+    mistyped `data/scpp` beside `data/`), or it starts as no Hub id does."""
+    text = str(path)
+    return text.startswith((".", "/", "~")) or Path(path.parts[0]).is_dir()
+
+
+def _where_local(path: Path) -> str:
+    """Where the nearest existing folder above a missing path is, for its message."""
+    for parent in path.parents:
+        if str(parent) not in ("", ".") and parent.is_dir():
+            return f" (in {parent}, which exists: a typing error? A Hub id is ORG/NAME with no such local folder)"
+    return " (nor a Hub id such as ORG/NAME)"
+
+
 def _config(name: str | None) -> str | None:
     """A config's name, None for the unnamed one."""
     return None if name is None or name in UNNAMED_CONFIGS else name
+
+
+# --- a README's configs ----------------------------------------------------------------------------
+
+
+def _card_configs(folder: Path) -> list[dict[str, Any]]:
+    """The `configs:` a repository's README.md declares in its YAML header ([] where none)."""
+    card = folder / "README.md"
+    if not card.is_file():
+        return []
+    text = card.read_text(encoding="utf-8", errors="replace")
+    if not text.startswith("---"):
+        return []
+    import yaml
+
+    try:
+        header = yaml.safe_load(text.split("---", 2)[1]) if text.count("---") >= 2 else None
+    except yaml.YAMLError as error:
+        raise BadInputError(card, None, f"its YAML header cannot be read: {str(error).splitlines()[0]}") from None
+    configs = header.get("configs") if isinstance(header, dict) else None
+    if configs is None:
+        return []
+    if not isinstance(configs, list) or not all(isinstance(c, dict) and "config_name" in c for c in configs):
+        raise BadInputError(card, None, "configs: expected a list of {config_name, data_files}")
+    return configs
+
+
+def _declared_splits(folder: Path, configs: list[dict[str, Any]]) -> list[Split]:
+    """Each declared config's splits, its files found by their patterns as `datasets` finds them."""
+    card = folder / "README.md"
+    splits = []
+    for config in configs:
+        name = check_text(str(config["config_name"]), card, None, "config_name")
+        for split, patterns in _data_files(config.get("data_files"), card, name).items():
+            files = sorted({file for pattern in patterns for file in folder.glob(pattern) if file.is_file()})
+            if not files:
+                raise BadInputError(
+                    card, None, f"config {name!r} split {split!r}: no file matches {patterns} in {folder}"
+                )
+            outside = [f for f in files if not f.resolve().is_relative_to(folder.resolve())]
+            if outside:
+                raise BadInputError(card, None, f"config {name!r}: {outside[0]} is outside {folder}")
+            rows = [row for file in files for row in _parquet_rows(file)]
+            splits.append(Split(_config(name), split, files[0], rows))
+    return splits
+
+
+def _data_files(value: Any, card: Path, config: str) -> dict[str, list[str]]:
+    """A config's `data_files` as split -> patterns: a pattern or list of them (the `train` split),
+    or a list of {split, path} with a pattern or a list of them each."""
+    if isinstance(value, str):
+        return {"train": [value]}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return {"train": list(value)}
+    if isinstance(value, list) and all(isinstance(v, dict) and {"split", "path"} <= v.keys() for v in value):
+        found: dict[str, list[str]] = defaultdict(list)
+        for entry in value:
+            found[str(entry["split"])] += [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
+        return dict(found)
+    raise BadInputError(
+        card, None, f"config {config!r}: data_files expected a pattern, a list of them, or [{{split, path}}]"
+    )
 
 
 # --- save_to_disk folders --------------------------------------------------------------------------
@@ -240,7 +425,7 @@ def _arrow_rows(file: Path) -> list[dict[str, Any]]:
     check_binary_file(file)
     try:
         with pa.memory_map(str(file)) as source:
-            return pa.ipc.open_stream(source).read_all().to_pylist()
+            return _rows_with_names(pa.ipc.open_stream(source).read_all())
     except (pa.ArrowInvalid, OSError) as error:
         raise BadInputError(file, None, f"cannot read as an Arrow stream written by save_to_disk: {error}") from None
 
@@ -268,9 +453,34 @@ def _parquet_rows(file: Path) -> list[dict[str, Any]]:
         raise BadInputError(file, None, "expected a .parquet file or a folder")
     check_binary_file(file)
     try:
-        return pq.read_table(file).to_pylist()
+        return _rows_with_names(pq.read_table(file))
     except (pa.ArrowInvalid, OSError) as error:
         raise BadInputError(file, None, f"cannot read as a parquet table: {error}") from None
+
+
+def _rows_with_names(table: pa.Table) -> list[dict[str, Any]]:
+    """A table's rows, each `ClassLabel` column's numbers as its names (the features `datasets`
+    records in the schema's metadata)."""
+    rows = table.to_pylist()
+    labels = _class_names(table.schema.metadata or {})
+    for column, names in labels.items():
+        for row in rows:
+            if isinstance(row.get(column), int) and 0 <= row[column] < len(names):
+                row[column] = names[row[column]]
+    return rows
+
+
+def _class_names(metadata: dict[bytes, bytes]) -> dict[str, list[str]]:
+    """{column: names} of the `ClassLabel` columns the `huggingface` schema metadata records."""
+    try:
+        features = json.loads(metadata.get(b"huggingface", b"{}")).get("info", {}).get("features", {})
+    except (ValueError, AttributeError):
+        return {}
+    return {
+        column: [str(name) for name in feature["names"]]
+        for column, feature in (features.items() if isinstance(features, dict) else [])
+        if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and isinstance(feature.get("names"), list)
+    }
 
 
 def _place(file: Path, root: Path) -> Place:
@@ -322,12 +532,28 @@ def _hub_splits(hub_id: str) -> list[Split]:
             configs = datasets.get_dataset_config_names(hub_id)
             loaded = {config: datasets.load_dataset(hub_id, config) for config in configs}
     except Exception as error:  # the library raises many errors (network, missing repo, auth)
-        raise BadInputError(Path(hub_id), None, f"could not load from the Hub: {error}") from None
+        if offline_requested():
+            raise BadInputError(
+                Path(hub_id),
+                None,
+                f"the Hub is switched off ({' or '.join(n for n in OFFLINE if os.environ.get(n))}) and the "
+                f"Hugging Face cache ({_cache_home()}) has no copy of {hub_id}: import it once with the Hub "
+                "switched on (unset HF_HUB_OFFLINE), or on a connected machine save it with save_to_disk and "
+                "pass that folder",
+            ) from None
+        raise BadInputError(Path(hub_id), None, f"could not load from the Hub: {error_line(error)}") from None
     return [
-        Split(_config(config), name, Path(hub_id), part.with_format("arrow")[:].to_pylist())
+        Split(_config(config), name, Path(hub_id), _rows_with_names(part.with_format("arrow")[:]))
         for config, parts in loaded.items()
         for name, part in parts.items()
     ]
+
+
+def _cache_home() -> str:
+    """Where the Hugging Face libraries keep their cache."""
+    from huggingface_hub import constants
+
+    return str(constants.HF_HOME)
 
 
 def _datasets_library(hub_id: str) -> Any:
@@ -345,8 +571,11 @@ def _datasets_library(hub_id: str) -> Any:
 HF = Format(
     "hf",
     "a Hugging Face `datasets` copy: a `save_to_disk` folder, its parquet files (as `push_to_hub` or the Hub's "
-    "conversion name them) or a Hub id (every config); categories are split names, or config names where the "
-    "splits are `train`/`test`; recognized by its columns (SugarCrepe++'s), read as that benchmark's own files are",
+    "conversion name them, or as its README's `configs:` declare them) or a Hub id (every config); categories are "
+    "split names, config names where the splits are `train`/`test`, the rows' own where they name them, or "
+    "`--category`; recognized by its columns (the Hub ids of docs/formats.md), read as that benchmark's own files are",
     "./foil import hf scpp_hf/ --images coco/val2017",
     parse_hf,
+    place_images=place_images,
+    reads_category=True,
 )

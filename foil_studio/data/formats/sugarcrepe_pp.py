@@ -47,8 +47,16 @@ def category_of(file: Path) -> str:
     >>> category_of(Path("swap_atribute.json")), category_of(Path("replace_rel.json"))
     ('swap_att', 'replace_rel')
     """
-    stem = file.stem.lower()
-    return CATEGORY_ALIASES.get(stem, stem)
+    return category_name(file.stem)
+
+
+def category_name(name: str) -> str:
+    """The repository's name of a category from either naming (the Hub's split names).
+
+    >>> category_name("swap_atribute"), category_name("Swap_Attribute"), category_name("add_att")
+    ('swap_att', 'swap_att', 'add_att')
+    """
+    return CATEGORY_ALIASES.get(name.lower(), name.lower())
 
 
 def parse_sugarcrepe_pp(path: Path) -> Parsed:
@@ -62,10 +70,11 @@ def parse_sugarcrepe_pp(path: Path) -> Parsed:
     return parsed
 
 
-def add_records(parsed: Parsed, category: str, records: list[Any], file: Path) -> None:
+def add_records(parsed: Parsed, category: str | None, records: list[Any], file: Path) -> None:
     """Add one category's records to `parsed` as `paraphrase` items (the JSON files' records, or a
     Hugging Face copy's rows, whose image may be an embedded `{bytes, path}` instead of `filename`)."""
-    category = CATEGORY_ALIASES.get(category.lower(), category.lower())
+    assert category is not None  # the layout's categories are its splits' names
+    category = category_name(category)
     for number, record in enumerate(records, start=1):
         image = record.get("image") if isinstance(record, dict) and record.get("image") else None
         require_keys(record, PP_FIELDS[1:] if image else PP_FIELDS, file, number)
@@ -114,5 +123,12 @@ SUGARCREPE_PP = Format(
     metric_names={"itt": "ITT", "image_p1_neg": "Image-P1-Neg", "image_p2_neg": "Image-P2-Neg", "tot": "TOT"},
     ties_because="SugarCrepe++'s evaluation compares with a strict >: a tie is a miss",
     sample_fixture="sugarcrepe_pp/data/swap_att.json",
-    hub_layout=HubLayout(frozenset({"caption", "caption2", "negative_caption"}), add_records),
+    hub_layouts=(
+        HubLayout(
+            frozenset({"caption", "caption2", "negative_caption"}),
+            add_records,
+            hub_ids=("Aman-J/SugarCrepe_pp",),
+            category_name=category_name,
+        ),
+    ),
 )

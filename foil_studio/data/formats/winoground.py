@@ -6,7 +6,8 @@ collapsed_tag``); images are ``{image}.png`` under ``--images``.
 Examples are ``group`` items scored with the functions of BiVLC's I2T, T2I and Group, which are
 Winoground's text, image and group scores (both images pick their caption; both captions pick
 their image; both). The category is the collapsed tag (Object, Relation, Both), as the paper's
-tables; the fine tag, secondary tag and number of main predicates are kept in ``meta``.
+tables; the fine tag, secondary tag and number of main predicates are kept in ``meta``. The Hub's
+copy (``facebook/winoground``, `import hf`) holds the same fields with both images embedded.
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from foil_studio.data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
+from foil_studio.data.formats.base import (
+    ExportContext,
+    Format,
+    HubLayout,
+    Parsed,
+    StoredItem,
+    image_ref,
+    json_lines,
+    make_item,
+    require_keys,
+)
+from foil_studio.data.items import Item
 from foil_studio.data.reading import check_count, check_id
 
 WINOGROUND_FIELDS = ("image_0", "image_1", "caption_0", "caption_1", "collapsed_tag")
@@ -28,22 +40,33 @@ def parse_winoground(path: Path) -> Parsed:
     parsed = Parsed("winoground", "winoground")
     for number, record in json_lines(file):
         require_keys(record, WINOGROUND_FIELDS, file, number)
-        key = check_id(record["id"], file, number, "id") if "id" in record else str(number - 1)
-        parsed.add(
-            make_item(
-                file,
-                number,
-                kind="group",
-                category=record["collapsed_tag"],
-                source_id=key,
-                captions=(record["caption_0"], record["caption_1"]),
-                images=tuple(f"{record[k].strip()}.png" for k in ("image_0", "image_1")),
-                meta=_kept(record, file, number),
-            ),
-            file,
-            number,
-        )
+        images = tuple(f"{record[k].strip()}.png" for k in ("image_0", "image_1"))
+        parsed.add(_group(record, images, file, number, str(number - 1)), file, number)
     return parsed
+
+
+def add_hub_examples(parsed: Parsed, category: str | None, rows: list[Any], file: Path) -> None:
+    """facebook/winoground's rows: an example's fields with both images in the table; the category is
+    each row's collapsed tag."""
+    for number, row in enumerate(rows, start=1):
+        require_keys(row, ("caption_0", "caption_1", "collapsed_tag"), file, number)
+        images = tuple(image_ref(parsed, row.get(k), file, number) for k in ("image_0", "image_1"))
+        parsed.add(_group(row, images, file, number, str(number - 1)), file, number)
+
+
+def _group(record: dict[str, Any], images: tuple[str, ...], file: Path, number: int, default_id: str) -> Item:
+    """One example as a group item (its id, or `default_id` where it has none)."""
+    key = check_id(record["id"], file, number, "id") if "id" in record else default_id
+    return make_item(
+        file,
+        number,
+        kind="group",
+        category=record["collapsed_tag"],
+        source_id=key,
+        captions=(record["caption_0"], record["caption_1"]),
+        images=images,
+        meta=_kept(record, file, number),
+    )
 
 
 def _kept(record: dict[str, Any], file: Path, number: int) -> dict[str, Any]:
@@ -108,4 +131,9 @@ WINOGROUND = Format(
     metric_names={"i2t": "text", "t2i": "image", "ipos2t": None, "ineg2t": None, "tpos2i": None, "tneg2i": None},
     ties_because="Winoground's scores compare with a strict >: a tie is wrong",
     sample=sample_winoground,
+    hub_layouts=(
+        HubLayout(
+            frozenset(WINOGROUND_FIELDS), add_hub_examples, hub_ids=("facebook/winoground",), rows_name_category=True
+        ),
+    ),
 )
