@@ -72,6 +72,12 @@ def cmd_serve(db: sqlite_utils.Database, args: argparse.Namespace) -> None:
     arg("--images", metavar="DIR", help="image root the file's image paths are relative to"),
     arg("--name", metavar="NAME", help="dataset name (default: the benchmark's name)"),
     arg("--run", metavar="RUN", help="run name for results files (default: from the file name)"),
+    arg(
+        "--category",
+        metavar="NAME",
+        help="the category of a copy that names none (hf: a Hub repository per category, such as "
+        "HuggingFaceM4/SugarCrepe_swap_att)",
+    ),
 )
 def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Import a benchmark file or folder, or a model's per-instance results (FORMAT: one of the import
@@ -87,6 +93,7 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
         run=args.run,
         embedded_root=paths.embedded_image_dir(args.db, args.name or args.source_format),
         progress=TerminalProgress().stage("checking images"),
+        category=args.category,
     )
     return report.to_dict()
 
