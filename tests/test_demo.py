@@ -138,3 +138,40 @@ def test_demo_install_is_idempotent_and_has_annotators(demo_db, tmp_path):
     reports = install_demo(db, tmp_path / "images", SMALL_DEMO)
     assert all(r.n_new_items == 0 and r.missing_images == 0 for r in reports)
     assert [a["name"] for a in store.list_annotators(db)] == ["ada", "ben", "cleo"]
+
+
+class _TorchvisionForAnotherTorch:
+    """A meta-path finder that fails importing open_clip as a torchvision built for another torch does."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "open_clip":
+            raise RuntimeError("operator torchvision::nms does not exist")
+        return None
+
+
+def test_a_mismatched_torch_and_torchvision_end_the_demo_in_one_line_naming_both(tmp_path, monkeypatch, capsys):
+    """Issue 53: a torchvision built for another torch ended `foil demo` in a raw traceback. Now it is
+    one line naming the two installed versions and what to do, and nothing is built."""
+    import sys
+    from importlib import metadata
+
+    from foil_studio import cli
+
+    for module in ("open_clip", "foil_studio.analysis.models", "foil_studio.analysis.scoring"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_TorchvisionForAnotherTorch(), *sys.meta_path])
+    code = cli.main(["demo", "--db", str(tmp_path / "demo.db")])
+    shown = capsys.readouterr()
+    assert code == 1 and not shown.out and shown.err.count("\n") == 1 and "Traceback" not in shown.err, shown
+    for package in ("torch", "torchvision"):
+        assert f"{package} {metadata.version(package)}" in shown.err
+    assert "not a matching pair" in shown.err and "torchvision::nms" in shown.err
+    assert "reinstall a matching pair" in shown.err
+    assert store.list_datasets(store.open_db(tmp_path / "demo.db")) == []
+
+
+def test_an_import_failure_outside_torchvision_is_not_called_a_mismatch():
+    from foil_studio.analysis.model_spec import mismatched_torch_pair
+
+    assert mismatched_torch_pair(ImportError("No module named 'open_clip'")) is None
+    assert mismatched_torch_pair(RuntimeError("CUDA driver initialization failed")) is None

@@ -5,7 +5,10 @@ Pages import this to draw their forms quickly; ``analysis.models`` does the load
 
 from __future__ import annotations
 
+import os
+import traceback
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 # `auto`: bf16 where the device computes it natively, fp32 elsewhere (`analysis.models.resolve_precision`).
@@ -19,6 +22,32 @@ DEMO_RUN = "demo-clip"
 
 class ModelUnavailableError(RuntimeError):
     """The model's weights cannot be had here; the message says how to provide them."""
+
+
+def mismatched_torch_pair(error: BaseException) -> str | None:
+    """What to say when importing open_clip failed because torchvision was built for another torch
+    (RuntimeError "operator torchvision::nms does not exist", or an ImportError or AttributeError
+    raised inside torchvision): one line naming both installed versions and what to do; None for a
+    failure that has nothing to do with torchvision.
+
+    >>> mismatched_torch_pair(ImportError("No module named 'open_clip'")) is None
+    True
+    """
+    where = [frame.filename for frame in traceback.extract_tb(error.__traceback__)]
+    if "torchvision" not in str(error) and not any(f"{os.sep}torchvision{os.sep}" in name for name in where):
+        return None
+    versions = {}
+    for package in ("torch", "torchvision"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "(not installed)"
+    said = " ".join(str(error).split()) or type(error).__name__
+    return (
+        f"torch {versions['torch']} and torchvision {versions['torchvision']} are installed here, and they are not "
+        f"a matching pair (importing them failed: {said}); reinstall a matching pair, torch with the torchvision "
+        "release made for it (pip install --force-reinstall torch torchvision, or `make run` in a checkout)"
+    )
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import open_clip
-import torch
-import torch.nn.functional as F
 from PIL import Image
 
 from foil_studio.analysis.model_spec import (  # noqa: F401  (re-exported: callers name them models.X)
@@ -41,8 +38,21 @@ from foil_studio.analysis.model_spec import (  # noqa: F401  (re-exported: calle
     ModelSpec,
     ModelUnavailableError,
     demo_model_spec,
+    mismatched_torch_pair,
 )
 from foil_studio.data import hub
+
+# The first import of torch and torchvision (through open_clip) for `foil demo`, `foil score` and the
+# pages: a torchvision built for another torch fails here, said in one line (the two versions, what to do).
+try:
+    import open_clip
+    import torch
+    import torch.nn.functional as F
+except (RuntimeError, ImportError, AttributeError) as error:
+    mismatch = mismatched_torch_pair(error)
+    if mismatch is None:
+        raise
+    raise ModelUnavailableError(mismatch) from error
 
 log = logging.getLogger(__name__)
 
