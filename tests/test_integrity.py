@@ -24,6 +24,7 @@ from foil_studio.annotate import batch_reports, batches, consensus, crowd_studie
 from foil_studio.annotate.task_types import TASK_TYPES, expected_answer, is_correct, task_type
 from foil_studio.data import store
 from foil_studio.data.plain_text import figure
+from foil_studio.data.store import base as store_base
 from tests.conftest import DATASET_FOR_TASK, FOIL_CLI
 
 pytestmark = pytest.mark.both_engines
@@ -220,10 +221,11 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
     assert len(working) == 4 and len(refused) == 46 and all("full" in r for r in refused)  # the cap
     with pytest.raises(batches.BatchError, match="full"):
         crowd_studies.join_crowd(demo_db, token, pid(7))  # the real worker is turned away for now...
-    assert queues.reassign_stale(demo_db, batch, now=datetime.now(UTC) + timedelta(minutes=11)) == 4  # unopened
-    later = datetime.now(UTC) + timedelta(minutes=31)
-    assert queues.reassign_stale(demo_db, batch, now=later) == 4  # ...the items they opened, past their lease
-    real = crowd_studies.join_crowd(demo_db, token, pid(7))
+    # ...until the no-show time: the bots answered nothing, so the items they opened go back with the unopened ones
+    later = datetime.now(UTC) + timedelta(minutes=11)
+    assert queues.reassign_stale(demo_db, batch, now=later) == 8
+    assert queues.reassign_stale(demo_db, batch, now=datetime.now(UTC) + timedelta(minutes=31)) == 0  # once
+    real = crowd_studies.join_crowd(demo_db, token, pid(7), now=later)
     queues.draw(demo_db, real["id"], batch)
     mine = [
         a
@@ -234,7 +236,7 @@ def test_made_up_ids_cannot_drain_a_study_and_abandoned_units_come_back(demo_db)
     assert [j["external_id"] for j in crowd_studies.study_joins(demo_db, batch)][-1] == pid(7)
 
 
-def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_lease(demo_db):
+def test_idle_participants_return_unopened_units_and_an_opened_item_keeps_its_lease_once_one_is_answered(demo_db):
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=3, idle_minutes=10)
     busy, idle = crowd_studies.join_crowd(demo_db, token, pid(1)), crowd_studies.join_crowd(demo_db, token, pid(2))
     queues.draw(demo_db, idle["id"], batch)  # one item on screen, one dealt behind it; then idle walks away
@@ -248,10 +250,12 @@ def test_idle_participants_return_unopened_units_while_an_opened_item_keeps_its_
     freed = queues.reassign_stale(demo_db, batch, now=later)
     rows_after = store.batch_assignments(demo_db, store.get_batch(demo_db, batch)["id"])
     lost = Counter(a["annotator"] for a in rows_before) - Counter(a["annotator"] for a in rows_after)
-    # each gives back its unopened unit: idle keeps the item on screen (its lease runs), busy the answered one
-    # and the one on screen
-    assert lost[idle["name"]] == 1 and lost[busy["name"]] == 1 and freed == 2
+    # busy gives back its unopened unit and keeps the answered one and the one on screen (its lease runs); idle
+    # answered nothing, so it is a no-show: the item on screen goes back with the unopened one
+    assert lost[busy["name"]] == 1 and lost[idle["name"]] == 2 and freed == 3
     assert len(labels_of(demo_db, batch)) == 1
+    lease_over = datetime.now(UTC) + timedelta(minutes=31)
+    assert queues.reassign_stale(demo_db, batch, now=lease_over) == 1  # busy's opened item, past its lease
 
 
 def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_new_units(demo_db):
@@ -276,15 +280,16 @@ def test_no_completion_code_for_partial_work_and_a_returning_participant_gets_ne
     assert len(labels_of(demo_db, batch)) == 4
 
 
-def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db):
+def test_a_returning_participant_is_told_when_no_unit_is_free(demo_db, monkeypatch):
+    clock = StudyClock(monkeypatch)  # joining returns abandoned units first: the others' draws happen later too
     batch, token = crowd(demo_db, n=6, overlap=1, per_worker=4, idle_minutes=10, max_participants=10)
     first = crowd_studies.join_crowd(demo_db, token, pid(1))
     state = queues.draw(demo_db, first["id"], batch)
     queues.submit_answer(demo_db, first["id"], batch, state.task, first_option(state.task))
-    later = datetime.now(UTC) + timedelta(minutes=11)
-    queues.reassign_stale(demo_db, batch, now=later)  # idle: the unopened unit goes back
+    clock.set(clock.moment + timedelta(minutes=11))
+    queues.reassign_stale(demo_db, batch)  # idle: the unopened unit goes back
     for n in (3, 4, 5):  # others take the 5 units left, 2 + 2 + 1
-        queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(n), now=later)["id"], batch)
+        queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(n))["id"], batch)
     finish = crowd_studies.finish_crowd(demo_db, batch, first["id"])
     assert finish.code is None and finish.dealt == 0 and "no completion code yet" in finish.sentence()
 
@@ -336,6 +341,108 @@ def test_a_flood_of_made_up_ids_cannot_lock_a_study(demo_db):
         queues.submit_answer(demo_db, real["id"], batch, state.task, first_option(state.task))
     finish = crowd_studies.finish_crowd(demo_db, batch, real["id"])
     assert finish.code == store.get_batch(demo_db, batch)["config"]["completion_code"] and finish.answered == 20
+
+
+class StudyClock:
+    """The one clock a crowd study reads, moved by hand: the store's timestamps (dealt, opened,
+    answered), joins, deals and leases all take `datetime.now` from the modules patched here."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.moment = datetime.now(UTC)
+        clock = self
+
+        class Frozen(datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return clock.moment.astimezone(tz) if tz else clock.moment.replace(tzinfo=None)
+
+        for module in (store_base, crowd_studies, queues):
+            monkeypatch.setattr(module, "datetime", Frozen)
+
+    def set(self, moment: datetime) -> None:
+        self.moment = moment
+
+
+def test_ten_made_up_ids_that_open_one_item_and_leave_hold_a_study_only_for_the_no_show_time(demo_db, monkeypatch):
+    """Issue 53: in a 100-item study (overlap 2, 20 items each: 10 places) ten made-up ids each
+    open one item and leave. They answered nothing, so they are no-shows: a real participant who
+    arrives before the no-show time (5 minutes) is told the study is full and when a place frees;
+    one who arrives after it gets an item (not after the 30-minute lease). The flooded units go
+    back to the pool once, and ten real participants then label every unit exactly twice."""
+    clock = StudyClock(monkeypatch)
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", (), 2, 100, seed=9, crowd_items=20, min_seconds=0)
+    created = batches.create_batch(demo_db, spec)
+    batch, token = created["batch"], created["crowd_url"].split("study=")[1].split("&")[0]
+    batch_id = store.get_batch(demo_db, batch)["id"]
+    config = store.get_batch(demo_db, batch)["config"]
+    assert (config["max_participants"], batches.setting(config, "idle_minutes")) == (10, 5)
+    assert batches.setting(config, "lease_minutes") == 30
+    flood = clock.moment
+    bots = [crowd_studies.join_crowd(demo_db, token, pid(5000 + n)) for n in range(10)]
+    assert all(queues.draw(demo_db, bot["id"], batch).task is not None for bot in bots)  # each opens one item, leaves
+    flooded = store.batch_assignments(demo_db, batch_id)
+    assert len(flooded) == 20 and sum(a["opened_at"] is not None for a in flooded) == 10  # a window of 2 each
+    places = crowd_studies.study_places(demo_db, batch)
+    assert (places.places, places.taken, places.starts_per_minute) == (10, 10, 20)
+    assert places.next_place_frees_at == store.timestamp(flood + timedelta(minutes=5))
+
+    refusals: dict[float, str] = {}
+    waited = None
+    for tenths in range(301):  # the real participant tries every 6 seconds, up to the 30-minute lease
+        clock.set(flood + timedelta(minutes=tenths / 10))
+        try:
+            real = crowd_studies.join_crowd(demo_db, token, pid(7))
+        except batches.BatchError as refused:
+            refusals[tenths / 10] = str(refused)
+            assert len(store.batch_assignments(demo_db, batch_id)) == 20  # a refusal changes nothing
+            continue
+        waited = tenths / 10
+        break
+    assert waited is not None and 5 < waited <= 5.1  # just past the no-show time, not the lease
+    assert len(refusals) == 51 and all("full right now: all 10 places are taken" in r for r in refusals.values())
+    assert "frees in 5 minutes" in refusals[0] and "frees in 3 minutes" in refusals[2.5]
+    assert "frees within a minute" in refusals[4.5]
+
+    state = queues.draw(demo_db, real["id"], batch)
+    assert state.task is not None
+    rows = store.batch_assignments(demo_db, batch_id)
+    assert {a["annotator_id"] for a in rows} == {real["id"]} and len(rows) == 2  # every flooded unit went back...
+    assert queues.reassign_stale(demo_db, batch) == 0  # ...once: nothing of theirs is left to go back
+    assert crowd_studies.study_places(demo_db, batch).taken == 1
+
+    # nine more real participants join in the same minute; all ten finish, and the flood lost nothing
+    workers = [real] + [crowd_studies.join_crowd(demo_db, token, pid(100 + n)) for n in range(9)]
+    for worker in workers:
+        while (state := queues.draw(demo_db, worker["id"], batch)).task is not None:
+            assert queues.submit_answer(demo_db, worker["id"], batch, state.task, first_option(state.task))
+        finish = crowd_studies.finish_crowd(demo_db, batch, worker["id"])
+        assert finish.code == config["completion_code"] and finish.answered == 20
+    labels = labels_of(demo_db, batch)
+    per_unit = Counter((label["item"], label["part"]) for label in labels)
+    assert len(labels) == 200 and len(per_unit) == 100 and set(per_unit.values()) == {2}  # none lost or doubled
+    assert all((a["item_id"], a["part"]) in per_unit for a in flooded)
+    assert len({(label["annotator"], label["item"], label["part"]) for label in labels}) == 200
+    assert not {label["annotator"] for label in labels} & {bot["name"] for bot in bots}
+    joins = {j["external_id"]: j for j in crowd_studies.study_joins(demo_db, batch)}
+    assert all((joins[pid(5000 + n)]["held"], joins[pid(5000 + n)]["answered"]) == (0, 0) for n in range(10))
+
+
+def test_a_studys_places_and_flood_cap_are_stated_by_batch_joins(demo_db, monkeypatch):
+    import argparse
+
+    from foil_studio.cli.batches import cmd_batch_joins
+
+    clock = StudyClock(monkeypatch)
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=3, max_participants=1)
+    queues.draw(demo_db, crowd_studies.join_crowd(demo_db, token, pid(1))["id"], batch)
+    result = cmd_batch_joins(demo_db, argparse.Namespace(batch=batch))
+    assert (result["places"], result["taken"], result["starts_per_minute"], result["no_show_minutes"]) == (1, 1, 20, 5)
+    assert result["next_place_frees_at"] == store.timestamp(clock.moment + timedelta(minutes=5))
+    assert result["rule"].startswith("1 place (participants holding work at once), 1 taken now; the next frees at")
+    assert "Flood cap: at most 20 participants take a place per minute" in result["rule"]
+    with pytest.raises(batches.BatchError, match="full right now: its 1 place is taken. The next place frees in 5 min"):
+        crowd_studies.join_crowd(demo_db, token, pid(2))
+    assert [p["external_id"] for p in result["participants"]] == [pid(1)]
 
 
 def test_joins_are_rate_limited_and_a_closed_study_takes_nobody(demo_db):
@@ -496,6 +603,10 @@ def test_batches_page_shows_who_joined_a_study_and_closes_it(demo_db, admin_page
     at.selectbox(key="batch").set_value(batch).run()
     joins = next(d.value for d in at.dataframe if "external_id" in d.value.columns)
     assert list(joins["external_id"]) == [pid(42)] and list(joins["held"]) == [2]
+    stated = " ".join(t.value for t in at.text)
+    places = crowd_studies.study_places(demo_db, batch)
+    assert f"{places.places} places (participants holding work at once), 1 taken now" in stated
+    assert "Flood cap: at most 20 participants take a place per minute" in stated and "no-show time" in stated
     at.button(key="close_study").click().run()
     assert not at.exception
     with pytest.raises(batches.BatchError, match="closed"):

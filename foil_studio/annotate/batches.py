@@ -104,7 +104,9 @@ class BatchSpec:
     )
     max_participants: int | None = None  # crowd mode: cap on participants holding work (default: just enough)
     joins_per_minute: int = 20  # crowd mode: participants who take their place (first units) per minute
-    idle_minutes: float = 5  # crowd mode: the no-show time: a participant idle this long returns their unopened units
+    # crowd mode: the no-show time: a participant idle this long returns their unopened units, and
+    # every unit (the opened one too) when they answered nothing
+    idle_minutes: float = 5
     worker_id_pattern: str = PROLIFIC_ID_PATTERN  # crowd mode: what a plausible participant id looks like
     window: int = 2  # crowd mode: units a participant holds unanswered at most; more are dealt as they answer
     consent: str = DEFAULT_CONSENT  # crowd mode: what a participant agrees to before the first item

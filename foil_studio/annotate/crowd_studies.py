@@ -9,14 +9,19 @@ unanswered unit: made-up ids that join and open nothing hold neither units nor p
 many arrive, so a real participant among them is dealt items as soon as they start. Taking a
 place is what the study limits: a participant who holds nothing in it (new, or every unit went
 back unanswered) is dealt units only while fewer than `max_participants` hold work and fewer
-than `joins_per_minute` took their place in the last minute, so ids that each take a unit
-cannot drain the study: they hold at most the cap's places, a window each, until their lease or
-the no-show time returns the units. Joining is refused when those limits are reached already
-(the study is full, or too many started), the study is closed, or no unit is free.
+than `joins_per_minute` took their place in the last minute (the flood cap), so ids that each
+take a unit cannot drain the study: they hold at most the cap's places, a window each. A
+participant idle for the no-show time (`idle_minutes`) gives back their unopened units, and,
+when they answered nothing in the study, the item they opened too: ids that open one item and
+leave hold their places for the no-show time, not for the item's lease. One who answered keeps
+an opened item for its lease (`lease_minutes`). Joining first returns what was abandoned, then is
+refused when the limits are reached (the study is full: the refusal says when the next place
+frees; or too many started), the study is closed, or no unit is free.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import Counter
@@ -37,7 +42,8 @@ def join_crowd(
 ) -> dict[str, Any]:
     """Register a crowd worker (e.g. a Prolific PID) for a study; safe to repeat. Nothing is dealt
     yet: their first draw deals their first units (`top_up`), so an id that joins and opens
-    nothing holds no place (the module's docstring has the rule).
+    nothing holds no place (the module's docstring has the rule). Units abandoned by `now`
+    (`free_abandoned_units`) go back to the pool first.
 
     Refused with a BatchError saying why when the link is wrong, the id implausible, the
     participant returned the study, or the study is closed or full, too many participants took
@@ -51,13 +57,17 @@ def join_crowd(
     if not re.fullmatch(batch["config"].get("worker_id_pattern", PROLIFIC_ID_PATTERN), worker_id):
         raise BatchError("This link does not carry a valid participant id. Open the study from the recruiting site.")
     name = f"crowd-{worker_id}"
+    moment = now or datetime.now(UTC)
+    # Its own transaction: a refusal below rolls its transaction back, and the places that were
+    # abandoned must be free for the next participant all the same.
+    free_abandoned_units(db, batch, moment)
     with store.transaction(db, row_locks=True):  # one joiner at a time: the cap and the rate hold under concurrency
         store.lock_batch(db, batch["id"])
         known = store.annotator_by_name(db, name)
         if known is not None and store.has_returned(db, batch["id"], known["id"]):
             raise BatchError("You returned this study, so it cannot be taken up again.")
         if known is None or _takes_place(db, batch, known["id"]):
-            refusal = _refusal(db, batch, now or datetime.now(UTC))
+            refusal = _refusal(db, batch, moment)
             if refusal is not None:
                 raise BatchError(refusal)
             worker = store.ensure_annotator(db, name, external_id=worker_id)
@@ -130,6 +140,98 @@ def return_study(db: sqlite_utils.Database, batch_name: str, annotator_id: int) 
         return store.return_study(db, batch["id"], annotator_id)
 
 
+def free_abandoned_units(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> int:
+    """Return to a crowd study's pool, as of `moment`, the units participants walked away from;
+    return how many went back. An opened item goes back past its lease; the other unanswered
+    units of a participant idle for the no-show time go back then, the opened one included when
+    they answered nothing in the study. Reads once and returns when nothing is stale; one write
+    transaction re-reads what is, so an answer stored a moment ago is never taken back."""
+    config = batch["config"]
+    opened_before = store.timestamp(moment - timedelta(minutes=setting(config, "lease_minutes")))
+    idle_before = store.timestamp(moment - timedelta(minutes=setting(config, "idle_minutes")))
+    if not store.stale_assignments(db, batch["id"], opened_before, idle_before):  # the common case: no lock taken
+        return 0
+    # Labels are written under row locks (`store.save_label`): an answer stored while this runs
+    # keeps its assignment, which then is not deleted and does not count.
+    with store.transaction(db, row_locks=True):
+        store.lock_batch(db, batch["id"])
+        stale = store.stale_assignments(db, batch["id"], opened_before, idle_before)
+        return sum(store.delete_assignment(db, assignment["id"]) for assignment in stale)
+
+
+@dataclass(frozen=True)
+class StudyPlaces:
+    """A crowd study's places (participants holding work at once) and its flood cap, as they stand.
+
+    `places` is None for a study without a cap; `next_place_frees_at` (the store's time text) is
+    when the first place frees if nobody holding one does anything more (None when nobody holds
+    one): a participant who finishes or returns the study frees theirs sooner.
+    """
+
+    places: int | None
+    taken: int
+    starts_per_minute: int
+    window: int
+    no_show_minutes: float
+    lease_minutes: float
+    next_place_frees_at: str | None
+
+    def sentence(self) -> str:
+        """The rule and where the study stands, in words (the batch page and `batch joins`)."""
+        cap = "no cap on places" if self.places is None else _places(self.places)
+        frees = (
+            f"; the next frees at {self.next_place_frees_at[:19].replace('T', ' ')} UTC if nobody holding one goes on"
+            if self.next_place_frees_at and self.places is not None and self.taken >= self.places
+            else ""
+        )
+        no_show, lease = f"{self.no_show_minutes:g} minutes idle", f"{self.lease_minutes:g}-minute lease"
+        return (
+            f"{cap} (participants holding work at once), {self.taken} taken now{frees}. Flood cap: at most "
+            f"{self.starts_per_minute} participants take a place per minute, each holding at most {self.window} "
+            f"unanswered items. A participant who opened an item and answered nothing gives the place back after "
+            f"{no_show} (the no-show time); one who answered something gives unopened items back after {no_show} "
+            f"and an opened item after its {lease}."
+        )
+
+
+def study_places(db: sqlite_utils.Database, batch_name: str) -> StudyPlaces:
+    """A crowd study's places, how many are taken and its flood cap (for the admin). Reads only."""
+    batch = store.get_batch(db, batch_name)
+    config = batch["config"]
+    frees = _next_place_frees_at(db, batch)
+    return StudyPlaces(
+        places=setting(config, "max_participants"),
+        taken=store.participants_holding_work(db, batch["id"]),
+        starts_per_minute=setting(config, "joins_per_minute"),
+        window=setting(config, "window"),
+        no_show_minutes=float(setting(config, "idle_minutes")),
+        lease_minutes=float(setting(config, "lease_minutes")),
+        next_place_frees_at=None if frees is None else store.timestamp(frees),
+    )
+
+
+def _next_place_frees_at(db: sqlite_utils.Database, batch: store.BatchRow) -> datetime | None:
+    """When the first place of the study frees if nobody holding one does anything more (the rule
+    `free_abandoned_units` applies); None when nobody holds one."""
+    config = batch["config"]
+    no_show = timedelta(minutes=setting(config, "idle_minutes"))
+    lease = timedelta(minutes=setting(config, "lease_minutes"))
+    moments = []
+    for holder in store.place_holders(db, batch["id"]):
+        idle_until = _moment(holder["last_active"]) + no_show
+        if holder["answered"] == 0 or holder["latest_opened"] is None:
+            moments.append(idle_until)  # every unit they hold goes back at the no-show time
+        else:
+            leased_until = _moment(holder["latest_opened"]) + lease
+            moments.append(max(idle_until, leased_until) if holder["unopened"] else leased_until)
+    return min(moments, default=None)
+
+
+def _moment(stored: str) -> datetime:
+    """A time the store wrote; a missing one (rows older than the column) is long past."""
+    return datetime.fromisoformat(stored) if stored else datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def top_up(db: sqlite_utils.Database, batch: store.BatchRow, annotator_id: int) -> int:
     """Deal a crowd participant units up to the study's window as they answer (called by `draw`);
     return how many were dealt. Reads two counts and returns when nothing is due."""
@@ -191,12 +293,27 @@ def _refusal(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime)
     config = batch["config"]
     if batch.get("closed_at"):
         return "This study is closed."
-    if store.participants_holding_work(db, batch["id"]) >= (setting(config, "max_participants") or 1 << 30):
-        return "This study is full right now. Places free up when others leave: please try again later."
+    places = setting(config, "max_participants") or 1 << 30
+    if store.participants_holding_work(db, batch["id"]) >= places:
+        taken = f"its {_places(places)} is taken" if places == 1 else f"all {_places(places)} are taken"
+        return f"This study is full right now: {taken}. {_when_a_place_frees(db, batch, moment)}"
     since = store.timestamp(moment - timedelta(minutes=1))
     if store.participants_started_since(db, batch["id"], since) >= setting(config, "joins_per_minute"):
         return "Too many people are joining this study at once. Please try again in a minute."
     return None
+
+
+def _places(n: int) -> str:
+    """A count of places in words: "1 place", "10 places"."""
+    return f"{n} place{'' if n == 1 else 's'}"
+
+
+def _when_a_place_frees(db: sqlite_utils.Database, batch: store.BatchRow, moment: datetime) -> str:
+    """The full study's advice to a participant: when to try again, in minutes from `moment`."""
+    frees = _next_place_frees_at(db, batch)
+    minutes = 0 if frees is None else math.ceil((frees - moment).total_seconds() / 60)
+    when = "within a minute" if minutes <= 1 else f"in {minutes} minutes"
+    return f"The next place frees {when} unless its participant is still working: please try again then."
 
 
 def close_study(db: sqlite_utils.Database, batch_name: str, closed: bool = True) -> None:

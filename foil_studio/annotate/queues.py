@@ -13,7 +13,7 @@ from typing import Any
 import sqlite_utils
 
 from foil_studio.annotate.batches import MIN_SECONDS, setting
-from foil_studio.annotate.crowd_studies import top_up
+from foil_studio.annotate.crowd_studies import free_abandoned_units, top_up
 from foil_studio.annotate.task_types import Task, build_task, check_answer
 from foil_studio.data import store
 from foil_studio.data.images import existing_image, thumbnail
@@ -167,26 +167,24 @@ def reassign_stale(db: sqlite_utils.Database, batch_name: str, *, now: datetime 
 
     An item drawn longer than the lease ago and still unanswered goes to the annotator with the
     fewest open items among those who still have an open queue and lack that unit (or stays put
-    when nobody has). In a crowd batch it returns to the pool instead, and so do the unopened
-    units of a participant idle for ``idle_minutes``. One write transaction re-reads what is stale,
+    when nobody has). A crowd batch returns abandoned units to the pool instead, the no-show time
+    included (`crowd_studies.free_abandoned_units`). One write transaction re-reads what is stale,
     so an answer stored a moment ago is never moved.
     """
     batch = store.get_batch(db, batch_name)
     moment = now or datetime.now(UTC)
-    config, crowd = batch["config"], "crowd_token" in batch["config"]
-    opened_before = store.timestamp(moment - timedelta(minutes=setting(config, "lease_minutes")))
-    idle_before = store.timestamp(moment - timedelta(minutes=setting(config, "idle_minutes"))) if crowd else None
-    if not store.stale_assignments(db, batch["id"], opened_before, idle_before):  # the common case: no lock taken
+    if "crowd_token" in batch["config"]:
+        return free_abandoned_units(db, batch, moment)
+    opened_before = store.timestamp(moment - timedelta(minutes=setting(batch["config"], "lease_minutes")))
+    if not store.stale_assignments(db, batch["id"], opened_before):  # the common case: no lock taken
         return 0
     moved = 0
     # Labels are written under row locks (`store.save_label`): an answer stored while this runs
     # keeps its assignment, which then neither moves nor counts.
     with store.transaction(db, row_locks=True):
         store.lock_batch(db, batch["id"])
-        for assignment in store.stale_assignments(db, batch["id"], opened_before, idle_before):
-            if crowd:
-                moved += store.delete_assignment(db, assignment["id"])
-            elif (target := _reassignment_target(store.batch_assignments(db, batch["id"]), assignment)) is not None:
+        for assignment in store.stale_assignments(db, batch["id"], opened_before):
+            if (target := _reassignment_target(store.batch_assignments(db, batch["id"]), assignment)) is not None:
                 moved += store.move_assignment(db, assignment["id"], *target)
     return moved
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ from foil_studio.data.reading import read_text
         metavar="M",
         type=float,
         default=SPEC_DEFAULTS["idle_minutes"],
-        help="crowd study: a participant idle this long gives their unopened units back",
+        help="crowd study: a participant idle this long gives their unopened units back (all, if they answered none)",
     ),
     arg(
         "--consent-file",
@@ -117,11 +118,18 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     "batch joins",
     arg("batch"),
 )
-def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Who joined a crowd study through its link, when, and what they hold and answered."""
-    from foil_studio.annotate.crowd_studies import study_joins
+def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
+    """A crowd study's places (taken now, when the next frees) and flood cap, and who joined through its link, when,
+    and what they hold and answered."""
+    from foil_studio.annotate.crowd_studies import study_joins, study_places
 
-    return study_joins(db, args.batch)
+    places = study_places(db, args.batch)
+    return {
+        "batch": args.batch,
+        **asdict(places),
+        "rule": places.sentence(),
+        "participants": study_joins(db, args.batch),
+    }
 
 
 @command(

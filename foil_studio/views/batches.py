@@ -119,7 +119,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
                 key="new_completion_url",
             )
             study["idle_minutes"] = st.number_input(
-                "No-show minutes (unopened items of an idle participant go back)",
+                "No-show minutes (an idle participant's unopened items go back; all of them if they answered none)",
                 min_value=1.0,
                 value=float(batches.SPEC_DEFAULTS["idle_minutes"]),
                 key="new_no_show",
@@ -375,14 +375,7 @@ if "crowd_token" in batch_row["config"]:
     st.text("Crowd study link (paste into Prolific):")
     st.code(links.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
     joins = crowd_studies.study_joins(db, name)
-    config = batch_row["config"]
-    st.text(
-        f"{len(joins)} participants joined; at most {config.get('max_participants')} hold work at once, "
-        f"{batches.setting(config, 'joins_per_minute')} may take their place (their first items) per minute; "
-        f"each holds at most {batches.setting(config, 'window')} unanswered items at a time; the unopened items of "
-        "a participant "
-        f"idle for {batches.setting(config, 'idle_minutes'):g} minutes go back to the pool."
-    )
+    st.text(f"{len(joins)} participants joined. {crowd_studies.study_places(db, name).sentence()}")
     if joins:
         st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")
     closed = bool(batch_row.get("closed_at"))

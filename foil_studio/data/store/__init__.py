@@ -116,6 +116,7 @@ from foil_studio.data.store.crowd import (
     open_units,
     participants_holding_work,
     participants_started_since,
+    place_holders,
     record_join,
     return_study,
 )

@@ -176,11 +176,16 @@ def stale_assignments(
     db: sqlite_utils.Database, batch_id: int, opened_before: str, idle_before: str | None = None
 ) -> list[dict[str, Any]]:
     """Unanswered assignments whose lease ran out: opened before `opened_before` (the annotator
-    walked away from the item), or, when `idle_before` is given, never opened and held by an
-    annotator with no activity in the batch (joined, opened or answered) since `idle_before`."""
+    walked away from the item), or, when `idle_before` is given (a crowd study's no-show time),
+    held by an annotator with no activity in the batch (dealt work, opened or answered) since
+    `idle_before` and either never opened or held by one who answered nothing in the batch."""
+    # One who opened an item and answered nothing is a no-show: their opened item goes back at the
+    # no-show time too, so ids that each open one item cannot hold the study's places for a lease.
     idle = (
         (
-            " OR (a.opened_at IS NULL AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b"
+            " OR ((a.opened_at IS NULL OR NOT EXISTS (SELECT 1 FROM assignments c WHERE c.batch_id = a.batch_id"
+            " AND c.annotator_id = a.annotator_id AND c.answered = 1))"
+            " AND a.annotator_id IN (SELECT b.annotator_id FROM assignments b"
             " WHERE b.batch_id = a.batch_id GROUP BY b.annotator_id HAVING "
             + dialect.greatest(
                 db,

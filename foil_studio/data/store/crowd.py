@@ -103,6 +103,34 @@ def participants_holding_work(db: sqlite_utils.Database, batch_id: int) -> int:
     )
 
 
+def place_holders(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
+    """Each participant holding an unanswered assignment in a batch (a place, in a crowd study):
+    `answered` and `unopened` counts, `last_active` (the latest of being dealt work, opening an
+    item and answering, in the batch) and `latest_opened` (when their most recently opened
+    unanswered item was opened; None when they opened none)."""
+    rows = db.query(
+        "SELECT a.annotator_id, SUM(a.answered) AS answered,"
+        " SUM(CASE WHEN a.answered = 0 AND a.opened_at IS NULL THEN 1 ELSE 0 END) AS unopened,"
+        " MAX(a.assigned_at) AS last_dealt, MAX(a.opened_at) AS last_opened,"
+        " MAX(CASE WHEN a.answered = 0 THEN a.opened_at END) AS latest_opened,"
+        " (SELECT MAX(l.submitted_at) FROM labels l WHERE l.batch_id = ? AND l.annotator_id = a.annotator_id)"
+        " AS last_answer"
+        " FROM assignments a WHERE a.batch_id = ? GROUP BY a.annotator_id"
+        " HAVING SUM(CASE WHEN a.answered = 0 THEN 1 ELSE 0 END) > 0 ORDER BY a.annotator_id",
+        [batch_id, batch_id],
+    )
+    return [
+        {
+            "annotator_id": row["annotator_id"],
+            "answered": int(row["answered"] or 0),
+            "unopened": int(row["unopened"] or 0),
+            "last_active": max(t or "" for t in (row["last_dealt"], row["last_opened"], row["last_answer"])),
+            "latest_opened": row["latest_opened"],
+        }
+        for row in rows
+    ]
+
+
 def crowd_joins(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
     """Every participant who joined a crowd study: external id, when, and their assignments now."""
     return list(
