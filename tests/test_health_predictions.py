@@ -276,6 +276,49 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
         health.predictions_from_run(demo_db, DATASET, "partial", "partial")
 
 
+def judge_run(db, name: str, altered) -> None:
+    """A stored vqascore run on every item with a negative: `altered(n)` is item n's score of its
+    altered caption (as the scorer stores it: [positive, altered] per pair)."""
+    dataset_id = store.get_dataset(db, DATASET)["id"]
+    frame = store.item_sources(db, dataset_id, health.HEALTH_KINDS)
+    with store.transaction(db):
+        run_id = store.ensure_run(db, dataset_id, name, run_type="scores", model="vqascore:/models/judge")
+        store.put_scores(db, run_id, [(item, [0.9, altered(n)]) for n, (item, _, _) in enumerate(frame)])
+
+
+@pytest.mark.parametrize(
+    ("altered", "said"),
+    [
+        (lambda n: float("nan") if n == 3 else 0.25, "NaN (no score)"),
+        (lambda n: 3.5, "3.5"),
+        (lambda n: -0.5 if n == 7 else 0.5, "-0.5"),
+    ],
+    ids=["nan", "above-one", "below-zero"],
+)
+def test_a_run_score_that_is_no_probability_is_refused_naming_the_run_and_the_item(demo_db, altered, said):
+    """Issue 53: a run holding one NaN score answered "the store is damaged ... restore it from a
+    backup" (the NaN passed the clamp to [0, 1] and the store refused it), and a run whose scores
+    exceed 1 was taken as probabilities (clamped to 1) without a word. Both are refused, naming the run
+    and the item, and a prediction set stored before under that name stays as it was."""
+    frame = store.item_sources(demo_db, store.get_dataset(demo_db, DATASET)["id"], health.HEALTH_KINDS)
+    bad = next(n for n in range(len(frame)) if not 0 <= altered(n) <= 1)
+    judge_run(demo_db, "judge", lambda n: 0.5)
+    health.predictions_from_run(demo_db, DATASET, "judge", "judge")
+    before = store.get_predictions(demo_db, DATASET, "judge")
+    judge_run(demo_db, "odd", altered)
+    done = run_cli("health", "predictions", DATASET, "--from-run", "odd", "--name", "judge", db=store.location(demo_db))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and not done.stdout, done.stderr
+    assert f"run 'odd' scores item {frame[bad][1]!r} {said}, not a probability from 0 to 1" in done.stderr
+    assert "damaged" not in done.stderr and "Traceback" not in done.stderr
+    assert store.get_predictions(demo_db, DATASET, "judge") == before
+
+
+def test_a_run_score_past_one_by_rounding_is_read_as_one(demo_db):
+    judge_run(demo_db, "judge", lambda n: 1 + 1e-9 if n == 0 else 0.0)
+    assert health.predictions_from_run(demo_db, DATASET, "judge", "judge")["items"] > 0
+    assert max(store.get_predictions(demo_db, DATASET, "judge").values()) == 1.0
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [

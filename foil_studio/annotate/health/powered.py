@@ -90,8 +90,24 @@ def predictions_from_run(db: sqlite_utils.Database, dataset: str, run: str, name
             f"run {run!r} scored {len(frame) - len(missing)} of the {len(frame)} items with a negative "
             f"(not {missing[0]!r}, ...); score the whole dataset first"
         )
-    found = {item: min(max(float(scored[item]), 0.0), 1.0) for item, _, _ in frame}
+    found = {item: _probability(scored[item], run, source, family.name) for item, source, _ in frame}
     return _kept(db, dataset, name, f"run {run}", found, {"run": run, "model": row["model"], "rule": family.rule})
+
+
+ROUNDING = 1e-6  # a probability this far past 0 or 1 is rounding in the model's arithmetic, read as 0 or 1
+
+
+def _probability(value: float, run: str, source: str, family: str) -> float:
+    """A run's score of one item as a probability; a NaN (a failed score) or a score past 0 or 1 (not
+    a probability: the run is not what its family says) refused, naming the run and the item."""
+    value = float(value)
+    if -ROUNDING <= value <= 1 + ROUNDING:  # False for NaN
+        return min(max(value, 0.0), 1.0)
+    said = "NaN (no score)" if value != value else f"{value:g}"
+    raise HealthError(
+        f"run {run!r} scores item {source!r} {said}, not a probability from 0 to 1; predictions need one on every "
+        f"item: score the dataset again with {family}, or import a file of predictions"
+    )
 
 
 # An annotator's answer as a prediction that the negative is invalid: unsure is even odds.
