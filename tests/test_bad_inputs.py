@@ -814,10 +814,10 @@ def hf_cases() -> list[Case]:
             ("split 'test' of config 'replace_att' and split 'train' of config 'replace_att' would both be category",),
         ),
         Case(
-            "hf-image-path-absolute",
+            "hf-image-path-absolute-outside-the-root",  # inside it, an absolute path is taken relative to it
             "hf",
-            hf_written("data/swap_object-00000-of-00001.parquet", image="a.png", absolute=True),
-            ("image path '/", "a.png' leaves the image root"),
+            hf_written("data/swap_object-00000-of-00001.parquet", image="../../outside.png", absolute=True),
+            ("image path '/", "outside.png' is outside the image root", "expected paths inside it"),
             "row 1",
         ),
         Case(

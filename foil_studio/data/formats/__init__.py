@@ -89,8 +89,19 @@ def import_table() -> str:
     """The table of import formats (docs/formats.md), one row per reader.
 
     >>> import_table().splitlines()[0]
-    '| format | example | reads |'
+    '| format | example | reads | its Hub copies (`import hf`) |'
     """
-    rows = ["| format | example | reads |", "| --- | --- | --- |"]
-    rows += [f"| `{f.name}` | `{f.example}` | {f.layout} |" for f in REGISTRY.values() if f.read is not None]
+    rows = ["| format | example | reads | its Hub copies (`import hf`) |", "| --- | --- | --- | --- |"]
+    rows += [
+        f"| `{f.name}` | `{f.example}` | {f.layout} | {_hub_copies(f)} |" for f in REGISTRY.values() if f.read is not None
+    ]
     return "\n".join(rows)
+
+
+def _hub_copies(fmt: Format) -> str:
+    """The Hub ids of a format's Hugging Face layouts, or the columns of a layout that names none."""
+    return "; ".join(
+        ", ".join(f"`{hub_id}`" for hub_id in layout.hub_ids)
+        or "any copy with " + ", ".join(f"`{c}`" for c in sorted(layout.columns))
+        for layout in fmt.hub_layouts
+    )
