@@ -23,6 +23,7 @@ import pytest
 
 from foil_studio import cli
 from foil_studio.annotate import batches, health
+from foil_studio.cli.base import MOST_RESAMPLES, WholeNumber
 from foil_studio.data import store
 from foil_studio.data.formats import BadInputError
 from foil_studio.data.loading import import_path
@@ -1226,12 +1227,27 @@ def health_argv(action: str, *rest: str) -> tuple[str, ...]:
     return ("health", action, HEALTH, *rest)
 
 
+def past_the_bound_cases() -> list[CommandCase]:
+    """Every whole-number argument of every command (the registry the parser is built from), one past
+    the bound its --help states (issue 53: every count has one)."""
+    cases = []
+    for command in cli.COMMANDS:
+        words = (*([command.group] if command.group else []), command.name)
+        for flags, options in command.arguments:
+            kind = options.get("type")
+            if isinstance(kind, WholeNumber):
+                span = f"from {kind.at_least} to {kind.most}"
+                name = "-".join((*words, flags[0].lstrip("-"), "past-its-bound"))
+                cases.append(CommandCase(name, (*words, flags[0], str(kind.most + 1)), (flags[0], span)))
+    return cases
+
+
 TWO_NEW = ("--annotators", "hann1", "hann2")
 COMMAND_CASES = [
-    CommandCase("health-sample-budget-negative", health_argv("sample", "--budget", "-1"), ("--budget", "1 or more")),
-    CommandCase("health-next-budget-negative", health_argv("next", "--budget", "-3"), ("--budget", "1 or more"), True),
-    CommandCase("health-sample-budget-zero", health_argv("sample", "--budget", "0"), ("--budget", "1 or more")),
-    CommandCase("health-next-budget-zero", health_argv("next", "--budget", "0"), ("--budget", "1 or more"), True),
+    CommandCase("health-sample-budget-negative", health_argv("sample", "--budget", "-1"), ("--budget", "from 1 to")),
+    CommandCase("health-next-budget-negative", health_argv("next", "--budget", "-3"), ("--budget", "from 1 to"), True),
+    CommandCase("health-sample-budget-zero", health_argv("sample", "--budget", "0"), ("--budget", "from 1 to")),
+    CommandCase("health-next-budget-zero", health_argv("next", "--budget", "0"), ("--budget", "from 1 to"), True),
     CommandCase("health-sample-per-category-zero", health_argv("sample", "--per-category", "0"), ("--per-category",)),
     CommandCase(
         "health-sample-per-category-negative", health_argv("sample", "--per-category", "-2"), ("--per-category",)
@@ -1272,10 +1288,24 @@ COMMAND_CASES = [
         CommandCase(
             f"health-sample-overlap{value}",
             health_argv("sample", "--budget", "10", *TWO_NEW, "--overlap", value),
-            ("--overlap", "1 or more"),
+            ("--overlap", "from 1 to"),
         )
         for value in ("0", "-1")
     ],
+    CommandCase(
+        "health-report-bootstrap-a-billion",  # issue 53: a memory-error traceback
+        health_argv("report", "--bootstrap", "1000000000"),
+        ("--bootstrap", f"from 1 to {MOST_RESAMPLES}"),
+        True,
+    ),
+    CommandCase("metrics-bootstrap-a-billion", ("metrics", HEALTH, "--bootstrap", "1000000000"), ("--bootstrap",)),
+    CommandCase("metrics-seed-negative", ("metrics", HEALTH, "--seed", "-1"), ("--seed", "from 0 to")),
+    CommandCase(
+        "refine-grid-odd",
+        ("refine", HEALTH, "--scorers", "stats", "ngram", "--grid", "3", "--out", "x"),
+        ("--grid", "even"),
+    ),
+    *past_the_bound_cases(),
 ]
 
 

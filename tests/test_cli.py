@@ -244,6 +244,26 @@ def test_help_of_every_command_prints_its_name(command, capsys):
         assert "%%" not in shown, "a doubled % shows as such: argparse formats help, not the description"
 
 
+def test_every_whole_number_argument_states_its_bound_in_its_help(capsys):
+    """Issue 53: `--bootstrap 1000000000` ended in a memory error. Every argument a command parses as a
+    number is a whole number with an upper bound (`cli.base.WholeNumber`: its refusal names the range,
+    `tests/test_bad_inputs.py` tries one past it) or a float (a share, minutes), and --help states the
+    range."""
+    from foil_studio.cli.base import WholeNumber
+
+    for command in cli.COMMANDS:
+        words = [*([command.group] if command.group else []), command.name]
+        for flags, options in command.arguments:
+            kind = options.get("type")
+            if kind is None or kind is float:
+                continue
+            assert isinstance(kind, WholeNumber) and kind.most is not None, (words, flags, kind)
+            with pytest.raises(SystemExit):
+                cli.main([*words, "--help"])
+            shown = " ".join(capsys.readouterr().out.split())
+            assert f"{flags[0]} " in shown and f"(a whole number {kind.span})" in shown, (words, flags)
+
+
 @pytest.mark.slow
 def test_runs_lists_by_default_and_deletes_a_run(tmp_path, fixtures):
     db = tmp_path / "f.db"

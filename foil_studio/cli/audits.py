@@ -9,7 +9,7 @@ from typing import Any
 import sqlite_utils
 
 from foil_studio.analysis.blind import SCORERS
-from foil_studio.cli.base import SEED, arg, command
+from foil_studio.cli.base import SEED, UsageError, arg, command, count
 from foil_studio.cli.text import as_text
 
 
@@ -57,7 +57,7 @@ def cmd_compare(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str
 @command(
     "audit",
     arg("dataset"),
-    arg("--folds", type=int, default=5, metavar="K"),
+    arg("--folds", type=count(100, at_least=2), default=5, metavar="K", help="cross-validation folds of the scorers"),
     SEED,
     arg("--scorers", nargs="+", default=list(SCORERS), choices=SCORERS),
     arg(
@@ -84,7 +84,7 @@ def cmd_audit(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     "refine",
     arg("dataset"),
     arg("--scorers", nargs=2, required=True, choices=SCORERS, metavar=("A", "B"), help=", ".join(SCORERS)),
-    arg("--grid", type=int, default=8, metavar="K"),
+    arg("--grid", type=count(1000, at_least=2), default=8, metavar="K", help="cells per side of the grid, even"),
     SEED,
     arg("--out", required=True, metavar="DIR"),
 )
@@ -92,6 +92,8 @@ def cmd_refine(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     """Adversarial refinement against two blind scorers; writes the kept subset in SugarCrepe's layout."""
     from foil_studio.analysis.audit import refine_dataset
 
+    if args.grid % 2:
+        raise UsageError(f"argument --grid: is {args.grid}; expected an even number of cells per side")
     result = refine_dataset(db, args.dataset, tuple(args.scorers), grid=args.grid, seed=args.seed, out=Path(args.out))
     result.pop("gaps")
     result.pop("kept")

@@ -59,32 +59,78 @@ GROUP_DEFAULT = {"runs": "list"}  # `./foil runs [DATASET]` is `./foil runs list
 
 
 def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """One argument of a command, as `argparse.add_argument` takes it."""
+    """One argument of a command, as `argparse.add_argument` takes it; a whole number's range
+    (`WholeNumber`) is added to its help, so `--help` states the bound its refusal names.
+
+    >>> arg("--n", type=count(50), help="items")[1]["help"]
+    'items (a whole number from 1 to 50)'
+    """
+    kind = options.get("type")
+    if isinstance(kind, WholeNumber) and kind.most is not None:
+        said = f"a whole number {kind.span}"
+        options = {**options, "help": f"{options['help']} ({said})" if options.get("help") else said}
     return flags, options
 
 
-def whole_number(at_least: int = 0, below: int | None = None) -> Callable[[str], int]:
-    """An argument type: a whole number from `at_least` (below `below`), refused by the rule the
-    readers apply to every whole number in a file (`reading.whole_number_problem`)."""
+@dataclass(frozen=True)
+class WholeNumber:
+    """An argument type: a whole number from `at_least` to `most`, refused by the rule the readers
+    apply to every whole number in a file (`reading.whole_number_problem`). Every count argument has
+    a `most` (`tests/test_cli.py` walks them): a count past what any store holds or any machine
+    computes (`--bootstrap 1000000000`) is refused in one line, not a memory error."""
 
-    def parse(text: str) -> int:
+    at_least: int = 0
+    most: int | None = None
+
+    def __call__(self, text: str) -> int:
         try:
             value: Any = int(text)
         except ValueError:
             value = text
-        problem = whole_number_problem(value, at_least, below)
+        problem = whole_number_problem(value, self.at_least, None if self.most is None else self.most + 1)
         if problem:
             raise argparse.ArgumentTypeError(problem)
         return int(value)
 
-    return parse
+    @property
+    def span(self) -> str:
+        """The range in words, as the refusal says it.
+
+        >>> count(100_000).span, whole_number(0).span
+        ('from 1 to 100000', '0 or more')
+        """
+        return f"{self.at_least} or more" if self.most is None else f"from {self.at_least} to {self.most}"
 
 
-AT_LEAST_ONE = whole_number(1)
+def whole_number(at_least: int = 0, below: int | None = None) -> WholeNumber:
+    """An argument type: a whole number from `at_least` (below `below`)."""
+    return WholeNumber(at_least, None if below is None else below - 1)
+
+
+def count(most: int, at_least: int = 1) -> WholeNumber:
+    """An argument type for a count: a whole number from `at_least` (1) to `most`."""
+    return WholeNumber(at_least, most)
+
+
+# The bounds of the counts the commands take: each far past any real use, each short of a memory error.
+MOST_ITEMS = 10_000_000  # items to draw, sample, score or read: ten times the largest benchmark
+MOST_PEOPLE = 10_000  # annotators per item, in a batch or at once in a crowd study
+MOST_RESAMPLES = 100_000  # bootstrap resamples: a hundred times the default
+MOST_IN_A_BATCH = 8192  # images or captions encoded at once
+MOST_SEED = 2**32 - 1  # what numpy's and scikit-learn's generators take
+
+AT_LEAST_ONE = count(MOST_ITEMS)  # a count of items (or of anything the store holds rows of)
+PEOPLE = count(MOST_PEOPLE)
 
 
 # Options several commands share, declared once.
-SEED = arg("--seed", type=int, default=0, metavar="S", help="random seed: the same seed gives the same result")
+SEED = arg(
+    "--seed",
+    type=whole_number(0, below=MOST_SEED + 1),
+    default=0,
+    metavar="S",
+    help="random seed: the same seed gives the same result",
+)
 
 
 SUBSET = arg(
@@ -97,7 +143,7 @@ SUBSET = arg(
 
 BOOTSTRAP_RESAMPLES = arg(
     "--bootstrap",
-    type=AT_LEAST_ONE,
+    type=count(MOST_RESAMPLES),
     default=BOOTSTRAP,
     metavar="N",
     help="resamples for the 95%% intervals (the app uses the same)",
@@ -107,7 +153,9 @@ BOOTSTRAP_RESAMPLES = arg(
 CHECKPOINT = arg("--checkpoint", metavar="FILE", help="local weights file")
 
 
-BATCH_SIZE = arg("--batch-size", type=AT_LEAST_ONE, default=64, metavar="N")
+BATCH_SIZE = arg(
+    "--batch-size", type=count(MOST_IN_A_BATCH), default=64, metavar="N", help="images or captions encoded at once"
+)
 
 
 DEVICE = arg("--device", default="auto", metavar="auto|cpu|cuda")

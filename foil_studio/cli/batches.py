@@ -12,7 +12,7 @@ import sqlite_utils
 from foil_studio.annotate import links
 from foil_studio.annotate.batches import SPEC_DEFAULTS
 from foil_studio.annotate.task_types import TASK_TYPES
-from foil_studio.cli.base import AT_LEAST_ONE, SEED, arg, command
+from foil_studio.cli.base import AT_LEAST_ONE, PEOPLE, SEED, arg, command
 from foil_studio.cli.people import BASE_URL, _base_url
 from foil_studio.data import store
 from foil_studio.data.reading import read_text
@@ -24,7 +24,7 @@ from foil_studio.data.reading import read_text
     arg("--task", required=True, choices=TASK_TYPES),
     arg("--category", action="append", metavar="CAT", help="only items of this category (repeatable)"),
     arg("--n", type=AT_LEAST_ONE, metavar="N", help="sample this many items (default: all)"),
-    arg("--overlap", type=AT_LEAST_ONE, default=SPEC_DEFAULTS["overlap"], metavar="K", help="annotators per item"),
+    arg("--overlap", type=PEOPLE, default=SPEC_DEFAULTS["overlap"], metavar="K", help="annotators per item"),
     arg(
         "--gold-share",
         type=float,
@@ -51,7 +51,7 @@ from foil_studio.data.reading import read_text
     ),
     arg(
         "--max-participants",
-        type=AT_LEAST_ONE,
+        type=PEOPLE,
         metavar="P",
         help="crowd study: participants holding work at once (default: just enough)",
     ),
@@ -151,7 +151,7 @@ def cmd_batch_close(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     arg("--annotators", nargs="+", metavar="NAME", help="default: the pick batch's annotators"),
     arg(
         "--overlap",
-        type=AT_LEAST_ONE,
+        type=PEOPLE,
         metavar="K",
         help="annotators per item (default: two, or one when only one holds the batch)",
     ),

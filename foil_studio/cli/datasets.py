@@ -11,7 +11,17 @@ from typing import Any
 import sqlite_utils
 
 from foil_studio.annotate.export import TRAINING_FORMATS
-from foil_studio.cli.base import AT_LEAST_ONE, SEED, SUBSET, TerminalProgress, UsageError, arg, command, whole_number
+from foil_studio.cli.base import (
+    AT_LEAST_ONE,
+    SEED,
+    SUBSET,
+    TerminalProgress,
+    UsageError,
+    arg,
+    command,
+    count,
+    whole_number,
+)
 from foil_studio.data import formats, paths, store
 
 
@@ -105,7 +115,7 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     arg("--name", required=True, metavar="NAME", help="the dataset's name (coco-order, flickr30k-order...)"),
     SEED,
     arg(
-        "--seeds", type=AT_LEAST_ONE, default=1, metavar="K", help="perturb with K seeds (S, S+1...): one category each"
+        "--seeds", type=count(1000), default=1, metavar="K", help="perturb with K seeds (S, S+1...): one category each"
     ),
     arg("--max", type=AT_LEAST_ONE, metavar="N", help="only the first N captions"),
     arg(

@@ -12,7 +12,7 @@ import sqlite_utils
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.analysis.metrics import TIE_RULES
 from foil_studio.annotate.health.sample import CONSENSUS, STRATEGIES
-from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, SEED, UsageError, arg, command
+from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, PEOPLE, SEED, UsageError, arg, command
 from foil_studio.data import store
 
 HEALTH_DRAW = (
@@ -22,7 +22,7 @@ HEALTH_DRAW = (
     arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
     arg(
         "--overlap",
-        type=AT_LEAST_ONE,
+        type=PEOPLE,
         default=3,
         metavar="K",
         help="annotators per item (default 3: a majority always exists)",

@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlite_utils
 
-from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, CLEAN_FORMATS, SEED, arg, command
+from foil_studio.cli.base import BOOTSTRAP_RESAMPLES, CLEAN_FORMATS, PEOPLE, SEED, arg, command
 from foil_studio.cli.text import agreement_text
 from foil_studio.data import store
 
@@ -72,7 +72,7 @@ def cmd_agreement(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[s
     arg("batch"),
     arg(
         "--annotators",
-        type=AT_LEAST_ONE,
+        type=PEOPLE,
         metavar="N",
         help="answer as the first N annotators of the batch (default: all)",
     ),
