@@ -714,6 +714,60 @@ def jsonl_cases() -> list[Case]:
         ),
         Case("jsonl-binary", "jsonl", file_writer("x.jsonl", os.urandom(300) + b"\xff"), ("not UTF-8",)),
         Case("jsonl-missing", "jsonl", lambda f: f / "absent.jsonl", ("no such file",)),
+        # `results`, as `export --format jsonl` writes them: each run's scores become that run again
+        Case("jsonl-results-list", "jsonl", jsonl({**JSONL, "results": [0.3]}), ("'results' is list",), "row 1"),
+        Case(
+            "jsonl-results-run-number",
+            "jsonl",
+            jsonl({**JSONL, "results": {"clip": 0.3}}),
+            ("run 'clip'", "{correct, scores}"),
+            "row 1",
+        ),
+        *[
+            Case(
+                f"jsonl-results-scores-{name}",
+                "jsonl",
+                jsonl(JSONL, {**JSONL, "id": "2", "results": {"clip": {"correct": True, "scores": scores}}}),
+                ("run 'clip'", "expected 2 finite numbers, as a pair item's scores are"),
+                "row 2",
+            )
+            for name, scores in (
+                ("short", [0.3]),
+                ("nested", [[0.3, 0.2]]),
+                ("text", ["0.3", 0.2]),
+                ("bool", [True, 0.2]),
+                ("nan", [float("nan"), 0.2]),
+                ("infinite", [float("inf"), 0.2]),
+            )
+        ],
+        Case(
+            "jsonl-results-group-scores-flat",
+            "jsonl",
+            jsonl(
+                {
+                    **JSONL,
+                    "kind": "group",
+                    "images": ["a.jpg", "b.jpg"],
+                    "results": {"clip": {"correct": True, "scores": [0.3, 0.2, 0.1, 0.4]}},
+                }
+            ),
+            ("expected 2 x 2 finite numbers, as a group item's scores are",),
+            "row 1",
+        ),
+        Case(
+            "jsonl-results-scores-without-images",
+            "jsonl",
+            jsonl({**JSONL, "images": [], "results": {"clip": {"correct": True, "scores": [0.3, 0.2]}}}),
+            ("an item without images is scored by no run",),
+            "row 1",
+        ),
+        Case(
+            "jsonl-results-run-name-too-long",
+            "jsonl",
+            jsonl({**JSONL, "results": {"r" * 200: {"correct": True, "scores": [0.3, 0.2]}}}),
+            ("'results': a run name may have at most 120 characters",),
+            "row 1",
+        ),
     ]
 
 

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlite_utils
 
 from foil_studio.data import formats, store
@@ -34,12 +35,15 @@ class ImportReport:
     missing_images: int
     warnings: list[dict[str, Any]] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)  # the format's own figures (VALSE: valid foils per piece)
+    runs: dict[str, int] = field(default_factory=dict)  # the runs the file carried with scores -> items scored
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data for JSON output (`notes` only for formats that report figures of their own)."""
+        """Plain data for JSON output (`notes` only for formats that report figures of their own,
+        `runs` only for files that carry runs with their scores, as a JSONL export)."""
         data = asdict(self)
-        if not data["notes"]:
-            del data["notes"]
+        for optional in ("notes", "runs"):
+            if not data[optional]:
+                del data[optional]
         return data
 
 
@@ -144,6 +148,7 @@ def store_parsed(
         stored = store.upsert_items(db, dataset_id, parsed.items)
         missing = _record_images(db, dataset_id, parsed, root, progress)
         run_name = _store_run(db, dataset_id, parsed, stored, run)
+        scored_runs = _store_scored_runs(db, dataset_name, dataset_id, parsed, stored, run)
         report = ImportReport(
             dataset=dataset_name,
             run=run_name,
@@ -152,6 +157,7 @@ def store_parsed(
             by_category=dict(sorted(Counter(i.category for i in parsed.items).items())),
             missing_images=missing,
             warnings=[asdict(w) for w in parsed.warnings + _differences(db, dataset_id, parsed, stored, before)],
+            runs=scored_runs,
         )
         store.log_import(
             db,
@@ -241,6 +247,71 @@ def _store_run(
     )
     store.put_outcomes(db, run_id, [(item_id, outcome) for (item_id, _), outcome in zip(stored, parsed.outcomes)])
     return name
+
+
+def _store_scored_runs(
+    db: sqlite_utils.Database,
+    dataset: str,
+    dataset_id: int,
+    parsed: Parsed,
+    stored: list[tuple[int, bool]],
+    run: str | None,
+) -> dict[str, int]:
+    """Store each run the file carries with its scores (`Parsed.scored_runs`: a JSONL export's) as a
+    run of the dataset again (`run`, where given, names the file's one run). A run of that name
+    already on the dataset keeps what it has: the file's scores of it are left, with a warning,
+    unless they are the ones it holds. Returns run -> items scored."""
+    runs = parsed.scored_runs
+    if run is not None and len(runs) > 1:
+        raise BadInputError(
+            parsed.origins[0][0],
+            None,
+            f"carries the scores of {len(runs)} runs ({', '.join(runs)}); a run name (--run) names one: import it "
+            "without one to keep theirs",
+        )
+    kept: dict[str, int] = {}
+    for carried, by_index in runs.items():
+        name, (file, row) = run or carried, parsed.origins[min(by_index)]
+        try:
+            store.check_name("run", name)
+        except store.InvalidNameError as error:
+            raise BadInputError(file, row, f"'results': {error}") from None
+        scores = {stored[index][0]: value for index, value in by_index.items()}
+        try:
+            there = store.get_run(db, dataset, name)
+        except store.NotFoundError:
+            run_id = store.ensure_run(db, dataset_id, name, run_type="scores", meta={"imported": True})
+            store.put_scores(db, run_id, scores.items())
+            kept[name] = len(scores)
+            continue
+        if there["run_type"] == "scores" and _holds(store.run_columns(db, int(there["id"])), scores):
+            kept[name] = len(scores)  # the same import again (attach_images reads the file anew)
+            continue
+        parsed.warn(
+            file,
+            None,
+            f"the scores of run {name!r} on {len(scores)} item(s) left out: {dataset} has a run of that name already, "
+            "with other scores; delete it first (runs delete), or import into another dataset (--name)",
+        )
+    return kept
+
+
+def _holds(columns: store.RunColumns, scores: dict[int, Any]) -> bool:
+    """Whether a stored run holds exactly `scores` (item id -> scores) on those items."""
+    if columns.scores is None:
+        return False
+    rows = dict(zip(columns.item_ids.tolist(), columns.scores))
+    for item, value in scores.items():
+        given, kept = np.asarray(value, dtype=float), rows.get(item)
+        if kept is None:
+            return False
+        if kept.ndim == 1 and given.ndim == 1:  # a row padded with NaN past its own scores (`store.run_columns`)
+            if len(given) > len(kept) or not np.isnan(kept[len(given) :]).all():
+                return False
+            kept = kept[: len(given)]
+        if not np.array_equal(kept, given):
+            return False
+    return True
 
 
 def _differences(

@@ -77,6 +77,7 @@ with st.expander("Import a benchmark", expanded=table.empty):
             st.success(
                 f"{text.md(report.dataset)}: {report.n_new_items} new of {report.n_items} items"
                 + (f", run {report.run}" if report.run else "")
+                + (f", runs {', '.join(text.md(run) for run in report.runs)}" if report.runs else "")
                 + f"; {report.missing_images} images missing. It is shown below."
             )
             if report.warnings:

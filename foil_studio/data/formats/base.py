@@ -55,7 +55,11 @@ class RunSpec:
 
 @dataclass
 class Parsed:
-    """What a parser read: items in file order, their origins and optional outcomes."""
+    """What a parser read: items in file order, their origins and optional outcomes.
+
+    `scored_runs` holds the runs a file carries with their similarities (JSONL's `results`, as
+    `export --format jsonl` writes them): run name -> {index of the item in `items`: its scores as
+    the store keeps them}; the import stores each as a run again."""
 
     source_format: str
     default_name: str
@@ -65,6 +69,7 @@ class Parsed:
     run: RunSpec | None = None
     warnings: list[ImportWarning] = field(default_factory=list)
     embedded_images: dict[str, bytes] = field(default_factory=dict)
+    scored_runs: dict[str, dict[int, Any]] = field(default_factory=dict)
 
     def add(self, item: Item, file: Path | str, row: int | str, outcome: dict[str, Any] | None = None) -> None:
         """Append one item with where it came from (and its outcome for results files)."""

@@ -4,12 +4,16 @@ results when written) and parquet (written: one row per item, a column pair per 
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from foil_studio.data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
+from foil_studio.data.item_kinds import item_kind
 from foil_studio.data.items import Item
 from foil_studio.data.paths import safe_name
 from foil_studio.data.reading import BadInputError, check_id
@@ -20,12 +24,81 @@ def parse_jsonl(path: Path) -> Parsed:
 
     Keys: ``kind`` (pair, triple, group, retrieval, candidates), ``category``, ``id``,
     ``captions`` (list), ``images`` (list of paths under the image root, may be empty), and
-    optional ``truth`` and ``meta`` objects. List order follows ``data/items.py``.
+    optional ``truth`` and ``meta`` objects. List order follows ``data/items.py``. An optional
+    ``results`` object (run -> {correct, scores}, as `export --format jsonl` writes it) brings each
+    run's scores back as that run; a run's results without scores (a run imported from a
+    benchmark's results file keeps only its decisions) are left, and a warning says how many.
     """
-    parsed = Parsed("jsonl", path.stem)
+    parsed, left = Parsed("jsonl", path.stem), Counter[str]()
     for number, record in json_lines(path):
-        parsed.add(_jsonl_item(record, path, number), path, number)
+        item = _jsonl_item(record, path, number)
+        parsed.add(item, path, number)
+        _read_results(parsed, left, record.get("results"), item, path, number)
+    for run, n in left.items():
+        parsed.warn(
+            path,
+            None,
+            f"results of run {run!r} on {n} item(s) left out: they hold a decision but no scores (a run imported "
+            "from a benchmark's results file); import that file again to have the run",
+        )
     return parsed
+
+
+def _read_results(parsed: Parsed, left: Counter[str], results: Any, item: Item, file: Path, row: int) -> None:
+    """Keep each run's scores of the item just added (`Parsed.scored_runs`), checked against what its
+    kind's scores are; count a run's result without scores as left."""
+    if results is None:
+        return
+    if not isinstance(results, dict):
+        raise BadInputError(
+            file, row, f"'results' is {type(results).__name__}; expected an object of run name -> {{correct, scores}}"
+        )
+    for run, result in results.items():
+        if not run.strip() or not isinstance(result, dict):
+            raise BadInputError(
+                file, row, f"'results' of run {run!r}: expected a run name and an object {{correct, scores}}"
+            )
+        scores = result.get("scores")
+        if scores is None:
+            left[run] += 1
+            continue
+        shape = _score_shape(item)
+        if shape is None or not _numbers_of_shape(scores, shape):
+            expected = (
+                "none: an item without images is scored by no run"
+                if shape is None
+                else f"{' x '.join(map(str, shape))} finite numbers, as a {item.kind} item's scores are"
+            )
+            raise BadInputError(file, row, f"'results' of run {run!r}: scores {_shown(scores)}; expected {expected}")
+        parsed.scored_runs.setdefault(run, {})[len(parsed.items) - 1] = scores
+
+
+def _score_shape(item: Item) -> tuple[int, ...] | None:
+    """The shape of the scores a run stores for `item` (its kind's `scores_from`, then its text scores);
+    None for an item without images."""
+    if not item.images:
+        return None
+    kind = item_kind(item.kind)
+    scores = kind.scores_from(np.zeros((len(item.images), len(item.captions))))
+    if kind.text_scores_from is not None:
+        scores = [*scores, *kind.text_scores_from(np.zeros((len(item.captions), len(item.captions))))]
+    return tuple(np.shape(scores))
+
+
+def _numbers_of_shape(scores: Any, shape: tuple[int, ...]) -> bool:
+    """Whether `scores` is nested lists of finite numbers (not booleans) of exactly `shape`."""
+    if not shape:
+        return isinstance(scores, (int, float)) and not isinstance(scores, bool) and math.isfinite(scores)
+    return (
+        isinstance(scores, list)
+        and len(scores) == shape[0]
+        and all(_numbers_of_shape(value, shape[1:]) for value in scores)
+    )
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _jsonl_item(record: Any, file: Path, number: int) -> Item:
@@ -48,7 +121,7 @@ def _jsonl_item(record: Any, file: Path, number: int) -> Item:
 
 def write_jsonl(items: list[StoredItem], out: Path, context: ExportContext) -> list[str]:
     """`{dataset}.jsonl`: the generic import format plus a `results` object per item (run ->
-    {correct, scores}); `./foil import jsonl` reads it back."""
+    {correct, scores}); `./foil import jsonl` reads it back, the runs with scores as runs."""
     path, results = out / f"{safe_name(context.dataset)}.jsonl", context.results
     with path.open("w", encoding="utf-8") as handle:
         for item in items:
