@@ -558,3 +558,41 @@ def test_dawid_skene_says_how_many_outcomes_it_decides_otherwise_than_the_majori
     assert report["differs_from_majority"] == differs > 0
     assert f"It decides {differs} of the decided items otherwise than the majority answer would." in report["methods"]
     assert health.health_report(demo_db, DATASET, n_boot=50)["differs_from_majority"] is None
+
+
+def test_the_page_never_fits_the_blind_audit_on_its_own_and_says_how_to(app, demo_db, monkeypatch):
+    """Issue 57: the page's first call fitted the blind audit of every item (47 s at 100,000 items)."""
+    from foil_studio.analysis import audit
+
+    draw(demo_db, 12)
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    fitted = []
+    original = audit.audit
+    monkeypatch.setattr(audit, "audit", lambda *a, **k: fitted.append(1) or original(*a, **k))
+    at = app(ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    assert not at.exception and not fitted and health.stored_blind_audit(demo_db, DATASET) is None
+    assert any(f"./foil health report {DATASET}" in i.value and "not computed" in i.value for i in at.info)
+    assert report_figures_shown(at)  # everything else is on the page at once
+    next(b for b in at.button if b.label == "Fit the blind audit now").click().run()
+    assert not at.exception and fitted == [1] and health.stored_blind_audit(demo_db, DATASET) is not None
+    blind = health.hackability(demo_db, DATASET, fit=False)
+    table = next(d.value for d in at.dataframe if "stats" in d.value.columns)
+    assert table["stats"].iloc[-1] == health.blind_table({"hackability": blind})[-1]["stats"]
+    at.run()
+    assert fitted == [1]  # stored: read, never fitted again
+
+
+def report_figures_shown(at) -> bool:
+    """The estimates' table is on the page (its last row the overall one)."""
+    return any(d.value["category"].tolist()[-1:] == ["all"] for d in at.dataframe if "category" in d.value.columns)
+
+
+def test_the_cli_report_fits_the_blind_audit_once_and_says_so(demo_db, tmp_path):
+    draw(demo_db, 12)
+    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
+    first = run_cli("health", "report", DATASET, "--bootstrap", "50", db=store.location(demo_db))
+    assert "fitting the blind text-only audit" in first.stderr and "Blind text-only scorers" in first.stdout
+    again = run_cli("health", "report", DATASET, "--bootstrap", "50", db=store.location(demo_db))
+    assert "fitting the blind" not in again.stderr and again.stdout == first.stdout

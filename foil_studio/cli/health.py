@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -165,10 +166,17 @@ def cmd_health_report(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     """Benchmark health card: the sample's design, the validations' agreement, the invalid and
     ambiguous shares per category and overall with 95% intervals (beside the dataset's own verdicts
     where it has them), each run on all items and on valid items, and a methods paragraph."""
-    from foil_studio.annotate.health import health_report, report_markdown
+    from foil_studio.annotate.health import health_report, report_markdown, stored_blind_audit
 
     for run in args.runs or ():  # refused before the card is made, answered items or not
         store.get_run(db, args.dataset, run)
+    if stored_blind_audit(db, args.dataset) is None:
+        print(
+            f"fitting the blind text-only audit of {args.dataset} on every item (once: it is stored for every "
+            "report after)...",
+            file=sys.stderr,
+            flush=True,
+        )
     report = health_report(
         db,
         args.dataset,

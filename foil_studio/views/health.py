@@ -37,7 +37,8 @@ def health_report(
 ) -> dict:
     """The report, computed again only when the dataset's items, batches, labels, decisions, runs or
     predictions change (the fingerprint): a rerun of the page, a widget moved, recomputes nothing."""
-    return health.health_report(_db, dataset, predictions=predictions, consensus=consensus)
+    # the blind audit fits on every item: never on a page's first render (issue 57), only when asked
+    return health.health_report(_db, dataset, predictions=predictions, consensus=consensus, fit_audit=False)
 
 
 def draw_form(first: bool) -> None:
@@ -254,8 +255,20 @@ elif not prediction_sets:
         "import it with `./foil health predictions DATASET FILE --name NAME`."
     )
 blind = report["hackability"]
-with st.expander(f"Hackability: blind text-only accuracy, % ({', '.join(blind['scorers'])}; a tie counted half)"):
-    st.dataframe(pd.DataFrame(health.blind_table(report)), hide_index=True)
+if blind is None:
+    st.info(
+        f"Hackability (blind text-only accuracy, {', '.join(health.BLIND_SCORERS)}) is not computed for {dataset} "
+        f"yet: it fits its scorers on every item, so the page leaves it to `./foil health report {dataset}` (which "
+        "stores it for every report after) or to this button."
+    )
+    if st.button("Fit the blind audit now", key="health_fit_audit"):
+        with st.spinner(f"Fitting the blind text-only scorers on every item of {dataset}..."):
+            health.fit_blind_audit(db, dataset)
+        health_report.clear()
+        st.rerun()
+else:
+    with st.expander(f"Hackability: blind text-only accuracy, % ({', '.join(blind['scorers'])}; a tie counted half)"):
+        st.dataframe(pd.DataFrame(health.blind_table(report)), hide_index=True)
 
 board = report["leaderboard"] or {}
 if board.get("runs"):

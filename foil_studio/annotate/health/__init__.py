@@ -32,9 +32,11 @@ from foil_studio.annotate.health.powered import (
 from foil_studio.annotate.health.report import (
     BLIND_SCORERS,
     NO_VALID_ITEM,
+    fit_blind_audit,
     hackability,
     health_report,
     own_shares,
+    stored_blind_audit,
 )
 from foil_studio.annotate.health.sample import (
     CONSENSUS,
@@ -84,7 +86,9 @@ __all__ = [
     "create_sample_batch",
     "design_table",
     "drawn_items",
+    "fit_blind_audit",
     "hackability",
+    "stored_blind_audit",
     "import_predictions",
     "health_batches",
     "health_report",

@@ -15,7 +15,7 @@ import sqlite_utils
 from foil_studio.analysis import active_sampling as active
 from foil_studio.analysis import health as h
 from foil_studio.analysis.active_sampling import RoundEstimate
-from foil_studio.analysis.audit import stored_or_fitted
+from foil_studio.analysis.audit import stored_audit, stored_or_fitted
 from foil_studio.analysis.prediction_strata import edge_weights
 from foil_studio.analysis.results import BOOTSTRAP, UnsupportedRunError, source_format
 from foil_studio.annotate.agreement import COEFFICIENTS
@@ -101,6 +101,7 @@ def health_report(
     seed: int = 0,
     predictions: str | None = None,
     consensus: str = "majority",
+    fit_audit: bool = True,
 ) -> dict[str, Any]:
     """The benchmark card's figures (`./foil health report`, the Benchmark health page): the sample's
     design, the validations' agreement, the invalid, ambiguous and invalid-or-ambiguous shares per
@@ -108,7 +109,9 @@ def health_report(
     their figure, `own`, where it carries them), and each run's
     accuracy on all items (published) and on valid items, with paired differences. With `predictions`
     (a prediction set's name), the invalid shares also prediction-powered (`prediction_powered`).
-    `consensus` says how validations become an item's outcome (`CONSENSUS`; the report records it)."""
+    `consensus` says how validations become an item's outcome (`CONSENSUS`; the report records it).
+    The blind text-only audit fits on every item of the dataset: with `fit_audit` False (the page) only
+    a stored one is shown, and `hackability` is None until a command (or the page's button) fits it."""
     # read (or refused) before the sample: a name that is not there fails at once
     found = store.get_predictions(db, dataset, predictions) if predictions is not None else {}
     sample = read_sample(db, dataset, consensus)
@@ -137,7 +140,7 @@ def health_report(
         # why decided items of a draw by prediction wait outside the estimates (None when none do)
         "waiting": view.waiting,
         "overall": _overall(decided, sizes, counts, own, by_rounds, strata_of),
-        "hackability": hackability(db, dataset),
+        "hackability": hackability(db, dataset, fit=fit_audit),
         "human_baseline": _human_baseline(db, dataset),
         "leaderboard": None,
         "prediction_powered": None,
@@ -184,10 +187,12 @@ def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] |
 BLIND_SCORERS = ("stats", "ngram")  # the blind scorers of the card: fitted in seconds, no model to download
 
 
-def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
+def hackability(db: sqlite_utils.Database, dataset: str, *, fit: bool = True) -> dict[str, Any] | None:
     """Blind text-only accuracy (percent, a tie counted half) overall and per category, from the
-    stored audit with the card's scorers, else fitted now (and stored)."""
-    result = stored_or_fitted(db, dataset, scorers=BLIND_SCORERS)
+    stored audit with the card's scorers, else fitted now and stored (None where not `fit`)."""
+    result = stored_or_fitted(db, dataset, scorers=BLIND_SCORERS) if fit else stored_blind_audit(db, dataset)
+    if result is None:
+        return None
     return {
         "scorers": list(BLIND_SCORERS),
         "ties": "half",
@@ -196,6 +201,18 @@ def hackability(db: sqlite_utils.Database, dataset: str) -> dict[str, Any]:
             c: {s: round(v["blind"][s], 2) for s in BLIND_SCORERS} for c, v in sorted(result["by_category"].items())
         },
     }
+
+
+def stored_blind_audit(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
+    """The stored audit with the card's blind scorers, or None where none is stored for the items as
+    they are (`audit.stored_audit`)."""
+    return stored_audit(db, dataset, scorers=BLIND_SCORERS)
+
+
+def fit_blind_audit(db: sqlite_utils.Database, dataset: str) -> None:
+    """Fit the card's blind audit on every item and store it (what the page's button and a command do
+    once; every report after reads it)."""
+    stored_or_fitted(db, dataset, scorers=BLIND_SCORERS)
 
 
 ACTIVE_LEADERBOARD = (
