@@ -1,5 +1,5 @@
 """Argument parsing and the entry point: every command group registered in help order, usage
-lines, the README's command table, `main` and `run`."""
+lines, the command table of docs/commands.md, `main` and `run`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from foil_studio.data.formats import BadInputError
 from foil_studio.data.images import UnsafeImagePathError
 from foil_studio.data.word_order import TaggerUnavailableError
 
-# The command groups, in the order help and the README's table list them: importing one registers its commands.
+# The command groups, in the order help and docs/commands.md's table list them: importing one registers its commands.
 COMMAND_GROUPS = ("datasets", "runs", "people", "batches", "health", "labels", "audits")
 for _group in COMMAND_GROUPS:
     importlib.import_module(f"foil_studio.cli.{_group}")
@@ -104,7 +104,7 @@ def _usage_word(flags: tuple[str, ...], options: dict[str, Any]) -> str:
 
 
 def command_table() -> str:
-    """README's command table: each command's usage and its handler's first paragraph (`--help`)."""
+    """The command table of docs/commands.md: each command's usage and its handler's first paragraph (`--help`)."""
     rows = ["| command | what it does |", "| --- | --- |"]
     for registered in COMMANDS:
         about = " ".join((registered.handler.__doc__ or "").strip().split("\n\n")[0].split())

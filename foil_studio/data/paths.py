@@ -50,8 +50,8 @@ def db_path() -> Path | str:
 
 def cli_db_path() -> Path | str:
     """The command line's store: `$FOIL_DB`, else `foil.db` in the working directory when it
-    exists, else (in a checkout) the demo store `make run` built when it exists (so the README's
-    lines work as written after `make run`), else `foil.db`."""
+    exists, else (in a checkout) the demo store `make run` built when it exists (so the lines of
+    docs/commands.md work as written after `make run`), else `foil.db`."""
     if "FOIL_DB" in os.environ or Path("foil.db").exists() or DEMO_STORE is None or not DEMO_STORE.exists():
         return db_path()
     return DEMO_STORE

@@ -47,7 +47,7 @@ with st.expander("Import a benchmark", expanded=table.empty):
         index=None,
         key="import_format",
         placeholder="choose the benchmark's layout",
-        help="the layouts of README's import table",
+        help="the layouts of the import table in docs/formats.md",
     )
     if source_format:
         chosen = formats.REGISTRY[source_format]

@@ -21,7 +21,7 @@ ROLES = ("admin", "annotator", "anonymous")  # `annotate.roles.Role.role_name`
 class DatasetBox:
     """A page's dataset select box: its widget key, and which datasets it lists: those holding
     an item of `item_kinds` (every dataset when empty), only those with a run when `with_runs`
-    (`annotate.browse.box_datasets` reads the store by this rule; the page tests open each)."""
+    (`annotate.browse.datasets_holding` reads the store by this rule; the page tests open each)."""
 
     key: str
     item_kinds: tuple[str, ...] = ()

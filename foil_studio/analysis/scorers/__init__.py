@@ -62,7 +62,7 @@ def family_choices() -> list[FamilyChoice]:
 
 
 def family_table() -> str:
-    """README's table of the families: the name `--model` takes, the rule, where it was read."""
+    """The family table of docs/scoring.md: the name `--model` takes, the rule, where it was read."""
     rows = ["| family | `--model` example | scores an (image, caption) pair by | read from | differs from it |"]
     rows.append("| --- | --- | --- | --- | --- |")
     for family in REGISTRY.values():

@@ -1,7 +1,7 @@
 """The annotation task types: one module each, listed once in ``REGISTRY``.
 
 Batches, agreement, cleaned exports, human baselines, the CLI's ``--task`` choices, the
-Batches page's select box and the README's task table (``task_table``) all read this registry; a
+Batches page's select box and the task table of docs/annotation.md (``task_table``) all read this registry; a
 new task type is a new module defining a ``TASK_TYPE`` record (``base.TaskType``) and one line below.
 """
 
@@ -117,7 +117,7 @@ def is_correct(name: str, item: Item, part: int, answer: Answer) -> bool | None:
 
 
 def task_table() -> str:
-    """The README's table of task types, one row per registered type, its answers as `build` lays
+    """The task table of docs/annotation.md, one row per registered type, its answers as `build` lays
     them out on its example item.
 
     >>> task_table().splitlines()[0]

@@ -106,8 +106,8 @@ class TaskType:
       give none), and whether they answer the model's own question;
     * ``next_step``: the task type a batch's answers are built into next (pick_image's chosen
       images become groups for ambiguity, BiVLC's step 2);
-    * ``summary``: what it asks, in a few words (the README's task table);
-    * ``example_kind``: the item kind its tests and the README lay out (default: the first of
+    * ``summary``: what it asks, in a few words (the task table of docs/annotation.md);
+    * ``example_kind``: the item kind its tests and that task table lay out (default: the first of
       ``item_kinds``; the demo holds one dataset of each item kind, ``data.demo.DEMO_DATASETS``);
     * ``shuffles``: whether ``build`` shuffles the stimuli (False where captions are shown under
       their roles, so there is no position to randomise). The answer buttons never move:

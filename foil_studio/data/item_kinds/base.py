@@ -59,7 +59,7 @@ class ItemKind:
     where set, reads text-only scores off the captions' cosine matrix; they follow the image
     scores (SugarCrepe++'s TOT). ``example`` is a small item of the kind as the store returns it
     (``store.list_items`` row: id, kind, captions, images, truth): the item task-type tests and
-    the README's task table lay out. ``truth_keys`` are the keys of ``truth`` its items carry, each
+    the task table of docs/annotation.md lay out. ``truth_keys`` are the keys of ``truth`` its items carry, each
     with what it means in words (``data.item_kinds.truth``). ``caption_pair``: its captions 0 and 1
     are a positive and its negative (what validations and blind audits read); ``audited``: a blind
     audit reads it (a caption pair, or each negative against the positive, as retrieval items).
