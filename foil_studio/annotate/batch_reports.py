@@ -112,31 +112,16 @@ def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[di
 
 
 def export_labels(db: sqlite_utils.Database, batch_name: str, fmt: str) -> str:
-    """All labels of a batch as JSONL or CSV text (answers and orders as JSON strings in CSV)."""
+    """All labels of a batch as JSONL or CSV text (answers and orders as JSON strings in CSV): the
+    rows `store.batch_labels` returns, with every column of the labels table but the batch's id
+    (`store.LABEL_ROW_COLUMNS`: the annotator by name, the item with its source id and category)."""
     rows = store.batch_labels(db, store.get_batch(db, batch_name)["id"])
     if fmt == "jsonl":
         return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     if fmt != "csv":
         raise BatchError(f"unknown label format {fmt!r}; expected jsonl or csv")
     buffer = io.StringIO()
-    columns = [
-        "annotator",
-        "item",
-        "source_id",
-        "category",
-        "part",
-        "task",
-        "answer",
-        "displayed_order",
-        "flags",
-        "comment",
-        "started_at",
-        "submitted_at",
-        "seconds",
-        "simulated",
-        "is_gold",
-    ]
-    writer = csv.DictWriter(buffer, columns, extrasaction="ignore")
+    writer = csv.DictWriter(buffer, store.LABEL_ROW_COLUMNS)
     writer.writeheader()
     for row in rows:
         writer.writerow({**row, **{k: json.dumps(row[k]) for k in ("answer", "displayed_order", "flags")}})

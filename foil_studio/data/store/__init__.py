@@ -34,7 +34,9 @@ Schema (version 17)
                   ``part`` tells apart the independent questions one item yields.
 ``labels``        one answer per (batch, item, part, annotator), unique, so a resubmission
                   cannot add a second: ``task``, JSON ``answer``, ``displayed_order`` and
-                  ``flags``, ``comment``, ``started_at``, ``submitted_at``, ``seconds``.
+                  ``flags``, ``comment``, ``started_at``, ``submitted_at``, ``seconds``,
+                  ``simulated`` (since 15: written by ``annotate.simulation``, no person's);
+                  ``LABEL_COLUMNS`` lists them, for migrate-store's checksum and the label export.
 ``label_revisions`` (since version 4) the admin's revisions of a label, with the old answer.
 ``decisions``     (since version 5) the admin's adjudication of a disagreement: one answer per
                   (batch, item, part), which wins over any vote.
@@ -147,6 +149,9 @@ from foil_studio.data.store.datasets import (
     upsert_items,
 )
 from foil_studio.data.store.labels import (
+    LABEL_COLUMNS,
+    LABEL_KEY_NAMES,
+    LABEL_ROW_COLUMNS,
     LabelWrite,
     batch_decisions,
     batch_labels,

@@ -10,6 +10,7 @@ import sqlite_utils
 
 from foil_studio.data.store.base import StoreError, transaction
 from foil_studio.data.store.dialect import is_postgres
+from foil_studio.data.store.labels import LABEL_COLUMNS
 from foil_studio.data.store.schema import schema_version
 
 # Every table but schema_migrations, parents before the rows that reference them.
@@ -36,22 +37,6 @@ COPY_ORDER = (
     "predictions",
 )
 _CHUNK = 2000
-_LABEL_COLUMNS = (
-    "id",
-    "batch_id",
-    "item_id",
-    "part",
-    "annotator_id",
-    "task",
-    "answer",
-    "displayed_order",
-    "flags",
-    "comment",
-    "started_at",
-    "submitted_at",
-    "seconds",
-    "simulated",
-)
 
 
 def row_counts(db: sqlite_utils.Database) -> dict[str, int]:
@@ -60,10 +45,10 @@ def row_counts(db: sqlite_utils.Database) -> dict[str, int]:
 
 
 def labels_checksum(db: sqlite_utils.Database) -> str:
-    """SHA-256 of every label (ids, answer, order, flags, comment, times), in id order: equal
+    """SHA-256 of every label (every column of the table, `LABEL_COLUMNS`), in id order: equal
     on two stores exactly when they hold the same labels."""
     digest = hashlib.sha256()
-    cursor = db.execute(f"SELECT {', '.join(_LABEL_COLUMNS)} FROM labels ORDER BY id")
+    cursor = db.execute(f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels ORDER BY id")
     while rows := cursor.fetchmany(_CHUNK):
         for row in rows:
             digest.update(json.dumps(list(row)).encode())

@@ -21,6 +21,55 @@ from foil_studio.data.store.base import (
 from foil_studio.data.store.batches import _OPEN
 from foil_studio.data.store.rows import ItemLabel, LabelRow
 
+# Every column of the labels table, in its order (migrations 0004 and 0015): the one list of them.
+# migrate-store's checksum reads these (`copying.labels_checksum`); `batch_labels` reads them too
+# and a batch's label export writes its rows as they are. A migration that adds a column to labels
+# adds it here (tests/test_label_columns.py compares this with the table).
+LABEL_COLUMNS = (
+    "id",
+    "batch_id",
+    "item_id",
+    "part",
+    "annotator_id",
+    "task",
+    "answer",
+    "displayed_order",
+    "flags",
+    "comment",
+    "started_at",
+    "submitted_at",
+    "seconds",
+    "simulated",
+)
+# How `batch_labels` names the columns that point at other rows: the annotator by name, the item as
+# `item`; the batch is the one asked for (None: not repeated on every row). The others keep theirs.
+LABEL_KEY_NAMES: dict[str, str | None] = {"batch_id": None, "item_id": "item", "annotator_id": "annotator"}
+# The keys of `batch_labels`' rows (`LabelRow`), which a batch's label export writes as its columns:
+# the label, who gave it and on which item (with the item's source id and category), what the label
+# holds, and whether the item was gold.
+LABEL_ROW_COLUMNS = (
+    "id",
+    "annotator",
+    "item",
+    "source_id",
+    "category",
+    *(column for column in LABEL_COLUMNS if column != "id" and column not in LABEL_KEY_NAMES),
+    "is_gold",
+)
+_LABEL_ROW_SQL = {
+    "annotator": "annotators.name AS annotator",
+    "item": "l.item_id AS item",
+    "source_id": "items.source_id",
+    "category": "items.category",
+    "is_gold": "a.is_gold",
+}
+_BATCH_LABELS = (
+    f"SELECT {', '.join(_LABEL_ROW_SQL.get(column, f'l.{column}') for column in LABEL_ROW_COLUMNS)}"
+    " FROM labels l JOIN annotators ON annotators.id = l.annotator_id JOIN items ON items.id = l.item_id"
+    " JOIN assignments a ON a.batch_id = l.batch_id AND a.item_id = l.item_id AND a.part = l.part"
+    " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id"
+)
+
 
 @dataclass(frozen=True)
 class LabelWrite:
@@ -145,15 +194,7 @@ def revise_label(
 
 def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[LabelRow]:
     """Every label of a batch with annotator name, decoded answer and displayed order."""
-    rows = db.query(
-        "SELECT l.id, annotators.name AS annotator, l.item_id AS item, items.source_id, items.category, l.part,"
-        " l.task, l.answer, l.displayed_order, l.flags, l.comment, l.started_at, l.submitted_at, l.seconds,"
-        " l.simulated, a.is_gold FROM labels l JOIN annotators ON annotators.id = l.annotator_id"
-        " JOIN items ON items.id = l.item_id"
-        " JOIN assignments a ON a.batch_id = l.batch_id AND a.item_id = l.item_id AND a.part = l.part"
-        " AND a.annotator_id = l.annotator_id WHERE l.batch_id = ? ORDER BY l.id",
-        [batch_id],
-    )
+    rows = db.query(_BATCH_LABELS, [batch_id])
     return [
         cast(LabelRow, {**_decode(row, "answer", "displayed_order", "flags"), "simulated": bool(row["simulated"])})
         for row in rows
