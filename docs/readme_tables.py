@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO))
 from foil_studio import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
 from foil_studio.analysis.scorers import family_table  # noqa: E402
 from foil_studio.annotate.task_types import task_table  # noqa: E402
+from foil_studio.data import plugins  # noqa: E402
 from foil_studio.data.demo import DEMO_DATASETS  # noqa: E402
 from foil_studio.data.formats import import_table  # noqa: E402
 from foil_studio.data.item_kinds import REGISTRY as ITEM_KINDS  # noqa: E402
@@ -56,7 +57,8 @@ def item_kind_table() -> str:
     for name, kind in ITEM_KINDS.items():
         demo = f"`{DEMO_DATASETS[name]}`" if name in DEMO_DATASETS else "-"
         family = f"`{kind.metric_family}`" if kind.metric_family else "- (no model metric)"
-        rows.append(f"| `{name}` | `{kind.images}` | `{kind.captions}` | {family} | {demo} |")
+        marked = plugins.marked(plugins.ITEM_KINDS, name)
+        rows.append(f"| {marked} | `{kind.images}` | `{kind.captions}` | {family} | {demo} |")
     return "\n".join(rows)
 
 

@@ -18,8 +18,9 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from foil_studio.analysis.model_spec import ModelSpec, demo_model_spec, split_family
+from foil_studio.analysis.model_spec import ModelSpec, demo_model_spec
 from foil_studio.analysis.results import BOOTSTRAP
+from foil_studio.analysis.scorers import split_family
 from foil_studio.data import paths, store
 
 ITEM_COLUMNS = ["id", "kind", "category", "source_id", "captions", "images", "truth", "meta"]

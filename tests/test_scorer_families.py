@@ -38,7 +38,7 @@ from transformers import (
 from foil_studio.analysis import model_spec
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.results import run_metrics
-from foil_studio.analysis.scorers import REGISTRY, scorer_family
+from foil_studio.analysis.scorers import REGISTRY, scorer_family, split_family
 from foil_studio.analysis.scorers.pairwise import load_family, score_with_family
 from foil_studio.analysis.scoring import load_image
 from foil_studio.data import store
@@ -245,8 +245,17 @@ def _images(n: int) -> list[Image.Image]:
 
 
 def test_every_cross_encoder_family_is_named_where_the_cli_reads_names():
-    assert set(model_spec.FAMILY_NAMES) == {name for name, family in REGISTRY.items() if family.load is not None}
-    assert all(family.rule and family.source and family.example for family in REGISTRY.values())
+    """One list: `--model`'s help and `split_family` read the registry's records, and each record's
+    `load` names a function that imports."""
+    from foil_studio.cli import COMMANDS
+
+    scoring = next(c for c in COMMANDS if c.name == "score")
+    said = next(options["help"] for flags, options in scoring.arguments if flags == ("--model",))
+    for family in REGISTRY.values():
+        assert (f"{family.name} ({family.summary})" in said) == family.scores_pairs, family.name
+        assert split_family(f"{family.name}:folder") == ((family.name, "folder") if family.scores_pairs else None)
+        assert family.rule and family.source and family.example
+        assert not family.scores_pairs or callable(family.loader())
 
 
 def test_batched_scores_equal_the_reference_loop_pair_by_pair(saved):

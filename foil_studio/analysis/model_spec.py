@@ -86,18 +86,3 @@ def demo_model_spec() -> ModelSpec:
     """The small CLIP trained on the synthetic world that ships with the repository (in fp32 on
     every machine: the demo's tables are the same everywhere)."""
     return ModelSpec(DEMO_ARCH, checkpoint=str(DEMO_CHECKPOINT))
-
-
-# --- model families other than open_clip (`analysis.scorers.REGISTRY`; a test keeps them equal) ---
-
-FAMILY_NAMES = ("blip-itm", "flava-itm", "blip2-itm", "vqascore")
-
-
-def split_family(model: str) -> tuple[str, str] | None:
-    """(family, name or folder) when `model` is `FAMILY:NAME` for a family other than open_clip, else None.
-
-    >>> split_family("blip-itm:/models/blip"), split_family("hf-hub:timm/ViT-B-16"), split_family("ViT-B-32")
-    (('blip-itm', '/models/blip'), None, None)
-    """
-    family, sep, ref = model.partition(":")
-    return (family, ref) if sep and family in FAMILY_NAMES and ref else None

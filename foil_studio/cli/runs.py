@@ -9,7 +9,8 @@ from typing import Any
 import sqlite_utils
 
 from foil_studio.analysis.metrics import TIE_RULES
-from foil_studio.analysis.model_spec import FAMILY_NAMES, PRECISIONS, split_family
+from foil_studio.analysis.model_spec import PRECISIONS
+from foil_studio.analysis.scorers import pair_families, split_family
 from foil_studio.cli.base import (
     AT_LEAST_ONE,
     BATCH_SIZE,
@@ -61,7 +62,7 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
         required=True,
         metavar="ARCH",
         help="open_clip architecture, e.g. ViT-B-32, or hf-hub:ORG/NAME; or FAMILY:FOLDER_OR_NAME for another family: "
-        + ", ".join(FAMILY_NAMES),
+        + "; ".join(f"{family.name} ({family.summary})" for family in pair_families()),
     ),
     arg("--pretrained", metavar="TAG", help="pretrained tag (e.g. openai), or 'none' for random weights (timing only)"),
     CHECKPOINT,
@@ -82,11 +83,9 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     is bf16 where the CPU or GPU computes it natively, else fp32.
 
     Other model families: --model FAMILY:FOLDER_OR_NAME, a folder made by save_pretrained (model and
-    processor) or a hub name already in the Hugging Face cache. blip-itm: BLIP retrieval models scored
-    as ARO scores them (ITM match logit with [ENC] first, plus the ITC cosine; ARO's
-    model_zoo/blip_models.py); flava-itm: FlavaForPreTraining scored as ARO scores it (softmax
-    probability of a match, nothing masked; ARO's model_zoo/flava.py). Each pair is scored once and
-    cached; the run records its family, rule and weights."""
+    processor) or a hub name already in the Hugging Face cache; --model's help names each family
+    (its rule and source: docs/scoring.md). Each pair is scored once and cached; the run records its
+    family, rule and weights."""
     return _score_in(db, args, args.precision, run=args.run, limit=args.limit)
 
 

@@ -69,7 +69,7 @@ def precision_choice() -> str:
 
 def family_inputs() -> tuple[str, str, str]:
     """The family chosen, the hub name or folder given for it, and the precision."""
-    from foil_studio.analysis.scorers import family_choices  # imports torch and transformers: only when asked
+    from foil_studio.analysis.scorers import family_choices  # the records only: no torch
 
     choices = {choice.name: choice for choice in family_choices()}
     left, right = st.columns([1, 2])

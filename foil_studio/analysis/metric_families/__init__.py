@@ -1,25 +1,28 @@
 """The metric families, one module each, listed once in ``METRIC_FAMILIES``: how a run of an
 item kind (or of a run type, GPT-4V's choices) becomes benchmark metrics. A new family is a module
-defining its outcomes and one line below; its item kind names it (``ItemKind.metric_family``).
+defining its outcomes and one line below, or an installed package's entry point in group
+``foil_studio.metric_families`` (docs/plugins.md); its item kind names it (``ItemKind.metric_family``).
 """
 
 from __future__ import annotations
 
 from foil_studio.analysis.metric_families import bivlc, choices, hard_positive, pairwise, paraphrase, retrieval
 from foil_studio.analysis.metric_families.base import MetricFamily, Run, UnsupportedRunError, item_kind
-from foil_studio.data import item_kinds
+from foil_studio.data import item_kinds, plugins
 
-METRIC_FAMILIES: dict[str, MetricFamily] = {
-    family.name: family
-    for family in (
+# The built-in families, then each installed plugin's (`data.plugins`, entry-point group foil_studio.metric_families).
+METRIC_FAMILIES: dict[str, MetricFamily] = plugins.registry(
+    plugins.METRIC_FAMILIES,
+    MetricFamily,
+    (
         pairwise.FAMILY,
         hard_positive.FAMILY,
         paraphrase.FAMILY,
         bivlc.FAMILY,
         retrieval.FAMILY,
         choices.FAMILY,
-    )
-}
+    ),
+)
 
 
 def metric_family(name: str) -> MetricFamily:

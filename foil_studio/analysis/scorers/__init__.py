@@ -1,32 +1,51 @@
-"""Model families, one record each (``base.ScorerFamily``): how a family loads, the rule it scores
-an (image, caption) pair by, and where that rule was read.
+"""Model families, one record each (``record.ScorerFamily``): what a family is, the rule it scores
+an (image, caption) pair by and where that rule was read, and the function that loads its models.
 
-A new family is one module defining ``FAMILY`` and one line here; ``--model FAMILY:NAME`` then
-reaches it (its name also goes in ``model_spec.FAMILY_NAMES``, which the CLI's help reads without
-importing torch; a test keeps the two equal).
+``REGISTRY`` holds foil's own families (``built_in``) and each installed plugin's (entry-point
+group ``foil_studio.scorers``, docs/plugins.md). Nothing here imports torch: ``--help``, the forms
+and ``split_family`` read the records; a model's loader is imported when it loads
+(``ScorerFamily.loader``, ``scorers.pairwise.load_family``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from foil_studio.analysis.scorers import blip2_itm, blip_itm, flava_itm, open_clip_family, vqascore
-from foil_studio.analysis.scorers.base import ScorerFamily
+from foil_studio.analysis.scorers import built_in
+from foil_studio.analysis.scorers.record import ScorerFamily
+from foil_studio.data import plugins
 
-REGISTRY: dict[str, ScorerFamily] = {
-    family.name: family
-    for family in (
-        open_clip_family.FAMILY,
-        blip_itm.FAMILY,
-        flava_itm.FAMILY,
-        blip2_itm.FAMILY,
-        vqascore.FAMILY,
-    )
-}
+REGISTRY: dict[str, ScorerFamily] = plugins.registry(
+    plugins.SCORERS,
+    ScorerFamily,
+    (
+        built_in.OPEN_CLIP,
+        built_in.BLIP_ITM,
+        built_in.FLAVA_ITM,
+        built_in.BLIP2_ITM,
+        built_in.VQASCORE,
+    ),
+)
 
 
 class UnknownFamilyError(ValueError):
     """A ``FAMILY:`` prefix no record has."""
+
+
+def pair_families() -> list[ScorerFamily]:
+    """The families that score pairs (every one but open_clip), in registry order: the names
+    `--model FAMILY:NAME` takes."""
+    return [family for family in REGISTRY.values() if family.scores_pairs]
+
+
+def split_family(model: str) -> tuple[str, str] | None:
+    """(family, name or folder) when `model` is `FAMILY:NAME` for a family other than open_clip, else None.
+
+    >>> split_family("blip-itm:/models/blip"), split_family("hf-hub:timm/ViT-B-16"), split_family("ViT-B-32")
+    (('blip-itm', '/models/blip'), None, None)
+    """
+    family, sep, ref = model.partition(":")
+    return (family, ref) if sep and ref and family in REGISTRY and REGISTRY[family].scores_pairs else None
 
 
 def scorer_family(name: str) -> ScorerFamily:
@@ -55,9 +74,7 @@ def family_choices() -> list[FamilyChoice]:
     [('blip-itm', 'Salesforce/blip-itm-base-coco')]
     """
     return [
-        FamilyChoice(f.name, f.summary, f.rule, f.source, f.example.removeprefix(f"{f.name}:"))
-        for f in REGISTRY.values()
-        if f.load is not None
+        FamilyChoice(f.name, f.summary, f.rule, f.source, f.example.removeprefix(f"{f.name}:")) for f in pair_families()
     ]
 
 
@@ -66,7 +83,6 @@ def family_table() -> str:
     rows = ["| family | `--model` example | scores an (image, caption) pair by | read from | differs from it |"]
     rows.append("| --- | --- | --- | --- | --- |")
     for family in REGISTRY.values():
-        rows.append(
-            f"| `{family.name}` | `{family.example}` | {family.rule} | {family.source} | {family.differs or '-'} |"
-        )
+        name = plugins.marked(plugins.SCORERS, family.name)
+        rows.append(f"| {name} | `{family.example}` | {family.rule} | {family.source} | {family.differs or '-'} |")
     return "\n".join(rows)

@@ -1,4 +1,5 @@
-"""What a scorer family is: how its models load, how they score an (image, caption) pair, its rule.
+"""What a loaded model family shares: where its weights are, their digest, its dtype, what its runs
+record (``LoadedFamily``). The record itself (``ScorerFamily``, ``PairScorer``) is ``scorers.record``.
 
 A family whose models embed images and captions apart (open_clip) is scored by
 ``analysis.scoring``; the others here are cross-encoders: they read an image and a caption together,
@@ -12,60 +13,20 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import transformers
 from huggingface_hub import snapshot_download
-from PIL import Image
 
-from foil_studio.analysis.model_spec import PRECISIONS, ModelUnavailableError
+from foil_studio.analysis.model_spec import ModelUnavailableError
+from foil_studio.analysis.scorers.record import PairScorer, ScorerFamily
 from foil_studio.data import hub
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-
-
-class PairScorer(Protocol):
-    """A loaded cross-encoder: prepared states per image and per caption, a score per pair."""
-
-    def prepare_images(self, images: list[Image.Image]) -> list[Any]:
-        """One state per image (kept on the CPU between batches)."""
-        ...
-
-    def prepare_texts(self, texts: list[str]) -> list[Any]:
-        """One state per caption."""
-        ...
-
-    def score_pairs(self, images: Sequence[Any], texts: Sequence[Any]) -> list[float]:
-        """The score of each (image state, caption state) pair, in order; higher means a better match."""
-        ...
-
-    def stamp(self) -> dict[str, Any]:
-        """Family-specific facts a run records (tokens used, lengths)."""
-        ...
-
-
-@dataclass(frozen=True)
-class ScorerFamily:
-    """One model family: its name (the prefix of ``--model FAMILY:NAME``), the rule it scores a pair
-    by and where that rule was read, how the rule differs from the paper's (if it does), an example
-    name, the precisions it runs in, ``load(ref, precision, device)`` (None: open_clip's
-    embedding path in ``analysis.scoring``), and whether its score is a probability that the caption
-    fits the image (``probability``: its runs can serve benchmark health as predictions)."""
-
-    name: str
-    summary: str
-    rule: str
-    source: str
-    example: str
-    load: Callable[[str, str, torch.device], PairScorer] | None = None
-    differs: str = ""
-    precisions: tuple[str, ...] = PRECISIONS
-    probability: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import torch
 from PIL import Image
 from transformers import Blip2ForImageTextRetrieval, Blip2Processor
 
-from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
 
 MAX_TOKENS = 32  # LAVIS's max_txt_len for BLIP-2's Q-Former captions
 
@@ -80,18 +80,3 @@ def load(ref: str, precision: str, device: torch.device) -> Blip2ItmScorer:
     model = Blip2ForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
     place(model, device)
     return Blip2ItmScorer(model, Blip2Processor.from_pretrained(folder), device)
-
-
-FAMILY = ScorerFamily(
-    "blip2-itm",
-    "BLIP-2 image-text matching (transformers' Blip2ForImageTextRetrieval), scored as LAVIS scores it",
-    "softmax probability of 'match' from the Q-Former ITM head (logits averaged over the query tokens); "
-    "captions cut at 32 tokens",
-    "LAVIS, lavis/models/blip2_models/blip2_image_text_matching.py (Blip2ITM.forward, match_head='itm'), "
-    "github.com/salesforce/LAVIS @020aad3",
-    "blip2-itm:Salesforce/blip2-itm-vit-g",
-    load,
-    differs="captions are tokenized as given: LAVIS's blip_caption text processor (lower case, some "
-    "punctuation replaced by spaces) is not applied; transformers keeps the Q-Former in fp32 whatever the precision",
-    probability=True,
-)

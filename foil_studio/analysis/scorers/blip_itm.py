@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from PIL import Image
 from transformers import BlipForImageTextRetrieval, BlipProcessor
 
-from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
 
 MAX_TOKENS = 35  # ARO's max_length for BLIP captions
 ENC_TOKEN = "[ENC]"
@@ -107,14 +107,3 @@ def load(ref: str, precision: str, device: torch.device) -> BlipItmScorer:
     model = BlipForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
     place(model, device)
     return BlipItmScorer(model, BlipProcessor.from_pretrained(folder), device)
-
-
-FAMILY = ScorerFamily(
-    "blip-itm",
-    "BLIP image-text matching (transformers' BlipForImageTextRetrieval), scored as ARO scores it",
-    "ITM head match logit + ITC cosine; ITM reads [ENC] as first token, captions cut at 35 tokens",
-    "ARO, model_zoo/blip_models.py (run_scores_batched), github.com/mertyg/vision-language-models-are-bows @81fdd20",
-    "blip-itm:Salesforce/blip-itm-base-coco",
-    load,
-    differs="with a tokenizer lacking [ENC], ITM reads [CLS] as transformers does (the run says which)",
-)

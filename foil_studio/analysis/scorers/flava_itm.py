@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 from transformers import FlavaForPreTraining, FlavaProcessor
 
-from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
 
 
 @dataclass(frozen=True)
@@ -90,15 +90,3 @@ def load(ref: str, precision: str, device: torch.device) -> FlavaItmScorer:
     model = FlavaForPreTraining.from_pretrained(folder, dtype=model_dtype(precision)).eval()
     place(model, device)
     return FlavaItmScorer(model, FlavaProcessor.from_pretrained(folder), device)
-
-
-FAMILY = ScorerFamily(
-    "flava-itm",
-    "FLAVA (transformers' FlavaForPreTraining), scored as ARO scores it",
-    "softmax probability of 'match' from the ITM head, nothing masked",
-    "ARO, model_zoo/flava.py (get_retrieval_scores_batched), "
-    "github.com/mertyg/vision-language-models-are-bows @81fdd20",
-    "flava-itm:facebook/flava-full",
-    load,
-    probability=True,
-)

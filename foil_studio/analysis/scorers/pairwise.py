@@ -20,7 +20,8 @@ from PIL import Image
 
 from foil_studio.analysis.models import pick_device, resolve_precision
 from foil_studio.analysis.scorers import scorer_family
-from foil_studio.analysis.scorers.base import LoadedFamily, ScorerFamily, folder_digest, weights_folder
+from foil_studio.analysis.scorers.base import LoadedFamily, folder_digest, weights_folder
+from foil_studio.analysis.scorers.record import ScorerFamily
 from foil_studio.analysis.scoring import (
     ItemPlan,
     Progress,
@@ -55,14 +56,14 @@ class PairWork:
 def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device: str = "auto") -> LoadedFamily:
     """Load `ref` (a save_pretrained folder or a cached hub name) with `family`, in the precision
     `auto` resolves to on the device."""
-    if family.load is None:
+    if not family.scores_pairs:
         raise ValueError(f"{family.name} models load through analysis.models, not as a pair scorer")
     if precision not in family.precisions:
         raise ValueError(f"precision {precision!r}; expected one of {family.precisions}")
     target = pick_device(device)
     chosen, reason = resolve_precision(precision, target)
     digest = folder_digest(weights_folder(ref))
-    return LoadedFamily(family, ref, family.load(ref, chosen, target), chosen, reason, target, digest)
+    return LoadedFamily(family, ref, family.loader()(ref, chosen, target), chosen, reason, target, digest)
 
 
 def pair_key(image: str, text: str) -> str:

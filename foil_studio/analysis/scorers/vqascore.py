@@ -29,7 +29,7 @@ from PIL import Image
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from foil_studio.analysis.model_spec import ModelUnavailableError
-from foil_studio.analysis.scorers.base import ScorerFamily, model_dtype, place, weights_folder
+from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
 
 QUESTION = 'Does this figure show "{}"? Please answer yes or no.'  # t2v_metrics' default_question_template
 ANSWER = "Yes"  # t2v_metrics' default_answer_template
@@ -122,20 +122,3 @@ def load(ref: str, precision: str, device: torch.device) -> VqaScorer:
         ) from error
     place(model, device)
     return VqaScorer(model, AutoProcessor.from_pretrained(folder), device)
-
-
-FAMILY = ScorerFamily(
-    "vqascore",
-    "VQAScore: any generative vision-language model transformers loads with AutoModelForImageTextToText, "
-    "asked whether the image shows the caption",
-    "probability of the next token 'Yes' after 'Does this figure show \"{caption}\"? Please answer yes or no.' "
-    "(in the processor's chat template where it has one)",
-    "t2v_metrics, t2v_metrics/models/vqascore_models/paligemma_model.py (PaliGemmaModel.forward), "
-    "github.com/linzhiqiu/t2v_metrics @0ab6f3e",
-    "vqascore:llava-hf/llava-1.5-7b-hf",
-    load,
-    differs="t2v_metrics' own LLaVA-1.5 wrapper (llava_model.py) scores exp(-mean cross-entropy) of 'Yes</s>' in "
-    "LLaVA's conversation format; here only the first answer token, as its transformers wrappers score it. "
-    "'Yes' is encoded without special tokens (paligemma_model.py takes encode('Yes')[0])",
-    probability=True,
-)

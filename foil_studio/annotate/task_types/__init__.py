@@ -2,7 +2,8 @@
 
 Batches, agreement, cleaned exports, human baselines, the CLI's ``--task`` choices, the
 Batches page's select box and the task table of docs/annotation.md (``task_table``) all read this registry; a
-new task type is a new module defining a ``TASK_TYPE`` record (``base.TaskType``) and one line below.
+new task type is a new module defining a ``TASK_TYPE`` record (``base.TaskType``) and one line below,
+or an installed package's entry point in group ``foil_studio.task_types`` (docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from foil_studio.annotate.task_types import (
     validate_negative,
 )
 from foil_studio.annotate.task_types.base import Answer, Baseline, Item, Option, Task, TaskError, TaskType
+from foil_studio.data import plugins
 from foil_studio.data.item_kinds import item_kind
 
-REGISTRY: dict[str, TaskType] = {
-    t.name: t
-    for t in (
+# The built-in task types, then each installed plugin's (`data.plugins`, entry-point group foil_studio.task_types).
+REGISTRY: dict[str, TaskType] = plugins.registry(
+    plugins.TASK_TYPES,
+    TaskType,
+    (
         validate_negative.TASK_TYPE,
         pick_image.TASK_TYPE,
         ambiguity.TASK_TYPE,
@@ -32,8 +36,8 @@ REGISTRY: dict[str, TaskType] = {
         baseline_t2i.TASK_TYPE,
         rank_captions.TASK_TYPE,
         compare_negatives.TASK_TYPE,
-    )
-}
+    ),
+)
 TASK_TYPES = tuple(REGISTRY)
 
 __all__ = [
@@ -124,9 +128,9 @@ def task_table() -> str:
     '| task | items | asks | answers (keys) |'
     """
     rows = ["| task | items | asks | answers (keys) |", "| --- | --- | --- | --- |"]
-    rows += [
-        f"| `{t.name}` | {', '.join(t.item_kinds)} | {t.summary} | {_answers_in_words(t)} |" for t in REGISTRY.values()
-    ]
+    for t in REGISTRY.values():
+        name = plugins.marked(plugins.TASK_TYPES, t.name)
+        rows.append(f"| {name} | {', '.join(t.item_kinds)} | {t.summary} | {_answers_in_words(t)} |")
     return "\n".join(rows)
 
 

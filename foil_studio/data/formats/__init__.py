@@ -3,11 +3,13 @@
 
 The CLI's ``import`` formats and ``export --format`` choices, the Datasets page's import form and
 the README's import table (``import_table``; a test keeps the README in step) all come from this
-registry; a new benchmark is a new module defining its ``Format`` and one line below.
+registry; a new benchmark is a new module defining its ``Format`` and one line below, or an
+installed package's entry point in group ``foil_studio.formats`` (docs/plugins.md).
 """
 
 from __future__ import annotations
 
+from foil_studio.data import plugins
 from foil_studio.data.formats import (
     aro,
     bivlc,
@@ -34,9 +36,13 @@ from foil_studio.data.formats.base import (
     Writer,
 )
 
-REGISTRY: dict[str, Format] = {
-    f.name: f
-    for f in (
+# Datasets made here, not imported (the demo, BiVLC's construction): their source records.
+MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION, made_here.ARO_ORDER)}
+# The built-in formats, then each installed plugin's (`data.plugins`, entry-point group foil_studio.formats).
+REGISTRY: dict[str, Format] = plugins.registry(
+    plugins.FORMATS,
+    Format,
+    (
         sugarcrepe.SUGARCREPE,
         sugarcrepe.SUGARCREPE_CORRECT,
         bivlc.BIVLC_RESULTS,
@@ -53,10 +59,9 @@ REGISTRY: dict[str, Format] = {
         whatsup.WHATSUP,
         jsonl.JSONL,
         jsonl.PARQUET,
-    )
-}
-# Datasets made here, not imported (the demo, BiVLC's construction): their source records.
-MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION, made_here.ARO_ORDER)}
+    ),
+    reserved=MADE_HERE,
+)
 # What `./foil import FORMAT` reads and `export --format` writes, in registry order.
 IMPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
 EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
@@ -92,9 +97,10 @@ def import_table() -> str:
     '| format | example | reads | its Hub copies (`import hf`) |'
     """
     rows = ["| format | example | reads | its Hub copies (`import hf`) |", "| --- | --- | --- | --- |"]
-    rows += [
-        f"| `{f.name}` | `{f.example}` | {f.layout} | {_hub_copies(f)} |" for f in REGISTRY.values() if f.read is not None
-    ]
+    for f in REGISTRY.values():
+        name = plugins.marked(plugins.FORMATS, f.name)
+        if f.read is not None:
+            rows.append(f"| {name} | `{f.example}` | {f.layout} | {_hub_copies(f)} |")
     return "\n".join(rows)
 
 

@@ -1,7 +1,8 @@
 """The item kinds: one module each, listed once in ``REGISTRY``.
 
 Item validation, scoring, inspection, metrics, cards and exports read a kind's record instead of
-branching on its name; a new kind is a new module defining ``ITEM_KIND`` and one line below.
+branching on its name; a new kind is a new module defining ``ITEM_KIND`` and one line below, or an
+installed package's entry point in group ``foil_studio.item_kinds`` (docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -9,21 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from foil_studio.data import plugins
 from foil_studio.data.item_kinds import candidates, group, pair, paraphrase, retrieval, triple
 from foil_studio.data.item_kinds.base import Gap, ItemKind, TruthKey
 from foil_studio.data.item_kinds.truth import negative_verdict
 
-REGISTRY: dict[str, ItemKind] = {
-    k.name: k
-    for k in (
+# The built-in kinds, then each installed plugin's (`data.plugins`, entry-point group foil_studio.item_kinds).
+REGISTRY: dict[str, ItemKind] = plugins.registry(
+    plugins.ITEM_KINDS,
+    ItemKind,
+    (
         pair.ITEM_KIND,
         triple.ITEM_KIND,
         paraphrase.ITEM_KIND,
         group.ITEM_KIND,
         retrieval.ITEM_KIND,
         candidates.ITEM_KIND,
-    )
-}
+    ),
+)
 ITEM_KINDS = tuple(REGISTRY)
 # Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
 CAPTION_PAIR_KINDS = tuple(name for name, kind in REGISTRY.items() if kind.caption_pair)
