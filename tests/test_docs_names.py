@@ -1,13 +1,15 @@
 """Every dotted name the docs and the package's docstrings put in backticks names something that
 exists: `annotate.browse.datasets_holding`, `foil_studio.data.hub.cache_only`, `store.transaction`.
 
-A name counts when it starts with the package (`foil_studio.`), one of its subpackages (`data.`,
-`analysis.`, `annotate.`, `views.`, `cli.`) or `store.` (callers' name for `foil_studio.data.store`,
-ARCHITECTURE.md's rule). It resolves as a module, then attribute by attribute; a page module
-(`views/<page>.py` in the page registry, and `app.py`) runs Streamlit when imported, so its names
-are read off its source instead. Left out: file names (`results.json`, `store/schema.py`) and
-placeholders (`store.<function>`, `data.formats.<benchmark>`). A call (`views.session.session_db()`)
-or an index (`data.demo.DEMO_DATASETS["pair"]`) is checked up to its dotted name.
+A name counts when it starts with one of the package's top-level modules (`foil_studio.api`,
+`foil_studio.data`...; an entry-point group such as `foil_studio.formats` is not a module), one of
+its subpackages (`data.`, `analysis.`, `annotate.`, `views.`, `cli.`) or `store.` (callers' name
+for `foil_studio.data.store`, ARCHITECTURE.md's rule). It resolves as a module, then attribute by
+attribute; a page module (`views/<page>.py` in the page registry, and `app.py`) runs Streamlit
+when imported, so its names are read off its source instead. Left out: file names
+(`results.json`, `store/schema.py`) and placeholders (`store.<function>`,
+`data.formats.<benchmark>`). A call (`views.session.session_db()`) or an index
+(`data.demo.DEMO_DATASETS["pair"]`) is checked up to its dotted name.
 """
 
 from __future__ import annotations
@@ -31,7 +33,16 @@ DOCS = sorted(
 SUBPACKAGES = ("data", "analysis", "annotate", "views", "cli")
 ALIASES = {"store": "foil_studio.data.store"}
 CODE_SPAN = re.compile(r"(`+)([^`\n]+?)\1")
-DOTTED = re.compile(rf"^(?:foil_studio|{'|'.join(SUBPACKAGES + tuple(ALIASES))})(?:\.[A-Za-z_]\w*)+")
+# The package's own top-level modules and subpackages: `foil_studio.api` goes into the package, an
+# entry-point group such as `foil_studio.formats` (a name plugins register under) does not.
+TOP_LEVEL = sorted(
+    path.stem
+    for path in PACKAGE.iterdir()
+    if (path.suffix == ".py" and not path.stem.startswith("__")) or (path / "__init__.py").exists()
+)
+DOTTED = re.compile(
+    rf"^(?:foil_studio\.(?:{'|'.join(TOP_LEVEL)})\b|{'|'.join(SUBPACKAGES + tuple(ALIASES))})(?:\.[A-Za-z_]\w*)*"
+)
 FILE_NAME = re.compile(r"\.(?:py|json|jsonl|md|csv|txt|db|yaml|yml|toml|zip|parquet|png|jpe?g|html|log)$")
 # Streamlit scripts: importing one runs the page.
 SCRIPTS = {f"foil_studio.{page.path.removesuffix('.py').replace('/', '.')}" for page in PAGES} | {"foil_studio.app"}
@@ -44,7 +55,7 @@ def dotted_names(text: str) -> list[str]:
     for _, span in CODE_SPAN.findall(text):
         span = span.strip()
         match = DOTTED.match(span)
-        if not match or FILE_NAME.search(span):
+        if not match or "." not in match.group(0) or FILE_NAME.search(span):
             continue
         rest = span[match.end() :]
         if rest.startswith((".<", "<", "/")):  # a placeholder or a path
@@ -133,7 +144,8 @@ def test_dotted_names_are_found_and_filtered():
     text = (
         "`annotate.browse.datasets_holding`, ``foil_studio.data.hub.cache_only``, `views.session.session_db()`,"
         ' `data.demo.DEMO_DATASETS["pair"]`, `store.transaction`, `store.<function>`, `data.formats.<benchmark>`,'
-        " `results.json`, `data/store/schema.py`, `foil_studio/data/`, `scoring.score_dataset`, `database.name`"
+        " `results.json`, `data/store/schema.py`, `foil_studio/data/`, `scoring.score_dataset`, `database.name`,"
+        " group `foil_studio.formats`, `foil_studio.api.open_store(location)`, `data`, `foil_studio`"
     )
     assert dotted_names(text) == [
         "annotate.browse.datasets_holding",
@@ -141,6 +153,7 @@ def test_dotted_names_are_found_and_filtered():
         "views.session.session_db",
         "data.demo.DEMO_DATASETS",
         "store.transaction",
+        "foil_studio.api.open_store",
     ]
 
 
