@@ -4,4 +4,4 @@ The command line is ``foil`` (`foil_studio.cli`), the app is ``foil serve``, and
 `foil_studio.api`.
 """
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"

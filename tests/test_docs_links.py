@@ -14,7 +14,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 PAGES = sorted(
-    [REPO / "README.md", REPO / "ARCHITECTURE.md", REPO / "BENCHMARKS.md", REPO / "TESTING.md"]
+    [REPO / "README.md", REPO / "ARCHITECTURE.md", REPO / "BENCHMARKS.md", REPO / "TESTING.md", REPO / "CHANGELOG.md"]
     + list((REPO / "docs").glob("*.md")),
 )
 
@@ -65,6 +65,7 @@ def test_every_relative_link_points_at_an_existing_file_and_heading(page):
 def test_readme_names_every_docs_page_and_the_notes():
     """README is the way in: each topic page and note is one link from it."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for page in [*(REPO / "docs").glob("*.md"), REPO / "ARCHITECTURE.md", REPO / "BENCHMARKS.md", REPO / "TESTING.md"]:
+    notes = ("ARCHITECTURE.md", "BENCHMARKS.md", "TESTING.md", "CHANGELOG.md")
+    for page in [*(REPO / "docs").glob("*.md"), *(REPO / note for note in notes)]:
         assert f"]({page.relative_to(REPO)})" in readme, page.name
     assert len(readme.splitlines()) <= 200, "README is the way in, not the manual: move detail into docs/"
