@@ -47,8 +47,14 @@ class Item:
     @property
     def content_key(self) -> str:
         """Identity from text and image file names; equal items from two files share it."""
+        return self.keys()[0]
+
+    def keys(self) -> tuple[str, str]:
+        """(content key, text key), each hashed once: an import needs both of every item, and hashing
+        them again was most of a large import's time (not cached: a million items held the keys in 0.5 GB)."""
+        text = self.text_key
         names = [image.rsplit("/", 1)[-1] for image in self.images]
-        return _digest([self.text_key, *names])
+        return _digest([text, *names]), text
 
 
 def check_shape(kind: str, captions: tuple[str, ...], images: tuple[str, ...]) -> None:
@@ -70,9 +76,12 @@ def check_shape(kind: str, captions: tuple[str, ...], images: tuple[str, ...]) -
         raise ItemShapeError(f"a {kind} needs at least {shape.min_images} images {shape.images}, got {len(images)}")
 
 
+WHITESPACE = re.compile(r"\s+")
+
+
 def normalize_caption(caption: str) -> str:
     """Collapse whitespace so that "a cat. " and "a cat." are the same caption."""
-    return re.sub(r"\s+", " ", caption).strip()
+    return WHITESPACE.sub(" ", caption).strip()
 
 
 def category_key(type_: str, subtype: str) -> str:

@@ -118,11 +118,11 @@ def upsert_items(db: sqlite_utils.Database, dataset_id: int, items: Iterable[Ite
     rows written with one `executemany`): on PostgreSQL a query per item was a network round
     trip each, 330 items a second.
     """
-    keyed = list(_occurrence_keys(items))
     by_item_key, by_text_key = _stored_keys(db, dataset_id)
     result: list[tuple[int | str, bool]] = []
     fills, inserts = [], []
-    for item, item_key, text_key in keyed:
+    inserted = False
+    for item, item_key, text_key in _occurrence_keys(items):
         if item_key in by_item_key:
             result.append((by_item_key[item_key], False))
         elif text_key in by_text_key and not item.images:
@@ -134,14 +134,24 @@ def upsert_items(db: sqlite_utils.Database, dataset_id: int, items: Iterable[Ite
         else:
             inserts.append(_item_row(dataset_id, item, item_key, text_key))
             result.append((item_key, True))  # its id once inserted
+        if len(inserts) == INSERT_ROWS:  # written as they come: a million rows held at once took a gigabyte
+            _insert_items(db, inserts)
+            inserts, inserted = [], True
     db.conn.executemany("UPDATE items SET images = ?, item_key = ? WHERE id = ?", fills)
+    _insert_items(db, inserts)
+    new_ids = _stored_keys(db, dataset_id)[0] if inserts or inserted else {}
+    return [(new_ids[key] if isinstance(key, str) else key, fresh) for key, fresh in result]
+
+
+INSERT_ROWS = 20_000  # new item rows per `executemany`
+
+
+def _insert_items(db: sqlite_utils.Database, rows: list[tuple[Any, ...]]) -> None:
     db.conn.executemany(
         "INSERT INTO items (dataset_id, kind, category, source_id, item_key, text_key, captions,"
         " images, truth, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        inserts,
+        rows,
     )
-    new_ids = _stored_keys(db, dataset_id)[0] if inserts else {}
-    return [(new_ids[key] if isinstance(key, str) else key, fresh) for key, fresh in result]
 
 
 def _occurrence_keys(items: Iterable[Item]) -> Iterable[tuple[Item, str, str]]:
@@ -149,13 +159,10 @@ def _occurrence_keys(items: Iterable[Item]) -> Iterable[tuple[Item, str, str]]:
     content_seen: Counter[str] = Counter()
     text_seen: Counter[str] = Counter()
     for item in items:
-        yield (
-            item,
-            f"{item.content_key}#{content_seen[item.content_key]}",
-            f"{item.text_key}#{text_seen[item.text_key]}",
-        )
-        content_seen[item.content_key] += 1
-        text_seen[item.text_key] += 1
+        content, text = item.keys()
+        yield item, f"{content}#{content_seen[content]}", f"{text}#{text_seen[text]}"
+        content_seen[content] += 1
+        text_seen[text] += 1
 
 
 def _stored_keys(db: sqlite_utils.Database, dataset_id: int) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
