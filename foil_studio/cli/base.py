@@ -65,9 +65,9 @@ def arg(*flags: str, **options: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     >>> arg("--n", type=count(50), help="items")[1]["help"]
     'items (a whole number from 1 to 50)'
     """
-    kind = options.get("type")
-    if isinstance(kind, WholeNumber) and kind.most is not None:
-        said = f"a whole number {kind.span}"
+    parse = options.get("type")
+    if isinstance(parse, WholeNumber) and parse.most is not None:
+        said = f"a whole number {parse.span}"
         options = {**options, "help": f"{options['help']} ({said})" if options.get("help") else said}
     return flags, options
 

@@ -46,7 +46,7 @@ def parse_jsonl(path: Path) -> Parsed:
 
 def _read_results(parsed: Parsed, left: Counter[str], results: Any, item: Item, file: Path, row: int) -> None:
     """Keep each run's scores of the item just added (`Parsed.scored_runs`), checked against what its
-    kind's scores are; count a run's result without scores as left."""
+    item kind's scores are; count a run's result without scores as left."""
     if results is None:
         return
     if not isinstance(results, dict):
@@ -74,7 +74,7 @@ def _read_results(parsed: Parsed, left: Counter[str], results: Any, item: Item, 
 
 
 def _score_shape(item: Item) -> tuple[int, ...] | None:
-    """The shape of the scores a run stores for `item` (its kind's `scores_from`, then its text scores);
+    """The shape of the scores a run stores for `item` (its item kind's `scores_from`, then its text scores);
     None for an item without images."""
     if not item.images:
         return None
