@@ -55,9 +55,9 @@ def check_port(port: int, address: str | None = None) -> None:
         found = socket.getaddrinfo(address or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
     except socket.gaierror as error:
         raise OSError(f"cannot serve on {address}: not an address of this machine ({error.strerror})") from None
-    for family, kind, protocol, place in dict.fromkeys((f, k, p, a) for f, k, p, _, a in found):
+    for family, socket_type, protocol, place in dict.fromkeys((f, t, p, a) for f, t, p, _, a in found):
         try:
-            probe = socket.socket(family, kind, protocol)
+            probe = socket.socket(family, socket_type, protocol)
         except OSError:  # an address family this machine does not have
             continue
         with probe:
