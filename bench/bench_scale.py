@@ -1,25 +1,31 @@
 """A benchmark at scale with a real health sample: import, an annotator's key press, the health
-report and the two pages a large benchmark opens first, per size and engine.
+report and the two pages a large benchmark opens first, per size and engine, with peak memory.
 
     .venv/bin/python bench/bench_scale.py                     # --sizes 10000 100000 --sample 1100
-    .venv/bin/python bench/bench_scale.py --engines sqlite postgresql --sizes 10000 100000 --sample 1100 5000
+    .venv/bin/python bench/bench_scale.py --engines sqlite postgresql --sizes 10000 100000 1000000 --sample 5000
 
 Per size: a SugarCrepe-format pair dataset of N generated items (seven categories) is imported
 (items a second, store size); a health sample of `--sample` items is drawn for three annotators
-(overlap 3); then one annotator answers `--answers` items through the page's own functions
-(`store.annotator_batches`, `queues.draw`, `queues.submit_answer`), each key press timed whole
-(p50 and p95); `health report` is timed (its first call fits the blind audit); on SQLite,
-Datasets and Benchmark health are rendered through AppTest, first and again (a rerun that
-changes nothing); and (unless --no-predictions) the sample is answered by simulated annotators,
-a predictor's output on every item is imported from JSON lines and the report with
-prediction-powered shares is timed. PostgreSQL runs on a throwaway local server (tests/postgres_support.py).
-Figures are of one run on one machine: read the growth between sizes, not the seconds.
+(overlap 3, `health sample` timed); then one annotator answers `--answers` items through the page's
+own functions (`store.annotator_batches`, `queues.draw`, `queues.submit_answer`), each key press
+timed whole (p50 and p95); Datasets and Benchmark health are rendered through AppTest, first and
+again (a rerun that changes nothing), **before any report**, as a user opens them right after
+drawing; then `health report` is timed (its first call fits and stores the blind audit) and
+`health next` (a Neyman batch of 100); and (unless --no-predictions) the sample is answered by
+simulated annotators, a predictor's output on every item is imported from JSON lines and the report
+with prediction-powered shares is timed. PostgreSQL runs on a throwaway local server
+(tests/postgres_support.py) with fsync on (durable commits, as SQLite's). "peak" is the process's
+peak resident memory so far (it only grows: read each step's against the one before). Figures are
+of one run on one machine: read the growth between sizes, not the seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -32,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foil_studio.annotate import health, queues
 from foil_studio.annotate.simulation import simulate
+from foil_studio.cli.main import main as cli_main
 from foil_studio.data import store
 from foil_studio.data.formats import Parsed
 from foil_studio.data.items import Item
@@ -44,6 +51,11 @@ DATASET = "large"
 
 def say(line: str) -> None:
     print(line, flush=True)
+
+
+def peak() -> str:
+    """The process's peak resident memory so far."""
+    return f"peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
 
 
 def generated(n: int) -> Parsed:
@@ -132,34 +144,39 @@ def one_size(
     took = time.perf_counter() - started
     files = [Path(location), Path(f"{location}-wal")]  # WAL mode: recent pages sit beside the file
     size = f", store {sum(f.stat().st_size for f in files if f.exists()) / 1e6:.0f} MB" if engine == "sqlite" else ""
-    say(f"{engine} {n:>9,} items: import {took:.1f} s ({n / took:,.0f} items/s){size}")
+    say(f"{engine} {n:>9,} items: import {took:.1f} s ({n / took:,.0f} items/s){size}, {peak()}")
     drawn = 0
     for sample in samples:
+        at = f"{engine} {n:>9,} items, sample {sample:>5,}"
+        started = time.perf_counter()
         plan = health.plan_sample(db, DATASET, sample - drawn, allocation="proportional", seed=len(samples))
         health.create_sample_batch(db, plan, ANNOTATORS, overlap=3, name=f"health-{sample}")
+        say(f"{at}: health sample {time.perf_counter() - started:.2f} s, {peak()}")
         drawn = sample
         presses = key_presses(db, answers)
-        say(f"{engine} {n:>9,} items, sample {sample:>5,}: key press (menu, draw, store) {percentiles(presses)}")
-        started = time.perf_counter()
-        health.health_report(db, DATASET, n_boot=200)
-        first = time.perf_counter() - started
-        started = time.perf_counter()
-        health.health_report(db, DATASET, n_boot=200)
-        say(
-            f"{engine} {n:>9,} items, sample {sample:>5,}: health report {first:.2f} s first, "
-            f"{time.perf_counter() - started:.2f} s again"
-        )
-        if pages and engine == "sqlite":
+        say(f"{at}: key press (menu, draw, store) {percentiles(presses)}")
+        if pages:  # as a user opens them right after drawing: before any report
             for title, page, key in (
                 ("Datasets", "views/datasets.py", "dataset"),
                 ("Benchmark health", "views/health.py", "health_dataset"),
             ):
                 first, again = page_seconds(location, page, key)
-                at = f"{engine} {n:>9,} items, sample {sample:>5,}"
-                say(f"{at}: {title} page {first:.2f} s first, {again:.2f} s again")
+                say(f"{at}: {title} page {first:.2f} s first, {again:.2f} s again, {peak()}")
+        started = time.perf_counter()
+        health.health_report(db, DATASET, n_boot=200)
+        first = time.perf_counter() - started
+        started = time.perf_counter()
+        health.health_report(db, DATASET, n_boot=200)
+        say(f"{at}: health report {first:.2f} s first, {time.perf_counter() - started:.2f} s again, {peak()}")
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = cli_main(["health", "next", DATASET, "--budget", "100", "--db", location, "--json"])
+        assert code == 0, "health next failed"
+        drawn += 100
+        say(f"{at}: health next (100 items) {time.perf_counter() - started:.2f} s, {peak()}")
         if predictions:
             with tempfile.TemporaryDirectory() as folder:
-                with_predictions(db, n, sample, Path(folder), f"{engine} {n:>9,} items, sample {sample:>5,}")
+                with_predictions(db, n, sample, Path(folder), at)
 
 
 def main() -> None:
@@ -175,7 +192,8 @@ def main() -> None:
     if "postgresql" in args.engines:
         from tests.postgres_support import PostgresServer
 
-        server = PostgresServer().start()
+        server = PostgresServer(durable=True).start()  # fsync on, as a real server has it
+        os.environ.setdefault("FOIL_FILES", tempfile.mkdtemp())  # a PostgreSQL store's files folder
     try:
         with tempfile.TemporaryDirectory() as folder:
             for n in args.sizes:
