@@ -142,6 +142,27 @@ def test_an_audit_is_stored_until_the_dataset_gains_items(fresh_db, monkeypatch)
     assert audit(fresh_db, "negated", scorers=("stats", "ngram"))["n"] == 250
 
 
+def test_a_dataset_past_the_audit_size_is_audited_on_a_stated_random_part(fresh_db, monkeypatch):
+    """Issue 57: a million items' audit decoded and fitted every item (minutes, gigabytes)."""
+    from foil_studio.analysis import audit as audit_module
+    from foil_studio.annotate.health.card import _audit_sample_words
+
+    parsed = Parsed("jsonl", "negated")
+    for n, (c, neg) in enumerate(negated_pairs(300, 3) + balanced_pairs(300, 4)):
+        category = "negated" if n < 300 else "balanced"
+        parsed.add(Item("pair", category, f"{category}/{n}", (c, neg), (f"{n}.jpg",)), "x", n)
+    store_parsed(fresh_db, parsed, source_format="jsonl", path="x")
+    whole = audit(fresh_db, "negated", scorers=("stats",))
+    assert "sample" not in whole and whole["n"] == 600
+    monkeypatch.setattr(audit_module, "AUDIT_MOST", 200)
+    part = audit(fresh_db, "negated", scorers=("stats",))
+    assert part["n"] == 200 and part["sample"]["items"] == 200 and part["sample"]["of"] == 600
+    # the margin stated holds the whole dataset's figure (a 95% margin: this seed is no outlier)
+    assert abs(part["blind"]["stats"] - whole["blind"]["stats"]) <= part["sample"]["margin_overall"]
+    assert part["sample"]["margin_category"] >= part["sample"]["margin_overall"] > 0
+    assert "fitted on a random 200 of the 600 items" in _audit_sample_words(part["sample"])
+
+
 def test_real_sugarcrepe_refined_data_is_less_hackable_than_unrefined(fresh_db, fixtures):
     import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data")
     import_path(fresh_db, "sugarcrepe", fixtures / "sugarcrepe" / "data_unrefined", name="unrefined")

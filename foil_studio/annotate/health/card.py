@@ -166,7 +166,7 @@ def methods_paragraph(report: Mapping[str, Any]) -> str:
         figures = " and ".join(f"{blind['overall'][s]:.2f}% ({s})" for s in blind["scorers"])
         sentences.append(
             f"Blind text-only scorers that never see the image choose the positive caption on {figures} of all "
-            "items (a tie counted half; 50% is chance)."
+            f"items (a tie counted half; 50% is chance{_audit_sample_words(blind.get('sample'))})."
         )
     sentences += _humans_sentence(report)
     board = report.get("leaderboard") or {}
@@ -526,6 +526,17 @@ def compared_shares(report: Mapping[str, Any]) -> dict[str, Any]:
         "own_name": f"the dataset's own verdicts on all items ({definition})",
         "rows": rows,
     }
+
+
+def _audit_sample_words(sample: Mapping[str, Any] | None) -> str:
+    """How a blind audit fitted on part of a large dataset was fitted, and what that does to its figures."""
+    if not sample:
+        return ""
+    return (
+        f"; fitted on a random {sample['items']:,} of the {sample['of']:,} items, which puts each figure within "
+        f"{sample['margin_overall']:.2f} points of the whole dataset's, each category's within "
+        f"{sample['margin_category']:.2f}, at 95%"
+    )
 
 
 def blind_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -196,6 +196,8 @@ def hackability(db: sqlite_utils.Database, dataset: str, *, fit: bool = True) ->
     return {
         "scorers": list(BLIND_SCORERS),
         "ties": "half",
+        # fitted on a random part of a large dataset: its size and the figures' widest margins (`audit.sample_margins`)
+        "sample": result.get("sample"),
         "overall": {s: round(result["blind"][s], 2) for s in BLIND_SCORERS},
         "by_category": {
             c: {s: round(v["blind"][s], 2) for s in BLIND_SCORERS} for c, v in sorted(result["by_category"].items())
