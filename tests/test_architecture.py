@@ -11,8 +11,19 @@ from tests.conftest import REPO
 # Lowest first: data (files, items and the store) < analysis (models, metrics, results)
 # < annotate (tasks, batches, agreement) < the pages and the command line.
 # The package itself (its version) is below everything; the faces are the pages, the command
-# line, the app's launcher and the notebooks' API.
-LAYERS = {"": 0, "data": 0, "analysis": 1, "annotate": 2, "views": 3, "app": 3, "cli": 3, "server": 3, "api": 3}
+# line, the app's launcher, the notebooks' API and the checks a plugin's own tests call.
+LAYERS = {
+    "": 0,
+    "data": 0,
+    "analysis": 1,
+    "annotate": 2,
+    "views": 3,
+    "app": 3,
+    "cli": 3,
+    "server": 3,
+    "api": 3,
+    "plugin_checks": 3,
+}
 PACKAGE = "foil_studio"
 
 

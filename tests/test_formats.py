@@ -4,16 +4,14 @@ its reader reads back as the same items (captions, categories, images, boxes, tr
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
 from foil_studio.analysis.exports import export_dataset
 from foil_studio.data import formats, store
-from foil_studio.data.images import existing_image
 from foil_studio.data.loading import import_path
+from foil_studio.plugin_checks import check_format, item_content
 from tests.conftest import REPO
 
 
@@ -30,62 +28,14 @@ def test_every_import_format_is_offered_by_the_cli_and_the_datasets_form():
     assert "formats.IMPORT_FORMATS" in (REPO / "foil_studio" / "views" / "datasets.py").read_text()
 
 
-def item_content(db, dataset: str, by_bytes: bool = False) -> list[tuple]:
-    """What a user would call the items: everything but store ids, in a fixed order; `by_bytes`
-    names each image by a digest of its file (for a writer that renames the images it copies)."""
-    row = store.get_dataset(db, dataset)
-    rows = store.list_items(db, row["id"], limit=1 << 62)
-    root = Path(row["image_root"]) if row["image_root"] else None
-
-    def image(reference: str) -> str:
-        path = existing_image(root, reference) if by_bytes else None
-        assert path is not None or not by_bytes, f"{dataset}: image {reference} not found under {root}"
-        return hashlib.sha256(path.read_bytes()).hexdigest() if path else reference
-
-    return sorted(
-        (
-            r["kind"],
-            r["category"],
-            tuple(r["captions"]),
-            tuple(image(ref) for ref in r["images"]),
-            json.dumps(r["truth"], sort_keys=True),
-            json.dumps(r["meta"].get("bbox")),
-        )
-        for r in rows
-    )
-
-
 ROUND_TRIPS = [name for name, f in formats.REGISTRY.items() if f.read is not None and f.write is not None]
-
-
-def sample_source(layout: formats.Format, fixtures: Path, folder: Path) -> Path:
-    """The format's example source: its file in the shared fixtures, or the one its `sample` writes."""
-    if layout.sample_fixture:
-        return fixtures / layout.sample_fixture
-    if layout.sample is not None:
-        return layout.sample(folder)
-    pytest.fail(f"give the {layout.name} format a sample_fixture or a sample for the round trip")
 
 
 @pytest.mark.parametrize("name", ROUND_TRIPS)
 def test_a_written_benchmark_reads_back_as_the_same_items(name, fresh_db, fixtures, tmp_path):
-    layout = formats.REGISTRY[name]
-    source = sample_source(layout, fixtures, tmp_path / "source")
-    if not source.exists():
-        pytest.fail(f"the {name} sample {source} does not exist")
-    import_path(fresh_db, name, source, name="first", embedded_root=tmp_path / "embedded")
-    files = export_dataset(fresh_db, "first", name, tmp_path / "written")["files"]
-    # read back as it was read: the folder, or the one file written when the source was one file
-    written_files = [f for f in files if not f.endswith("/")]  # "images/" is a folder of copies beside them
-    one_file = source.is_file() and len(written_files) == 1
-    written = tmp_path / "written" / written_files[0] if one_file else tmp_path / "written"
-    if not layout.renames_images:
-        import_path(fresh_db, name, written, name="second")
-        assert item_content(fresh_db, "second") == item_content(fresh_db, "first") and item_content(fresh_db, "first")
-        return
-    assert import_path(fresh_db, name, written, images=tmp_path / "written", name="second").missing_images == 0
-    first, second = item_content(fresh_db, "first", by_bytes=True), item_content(fresh_db, "second", by_bytes=True)
-    assert second == first and first
+    """The generic check a plugin's format passes too (`plugin_checks.check_format`): its sample
+    (`sample_fixture` in the shared fixtures, or what `sample` writes) read, written, read back."""
+    check_format(formats.REGISTRY[name], tmp_path, db=fresh_db, fixtures=fixtures)
 
 
 def test_a_written_bivlc_reads_back_with_its_images(fresh_db, tmp_path):

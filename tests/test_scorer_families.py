@@ -35,7 +35,6 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from foil_studio.analysis import model_spec
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.results import run_metrics
 from foil_studio.analysis.scorers import REGISTRY, scorer_family, split_family

@@ -10,6 +10,7 @@ import pytest
 
 from foil_studio.annotate.task_types import REGISTRY, TASK_TYPES, build_task, parts_for
 from foil_studio.data import store
+from foil_studio.plugin_checks import check_task_buttons, check_task_layout
 from tests.conftest import DATASET_FOR_TASK
 
 
@@ -19,26 +20,25 @@ def tasks_of(db, task_type: str, seed: str = "s", n: int = 24):
     return [(item, build_task(task_type, item, part, seed)) for item in items for part in parts_for(task_type, item)]
 
 
+def demo_items(db, task_type: str, n: int = 24):
+    """The first `n` items of the demo dataset of the task type's example kind."""
+    dataset = store.get_dataset(db, DATASET_FOR_TASK[task_type])
+    return store.list_items(db, dataset["id"], limit=n)
+
+
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_answer_buttons_and_keys_are_the_same_on_every_item(demo_db, task_type):
     """Each item shows its task type's buttons (`TaskType.buttons`, whose labels and keys the task
-    type modules' doctests spell out), and items of one shape show the same ones."""
-    by_shape: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for item, task in tasks_of(demo_db, task_type):
-        buttons = [(o.label, o.shortcut) for o in task.options]
-        assert buttons == list(REGISTRY[task_type].buttons(item))
-        assert by_shape.setdefault((len(item["images"]), len(item["captions"])), buttons) == buttons
+    type modules' doctests spell out), and items of one shape show the same ones: the generic
+    check a plugin's task type passes too (`plugin_checks.check_task_buttons`)."""
+    check_task_buttons(REGISTRY[task_type], demo_items(demo_db, task_type))
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_stimuli_are_shuffled_per_item_and_reproducible_per_seed(demo_db, task_type):
-    first, again, other = (tasks_of(demo_db, task_type, seed) for seed in ("s", "s", "t"))
-    assert [t.displayed_order for _, t in first] == [t.displayed_order for _, t in again]
-    if REGISTRY[task_type].shuffles:  # not shown under their roles: something to shuffle
-        assert len({t.displayed_order for _, t in first}) > 1
-        assert [t.displayed_order for _, t in first] != [t.displayed_order for _, t in other]
-    else:  # shown under their roles, always in the item's order
-        assert len({t.displayed_order for _, t in first + other}) == 1
+    """Shown under their roles (`shuffles=False`): always in the item's order; otherwise shuffled
+    per item and per seed, the same seed giving the same layout (`plugin_checks.check_task_layout`)."""
+    check_task_layout(REGISTRY[task_type], demo_items(demo_db, task_type))
 
 
 def test_validate_negative_shows_the_caption_and_the_altered_caption_under_their_roles(demo_db):

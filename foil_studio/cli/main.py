@@ -25,7 +25,7 @@ from foil_studio.data.images import UnsafeImagePathError
 from foil_studio.data.word_order import TaggerUnavailableError
 
 # The command groups, in the order help and docs/commands.md's table list them: importing one registers its commands.
-COMMAND_GROUPS = ("datasets", "runs", "people", "batches", "health", "labels", "audits")
+COMMAND_GROUPS = ("datasets", "runs", "people", "batches", "health", "labels", "audits", "plugins")
 for _group in COMMAND_GROUPS:
     importlib.import_module(f"foil_studio.cli.{_group}")
 

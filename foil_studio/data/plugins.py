@@ -1,12 +1,13 @@
 """Plugins: the records an installed package adds to foil's registries through entry points.
 
-Each registry (formats, item kinds, task types, metric families, scorer families) is built by
-``registry(group, record_type, built_ins)``: the built-in records first, then the record each
+Each registry (formats, item kinds, task types, metric families, scorer families) is a
+``Registry(group, record_type, built_ins)``: the built-in records first, then the record each
 installed entry point of ``group`` names, every one admitted by the same check (a record of the
 registry's type, under the entry point's name, a name nobody holds yet). A plugin that fails the
 check, or raises on import, is refused: one line naming its package and entry point (``REFUSED``,
-logged as a warning), and foil goes on without it. What was added and refused is what ``foil
-plugins`` lists (``installed``). docs/plugins.md walks through a plugin package.
+logged as a warning), and foil goes on without it. A registry loads on first use, and what is read
+off one (``IMPORT_FORMATS``, ``TASK_TYPES``...) with it (``lazy_names``). What was added and
+refused is what ``foil plugins`` lists (``installed``). docs/plugins.md walks through a plugin package.
 
 Entry points rather than pluggy's hooks: every axis of variation here is a record in a registry,
 so a plugin contributes records, never code that runs at a hook.
@@ -15,7 +16,7 @@ so a plugin contributes records, never code that runs at a hook.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Protocol, TypeVar
@@ -25,13 +26,13 @@ ITEM_KINDS = "foil_studio.item_kinds"
 TASK_TYPES = "foil_studio.task_types"
 METRIC_FAMILIES = "foil_studio.metric_families"
 SCORERS = "foil_studio.scorers"
-# Each entry-point group and the registry it adds to, in the order a registry's records depend on each other.
+# Each entry-point group and the registry it adds to (the order `foil plugins` lists them in).
 GROUPS = {
-    ITEM_KINDS: "foil_studio.data.item_kinds.REGISTRY",
     FORMATS: "foil_studio.data.formats.REGISTRY",
+    ITEM_KINDS: "foil_studio.data.item_kinds.REGISTRY",
+    TASK_TYPES: "foil_studio.annotate.task_types.REGISTRY",
     METRIC_FAMILIES: "foil_studio.analysis.metric_families.METRIC_FAMILIES",
     SCORERS: "foil_studio.analysis.scorers.REGISTRY",
-    TASK_TYPES: "foil_studio.annotate.task_types.REGISTRY",
 }
 
 log = logging.getLogger(__name__)
@@ -105,12 +106,67 @@ REFUSED: list[Refused] = []
 _ORIGINS: dict[tuple[str, str], Origin] = {}
 
 
-def registry(
-    group: str, record_type: type[Record], built_ins: Iterable[Record], *, reserved: Iterable[str] = ()
-) -> dict[str, Record]:
-    """The registry of `group`: `built_ins`, then each installed plugin's record of that group,
-    all admitted alike; `reserved` names are held by records kept elsewhere (made-here formats)."""
-    records: dict[str, Record] = {}
+class Registry(Mapping[str, Record]):
+    """The records of one registry by name: `built_ins`, then each installed plugin's record of
+    `group`, all admitted alike; `reserved` names are held by records kept elsewhere (made-here
+    formats). Built on first use, not when its package is imported: a plugin's module imports
+    foil's record types (and so this registry's package) and must not be loaded half-imported."""
+
+    def __init__(
+        self, group: str, record_type: type[Record], built_ins: Iterable[Record], *, reserved: Iterable[str] = ()
+    ) -> None:
+        self.group, self.record_type = group, record_type
+        self._built_ins, self._reserved = tuple(built_ins), tuple(reserved)
+        self._records: dict[str, Record] | None = None
+        _REGISTRIES.append(self)
+
+    @property
+    def records(self) -> dict[str, Record]:
+        """The records, loaded now if not yet (while loading, those admitted so far)."""
+        if self._records is None:
+            self._records = {}
+            _fill(self._records, self.group, self.record_type, self._built_ins, self._reserved)
+        return self._records
+
+    def __getitem__(self, name: str) -> Record:
+        return self.records[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.group!r}, {list(self.records)!r})"
+
+
+_REGISTRIES: list[Registry[Any]] = []
+
+
+def lazy_names(namespace: dict[str, Any], **compute: Callable[[], Any]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (PEP 562): each name of `compute` computed on first use (read off a
+    registry, which loads then) and kept in the module (`namespace`, its ``globals()``)."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in compute:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        namespace[name] = value = compute[name]()
+        return value
+
+    return __getattr__
+
+
+def load_all() -> None:
+    """Load every registry created so far (what `installed` reports on)."""
+    for registry in _REGISTRIES:
+        len(registry)
+
+
+def _fill(
+    records: dict[str, Any], group: str, record_type: type, built_ins: Iterable[Any], reserved: Iterable[str]
+) -> None:
+    """Admit `built_ins`, then each installed entry point of `group`, into `records`."""
     held = {name: BUILT_IN for name in reserved}
     for record in built_ins:
         _admit(records, held, record_type, record, record.name, BUILT_IN)
@@ -123,7 +179,6 @@ def registry(
         else:
             ADDED.append(Added(group, entry_point.name, origin))
             _ORIGINS[(group, entry_point.name)] = origin
-    return records
 
 
 def installed_entry_points(group: str) -> list[metadata.EntryPoint]:
@@ -155,25 +210,28 @@ def marked(group: str, name: str) -> str:
 
 @dataclass(frozen=True)
 class Plugin:
-    """One installed plugin package: what it adds (group -> names) and what was refused."""
+    """One installed plugin package: what it adds (group -> names) and its entry points refused
+    (each `{group, entry_point, reason}`)."""
 
     distribution: str
     version: str
     adds: dict[str, list[str]]
-    refused: list[str]
+    refused: list[dict[str, str]]
 
 
 def installed() -> list[Plugin]:
-    """Every plugin package the loaded registries saw, by name: what each added and each refusal's line."""
+    """Every plugin package the registries saw (each loaded now), by name: what each added and what was refused."""
+    load_all()
     plugins: dict[str, Plugin] = {}
 
     def of(where: Origin) -> Plugin:
         return plugins.setdefault(where.distribution, Plugin(where.distribution, where.version, {}, []))
 
-    for added in ADDED:
+    for added in sorted(ADDED, key=lambda added: list(GROUPS).index(added.group)):  # groups in GROUPS' order
         of(added.origin).adds.setdefault(added.group, []).append(added.name)
     for refused in REFUSED:
-        of(refused.origin).refused.append(refused.line())
+        said = {"group": refused.group, "entry_point": refused.origin.entry_point, "reason": refused.reason}
+        of(refused.origin).refused.append(said)
     return [plugins[name] for name in sorted(plugins)]
 
 

@@ -11,7 +11,7 @@ from foil_studio.analysis.metric_families.base import MetricFamily, Run, Unsuppo
 from foil_studio.data import item_kinds, plugins
 
 # The built-in families, then each installed plugin's (`data.plugins`, entry-point group foil_studio.metric_families).
-METRIC_FAMILIES: dict[str, MetricFamily] = plugins.registry(
+METRIC_FAMILIES: plugins.Registry[MetricFamily] = plugins.Registry(
     plugins.METRIC_FAMILIES,
     MetricFamily,
     (

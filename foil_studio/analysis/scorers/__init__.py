@@ -15,7 +15,7 @@ from foil_studio.analysis.scorers import built_in
 from foil_studio.analysis.scorers.record import ScorerFamily
 from foil_studio.data import plugins
 
-REGISTRY: dict[str, ScorerFamily] = plugins.registry(
+REGISTRY: plugins.Registry[ScorerFamily] = plugins.Registry(
     plugins.SCORERS,
     ScorerFamily,
     (

@@ -9,7 +9,7 @@ or an installed package's entry point in group ``foil_studio.task_types`` (docs/
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foil_studio.annotate.task_types import (
     ambiguity,
@@ -25,7 +25,7 @@ from foil_studio.data import plugins
 from foil_studio.data.item_kinds import item_kind
 
 # The built-in task types, then each installed plugin's (`data.plugins`, entry-point group foil_studio.task_types).
-REGISTRY: dict[str, TaskType] = plugins.registry(
+REGISTRY: plugins.Registry[TaskType] = plugins.Registry(
     plugins.TASK_TYPES,
     TaskType,
     (
@@ -38,7 +38,9 @@ REGISTRY: dict[str, TaskType] = plugins.registry(
         compare_negatives.TASK_TYPE,
     ),
 )
-TASK_TYPES = tuple(REGISTRY)
+if TYPE_CHECKING:  # computed on first use, with the registry (`__getattr__` below)
+    TASK_TYPES: tuple[str, ...]
+__getattr__ = plugins.lazy_names(globals(), TASK_TYPES=lambda: tuple(REGISTRY))
 
 __all__ = [
     "REGISTRY",
@@ -71,7 +73,7 @@ def task_type(name: str) -> TaskType:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise TaskError(f"unknown task {name!r}; expected one of {TASK_TYPES}") from None
+        raise TaskError(f"unknown task {name!r}; expected one of {tuple(REGISTRY)}") from None
 
 
 def build_task(name: str, item: Item, part: int, seed: str) -> Task:

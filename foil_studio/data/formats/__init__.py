@@ -9,6 +9,8 @@ installed package's entry point in group ``foil_studio.formats`` (docs/plugins.m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from foil_studio.data import plugins
 from foil_studio.data.formats import (
     aro,
@@ -39,7 +41,7 @@ from foil_studio.data.formats.base import (
 # Datasets made here, not imported (the demo, BiVLC's construction): their source records.
 MADE_HERE: dict[str, Format] = {f.name: f for f in (made_here.DEMO, made_here.CONSTRUCTION, made_here.ARO_ORDER)}
 # The built-in formats, then each installed plugin's (`data.plugins`, entry-point group foil_studio.formats).
-REGISTRY: dict[str, Format] = plugins.registry(
+REGISTRY: plugins.Registry[Format] = plugins.Registry(
     plugins.FORMATS,
     Format,
     (
@@ -62,9 +64,14 @@ REGISTRY: dict[str, Format] = plugins.registry(
     ),
     reserved=MADE_HERE,
 )
-# What `./foil import FORMAT` reads and `export --format` writes, in registry order.
-IMPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.read is not None)
-EXPORT_FORMATS = tuple(name for name, f in REGISTRY.items() if f.write is not None)
+if TYPE_CHECKING:  # computed on first use, with the registry (`__getattr__` below)
+    IMPORT_FORMATS: tuple[str, ...]  # what `./foil import FORMAT` reads, in registry order
+    EXPORT_FORMATS: tuple[str, ...]  # what `export --format` writes
+__getattr__ = plugins.lazy_names(
+    globals(),
+    IMPORT_FORMATS=lambda: tuple(name for name, f in REGISTRY.items() if f.read is not None),
+    EXPORT_FORMATS=lambda: tuple(name for name, f in REGISTRY.items() if f.write is not None),
+)
 
 __all__ = [
     "REGISTRY",

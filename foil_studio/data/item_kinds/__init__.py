@@ -8,7 +8,8 @@ installed package's entry point in group ``foil_studio.item_kinds`` (docs/plugin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from foil_studio.data import plugins
 from foil_studio.data.item_kinds import candidates, group, pair, paraphrase, retrieval, triple
@@ -16,7 +17,7 @@ from foil_studio.data.item_kinds.base import Gap, ItemKind, TruthKey
 from foil_studio.data.item_kinds.truth import negative_verdict
 
 # The built-in kinds, then each installed plugin's (`data.plugins`, entry-point group foil_studio.item_kinds).
-REGISTRY: dict[str, ItemKind] = plugins.registry(
+REGISTRY: plugins.Registry[ItemKind] = plugins.Registry(
     plugins.ITEM_KINDS,
     ItemKind,
     (
@@ -28,15 +29,28 @@ REGISTRY: dict[str, ItemKind] = plugins.registry(
         candidates.ITEM_KIND,
     ),
 )
-ITEM_KINDS = tuple(REGISTRY)
-# Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
-CAPTION_PAIR_KINDS = tuple(name for name, kind in REGISTRY.items() if kind.caption_pair)
-# Kinds a blind audit reads: the caption pairs, and retrieval items as one pair per negative.
-AUDITED_KINDS = tuple(name for name, kind in REGISTRY.items() if kind.audited)
+if TYPE_CHECKING:  # computed on first use, with the registry (`__getattr__` below)
+    ITEM_KINDS: tuple[str, ...]
+    # Kinds whose captions 0 and 1 are a positive and its negative (blind audits, validate_negative).
+    CAPTION_PAIR_KINDS: tuple[str, ...]
+    # Kinds a blind audit reads: the caption pairs, and retrieval items as one pair per negative.
+    AUDITED_KINDS: tuple[str, ...]
+    # Every truth key that judges an item's negative, whichever kind carries it (a key means one thing).
+    VERDICT_KEYS: tuple[TruthKey, ...]
 
-# Every truth key that judges an item's negative, whichever kind carries it (a key means one thing).
-VERDICT_KEYS: tuple[TruthKey, ...] = tuple(
-    dict.fromkeys(key for kind in REGISTRY.values() for key in kind.truth_keys if key.verdict is not None)
+
+@cache
+def verdict_keys() -> tuple[TruthKey, ...]:
+    """`VERDICT_KEYS`: the truth keys judging a negative, over every registered kind."""
+    return tuple(dict.fromkeys(key for kind in REGISTRY.values() for key in kind.truth_keys if key.verdict is not None))
+
+
+__getattr__ = plugins.lazy_names(
+    globals(),
+    ITEM_KINDS=lambda: tuple(REGISTRY),
+    CAPTION_PAIR_KINDS=lambda: tuple(name for name, kind in REGISTRY.items() if kind.caption_pair),
+    AUDITED_KINDS=lambda: tuple(name for name, kind in REGISTRY.items() if kind.audited),
+    VERDICT_KEYS=verdict_keys,
 )
 
 __all__ = [
@@ -72,7 +86,7 @@ def source_verdict(truth: Mapping[str, Any] | None) -> str | None:
     >>> source_verdict({"negative": "true"}), source_verdict({"valid_foil": True}), source_verdict({})
     ('invalid', 'valid', None)
     """
-    return negative_verdict(VERDICT_KEYS, truth or {})
+    return negative_verdict(verdict_keys(), truth or {})
 
 
 def item_kind(name: str) -> ItemKind:
@@ -80,4 +94,4 @@ def item_kind(name: str) -> ItemKind:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown item kind {name!r}; expected one of {ITEM_KINDS}") from None
+        raise KeyError(f"unknown item kind {name!r}; expected one of {tuple(REGISTRY)}") from None
