@@ -14,15 +14,19 @@ Sibling of `docs/readme_outputs.py`, which keeps the demo outputs (`<!-- output:
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
+import inspect
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from foil_studio import cli  # noqa: E402  (the checkout's own registries, wherever this is run from)
+from foil_studio import cli, plugin_checks  # noqa: E402  (the checkout's own registries, wherever this is run from)
 from foil_studio.analysis.scorers import family_table  # noqa: E402
 from foil_studio.annotate.task_types import task_table  # noqa: E402
 from foil_studio.data import plugins  # noqa: E402
@@ -62,12 +66,76 @@ def item_kind_table() -> str:
     return "\n".join(rows)
 
 
+def registry_of(group: str) -> plugins.Registry[Any]:
+    """The registry an entry-point group adds to (`plugins.GROUPS` names it)."""
+    module, _, name = plugins.GROUPS[group].rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def plugin_group_table() -> str:
+    """Each entry-point group: the registry it adds to, the record an entry point names, where that is imported from."""
+    rows = ["| entry-point group | adds to | an entry point names a | imported from |", "| --- | --- | --- | --- |"]
+    for group, where in plugins.GROUPS.items():
+        record = registry_of(group).record_type
+        rows.append(f"| `{group}` | `{where}` | `{record.__name__}` | `{record.__module__}` |")
+    return "\n".join(rows)
+
+
+def record_fields_section() -> str:
+    """Each plugin record's fields, as its dataclass declares them: name, type, default (the class
+    docstring, under each heading's name, says what each means)."""
+    parts = []
+    for group in plugins.GROUPS:
+        record = registry_of(group).record_type
+        parts.append(f"#### `{record.__name__}` (`{group}`)\n")
+        rows = ["| field | type | default |", "| --- | --- | --- |"]
+        for field in dataclasses.fields(record):
+            rows.append(f"| `{field.name}` | `{_cell(str(field.type))}` | {_default(field)} |")
+        parts.append("\n".join(rows) + "\n")
+    return "\n".join(parts).rstrip("\n")
+
+
+def _default(field: dataclasses.Field[Any]) -> str:
+    if field.default is not dataclasses.MISSING:
+        return f"`{_cell(repr(field.default))}`" if not callable(field.default) else f"`{field.default.__name__}`"
+    if field.default_factory is not dataclasses.MISSING:
+        return f"`{_cell(repr(field.default_factory()))}`"
+    return "required"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def plugin_checks_table() -> str:
+    """The generic checks of `foil_studio.plugin_checks`, each with its docstring's first sentence."""
+    rows = ["| check | what it checks |", "| --- | --- |"]
+    for name in (
+        "check_format",
+        "check_task_type",
+        "check_task_buttons",
+        "check_task_layout",
+        "check_metric_family",
+        "check_item_kind",
+        "check_scorer_family",
+        "check_plugin",
+    ):
+        function = getattr(plugin_checks, name)
+        signature = str(inspect.signature(function)).replace("'", "")
+        about = " ".join((function.__doc__ or "").split())
+        rows.append(f"| `{name}{_cell(signature)}` | {_cell(about)} |")
+    return "\n".join(rows)
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
     "import-formats": import_table,
     "item-kinds": item_kind_table,
     "task-types": task_table,
     "commands": cli.command_table,
     "scorer-families": family_table,
+    "plugin-groups": plugin_group_table,
+    "plugin-record-fields": record_fields_section,
+    "plugin-checks": plugin_checks_table,
     "pages": pages_section,
     "notebook-example": notebook_example,
 }
