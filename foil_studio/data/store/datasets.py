@@ -223,7 +223,9 @@ def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]
     marks = ",".join("?" * len(wanted))
     # no ORDER BY: read off the index `items_by_kind` alone, and sorted here (the database sorted on disk)
     sql = f"SELECT id, category FROM items WHERE dataset_id = ? AND kind IN ({marks})"
-    return sorted((int(i), str(c)) for i, c in db.execute(sql, [dataset_id, *wanted]).fetchall())
+    rows = db.execute(sql, [dataset_id, *wanted]).fetchall()  # tuples of (int, str) on both engines
+    rows.sort()
+    return cast(list[tuple[int, str]], rows)
 
 
 def item_sources(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[int, str, str]]:
