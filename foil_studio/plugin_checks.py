@@ -123,7 +123,7 @@ def item_content(db: sqlite_utils.Database, dataset: str, by_bytes: bool = False
 
 
 def task_items(task: TaskType) -> list[Item]:
-    """The example item of the task type's example kind (what the task table lays out)."""
+    """The example item of the task type's example item kind (what the task table lays out)."""
     return [dict(item_kinds.item_kind(task.example_kind).example)]
 
 
@@ -157,12 +157,12 @@ def check_task_layout(task: TaskType, items: Sequence[Item]) -> None:
 
 
 def check_task_type(task: TaskType, items: Sequence[Item] | None = None) -> None:
-    """`check_task_buttons` and `check_task_layout` on `items` (default: its example kind's example
-    item), and each answer it offers is one `check_answer` takes."""
+    """`check_task_buttons` and `check_task_layout` on `items` (default: the example item of its
+    example item kind), and each answer it offers is one `check_answer` takes."""
     items = list(items) if items else task_items(task)
     expect(bool(task.item_kinds), f"task {task.name}: name the item kinds it takes")
-    for kind in task.item_kinds:
-        expect(kind in item_kinds.REGISTRY, f"task {task.name}: item kind {kind!r} is not registered")
+    for item_kind in task.item_kinds:
+        expect(item_kind in item_kinds.REGISTRY, f"task {task.name}: item kind {item_kind!r} is not registered")
     check_task_buttons(task, items)
     check_task_layout(task, items)
     for _, shown in laid_out(task, items[:3], SEEDS[0]):
@@ -173,30 +173,30 @@ def check_task_type(task: TaskType, items: Sequence[Item] | None = None) -> None
 # --- metric families ----------------------------------------------------------------------------
 
 
-def score_shape(kind: ItemKind) -> tuple[int, ...]:
-    """The shape of one item's stored scores, as the kind reads them off its example's similarity
+def score_shape(item_kind: ItemKind) -> tuple[int, ...]:
+    """The shape of one item's stored scores, as the item kind reads them off its example's similarity
     matrix (and its captions' cosines, where it reads text scores too: `analysis.scoring`)."""
-    n_images, n_captions = max(1, len(kind.example.get("images", ()))), len(kind.example.get("captions", ()))
-    scores = np.asarray(kind.scores_from(np.zeros((n_images, n_captions))))
-    if kind.text_scores_from is None:
+    n_images, n_captions = max(1, len(item_kind.example.get("images", ()))), len(item_kind.example.get("captions", ()))
+    scores = np.asarray(item_kind.scores_from(np.zeros((n_images, n_captions))))
+    if item_kind.text_scores_from is None:
         return scores.shape
-    return (len([*scores, *kind.text_scores_from(np.zeros((n_captions, n_captions)))]),)
+    return (len([*scores, *item_kind.text_scores_from(np.zeros((n_captions, n_captions)))]),)
 
 
-def tied_run(kind: str, shape: tuple[int, ...], n: int, rng: np.random.Generator) -> store.RunColumns:
-    """A run of `n` items of `kind` whose scores take few values, so that many comparisons tie."""
+def tied_run(item_kind: str, shape: tuple[int, ...], n: int, rng: np.random.Generator) -> store.RunColumns:
+    """A run of `n` items of item kind `item_kind` whose scores take few values, so that many comparisons tie."""
     scores = rng.choice(TIE_LEVELS, size=(n, *shape))
     return store.RunColumns(
-        "scores", np.arange(n), np.array([kind] * n), np.array(["c"] * n), scores, [None] * n, [None] * n
+        "scores", np.arange(n), np.array([item_kind] * n), np.array(["c"] * n), scores, [None] * n, [None] * n
     )
 
 
-def check_metric_family(family: MetricFamily, kind: str, *, n: int = 200, seed: int = 0) -> None:
-    """On a run of `kind` with many ties: the headline is among the outcomes, every credit is in
+def check_metric_family(family: MetricFamily, item_kind: str, *, n: int = 200, seed: int = 0) -> None:
+    """On a run of item kind `item_kind` with many ties: the headline is among the outcomes, every credit is in
     [0, 1], an item without a tie scores the same under every tie rule, `right` never scores below
     `half` nor `half` below `wrong`, and an item with all scores equal counts a tie."""
-    shape = score_shape(item_kinds.item_kind(kind))
-    run = tied_run(kind, shape, n, np.random.default_rng(seed))
+    shape = score_shape(item_kinds.item_kind(item_kind))
+    run = tied_run(item_kind, shape, n, np.random.default_rng(seed))
     (wrong, tied), (half, _), (right, _) = (family.outcomes(run, rule) for rule in ("wrong", "half", "right"))
     expect(family.headline in wrong, f"metric family {family.name}: no headline outcome {family.headline!r}")
     free = np.asarray(tied) == 0
@@ -207,7 +207,7 @@ def check_metric_family(family: MetricFamily, kind: str, *, n: int = 200, seed: 
         expect(np.array_equal(w[free], r[free]), f"metric family {family.name}: {key} moves on items with no tie")
         expect(bool((w <= h + 1e-12).all() and (h <= r + 1e-12).all()), f"metric family {family.name}: {key} order")
     flat = store.RunColumns(
-        "scores", np.arange(1), np.array([kind]), np.array(["c"]), np.full((1, *shape), 0.5), [None], [None]
+        "scores", np.arange(1), np.array([item_kind]), np.array(["c"]), np.full((1, *shape), 0.5), [None], [None]
     )
     expect(int(family.outcomes(flat, "wrong")[1][0]) >= 1, f"metric family {family.name}: equal scores count no tie")
 
@@ -215,16 +215,21 @@ def check_metric_family(family: MetricFamily, kind: str, *, n: int = 200, seed: 
 # --- item kinds and scorer families -------------------------------------------------------------
 
 
-def check_item_kind(kind: ItemKind) -> None:
-    """Its example item is of its kind, with a role for each caption and image, and its scores read
+def check_item_kind(item_kind: ItemKind) -> None:
+    """Its example item is of its item kind, with a role for each caption and image, and its scores read
     off a similarity matrix of the example's shape."""
-    example = kind.example
-    expect(example.get("kind") == kind.name, f"item kind {kind.name}: give it an example item of its kind")
-    captions, images = list(example.get("captions", ())), list(example.get("images", ()))
-    expect(len(kind.caption_roles(len(captions))) == len(captions), f"item kind {kind.name}: a role per caption")
-    expect(len(kind.image_roles(len(images))) == len(images), f"item kind {kind.name}: a role per image")
-    expect(kind.metric_family in (None, *metric_families.METRIC_FAMILIES), f"item kind {kind.name}: unknown family")
-    score_shape(kind)
+    item = item_kind.example
+    expect(item["kind"] == item_kind.name, f"item kind {item_kind.name}: give it an example item of its item kind")
+    captions, images = list(item.get("captions", ())), list(item.get("images", ()))
+    expect(
+        len(item_kind.caption_roles(len(captions))) == len(captions), f"item kind {item_kind.name}: a role per caption"
+    )
+    expect(len(item_kind.image_roles(len(images))) == len(images), f"item kind {item_kind.name}: a role per image")
+    expect(
+        item_kind.metric_family in (None, *metric_families.METRIC_FAMILIES),
+        f"item kind {item_kind.name}: unknown family",
+    )
+    score_shape(item_kind)
 
 
 def check_scorer_family(family: ScorerFamily) -> None:
@@ -256,9 +261,9 @@ def check_plugin(distribution: str, folder: Path) -> list[str]:
         samples += sample_items(formats.REGISTRY[name], folder / "samples" / name)
         ran.append(f"format {name}")
     for name in plugin.adds.get(plugins.METRIC_FAMILIES, []):
-        kinds = [kind.name for kind in item_kinds.REGISTRY.values() if kind.metric_family == name]
-        for kind in kinds:
-            check_metric_family(metric_families.METRIC_FAMILIES[name], kind)
+        kinds = [item_kind.name for item_kind in item_kinds.REGISTRY.values() if item_kind.metric_family == name]
+        for item_kind in kinds:
+            check_metric_family(metric_families.METRIC_FAMILIES[name], item_kind)
         ran.append(f"metric family {name}")
     for name in plugin.adds.get(plugins.TASK_TYPES, []):
         task = task_types.REGISTRY[name]

@@ -257,12 +257,12 @@ elif not prediction_sets:
 blind = report["hackability"]
 if blind is None:
     st.info(
-        f"Hackability (blind text-only accuracy, {', '.join(health.BLIND_SCORERS)}) is not computed for {dataset} "
-        f"yet: it fits its scorers on every item, so the page leaves it to `./foil health report {dataset}` (which "
-        "stores it for every report after) or to this button."
+        f"Hackability (blind text-only accuracy, {', '.join(health.BLIND_SCORERS)}) is not computed for "
+        f"{text.md(dataset)} yet: it fits its scorers on every item (a random 100,000 of a larger dataset), so the "
+        "page leaves it to `./foil health report DATASET` (which stores it for every report after) or to this button."
     )
     if st.button("Fit the blind audit now", key="health_fit_audit"):
-        with st.spinner(f"Fitting the blind text-only scorers on every item of {dataset}..."):
+        with st.spinner(f"Fitting the blind text-only scorers on every item of {text.md(dataset)}..."):
             health.fit_blind_audit(db, dataset)
         health_report.clear()
         st.rerun()

@@ -315,7 +315,7 @@ def _m0017_predictions(db: sqlite_utils.Database) -> None:
 
 def _m0018_items_by_kind(db: sqlite_utils.Database) -> None:
     # the sampling frame of benchmark health (item ids and categories of the kinds it asks about)
-    # read from the index alone: at a million items, looking up each row for its kind took 3 s
+    # read from the index alone: at a million items, looking up each row for its item kind took 3 s
     db.execute("CREATE INDEX items_by_kind ON items (dataset_id, kind, category)")
 
 
