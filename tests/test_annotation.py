@@ -884,3 +884,23 @@ def test_the_batch_list_names_each_batch_with_its_dataset_task_and_counts(db):
     )
     assert one["id"] == store.get_batch(db, first["batch"])["id"] and one["created_at"]
     assert (rows[second["batch"]]["dataset"], rows[second["batch"]]["n_labels"]) == ("demo-sugarcrepe", 0)
+
+
+def test_a_batch_of_chosen_items_takes_only_the_datasets_own_of_them(demo_db):
+    """A batch of listed item ids reads those items only (a health batch decoded every item of a
+    million-item dataset); an id of another dataset's item is left out, as before."""
+    from foil_studio.annotate import batches
+
+    own = store.list_items(demo_db, store.get_dataset(demo_db, "demo-sugarcrepe")["id"], limit=3)
+    other = store.list_items(demo_db, store.get_dataset(demo_db, "demo-bivlc")["id"], limit=1)
+    spec = batches.BatchSpec(
+        "demo-sugarcrepe",
+        "validate_negative",
+        ("ada",),
+        overlap=1,
+        item_ids=(own[2]["id"], other[0]["id"], own[0]["id"]),
+        name="chosen",
+    )
+    created = batches.create_batch(demo_db, spec)
+    assigned = store.batch_assignments(demo_db, store.get_batch(demo_db, created["batch"])["id"])
+    assert sorted({a["item_id"] for a in assigned}) == sorted([own[0]["id"], own[2]["id"]])

@@ -209,12 +209,14 @@ def _crowd_config(
 
 def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[store.ItemRow]:
     kinds = task_type(spec.task).item_kinds
-    items = [i for i in store.list_items(db, dataset_id, limit=1 << 62) if i["kind"] in kinds]
+    if spec.item_ids:  # only these decoded (a health batch of 100 decoded a million items: 40 s)
+        chosen = store.items_by_id(db, spec.item_ids, dataset_id=dataset_id)
+        listed = [chosen[item_id] for item_id in sorted(chosen)]  # in import order, as list_items gives them
+    else:
+        listed = store.list_items(db, dataset_id, limit=1 << 62)
+    items = [i for i in listed if i["kind"] in kinds]
     if spec.categories:
         items = [i for i in items if i["category"] in spec.categories]
-    if spec.item_ids:
-        wanted = set(spec.item_ids)
-        items = [i for i in items if i["id"] in wanted]
     return items
 
 

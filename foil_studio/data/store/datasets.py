@@ -275,16 +275,19 @@ def list_items(
     return [cast(ItemRow, _decode(row, "captions", "images", "truth", "meta")) for row in rows]
 
 
-def items_by_id(db: sqlite_utils.Database, item_ids: Iterable[int]) -> dict[int, ItemRow]:
-    """Decoded item rows by id."""
+def items_by_id(
+    db: sqlite_utils.Database, item_ids: Iterable[int], *, dataset_id: int | None = None
+) -> dict[int, ItemRow]:
+    """Decoded item rows by id (with `dataset_id`, only those of that dataset)."""
     wanted = sorted(set(item_ids))
     found: dict[int, ItemRow] = {}
+    within = "" if dataset_id is None else " AND dataset_id = ?"
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         rows = db.query(
             "SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN "
-            f"({','.join('?' * len(chunk))})",
-            chunk,
+            f"({','.join('?' * len(chunk))}){within}",
+            [*chunk, *([] if dataset_id is None else [dataset_id])],
         )
         found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
     return found
