@@ -22,6 +22,12 @@ PAGE_SIZE = 10
 GRID_PAGE_SIZE = 24
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def category_table(_db, db_path: str, dataset: str, fingerprint: str) -> pd.DataFrame:
+    """Items per category, counted again only when the dataset's items change (the fingerprint)."""
+    return browse.category_table(_db, dataset)
+
+
 def failed(bar, headline: str, error: Exception) -> None:
     """A failed import or attach: no half-full bar left, the error as exact copyable text (a path in it works)."""
     bar.empty()
@@ -117,7 +123,8 @@ if images_of["images missing"] or images_of["images found"] is None:
                 bar.empty()
                 st.success(f"{text.md(dataset)}: {report.missing_images} images still missing.")
                 st.rerun()
-categories = browse.category_table(db, dataset)
+fingerprint = store.dataset_fingerprint(db, dataset)
+categories = category_table(db, str(db_file), dataset, fingerprint)
 chart = px.bar(categories, x="category", y="items", title=f"{dataset}: items per category")
 chart = text.whole_number_ticks(chart, categories["items"].max())
 st.plotly_chart(text.literal_figure(chart), key="category_chart")

@@ -300,11 +300,15 @@ def truth_flag_condition(db: sqlite_utils.Database, flag: str, table: str) -> st
 
 def truth_flags(db: sqlite_utils.Database, dataset_id: int, flags: list[str]) -> list[str]:
     """Which of `flags` some item of the dataset carries in its truth (the subsets it offers)."""
-    sql = "SELECT 1 FROM items WHERE dataset_id = ? AND {} LIMIT 1"
+    # the text match first: only a truth that names the flag is parsed as JSON (parsing every item's
+    # truth of a million-item dataset that carries none took 1.4 s on every render of the Datasets page)
+    sql = "SELECT 1 FROM items WHERE dataset_id = ? AND truth LIKE ? AND {} LIMIT 1"
     return [
         flag
         for flag in flags
-        if db.execute(sql.format(dialect.json_has(db, "truth", _plain_flag(flag))), [dataset_id]).fetchone()
+        if db.execute(
+            sql.format(dialect.json_has(db, "truth", _plain_flag(flag))), [dataset_id, f'%"{flag}"%']
+        ).fetchone()
     ]
 
 
