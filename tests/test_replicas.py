@@ -22,7 +22,7 @@ async_api = pytest.importorskip("playwright.async_api")
 expect = async_api.expect
 
 ANNOTATORS, ITEMS_EACH, OVERLAP = 50, 2, 2
-AT_ONCE = 12  # browser pages open together (two cores run Chromium, both servers and PostgreSQL)
+AT_ONCE = 8  # browser pages open together (two cores run Chromium, both servers and PostgreSQL; 12 took 219 s)
 KEYS = {"1": "negative_false", "2": "negative_true", "3": "unsure"}
 
 
@@ -84,7 +84,7 @@ async def crowd_of_annotators(links: dict[str, str], keys: dict[str, str]) -> li
 
     async def tab(browser) -> None:
         context = await browser.new_context(viewport={"width": 1280, "height": 720})
-        # twelve tabs open pages at once on two cores beside both servers and PostgreSQL: a page's
+        # tabs open pages at once on two cores beside both servers and PostgreSQL: a page's
         # load event has come after Playwright's default 30 s there (CI, stop 58)
         context.set_default_navigation_timeout(120_000)
         page = await context.new_page()
