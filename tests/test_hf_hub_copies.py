@@ -357,3 +357,13 @@ def test_category_is_refused_for_a_format_that_names_its_categories(fixtures, tm
         api.open_store(tmp_path / "foil.db").import_file(
             "sugarcrepe", fixtures / "sugarcrepe" / "data" / "swap_att.json", category="x"
         )
+
+
+def test_an_absolute_readme_pattern_is_refused_in_one_line(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text(
+        "---\nconfigs:\n- config_name: swap_obj\n  data_files:\n  - split: test\n    path: /data/*.parquet\n---\n"
+    )
+    with pytest.raises(BadInputError, match=r"data_files pattern '/data/\*\.parquet'.*expected a path inside"):
+        api.open_store(tmp_path / "foil.db").import_file("hf", repo)

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import sqlite_utils
 import streamlit as st
 
+from foil_studio.analysis.audit import AUDIT_MOST
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.annotate import browse, health, links
 from foil_studio.data import paths, store
@@ -258,8 +259,9 @@ blind = report["hackability"]
 if blind is None:
     st.info(
         f"Hackability (blind text-only accuracy, {', '.join(health.BLIND_SCORERS)}) is not computed for "
-        f"{text.md(dataset)} yet: it fits its scorers on every item (a random 100,000 of a larger dataset), so the "
-        "page leaves it to `./foil health report DATASET` (which stores it for every report after) or to this button."
+        f"{text.md(dataset)} yet: it fits its scorers on every item (a random {AUDIT_MOST:,} of a larger "
+        "dataset), so the page leaves it to `./foil health report DATASET` (which stores it for every report "
+        "after) or to this button."
     )
     if st.button("Fit the blind audit now", key="health_fit_audit"):
         with st.spinner(f"Fitting the blind text-only scorers on every item of {text.md(dataset)}..."):

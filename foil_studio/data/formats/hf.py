@@ -329,7 +329,7 @@ def _declared_splits(folder: Path, configs: list[dict[str, Any]]) -> list[Split]
     for config in configs:
         name = check_text(str(config["config_name"]), card, None, "config_name")
         for split, patterns in _data_files(config.get("data_files"), card, name).items():
-            files = sorted({file for pattern in patterns for file in folder.glob(pattern) if file.is_file()})
+            files = sorted({file for pattern in patterns for file in _matches(folder, pattern, card) if file.is_file()})
             if not files:
                 raise BadInputError(
                     card, None, f"config {name!r} split {split!r}: no file matches {patterns} in {folder}"
@@ -340,6 +340,17 @@ def _declared_splits(folder: Path, configs: list[dict[str, Any]]) -> list[Split]
             rows = [row for file in files for row in _parquet_rows(file)]
             splits.append(Split(_config(name), split, files[0], rows))
     return splits
+
+
+def _matches(folder: Path, pattern: str, card: Path) -> list[Path]:
+    """The files a `data_files` pattern finds in the repository folder; one that is absolute (or
+    that `Path.glob` cannot take) is refused, as `datasets` reads patterns inside the repository."""
+    try:
+        return list(folder.glob(pattern))
+    except (NotImplementedError, ValueError) as error:
+        raise BadInputError(
+            card, None, f"data_files pattern {pattern!r}: {error}; expected a path inside the repository"
+        ) from None
 
 
 def _data_files(value: Any, card: Path, config: str) -> dict[str, list[str]]:
