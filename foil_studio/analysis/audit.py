@@ -35,9 +35,10 @@ def sampled_items(
 
 
 def sample_margins(result: Mapping[str, Any], n: int, size: int) -> dict[str, Any]:
-    """What fitting on `n` of `size` items does to the figures: the 95% margin (percentage points, a
+    """What drawing `n` of `size` items does to the figures: the 95% margin (percentage points, a
     normal interval with the finite population correction, at the widest share, one half) of any
-    blind accuracy over all items, and in the category with the fewest sampled items.
+    blind accuracy over all items, and in the category with the fewest sampled items. It leaves out
+    that the scorers are fitted on the `n` items only, which lowers them a little (TESTING.md).
 
     >>> sample_margins({"by_category": {"a": {"n": 400}, "b": {"n": 600}}}, 1000, 10000)
     {'items': 1000, 'of': 10000, 'margin_overall': 2.94, 'margin_category': 4.65}
