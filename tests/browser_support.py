@@ -99,6 +99,11 @@ def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> N
     raise RuntimeError("streamlit did not become healthy")
 
 
+# How long a browser test waits for what a rerun draws. Only a failing test waits this long; on CI's
+# two busy cores a plotly chart once took more than 30 s to lay out while the suite ran beside it.
+PAGE_WAIT_MS = 90_000
+
+
 def launch(playwright):
     """Debian's Chromium, headless, with no background network traffic."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
@@ -106,7 +111,7 @@ def launch(playwright):
 
 def wait_idle(page, expect) -> None:
     """Wait until the script run the last action caused has finished."""
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=20_000)
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning", timeout=PAGE_WAIT_MS)
 
 
 def press_when_idle(page, expect, key: str) -> None:
@@ -128,7 +133,7 @@ def start_queue(page, expect) -> None:
     to their item). A click, which waits until the button is drawn and ready, where a key pressed
     while the page is still settling can be lost."""
     start = page.get_by_role("button", name=re.compile(r"^Start"))
-    expect(start.or_(page.get_by_text(re.compile(r"^\d+ of \d+ done$")))).to_be_visible(timeout=20_000)
+    expect(start.or_(page.get_by_text(re.compile(r"^\d+ of \d+ done$")))).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     if start.is_visible():
         start.click()

@@ -13,7 +13,7 @@ import pytest
 from foil_studio.annotate import batch_reports, batches
 from foil_studio.data import store
 from foil_studio.views.registry import pages_for
-from tests.browser_support import ADMIN_TOKEN, launch, press_when_idle, streamlit_server, wait_idle
+from tests.browser_support import ADMIN_TOKEN, PAGE_WAIT_MS, launch, press_when_idle, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 ADMIN = pages_for("admin")  # every admin page (`views/registry.py`)
@@ -43,28 +43,28 @@ def label_by_keyboard(page, url: str, name: str, n_assigned: int, keys: list[str
     """Open an annotator's link, start, and answer len(keys) items with the given keys."""
     expect = playwright_api.expect
     page.goto(url)
-    expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=PAGE_WAIT_MS)
     expect(page.get_by_text("Read the description")).to_be_visible()
     press_when_idle(page, expect, "Enter")  # "Start"
     try:
-        expect(page.get_by_text(f"0 of {n_assigned} done")).to_be_visible(timeout=20_000)
+        expect(page.get_by_text(f"0 of {n_assigned} done")).to_be_visible(timeout=PAGE_WAIT_MS)
     except AssertionError:  # the Enter came while the page redrew (a loaded machine): press it again
         wait_idle(page, expect)
         if page.get_by_role("button", name=re.compile("^Start")).is_visible():
             press_when_idle(page, expect, "Enter")
     for done, key in enumerate(keys):
-        expect(page.get_by_text(f"{done} of {n_assigned} done")).to_be_visible(timeout=20_000)
+        expect(page.get_by_text(f"{done} of {n_assigned} done")).to_be_visible(timeout=PAGE_WAIT_MS)
         press_when_idle(page, expect, key)
         moved_on = page.get_by_text(f"{done + 1} of {n_assigned} done")
         try:
-            expect(moved_on).to_be_visible(timeout=10_000)
+            expect(moved_on).to_be_visible(timeout=PAGE_WAIT_MS)
         except AssertionError:
             # on a loaded machine a key pressed while the page redraws can reach no button: nothing
             # ran, the same item is on screen, and a person presses again
             wait_idle(page, expect)
             if page.get_by_text(f"{done} of {n_assigned} done").is_visible():
                 press_when_idle(page, expect, key)
-    expect(page.get_by_text(f"{len(keys)} of {n_assigned} done")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text(f"{len(keys)} of {n_assigned} done")).to_be_visible(timeout=PAGE_WAIT_MS)
 
 
 def test_three_annotators_label_by_keyboard_in_three_browser_sessions(server):
@@ -107,7 +107,7 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
                 context = browser.new_context()
                 page = context.new_page()
                 page.goto(f"{server['base']}/{path}?token={token}")
-                expect(page.get_by_role("heading", level=1)).to_contain_text(landing, timeout=30_000)
+                expect(page.get_by_role("heading", level=1)).to_contain_text(landing, timeout=PAGE_WAIT_MS)
                 headings = page.get_by_role("heading", level=1).all_inner_texts()
                 assert not any(h in (admin.title for admin in ADMIN) for h in headings), (path, headings)
                 assert "Create batch" not in page.inner_text("body")
@@ -118,7 +118,7 @@ def test_admin_pages_refuse_direct_links_from_the_first_visitor_on(server):
 def box_of(locator, expect) -> dict:
     """The element's box once it stays attached (a redraw can replace it between two calls)."""
     for _ in range(20):
-        expect(locator).to_be_visible(timeout=30_000)
+        expect(locator).to_be_visible(timeout=PAGE_WAIT_MS)
         box = locator.bounding_box()
         if box is not None:
             return box
@@ -156,7 +156,7 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         page.goto(f"{server['base']}/inspect_runs?token={ADMIN_TOKEN}")
         chart = page.locator(".js-plotly-plot").first
         title = chart.locator(".annotation-text", has_text="add_att:")
-        expect(title).to_be_visible(timeout=30_000)  # plotly has laid out the facets
+        expect(title).to_be_visible(timeout=PAGE_WAIT_MS)  # plotly has laid out the facets
         wait_idle(page, expect)  # the page's run has finished: the chart is not redrawn under the mouse
         area = facet_area(chart, box_of(title, expect))
         start = (area["x"] + area["width"] * 0.05, area["y"] + area["height"] * 0.05)
@@ -166,10 +166,10 @@ def test_a_box_drawn_on_one_histogram_facet_lists_that_categorys_items(server):
         page.mouse.move(*end, steps=10)
         page.mouse.up()
         listing = page.get_by_text(re.compile(r"items of demo-clip with .* \(from the box drawn on the chart"))
-        expect(listing).to_be_visible(timeout=30_000)
+        expect(listing).to_be_visible(timeout=PAGE_WAIT_MS)
         caption = listing.inner_text()
         failures = page.get_by_text(re.compile(r"^\d+ items, worst margin first in the gap range above"))
-        expect(failures).to_be_visible(timeout=30_000)  # the box drives the failure browser too
+        expect(failures).to_be_visible(timeout=PAGE_WAIT_MS)  # the box drives the failure browser too
         shown_failures = int(failures.inner_text().split()[0])
         wait_idle(page, expect)  # the run drawing the cards has ended: none of the last run's cards remain
         headings = [t for t in page.locator("[data-testid=stText]").all_inner_texts() if t.startswith("#")]
@@ -203,6 +203,6 @@ def test_links_carry_the_port_and_host_the_admin_opened_the_app_at(server, monke
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{server['base']}/batches?token={ADMIN_TOKEN}")
         field = page.get_by_label("App address the links start with", exact=True)
-        expect(field).to_have_value(server["base"], timeout=30_000)
+        expect(field).to_have_value(server["base"], timeout=PAGE_WAIT_MS)
         assert ":8501" not in server["base"]
         browser.close()

@@ -15,7 +15,15 @@ import pytest
 from foil_studio.annotate import batches
 from foil_studio.annotate.task_types import TASK_TYPES
 from foil_studio.data import store
-from tests.browser_support import focus_page, launch, press_when_idle, start_queue, streamlit_server, wait_idle
+from tests.browser_support import (
+    PAGE_WAIT_MS,
+    focus_page,
+    launch,
+    press_when_idle,
+    start_queue,
+    streamlit_server,
+    wait_idle,
+)
 from tests.conftest import DATASET_FOR_TASK
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -51,9 +59,9 @@ def open_queue(context, link: str, name: str):
     """Open a link, read the instructions, press Start; return the page showing the first item."""
     page = context.new_page()
     page.goto(link)
-    expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=PAGE_WAIT_MS)
     start_queue(page, expect)
-    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=20_000)
+    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     return page
 
@@ -81,13 +89,13 @@ def answer_and_wait(page, key: str) -> None:
     done, total = map(int, re.match(r"(\d+) of (\d+) done", count).groups())
     page.wait_for_timeout(READING_MS)
     press_when_idle(page, expect, key)
-    expect(page.get_by_text(re.compile(rf"^{done + 1} of \d+ done$"))).to_be_visible(timeout=20_000)
+    expect(page.get_by_text(re.compile(rf"^{done + 1} of \d+ done$"))).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
 
 
 def notice(page) -> str:
     """The message the last answer produced (waits for it: the rerun may not have started yet)."""
-    expect(page.get_by_test_id("stAlert").first).to_be_visible(timeout=20_000)
+    expect(page.get_by_test_id("stAlert").first).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     return " ".join(page.get_by_test_id("stAlert").all_inner_texts())
 
@@ -102,7 +110,7 @@ def test_a_double_key_press_stores_one_answer_on_the_item_shown(site):
     page.keyboard.press("1")
     page.wait_for_timeout(80)
     page.keyboard.press("1")
-    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     second = shown_negative(page)
     assert second != first
@@ -111,7 +119,7 @@ def test_a_double_key_press_stores_one_answer_on_the_item_shown(site):
     assert re.search(r"Saved|already answered|too briefly|had not finished appearing", notice(page))
     page.wait_for_timeout(READING_MS)
     press_when_idle(page, expect, "2")
-    expect(page.get_by_text("2 of 8 done")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("2 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     assert stored(site, "dora") == [(first, "negative_false"), (second, "negative_true")]
     context.close()
 
@@ -127,7 +135,7 @@ def test_a_key_held_down_stores_one_answer(site):
         page.keyboard.down("3")
         page.wait_for_timeout(35)
     page.keyboard.up("3")
-    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     page.wait_for_timeout(500)
     wait_idle(page, expect)
     assert stored(site, "hal") == [(first, "unsure")]
@@ -140,14 +148,14 @@ def test_two_tabs_on_one_link_never_answer_an_item_the_tab_did_not_show(site):
     tab_a = open_queue(context, links["tess"], "tess")
     tab_b = context.new_page()
     tab_b.goto(links["tess"])
-    expect(tab_b.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=30_000)
+    expect(tab_b.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=PAGE_WAIT_MS)
     shown = shown_negative(tab_a)
     assert shown_negative(tab_b) == shown
     tab_b.wait_for_timeout(READING_MS)
     press_when_idle(tab_b, expect, "3")
-    expect(tab_b.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    expect(tab_b.get_by_text("1 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     press_when_idle(tab_a, expect, "1")  # tab A still shows the item tab B answered
-    expect(tab_a.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    expect(tab_a.get_by_text("1 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     assert "already answered" in notice(tab_a)
     assert stored(site, "tess") == [(shown, "unsure")]
     context.close()
@@ -160,18 +168,18 @@ def test_a_reload_mid_item_resumes_it_and_times_it_from_the_first_draw(site):
     shown = shown_negative(page)
     page.wait_for_timeout(READING_MS)
     page.reload()
-    expect(page.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=PAGE_WAIT_MS)
     assert shown_negative(page) == shown  # no instructions again, the same item
     press_when_idle(page, expect, "2")
     counted = page.get_by_text("1 of 8 done")
     try:
-        expect(counted).to_be_visible(timeout=10_000)
+        expect(counted).to_be_visible(timeout=PAGE_WAIT_MS)
     except AssertionError:
         # In one CI run (stop 51) the key pressed just after the reload never became a
         # press: nothing stored, no notice. A person presses again; a lost press must store nothing.
         assert stored(site, "ray") == []
         press_when_idle(page, expect, "2")
-        expect(counted).to_be_visible(timeout=20_000)
+        expect(counted).to_be_visible(timeout=PAGE_WAIT_MS)
     assert stored(site, "ray") == [(shown, "negative_true")]
     db = store.open_db(site["db"])
     seconds = db.execute(
@@ -217,11 +225,11 @@ def test_each_task_fits_one_screen_with_answers_visible(site, task):
         context = site["browser"].new_context(viewport={"width": width, "height": height})
         page = context.new_page()
         page.goto(links[name])
-        expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(f"Welcome, {name}")).to_be_visible(timeout=PAGE_WAIT_MS)
         start_queue(page, expect)
         answers = page.locator("[class*='st-key-option'] button, [data-testid='stBaseButton-primaryFormSubmit']")
-        expect(answers.first).to_be_visible(timeout=20_000)
-        expect(page.locator(".stimulus")).to_be_visible(timeout=20_000)  # the whole item is on screen
+        expect(answers.first).to_be_visible(timeout=PAGE_WAIT_MS)
+        expect(page.locator(".stimulus")).to_be_visible(timeout=PAGE_WAIT_MS)  # the whole item is on screen
         wait_idle(page, expect)
         page.wait_for_timeout(300)  # the layout settles
         if SCREENSHOTS:
@@ -259,7 +267,7 @@ def test_a_digit_typed_after_a_comment_answers_and_keeps_the_comment(site):
     wait_idle(page, expect)
     page.wait_for_timeout(200)  # a person's next key press
     page.keyboard.press("1")  # no click in between: the key must answer, not extend the comment
-    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     assert [(label["answer"]["answer"], label["comment"]) for label in labels_of(site, "cora")] == [
         ("negative_false", "blurry image")
     ]
@@ -274,7 +282,7 @@ def test_rank_questions_have_keys_one_question_after_another(site):
     for key in ("1", "3", "2"):  # rank of caption (1), (2), (3) as shown
         press_when_idle(page, expect, key) if key == "1" else page.keyboard.press(key)
     page.keyboard.press("Control+Enter")
-    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("1 of 8 done")).to_be_visible(timeout=PAGE_WAIT_MS)
     [label] = labels_of(site, "rhea")
     shown_ranks = {f"rank_{caption}": rank for caption, rank in zip(label["order"], ("1", "3", "2"))}
     assert label["answer"] == shown_ranks  # each key went to its question, in the order shown
@@ -294,15 +302,15 @@ def test_enter_presses_start_after_a_batch_is_chosen_from_the_list(site):
     context = site["browser"].new_context()
     page = context.new_page()
     page.goto(link)
-    expect(page.get_by_text("Welcome, ivo")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Welcome, ivo")).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     page.get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name=re.compile(r"^Batch 2: validate negative$")).click()
-    expect(page.get_by_role("button", name=re.compile(r"^Start"))).to_be_visible(timeout=20_000)
+    expect(page.get_by_role("button", name=re.compile(r"^Start"))).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     page.wait_for_timeout(300)
     page.keyboard.press("Enter")
-    expect(page.get_by_text("0 of 4 done", exact=True)).to_be_visible(timeout=20_000)  # Start was pressed
+    expect(page.get_by_text("0 of 4 done", exact=True)).to_be_visible(timeout=PAGE_WAIT_MS)  # Start was pressed
     seen = page.inner_text("body")
     assert "ivo-batch" not in seen and "ivo-second" not in seen  # no internal batch names on screen
     context.close()
@@ -322,13 +330,13 @@ def test_ticking_consent_by_keyboard_keeps_the_focus_and_enter_goes_on(site):
     page = site["browser"].new_context(viewport={"width": 1280, "height": 720}).new_page()
     page.goto(f"{site['base']}/{study.lstrip('/')}&PROLIFIC_PID={participant}&STUDY_ID=s&SESSION_ID=x")
     box = page.get_by_role("checkbox", name="I agree to take part")
-    expect(box).to_be_visible(timeout=30_000)
+    expect(box).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     box.focus()
     page.keyboard.press("Space")  # then at once Tab and Enter, as a person does, before any rerun could land
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
-    expect(page.get_by_text("Instructions")).to_be_visible(timeout=20_000)
+    expect(page.get_by_text("Instructions")).to_be_visible(timeout=PAGE_WAIT_MS)
     joined = store.crowd_joins(db, store.get_batch(db, "consent-study")["id"])
     assert len(joined) == 1
     page.context.close()
@@ -341,10 +349,10 @@ def choose_new_batch(page, number: int) -> None:
     wait_idle(page, expect)
     page.get_by_test_id("stSelectbox").first.click()
     page.get_by_role("option", name=re.compile(rf"^Batch {number}: ")).click()
-    expect(page.get_by_role("button", name=re.compile(r"^Start"))).to_be_visible(timeout=20_000)
+    expect(page.get_by_role("button", name=re.compile(r"^Start"))).to_be_visible(timeout=PAGE_WAIT_MS)
     start_queue(page, expect)
     # exact: the menu's caption also says "0 of 3 done" for every batch not started
-    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=20_000)
+    expect(page.get_by_text(re.compile(r"^0 of \d+ done$"))).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
 
 
@@ -363,7 +371,7 @@ def test_answers_stay_in_the_batch_chosen_among_three_of_different_tasks(site):
     link = f"{site['base']}/?token={created['annotators'][0]['token']}"
     page = site["browser"].new_context(viewport={"width": 1280, "height": 720}).new_page()
     page.goto(link)
-    expect(page.get_by_text("Welcome, vera")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Welcome, vera")).to_be_visible(timeout=PAGE_WAIT_MS)
     choose_new_batch(page, 2)
     answer_and_wait(page, "2")  # image B
     expect(page.get_by_role("combobox", name="Batch")).to_have_value("Batch 2: pick image")

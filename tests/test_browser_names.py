@@ -16,7 +16,7 @@ from foil_studio.data import store
 from foil_studio.data.loading import import_path
 from foil_studio.views.registry import pages_for
 from foil_studio.views.text import WORD_JOINER
-from tests.browser_support import ADMIN_TOKEN, launch, streamlit_server, wait_idle
+from tests.browser_support import ADMIN_TOKEN, PAGE_WAIT_MS, launch, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -83,7 +83,7 @@ def test_names_with_markup_show_as_literal_text(site, page_name):
     context = site["browser"].new_context(viewport={"width": 1400, "height": 1600})
     page = context.new_page()
     page.goto(f"{site['base']}/{page_name}?token={ADMIN_TOKEN}")
-    expect(page.get_by_role("heading", level=1)).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("heading", level=1)).to_be_visible(timeout=PAGE_WAIT_MS)
     wait_idle(page, expect)
     settled = page.locator("svg text").count()
     for _ in range(20):  # plotly draws its SVG after the script run ends: wait until it stops growing
