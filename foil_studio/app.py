@@ -7,8 +7,10 @@ every file in it directly (its legacy multipage mode), without running this role
 
 import streamlit as st
 
-from foil_studio.annotate import batches, crowd_studies, roles
-from foil_studio.data import paths, store
+# Every registry a plugin can add to, imported so that a refused plugin is said on every page.
+from foil_studio.analysis import metric_families, scorers  # noqa: F401
+from foil_studio.annotate import batches, crowd_studies, roles, task_types  # noqa: F401
+from foil_studio.data import formats, item_kinds, paths, plugins, store  # noqa: F401
 from foil_studio.views.registry import pages_for
 from foil_studio.views.session import session_db
 
@@ -56,4 +58,10 @@ st.sidebar.caption(
     "Annotate, score and inspect vision-language compositionality benchmarks. Every command: "
     f"`{paths.command_name()} --help` in a terminal."
 )
+if role.role_name == "admin" and (refused := plugins.refusal_lines()):
+    st.sidebar.warning(
+        f"{len(refused)} plugin entry point{'s' if len(refused) > 1 else ''} refused; the rest of Foil Studio "
+        f"works without {'them' if len(refused) > 1 else 'it'}. `{paths.command_name()} plugins` lists why:\n\n"
+        + "\n\n".join(f"- {line}" for line in refused)
+    )
 navigation.run()

@@ -39,10 +39,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> Iterator[str]:
+def streamlit_server(
+    db_file: Path | str, log_file: Path, attempts: int = 3, python: str = sys.executable
+) -> Iterator[str]:
     """Serve the app (as `foil serve` does) on `db_file` (a store file or a PostgreSQL URL) on a
-    free port; yield its base URL; stop it afterwards. The server inherits this process's
-    environment (``FOIL_FILES``...).
+    free port, run by `python` (another venv's, to serve what is installed there); yield its base
+    URL; stop it afterwards. The server inherits this process's environment (``FOIL_FILES``...).
 
     A port found free can be taken before Streamlit binds it (Streamlit then exits): another
     port is tried.
@@ -53,7 +55,7 @@ def streamlit_server(db_file: Path | str, log_file: Path, attempts: int = 3) -> 
         port = free_port()
         with log_file.open("a") as log:
             process = subprocess.Popen(
-                server.streamlit_command(sys.executable, port),
+                server.streamlit_command(python, port),
                 cwd=REPO,
                 env={**server.app_environment(db_file), "FOIL_ADMIN_TOKEN": ADMIN_TOKEN},
                 stdout=log,

@@ -3,12 +3,13 @@ wheel and installed into a fresh venv beside this checkout's environment (its pa
 included, seen through a `.pth`: the plugin installs with `--no-deps`, in a second). Then, with no
 file of foil_studio/ edited: `foil plugins` lists it, `foil import eqben` reads EqBen's JSON,
 `foil score --model colour-match:FOLDER` scores with its model family and `foil metrics` reads the
-run, a batch of its task is answered, its own suite runs foil's generic checks on its records;
-uninstalling it takes them away again."""
+run, a batch of its task is answered in Chromium from a server the venv runs, its own suite runs
+foil's generic checks on its records; uninstalling it takes them away again."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_support import PAGE_WAIT_MS, launch, press_when_idle, start_queue, streamlit_server
 from tests.conftest import REPO
 from tests.test_package import outside_env
 
 pytestmark = pytest.mark.wheel
+READING_MS = 800  # a person reads the caption before answering (the page refuses answers under 0.5 s)
 EXAMPLE = REPO / "examples" / "foil-plugin-example"
 UV = str(Path(sys.executable).parent / "uv")
 LIGHT_AND_TABLES = textwrap.dedent(
@@ -36,21 +39,6 @@ LIGHT_AND_TABLES = textwrap.dedent(
     from foil_studio.data.formats import import_table
 
     print(import_table(), task_table(), family_table(), sep="\\n")
-    """
-)
-# One annotator answers every item of the batch `sys.argv[1]` as the annotator page does (draw,
-# then submit; `simulated`: no reading time to wait), and says how many answers were stored.
-ANSWER_ALL = textwrap.dedent(
-    """
-    import sys
-    from foil_studio.annotate import queues
-    from foil_studio.data import store
-
-    db, batch, stored = store.open_db("lab.db"), sys.argv[1], 0
-    ada = store.ensure_annotator(db, "ada")
-    while (state := queues.draw(db, ada["id"], batch)).task is not None:
-        stored += queues.submit_answer(db, ada["id"], batch, state.task, {"answer": "grammatical"}, simulated=True)
-    print(stored)
     """
 )
 
@@ -181,18 +169,31 @@ def test_its_format_model_family_and_task_work_through_foil(python, tmp_path):
             "--json",
         )
     )
-    answered = subprocess.run(
-        [str(python), "-c", ANSWER_ALL, batch["batch"]],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=outside_env(),
-        check=True,
-    )
-    assert answered.stdout.split() == ["6"]
+    (ada,) = batch["annotators"]
+    with streamlit_server(tmp_path / "lab.db", tmp_path / "streamlit.log", python=str(python)) as base:
+        answer_in_browser(f"{base}{ada['url']}", "1", ada["n_assigned"])
     labels = foil(python, tmp_path, "labels", batch["batch"], "--format", "jsonl", *db)
     rows = [json.loads(line) for line in labels.stdout.splitlines()]
     assert len(rows) == 6 and {row["answer"]["answer"] for row in rows} == {"grammatical"}, labels.stderr
+
+
+def answer_in_browser(link: str, key: str, n_items: int) -> None:
+    """Open an annotator's link in Chromium, press Start, and answer every item with `key` after
+    reading it, as a person does; the page says the batch is done."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(link)
+        start_queue(page, expect)
+        for done in range(n_items):
+            expect(page.get_by_text(f"{done} of {n_items} done", exact=True)).to_be_visible(timeout=PAGE_WAIT_MS)
+            expect(page.get_by_text(re.compile(r"^altered caption: "))).to_be_visible(timeout=PAGE_WAIT_MS)
+            page.wait_for_timeout(READING_MS)
+            press_when_idle(page, expect, key)
+        expect(page.get_by_text("All done, thank you", exact=False)).to_be_visible(timeout=PAGE_WAIT_MS)
+        browser.close()
 
 
 def test_its_own_suite_runs_the_generic_checks_on_its_records(python, source):

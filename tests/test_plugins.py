@@ -19,10 +19,10 @@ import pytest
 
 from foil_studio.analysis import metric_families, scorers
 from foil_studio.annotate import task_types
-from foil_studio.data import formats, item_kinds, plugins
+from foil_studio.data import formats, item_kinds, plugins, store
 from foil_studio.data.formats import Format
 from foil_studio.plugin_checks import check_item_kind, check_metric_family, check_scorer_family
-from tests.conftest import REPO
+from tests.conftest import APP_SCRIPT, REPO
 
 BROKEN = {
     "foil_studio.formats": {
@@ -191,3 +191,53 @@ def test_every_registry_is_one_loader_s_registry_of_its_group():
     registries = (formats.REGISTRY, item_kinds.REGISTRY, task_types.REGISTRY, metric_families.METRIC_FAMILIES)
     assert all(isinstance(registry, plugins.Registry) for registry in (*registries, scorers.REGISTRY))
     assert {registry.group for registry in (*registries, scorers.REGISTRY)} == set(plugins.GROUPS)
+
+
+# Opens every page of the app through AppTest in a process where the broken plugin is installed:
+# each admin page as the admin, the annotator's page with `sys.argv[1]`'s token; prints, per page,
+# its exceptions and the sidebar's warnings.
+OPEN_EVERY_PAGE = textwrap.dedent(
+    """
+    import json, os, sys
+    from streamlit.testing.v1 import AppTest
+    from foil_studio.views.registry import PAGES
+
+    def opened(token, page=None):
+        at = AppTest.from_file(os.environ["APP_SCRIPT"], default_timeout=300)
+        at.query_params["token"] = token
+        at.run()
+        if page is not None:
+            at.switch_page(page).run()
+        said = [w.value for w in at.sidebar.warning]
+        return {"exceptions": [e.value for e in at.exception], "sidebar": said, "title": [t.value for t in at.title]}
+
+    shown = {p.path: opened(os.environ["FOIL_ADMIN_TOKEN"], p.path) for p in PAGES if p.role == "admin"}
+    shown["annotator"] = opened(sys.argv[1])
+    print(json.dumps(shown))
+    """
+)
+
+
+def test_every_page_opens_beside_a_broken_plugin_and_the_admin_is_told_which_was_refused(demo_store, tmp_path):
+    from foil_studio.annotate import batches
+
+    where = installed_package(tmp_path / "site", "broken-plugin", "1.0", BROKEN, BROKEN_MODULES)
+    db_file = tmp_path / "foil.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    spec = batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 4, seed=1, name="ada-batch")
+    (ada,) = batches.create_batch(store.open_db(db_file), spec)["annotators"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(where), "FOIL_DB": str(db_file), "FOIL_ADMIN_TOKEN": "broken-plugin-admin-token"}
+    env["APP_SCRIPT"] = str(APP_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, "-c", OPEN_EVERY_PAGE, ada["token"]], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = json.loads(done.stdout.splitlines()[-1])
+    assert len(shown) > 5 and all(page["title"] and not page["exceptions"] for page in shown.values()), shown
+    admin_pages = [page for path, page in shown.items() if path != "annotator"]
+    for page in admin_pages:
+        (warning,) = page["sidebar"]
+        assert warning.startswith("3 plugin entry points refused; the rest of Foil Studio works without them")
+        assert "plugin broken-plugin 1.0: entry point `raises = broken_plugin_raises:FORMAT`" in warning
+    assert shown["annotator"]["sidebar"] == []  # an annotator is not told about the lab's plugins

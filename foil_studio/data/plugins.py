@@ -235,6 +235,12 @@ def installed() -> list[Plugin]:
     return [plugins[name] for name in sorted(plugins)]
 
 
+def refusal_lines() -> list[str]:
+    """One line per entry point refused by the registries created so far (each loaded now)."""
+    load_all()
+    return [refused.line() for refused in REFUSED]
+
+
 def _admit(
     records: dict[str, Any],
     held: dict[str, Origin],
