@@ -152,3 +152,15 @@ def test_foil_serve_answers_its_health_check_and_prints_the_link_for_its_port(in
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
+
+
+def test_what_a_package_build_leaves_behind_is_ignored_by_git():
+    """setuptools' `build/` and the wheels' `dist/`, at the root or beside the example plugin, are
+    never offered to `git add`."""
+    paths = ["build/lib/foil_studio/app.py", "dist/foil_studio-0.10.0.whl", "examples/foil-plugin-example/build/x"]
+    checked = subprocess.run(
+        ["git", "check-ignore", "--no-index", *paths], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if checked.returncode == 128:
+        pytest.skip(f"not a git checkout: {checked.stderr.strip()}")
+    assert checked.stdout.split() == paths
