@@ -1346,6 +1346,21 @@ COMMAND_CASES = [
         )
         for value in ("0", "-1")
     ],
+    *[
+        CommandCase(
+            f"health-next-overlap{value}",
+            health_argv("next", "--budget", "10", *TWO_NEW, "--overlap", value),
+            ("--overlap", "from 1 to"),
+            True,
+        )
+        for value in ("0", "-1", "two")
+    ],
+    CommandCase(  # the sample asked 3 per item, and `health next` asks as many unless told
+        "health-next-sample-overlap-over-the-annotators",
+        health_argv("next", "--budget", "10", *TWO_NEW),
+        ("overlap 3", "2 annotators"),
+        True,
+    ),
     CommandCase(
         "health-report-bootstrap-a-billion",  # issue 53: a memory-error traceback
         health_argv("report", "--bootstrap", "1000000000"),

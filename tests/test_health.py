@@ -310,6 +310,29 @@ def test_cli_sample_next_report(demo_db, tmp_path):
     assert written["design"]["drawn"] == 55 and written["methods"] in shown
 
 
+def test_health_next_asks_as_many_annotators_per_item_as_the_sample_did(demo_db):
+    """Issue 55: `health next` asked 3 by default, and refused a sample drawn with 2 annotators."""
+    db = store.location(demo_db)
+    two = ("--annotators", "x", "y")
+    first = run_cli("health", "sample", DATASET, "--budget", "10", *two, "--overlap", "2", "--json", db=db)
+    assert first.returncode == 0, first.stderr
+    nxt = run_cli("health", "next", DATASET, "--budget", "10", *two, "--json", db=db)
+    assert nxt.returncode == 0, nxt.stderr
+    assert json.loads(nxt.stdout)["overlap"] == 2 == health.sample_overlap(demo_db, DATASET)
+    asked = run_cli("health", "next", DATASET, "--budget", "10", *two, "--overlap", "1", "--json", db=db)
+    assert json.loads(asked.stdout)["overlap"] == 1 == health.sample_overlap(demo_db, DATASET)
+
+
+def test_the_pages_next_batch_form_asks_as_many_annotators_per_item_as_the_sample_did(app, demo_db):
+    plan = health.plan_sample(demo_db, DATASET, 10)
+    health.create_sample_batch(demo_db, plan, ("ann-a", "ann-b"), overlap=2, name="two-each")
+    at = app(ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    assert not at.exception
+    assert [n.value for n in at.number_input if n.label == "Annotators per item"] == [2]
+
+
 def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
     at = app(ADMIN)
     at.switch_page("views/health.py").run()

@@ -16,21 +16,23 @@ from foil_studio.annotate.health.sample import CONSENSUS, STRATEGIES
 from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, PEOPLE, SEED, UsageError, arg, command
 from foil_studio.data import store
 
-HEALTH_DRAW = (
-    arg("dataset"),
-    arg("--budget", type=AT_LEAST_ONE, metavar="N", help="items to draw in all (or --per-category)"),
-    arg("--per-category", type=AT_LEAST_ONE, metavar="N", help="items to draw from each category instead of a budget"),
-    arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
-    arg(
-        "--overlap",
-        type=PEOPLE,
-        default=3,
-        metavar="K",
-        help="annotators per item (default 3: a majority always exists)",
-    ),
-    SEED,
-    arg("--name", metavar="NAME"),
-)
+
+def health_draw(overlap: tuple[tuple[str, ...], dict[str, Any]]) -> tuple[tuple[tuple[str, ...], dict[str, Any]], ...]:
+    """The arguments `health sample` and `health next` share, with each one's `--overlap`."""
+    return (
+        arg("dataset"),
+        arg("--budget", type=AT_LEAST_ONE, metavar="N", help="items to draw in all (or --per-category)"),
+        arg(
+            "--per-category",
+            type=AT_LEAST_ONE,
+            metavar="N",
+            help="items to draw from each category instead of a budget",
+        ),
+        arg("--annotators", nargs="+", metavar="NAME", help="annotator names (created if new; default: all)"),
+        overlap,
+        SEED,
+        arg("--name", metavar="NAME"),
+    )
 
 
 def _health_batch(db: sqlite_utils.Database, args: argparse.Namespace, **plan: Any) -> dict[str, Any]:
@@ -43,7 +45,15 @@ def _health_batch(db: sqlite_utils.Database, args: argparse.Namespace, **plan: A
 
 @command(
     "health sample",
-    *HEALTH_DRAW,
+    *health_draw(
+        arg(
+            "--overlap",
+            type=PEOPLE,
+            default=3,
+            metavar="K",
+            help="annotators per item (default 3: a majority always exists)",
+        )
+    ),
     arg("--allocation", choices=ALLOCATIONS, default="proportional", help="how the budget is spread over categories"),
 )
 def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
@@ -59,7 +69,14 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
 
 @command(
     "health next",
-    *HEALTH_DRAW,
+    *health_draw(
+        arg(
+            "--overlap",
+            type=PEOPLE,
+            metavar="K",
+            help="annotators per item (default: as many as the sample's latest batch asked)",
+        )
+    ),
     arg("--target", choices=("share", "rank"), default="share", help="what the new items should sharpen"),
     arg("--runs", nargs=2, metavar=("A", "B"), help="with --target rank: the two runs whose order matters"),
     arg(
@@ -75,10 +92,11 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
 def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
     Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
-    interval of two runs' accuracy difference on valid items. `--strategy predicted` cuts each
+    interval of two runs' accuracy difference on valid items, each item asked of as many annotators
+    as the sample's latest batch asked (`--overlap`). `--strategy predicted` cuts each
     category into bins of the predictions and draws more where they place the invalid items;
     `--strategy active` draws each category's items on their own coins, more where they are unsure."""
-    from foil_studio.annotate.health import HealthError, health_batches
+    from foil_studio.annotate.health import HealthError, health_batches, sample_overlap
 
     if not health_batches(db, args.dataset):
         raise HealthError(
@@ -87,6 +105,8 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
         )
     if args.predictions is not None and args.strategy == "neyman":
         raise UsageError("--predictions goes with --strategy predicted or active (a random draw uses none)")
+    if args.overlap is None:
+        args.overlap = sample_overlap(db, args.dataset)
     return _health_batch(
         db,
         args,

@@ -75,7 +75,8 @@ def draw_form(first: bool) -> None:
                     key="health_strategy",
                 )
                 predicted = st.selectbox("Predictions (not for a random draw)", sets, key="health_draw_predictions")
-        overlap = right.number_input("Annotators per item", min_value=1, value=3)
+        asked = 3 if first else health.sample_overlap(db, dataset)  # the next batch asks as the sample did
+        overlap = right.number_input("Annotators per item", min_value=1, value=asked)
         chosen = st.multiselect("Annotators", annotators, default=annotators[:3])
         extra = st.text_input("New annotators (comma separated)", placeholder="ada, ben, cy")
         name = st.text_input("Batch name (optional)")

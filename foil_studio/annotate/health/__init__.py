@@ -60,6 +60,7 @@ from foil_studio.annotate.health.sample import (
     plan_sample,
     read_sample,
     run_credits,
+    sample_overlap,
     sampling_frame,
 )
 
@@ -109,6 +110,7 @@ __all__ = [
     "read_sample",
     "report_markdown",
     "run_credits",
+    "sample_overlap",
     "sampling_frame",
     "share_text",
     "strata_table",

@@ -137,6 +137,13 @@ def health_batches(db: sqlite_utils.Database, dataset: str) -> list[store.BatchR
     return store.batches_with_setting(db, store.get_dataset(db, dataset)["id"], DESIGN_KEY)
 
 
+def sample_overlap(db: sqlite_utils.Database, dataset: str) -> int | None:
+    """Annotators per item in the dataset's latest health batch: what the next batch asks for unless
+    told otherwise (None before the first sample)."""
+    batches = health_batches(db, dataset)
+    return int(batches[-1]["config"]["overlap"]) if batches else None
+
+
 def drawn_items(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
     """Item -> category of every item a health batch of the dataset drew."""
     return _drawn(db, health_batches(db, dataset))
