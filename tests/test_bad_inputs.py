@@ -1361,6 +1361,14 @@ COMMAND_CASES = [
         ("overlap 3", "2 annotators"),
         True,
     ),
+    *[
+        CommandCase(f"items-limit{value}", ("items", HEALTH, "--limit", value), ("--limit", "from 1 to"))
+        for value in ("0", "-1", "many")
+    ],
+    CommandCase(
+        "items-unknown-category", ("items", HEALTH, "--category", "no-such"), ("no category 'no-such'", "swap_obj")
+    ),
+    CommandCase("items-unknown-dataset", ("items", "no-such-dataset"), ("no dataset named 'no-such-dataset'",)),
     CommandCase(
         "health-report-bootstrap-a-billion",  # issue 53: a memory-error traceback
         health_argv("report", "--bootstrap", "1000000000"),

@@ -304,3 +304,25 @@ def test_baseline_of_a_batch_with_no_answer_says_why_and_prints_no_figure(demo_d
         done = run_cli("baseline", "bl", *extra, db=store.location(demo_db))
         assert done.returncode != 0 and not done.stdout
         assert done.stderr.strip() == "error: no question of bl has an answer yet: a baseline needs one"
+
+
+def test_items_lists_each_items_ids_category_and_item_kind(demo_db):
+    """Issue 55: a predictions file names items by their ids, which only `export` showed."""
+    from foil_studio.data import store
+
+    db = store.location(demo_db)
+    dataset_id = store.get_dataset(demo_db, "demo-sugarcrepe")["id"]
+    stored = store.list_items(demo_db, dataset_id, limit=1 << 40)
+    listed = run_cli("items", "demo-sugarcrepe", "--json", db=db)
+    assert listed.returncode == 0 and not listed.stderr, listed.stderr
+    assert json.loads(listed.stdout) == [
+        {"id": i["id"], "source_id": i["source_id"], "category": i["category"], "item_kind": i["kind"]} for i in stored
+    ]
+    category = stored[-1]["category"]
+    first = run_cli("items", "demo-sugarcrepe", "--category", category, "--limit", "3", "--json", db=db)
+    in_category = [i for i in stored if i["category"] == category]
+    assert [row["id"] for row in json.loads(first.stdout)] == [i["id"] for i in in_category[:3]]
+    assert first.stderr.strip() == f"the first 3 of {len(in_category)} items (--limit)"
+    shown = run_cli("items", "demo-sugarcrepe", "--limit", "2", db=db).stdout.splitlines()
+    assert shown[0].split() == ["id", "source_id", "category", "item_kind"] and len(shown) == 3, shown
+    assert str(stored[1]["source_id"]) in shown[-1]

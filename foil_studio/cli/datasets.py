@@ -1,4 +1,4 @@
-"""Commands on datasets: the demo, `serve`, `import`, ARO's order sets, `datasets`, `export`."""
+"""Commands on datasets: the demo, `serve`, `import`, ARO's order sets, `datasets`, `items`, `export`."""
 
 from __future__ import annotations
 
@@ -159,6 +159,31 @@ def cmd_datasets(db: sqlite_utils.Database, args: argparse.Namespace) -> list[di
         {"name": d["name"], "format": d["format"], "n_items": d["n_items"], "by_category": d["by_category"]}
         for d in store.list_datasets(db)
     ]
+
+
+@command(
+    "items",
+    arg("dataset"),
+    arg("--category", metavar="CAT", help="only the items of this category"),
+    arg("--limit", type=AT_LEAST_ONE, metavar="N", help="only the first N items (default: every item)"),
+)
+def cmd_items(db: sqlite_utils.Database, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """List a dataset's items in import order: the store's id, the benchmark's own id (`source_id`,
+    which a predictions file names items by), the category and the item kind."""
+    dataset_id = store.get_dataset(db, args.dataset)["id"]
+    counts = store.category_counts(db, dataset_id)
+    if args.category is not None and args.category not in counts:
+        raise UsageError(f"{args.dataset} has no category {args.category!r} (its categories: {', '.join(counts)})")
+    listed = [
+        {"id": item_id, "source_id": source_id, "category": category, "item_kind": item_kind}
+        for item_id, item_kind, category, source_id in store.item_index(
+            db, dataset_id, category=args.category, limit=args.limit
+        )
+    ]
+    total = counts[args.category] if args.category is not None else sum(counts.values())
+    if len(listed) < total:
+        print(f"the first {len(listed)} of {total} items (--limit)", file=sys.stderr)
+    return listed
 
 
 @command(

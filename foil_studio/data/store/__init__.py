@@ -133,6 +133,7 @@ from foil_studio.data.store.datasets import (
     get_dataset,
     image_status_counts,
     item_ids_by_category,
+    item_index,
     item_kind_counts,
     item_sources,
     item_strata,

@@ -237,6 +237,20 @@ def item_sources(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str
     return [(int(i), str(s), str(c)) for i, s, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
 
 
+def item_index(
+    db: sqlite_utils.Database, dataset_id: int, *, category: str | None = None, limit: int | None = None
+) -> list[tuple[int, str, str, str]]:
+    """(item id, item kind, category, source id) of the dataset's items (of one category), by id, the
+    first `limit` of them (None: all): which item is which, read without decoding any item."""
+    where, params = "dataset_id = ?", list[Any]([dataset_id])
+    if category is not None:
+        where, params = where + " AND category = ?", [*params, category]
+    sql = f"SELECT id, kind, category, source_id FROM items WHERE {where} ORDER BY id"
+    if limit is not None:
+        sql, params = sql + " LIMIT ?", [*params, limit]
+    return [(int(i), str(k), str(c), str(s)) for i, k, c, s in db.execute(sql, params).fetchall()]
+
+
 def item_truths(
     db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
