@@ -7,8 +7,8 @@ The set: `--images` generated 640x480 JPEGs (`foil_studio/data/demo_photos.py`: 
 fine noise and two shapes, about 100 KB each at quality 85, so decoding costs what a photo's
 costs), one SugarCrepe-format pair each (two captions). Families: open_clip as ViT-B-32 with
 random weights (the real architecture; speed does not depend on the weights), and each
-cross-encoder family's tiny random model, built by the tests' builders
-(tests/test_scorer_families.py) and loaded from its save_pretrained folder.
+cross-encoder family's tiny random model, built by its test kit (`ScorerFamily.test_kit`) and
+loaded from its save_pretrained folder.
 
 Per family, in one process and one run:
 
@@ -71,11 +71,11 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
-def builders() -> dict[str, Any]:
-    """Each cross-encoder family's (builder, reference) from the tests."""
-    from tests.test_scorer_families import FAMILIES
+def kits() -> dict[str, Any]:
+    """Each cross-encoder family's test kit (`tiny_model`, `reference_score`), read from its record."""
+    from foil_studio.analysis.scorers import REGISTRY
 
-    return FAMILIES
+    return {f.name: f.kit() for f in REGISTRY.values() if f.scores_pairs and f.test_kit}
 
 
 def pristine_copy(source: Path, target: Path) -> Any:
@@ -211,13 +211,13 @@ def main() -> int:
         f"load average at the start (1, 5, 15 min): {', '.join(f'{v:.1f}' for v in os.getloadavg())}; "
         f"{os.cpu_count()} cores"
     )
-    families = args.families or [OPEN_CLIP, *sorted(builders())]
+    families = args.families or [OPEN_CLIP, *sorted(kits())]
     rows = []
     for index, family in enumerate(families):
         folder = None
         if family != OPEN_CLIP:
             (work / f"model-{index}").mkdir()
-            folder = builders()[family][0](work / f"model-{index}")
+            folder = kits()[family].tiny_model(work / f"model-{index}")
         first_image, first_caption = load_image(root, items[0]["images"][0]), items[0]["captions"][0]
         if family == OPEN_CLIP:
             fp32 = load(family, None, "fp32")
@@ -228,7 +228,7 @@ def main() -> int:
             floor_reference = reference_gflop(fp32, len(items))
             del fp32
         else:
-            reference_fn = builders()[family][1]
+            reference_fn = kits()[family].reference_score
             reference_fn(folder, first_image, first_caption)  # loads the reference model once, warms it
             reference = cross_encoder_reference(reference_fn, folder, items, root)
         loaded = load(family, folder, "auto")

@@ -126,15 +126,14 @@ def test_an_unreadable_image_stops_the_run_naming_the_file_and_keeps_what_was_en
 
 def test_a_family_run_still_names_an_unreadable_image(tmp_path):
     """The cross-encoder path decodes ahead on the same loader thread (`prepared_ahead`)."""
-    from foil_studio.analysis.scorers import scorer_family
+    from foil_studio.analysis.scorers import blip_itm, scorer_family
     from foil_studio.analysis.scorers.pairwise import load_family, score_dataset_pairs
-    from tests.test_scorer_families import tiny_blip
 
     db = store.open_db(tmp_path / "photos.db")
     photo_dataset(db, tmp_path / "files", 4)
     broken = tmp_path / "files" / "images" / "00003.jpg"
     broken.write_bytes(b"\xff\xd8 truncated")
-    loaded = load_family(scorer_family("blip-itm"), str(tiny_blip(tmp_path)), "fp32", "cpu")
+    loaded = load_family(scorer_family("blip-itm"), str(blip_itm.tiny_model(tmp_path)), "fp32", "cpu")
     with pytest.raises(UnidentifiedImageError) as raised:
         score_dataset_pairs(db, "photos", loaded, batch_size=2)
     assert str(broken) in str(raised.value)

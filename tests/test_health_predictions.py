@@ -250,11 +250,11 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
     """A VLM asked whether the image shows the altered caption: its yes-probability is the predicted
     probability that the negative is invalid. Checked against the reference loop of the scorer's
     test (one pair at a time), item by item on two items; an open_clip run and a partial run are refused."""
+    from foil_studio.analysis.scorers import vqascore
     from foil_studio.analysis.scorers.pairwise import score_with_family
     from foil_studio.analysis.scoring import load_image
-    from tests.test_scorer_families import tiny_llava, vqascore_reference
 
-    folder = tiny_llava(tmp_path)
+    folder = vqascore.tiny_model(tmp_path)
     score_with_family(demo_db, DATASET, "vqascore", str(folder), precision="fp32", device="cpu", run="judge-run")
     made = health.predictions_from_run(demo_db, DATASET, "judge-run", "judge")
     stored = store.get_predictions(demo_db, DATASET, "judge")
@@ -262,7 +262,7 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
     dataset = store.get_dataset(demo_db, DATASET)
     for item_id, item in store.items_by_id(demo_db, sorted(stored)[:2]).items():
         image = load_image(Path(dataset["image_root"]), item["images"][0])
-        assert stored[item_id] == pytest.approx(vqascore_reference(folder, image, item["captions"][1]), abs=1e-5)
+        assert stored[item_id] == pytest.approx(vqascore.reference_score(folder, image, item["captions"][1]), abs=1e-5)
     (listed,) = store.list_prediction_sets(demo_db, DATASET)
     assert listed["source"] == "run judge-run" and listed["meta"]["model"].startswith("vqascore:")
     from foil_studio.analysis.models import demo_model_spec, load_model

@@ -4,10 +4,9 @@ API and the page take the same families)."""
 
 from __future__ import annotations
 
-from foil_studio.analysis.scorers import REGISTRY, family_choices
+from foil_studio.analysis.scorers import REGISTRY, blip2_itm, family_choices
 from foil_studio.data import store
 from tests.conftest import APP_ADMIN as ADMIN
-from tests.test_scorer_families import tiny_blip2
 
 PAGE = "views/model_scores.py"
 
@@ -44,7 +43,7 @@ def test_the_score_form_lists_every_family_with_its_example_and_rule(app, demo_d
 
 
 def test_scoring_with_a_family_folder_from_the_page_makes_its_run(app, demo_db, tmp_path):
-    folder = tiny_blip2(tmp_path)
+    folder = blip2_itm.tiny_model(tmp_path)
     at = family_form(app)
     at.selectbox(key="score_family").set_value("blip2-itm").run()
     at.text_input(key="score_family_ref").set_value(str(folder)).run()

@@ -21,21 +21,19 @@ from PIL import Image
 
 from foil_studio.analysis import models
 from foil_studio.analysis.models import ModelSpec, load_model
-from foil_studio.analysis.scorers import REGISTRY, blip2_itm, blip_itm, flava_itm, scorer_family, vqascore
+from foil_studio.analysis.scorers import base, scorer_family
 from foil_studio.analysis.scorers.pairwise import load_family
 from tests.test_scorer_families import CAPTIONS, FAMILIES
 
-CROSS_ENCODERS = sorted(name for name, family in REGISTRY.items() if family.load is not None)
+CROSS_ENCODERS = sorted(FAMILIES)  # every family that scores pairs and has a test kit
 EVERY_FAMILY = ["open_clip", *CROSS_ENCODERS]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-PLACERS = (blip_itm, flava_itm, blip2_itm, vqascore)  # each family module's own name for `base.place`
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
     """Every cross-encoder family's tiny random model, saved as a user's local copy is."""
-    assert set(FAMILIES) == set(CROSS_ENCODERS)  # a new family gets its builder before this file passes
-    return {name: FAMILIES[name][0](tmp_path_factory.mktemp(name)) for name in CROSS_ENCODERS}
+    return {name: FAMILIES[name].kit().tiny_model(tmp_path_factory.mktemp(name)) for name in CROSS_ENCODERS}
 
 
 def cpu_flags() -> set[str]:
@@ -53,9 +51,7 @@ def load_any(family: str, folders: dict[str, Path], precision: str, device: str 
         loaded = load_model(ModelSpec(models.DEMO_ARCH, "none", precision=precision), device=device)
         return loaded, loaded.spec.precision, loaded.device, loaded.model.visual
     loaded = load_family(scorer_family(family), str(folders[family]), precision, device)
-    model = loaded.scorer.model
-    vision = model.flava.image_model if family == "flava-itm" else getattr(model, "vision_model", model)
-    return loaded, loaded.precision, loaded.device, vision
+    return loaded, loaded.precision, loaded.device, loaded.scorer.image_encoder()
 
 
 def weight_dtypes(module: torch.nn.Module) -> set[torch.dtype]:
@@ -143,8 +139,7 @@ def fake_gpu(monkeypatch):
     def place(model, device):
         state["handed_to"].append(torch.device(device))
 
-    for module in PLACERS:
-        monkeypatch.setattr(module, "place", place)
+    monkeypatch.setattr(base, "place", place)  # every family hands its model over through `base.place`
     create = open_clip.create_model_and_transforms
 
     def create_on_cpu(*args, device=None, **kwargs):

@@ -1,241 +1,41 @@
 """Model families other than open_clip (issue 44): each built from a tiny random configuration,
 saved with save_pretrained and loaded by path as a user's local copy loads; the batched path
-gives the scores of a reference loop written here from the library's documented API (one pair at
-a time, fp32), and the same decisions."""
+gives the scores of a reference loop written from the library's documented API (one pair at a
+time, fp32), and the same decisions. Both come from the family's test kit, which its record names
+(`ScorerFamily.test_kit`, `analysis.scorers.tiny`): every family with a kit is tested here."""
 
 from __future__ import annotations
 
-import functools
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import (
-    AutoModelForImageTextToText,
-    AutoProcessor,
-    BertTokenizer,
-    Blip2Config,
-    Blip2ForImageTextRetrieval,
-    Blip2Processor,
-    BlipConfig,
-    BlipForImageTextRetrieval,
-    BlipImageProcessor,
-    BlipProcessor,
-    FlavaConfig,
-    FlavaForPreTraining,
-    FlavaImageProcessor,
-    FlavaProcessor,
-    LlavaConfig,
-    LlavaForConditionalGeneration,
-    LlavaProcessor,
-    PreTrainedTokenizerFast,
-)
+from transformers import BertTokenizer
 
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.results import run_metrics
-from foil_studio.analysis.scorers import REGISTRY, scorer_family, split_family
+from foil_studio.analysis.scorers import REGISTRY, blip_itm, scorer_family, split_family, tiny, vqascore
 from foil_studio.analysis.scorers.pairwise import load_family, score_with_family
 from foil_studio.analysis.scoring import load_image
-from foil_studio.data import store
+from foil_studio.data import plugins, store
 
-WORDS = "a an the red blue green yellow small large big cube sphere ball cylinder left right of on under behind and"
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[ENC]"]
-SMALL = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 48}
-SPREAD = 0.3  # a wider init than the default 0.02, so random scores differ by more than float noise
 CAPTIONS = ["a red cube left of the blue sphere", "a blue cube", "the sphere on the cube", "a small green ball"]
+# Every family that scores pairs and has a test kit, by name: a new family's module and record are
+# enough for the tests of this file and tests/test_precision_choice.py to test it.
+FAMILIES = {family.name: family for family in REGISTRY.values() if family.scores_pairs and family.test_kit}
 
 
-def _tokenizer(folder: Path) -> BertTokenizer:
-    vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join(SPECIAL + WORDS.split()) + "\n")
-    return BertTokenizer(str(vocab), additional_special_tokens=["[ENC]"])
-
-
-def tiny_blip(folder: Path) -> Path:
-    """A random BLIP ITM model with its processor, saved as a user's local copy is."""
-    tokenizer = _tokenizer(folder)
-    text = {**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "encoder_hidden_size": 32}
-    vision = {**SMALL, "image_size": 32, "patch_size": 8}
-    config = BlipConfig(
-        text_config={**text, "pad_token_id": 0, "bos_token_id": 2, "sep_token_id": 3, "initializer_range": SPREAD},
-        vision_config={**vision, "initializer_range": SPREAD},
-        image_text_hidden_size=16,
-        projection_dim=16,
-        initializer_range=SPREAD,
-    )
-    torch.manual_seed(0)
-    out = folder / "blip"
-    BlipForImageTextRetrieval(config).save_pretrained(out)
-    BlipProcessor(BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer).save_pretrained(out)
-    return out
-
-
-def tiny_flava(folder: Path) -> Path:
-    """A random FLAVA pre-training model with its processor, saved as a user's local copy is."""
-    tokenizer = _tokenizer(folder)
-    config = FlavaConfig(
-        image_config={**SMALL, "image_size": 32, "patch_size": 8, "initializer_range": SPREAD},
-        text_config={**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "initializer_range": SPREAD},
-        multimodal_config={**SMALL, "initializer_range": SPREAD},
-        image_codebook_config={"hidden_size": 16, "num_groups": 2, "num_blocks_per_group": 1, "vocab_size": 32},
-        hidden_size=32,
-        projection_dim=16,
-        initializer_range=SPREAD,
-    )
-    torch.manual_seed(0)
-    out = folder / "flava"
-    FlavaForPreTraining(config).save_pretrained(out)
-    square = {"height": 32, "width": 32}
-    images = FlavaImageProcessor(
-        size=square, crop_size=square, codebook_size=square, codebook_crop_size=square, input_size_patches=4,
-        total_mask_patches=4, mask_group_min_patches=1,
-    )  # fmt: skip
-    FlavaProcessor(images, tokenizer).save_pretrained(out)
-    return out
-
-
-def tiny_blip2(folder: Path) -> Path:
-    """A random BLIP-2 ITM model (Q-Former reading text, four query tokens) with its processor,
-    saved as a user's local copy is; the processor puts the queries' image tokens before the
-    caption, as the hub's BLIP-2 processors do, and the model drops them again."""
-    tokenizer = _tokenizer(folder)
-    n_text = len(tokenizer)
-    processor = Blip2Processor(BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer, num_query_tokens=4)
-    qformer = {**SMALL, "vocab_size": n_text, "max_position_embeddings": 40, "encoder_hidden_size": 32}
-    config = Blip2Config(
-        vision_config={**SMALL, "image_size": 32, "patch_size": 8, "initializer_range": SPREAD},
-        qformer_config={**qformer, "use_qformer_text_input": True, "cross_attention_frequency": 1, "pad_token_id": 0},
-        text_config={"model_type": "opt", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
-                     "ffn_dim": 48, "vocab_size": 64, "word_embed_proj_dim": 32},
-        num_query_tokens=4,
-        image_token_index=processor.tokenizer.convert_tokens_to_ids(str(processor.image_token)),
-        image_text_hidden_size=16,
-        initializer_range=SPREAD,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    out = folder / "blip2"
-    Blip2ForImageTextRetrieval(config).save_pretrained(out)
-    processor.save_pretrained(out)
-    return out
-
-
-LLAVA_WORDS = 'Does this figure show " ? . Please answer yes or no Yes No USER ASSISTANT :'
-LLAVA_TEMPLATE = (  # LLaVA-1.5's "USER: <image>\n... ASSISTANT:"
-    "{% for message in messages %}{{ message['role'].upper() }}: {% for part in message['content'] %}"
-    "{% if part['type'] == 'image' %}<image>\n{% else %}{{ part['text'] }}{% endif %}{% endfor %} {% endfor %}"
-    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
-)
-
-
-def word_tokenizer(words: str) -> PreTrainedTokenizerFast:
-    """A word-level tokenizer built offline with the tokenizers library (LLaVA's special tokens, then `words`)."""
-    names = ["<pad>", "<unk>", "<s>", "</s>", "<image>", *WORDS.split(), *words.split()]
-    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(dict.fromkeys(names))}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-        extra_special_tokens={"image_token": "<image>"},
-    )  # fmt: skip
-
-
-def tiny_llava(folder: Path, words: str = LLAVA_WORDS, chat_template: str | None = LLAVA_TEMPLATE) -> Path:
-    """A random LLaVA (CLIP vision tower, Llama decoder) with a processor holding LLaVA-1.5's chat
-    template, saved as a user's local copy is."""
-    tokenizer = word_tokenizer(words)
-    vision = {"model_type": "clip_vision_model", **SMALL, "image_size": 32, "patch_size": 8, "projection_dim": 16}
-    text = {"model_type": "llama", **SMALL, "num_key_value_heads": 2, "vocab_size": len(tokenizer)}
-    config = LlavaConfig(
-        vision_config={**vision, "initializer_range": SPREAD},
-        text_config={**text, "max_position_embeddings": 128, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3},
-        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
-        initializer_range=SPREAD,
-    )
-    torch.manual_seed(0)
-    model = LlavaForConditionalGeneration(config)
-    with torch.no_grad():  # "Yes" turned round: its probability then neither near zero nor alike for every pair
-        model.lm_head.weight[tokenizer.convert_tokens_to_ids("Yes")] *= -1
-    out = folder / ("llava" if chat_template else "llava-plain")
-    model.save_pretrained(out)
-    images = BlipImageProcessor(size={"height": 32, "width": 32})
-    LlavaProcessor(
-        images, tokenizer, patch_size=8, vision_feature_select_strategy="default", chat_template=chat_template,
-        num_additional_image_tokens=1,
-    ).save_pretrained(out)  # fmt: skip
-    return out
-
-
-@functools.cache
-def reference_model(folder: Path, model_class: type, processor_class: type) -> tuple:
-    """A reference's model (fp32, eval) and processor, loaded once per folder, as a user's script
-    loads them once before its loop over pairs."""
-    return model_class.from_pretrained(folder).eval(), processor_class.from_pretrained(folder)
-
-
-@torch.no_grad()
-def blip_reference(folder: Path, image: Image.Image, caption: str) -> float:
-    """ARO's BLIP score of one pair through the documented API: ITM match logit with [ENC] first, plus ITC."""
-    model, processor = reference_model(folder, BlipForImageTextRetrieval, BlipProcessor)
-    inputs = processor(images=image, text=caption, return_tensors="pt", padding="max_length", max_length=35)
-    cosine = model(**inputs, use_itm_head=False).itm_score[0, 0]
-    inputs["input_ids"][:, 0] = processor.tokenizer.convert_tokens_to_ids("[ENC]")
-    match = model(**inputs, use_itm_head=True).itm_score[0, 1]
-    return float(match + cosine)
-
-
-@torch.no_grad()
-def flava_reference(folder: Path, image: Image.Image, caption: str) -> float:
-    """ARO's FLAVA score of one pair through the documented API: softmax(itm_logits)[match], nothing masked."""
-    model, processor = reference_model(folder, FlavaForPreTraining, FlavaProcessor)
-    inputs = processor(
-        text=[caption], images=[image], return_tensors="pt", padding="max_length", max_length=40,
-        return_codebook_pixels=True, return_image_mask=True,
-    )  # fmt: skip
-    inputs["input_ids_masked"] = inputs["input_ids"].clone()
-    inputs["bool_masked_pos"] = torch.zeros_like(inputs["bool_masked_pos"])
-    return float(torch.softmax(model(**inputs).itm_logits, dim=-1)[0, 1])
-
-
-@torch.no_grad()
-def blip2_reference(folder: Path, image: Image.Image, caption: str) -> float:
-    """LAVIS's BLIP-2 ITM score of one pair through the documented API: softmax(ITM logits)[match]."""
-    model, processor = reference_model(folder, Blip2ForImageTextRetrieval, Blip2Processor)
-    inputs = processor(images=image, text=caption, return_tensors="pt")
-    return float(torch.softmax(model(**inputs, use_image_text_matching_head=True).logits_per_image, dim=-1)[0, 1])
-
-
-@torch.no_grad()
-def vqascore_reference(folder: Path, image: Image.Image, caption: str) -> float:
-    """VQAScore of one pair as t2v_metrics' paligemma_model.py computes it: one generated token, the
-    softmax of its scores at "Yes" (the prompt in the processor's chat template, where it has one)."""
-    model, processor = reference_model(folder, AutoModelForImageTextToText, AutoProcessor)
-    question = f'Does this figure show "{caption}"? Please answer yes or no.'
-    if processor.chat_template:
-        turn = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
-        prompt = processor.apply_chat_template(turn, add_generation_prompt=True, tokenize=False)
-    else:
-        prompt = "<image>" + question
-    inputs = processor(images=image, text=prompt, return_tensors="pt")
-    out = model.generate(**inputs, max_new_tokens=1, do_sample=False, output_scores=True, return_dict_in_generate=True)
-    return float(torch.softmax(out.scores[0][0], dim=-1)[processor.tokenizer.convert_tokens_to_ids("Yes")])
-
-
-FAMILIES = {
-    "blip-itm": (tiny_blip, blip_reference),
-    "flava-itm": (tiny_flava, flava_reference),
-    "blip2-itm": (tiny_blip2, blip2_reference),
-    "vqascore": (tiny_llava, vqascore_reference),
-}
+def reference_of(name: str):
+    """The family's reference scorer: `(folder, image, caption) -> score`."""
+    return FAMILIES[name].kit().reference_score
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def saved(request, tmp_path_factory):
     """(family name, folder of its tiny saved model)."""
-    build, _ = FAMILIES[request.param]
-    return request.param, build(tmp_path_factory.mktemp(request.param))
+    return request.param, FAMILIES[request.param].kit().tiny_model(tmp_path_factory.mktemp(request.param))
 
 
 def _images(n: int) -> list[Image.Image]:
@@ -255,6 +55,9 @@ def test_every_cross_encoder_family_is_named_where_the_cli_reads_names():
         assert split_family(f"{family.name}:folder") == ((family.name, "folder") if family.scores_pairs else None)
         assert family.rule and family.source and family.example
         assert not family.scores_pairs or callable(family.loader())
+        if family.scores_pairs and plugins.origin(plugins.SCORERS, family.name).built_in:  # foil's own are tested
+            kit = family.kit()
+            assert callable(kit.tiny_model) and callable(kit.reference_score), family.name
 
 
 def test_batched_scores_equal_the_reference_loop_pair_by_pair(saved):
@@ -266,7 +69,7 @@ def test_batched_scores_equal_the_reference_loop_pair_by_pair(saved):
     batched = np.array(
         loaded.scorer.score_pairs([image_states[i] for i, _ in pairs], [text_states[t] for _, t in pairs])
     )
-    reference = np.array([FAMILIES[name][1](folder, images[i], CAPTIONS[t]) for i, t in pairs])
+    reference = np.array([reference_of(name)(folder, images[i], CAPTIONS[t]) for i, t in pairs])
     difference = float(np.abs(batched - reference).max())
     print(f"{name}: max |batched - reference| = {difference:.2e} over {len(pairs)} pairs")
     assert difference < 1e-5
@@ -286,7 +89,7 @@ def test_a_demo_dataset_scored_by_a_family_equals_the_reference_item_by_item_and
     root = Path(dataset["image_root"])
     reference = np.array(
         [
-            [FAMILIES[name][1](folder, load_image(root, items[i]["images"][0]), c) for c in items[i]["captions"]]
+            [reference_of(name)(folder, load_image(root, items[i]["images"][0]), c) for c in items[i]["captions"]]
             for i in columns.item_ids
         ]
     )
@@ -326,14 +129,14 @@ def test_a_missing_local_folder_says_so(tmp_path, name):
 
 
 def test_vqascore_without_a_chat_template_asks_the_plain_question_after_the_image_token(tmp_path):
-    folder = tiny_llava(tmp_path, chat_template=None)
+    folder = vqascore.tiny_model(tmp_path, chat_template=None)
     loaded = load_family(scorer_family("vqascore"), str(folder), "fp32", "cpu")
     assert loaded.stamp()["prompt_format"].startswith("plain") and loaded.stamp()["answer_token"] == "Yes"
     images = _images(2)
     batched = loaded.scorer.score_pairs(
         [images[0], images[1], images[1]], loaded.scorer.prepare_texts([CAPTIONS[0], CAPTIONS[1], CAPTIONS[3]])
     )
-    reference = [vqascore_reference(folder, images[i], CAPTIONS[t]) for i, t in [(0, 0), (1, 1), (1, 3)]]
+    reference = [vqascore.reference_score(folder, images[i], CAPTIONS[t]) for i, t in [(0, 0), (1, 1), (1, 3)]]
     difference = float(np.abs(np.array(batched) - np.array(reference)).max())
     print(f"vqascore, plain prompt: max |batched - reference| = {difference:.2e} over 3 pairs")
     assert difference < 1e-5
@@ -343,12 +146,12 @@ def test_vqascore_refuses_a_tokenizer_that_has_no_single_yes_token(tmp_path):
     from foil_studio.analysis.scorers.vqascore import NotScorableError, yes_token_id
 
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join([*SPECIAL, "y", "##es", "no"]) + "\n")
+    vocab.write_text("\n".join([*tiny.SPECIAL, "y", "##es", "no"]) + "\n")
     with pytest.raises(NotScorableError, match="2 tokens"):
         yes_token_id(BertTokenizer(str(vocab)))  # "yes" is "y", "##es" here
     with pytest.raises(NotScorableError, match="unknown"):
-        yes_token_id(word_tokenizer("no"))  # one token, but the unknown one
-    assert yes_token_id(word_tokenizer("Yes")) == word_tokenizer("Yes").convert_tokens_to_ids("Yes")
+        yes_token_id(tiny.word_tokenizer("no"))  # one token, but the unknown one
+    assert yes_token_id(tiny.word_tokenizer("Yes")) == tiny.word_tokenizer("Yes").convert_tokens_to_ids("Yes")
 
 
 def test_foil_score_takes_a_family_and_its_folder_and_metrics_read_the_run(saved, demo_store, tmp_path, capsys):
@@ -403,7 +206,7 @@ def test_a_family_run_flows_through_inspection_parity_and_the_health_leaderboard
     from foil_studio.annotate.simulation import simulate
 
     (tmp_path / "blip").mkdir()
-    folder = tiny_blip(tmp_path / "blip")
+    folder = blip_itm.tiny_model(tmp_path / "blip")
     dataset = "demo-sugarcrepe"
     runs = [
         score_with_family(demo_db, dataset, "blip-itm", str(folder), precision=p, device="cpu", run=f"blip-{p}")["run"]

@@ -1,6 +1,7 @@
 """ARCHITECTURE.md's "Where new things go", done as written: in a copy of the checkout, a toy
-benchmark format, a toy task type and a toy page are each one new file and one registry line,
-then `docs/readme_tables.py` (what `make docs` runs) updates the docs. The existing generic tests
+benchmark format, a toy task type, a toy page and a toy model family are each one new file and one
+registry line (the family's record beside it, in `scorers/built_in.py`), then
+`docs/readme_tables.py` (what `make docs` runs) updates the docs. The existing generic tests
 must pick all three up, and no other file may change.
 """
 
@@ -112,6 +113,102 @@ def long_caption_items(db: sqlite_utils.Database, dataset: str) -> int:
     return sum(any(len(caption.split()) > 10 for caption in item["captions"]) for item in items)
 '''
 
+TOY_FAMILY = '''"""toy-match: a two-tower toy, an image's mean colour through a linear layer against its caption's
+mean word embedding, scored by their cosine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from foil_studio.analysis.scorers import base, tiny
+
+
+class ToyModel(torch.nn.Module):
+    def __init__(self, n_words: int) -> None:
+        super().__init__()
+        self.image = torch.nn.Linear(3, 8)
+        self.words = torch.nn.Embedding(n_words, 8)
+
+
+def mean_colour(image: Image.Image) -> np.ndarray:
+    return np.asarray(image.convert("RGB"), dtype=np.float32).mean(axis=(0, 1)) / 255
+
+
+def word_ids(vocab: dict[str, int], caption: str) -> list[int]:
+    return [vocab.get(word, 0) for word in caption.lower().split()] or [0]
+
+
+class ToyScorer:
+    def __init__(self, model: ToyModel, vocab: dict[str, int], device: torch.device) -> None:
+        self.model, self.vocab, self.device = model, vocab, device
+
+    def prepare_images(self, images: list[Image.Image]) -> list[Any]:
+        return [torch.from_numpy(mean_colour(image)) for image in images]
+
+    def prepare_texts(self, texts: list[str]) -> list[Any]:
+        return [torch.tensor(word_ids(self.vocab, text)) for text in texts]
+
+    @torch.no_grad()
+    def score_pairs(self, images: Sequence[Any], texts: Sequence[Any]) -> list[float]:
+        pixels = torch.stack(list(images)).to(self.device, self.model.image.weight.dtype)
+        seen = self.model.image(pixels).float()
+        said = torch.stack([self.model.words(ids.to(self.device)).float().mean(0) for ids in texts])
+        return torch.nn.functional.cosine_similarity(seen, said, dim=-1).cpu().tolist()
+
+    def stamp(self) -> dict[str, Any]:
+        return {"words": len(self.vocab)}
+
+    def image_encoder(self) -> torch.nn.Module:
+        return self.model.image
+
+
+def load(ref: str, precision: str, device: torch.device) -> ToyScorer:
+    folder = base.weights_folder(ref)
+    vocab = json.loads((folder / "vocab.json").read_text())
+    model = ToyModel(len(vocab))
+    model.load_state_dict(torch.load(folder / "toy.pt"))
+    model = model.to(base.model_dtype(precision)).eval()
+    base.place(model, device)
+    return ToyScorer(model, vocab, device)
+
+
+def tiny_model(folder: Path) -> Path:
+    out = folder / "toy"
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = {word: n for n, word in enumerate(["<unk>", *tiny.WORDS.split()])}
+    torch.manual_seed(0)
+    torch.save(ToyModel(len(vocab)).state_dict(), out / "toy.pt")
+    (out / "vocab.json").write_text(json.dumps(vocab))
+    return out
+
+
+def reference_score(folder: Path, image: Image.Image, caption: str) -> float:
+    weights = {name: value.double().numpy() for name, value in torch.load(folder / "toy.pt").items()}
+    seen = weights["image.weight"] @ mean_colour(image).astype(np.float64) + weights["image.bias"]
+    said = weights["words.weight"][word_ids(json.loads((folder / "vocab.json").read_text()), caption)].mean(axis=0)
+    return float(seen @ said / (np.linalg.norm(seen) * np.linalg.norm(said)))
+'''
+
+TOY_FAMILY_RECORD = """
+
+TOY_MATCH = ScorerFamily(
+    "toy-match",
+    "a toy two-tower model: an image's mean colour against its caption's mean word embedding",
+    "cosine of the two vectors",
+    "tests/test_worked_examples.py",
+    "toy-match:models/toy",
+    "foil_studio.analysis.scorers.toy_match:load",
+    test_kit="foil_studio.analysis.scorers.toy_match",
+)
+"""
+
 # file -> (text after which the registry line goes, the registry line, the import it needs)
 REGISTRY_LINES = {
     "foil_studio/data/formats/__init__.py": (
@@ -124,6 +221,7 @@ REGISTRY_LINES = {
         "        grammar_check.TASK_TYPE,\n",
         "from foil_studio.annotate.task_types import grammar_check\n",
     ),
+    "foil_studio/analysis/scorers/built_in.py": ("    VQASCORE,\n", "    TOY_MATCH,\n", ""),
     "foil_studio/views/registry.py": (
         '"where a link without a valid token lands: how to get one",\n        default=True,\n    ),\n',
         '    Page("views/toy_page.py", "Toy page", ":material/star:", "admin", "counts a dataset\'s long captions",\n'
@@ -136,6 +234,7 @@ NEW_FILES = {
     "foil_studio/annotate/task_types/grammar_check.py": TOY_TASK,
     "foil_studio/views/toy_page.py": TOY_PAGE,
     "foil_studio/analysis/toy_counts.py": TOY_PAGE_LOGIC,
+    "foil_studio/analysis/scorers/toy_match.py": TOY_FAMILY,
 }
 # What the generic tests must run for the toys (and nothing they run may fail).
 GENERIC_TESTS = [
@@ -146,10 +245,17 @@ GENERIC_TESTS = [
     "tests/test_integrity.py",
     "tests/test_app.py",
     "tests/test_docs.py",
+    "tests/test_scorer_families.py",
+    "tests/test_precision_choice.py",
 ]
 # The pages whose generated tables the toys add a row to (README.md's pages aside).
-GENERATED_IN = {"format": "docs/formats.md", "task": "docs/annotation.md", "commands": "docs/commands.md"}
-EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]")
+GENERATED_IN = {
+    "format": "docs/formats.md",
+    "task": "docs/annotation.md",
+    "commands": "docs/commands.md",
+    "family": "docs/scoring.md",
+}
+EXPECTED_IDS = ("[toy-pairs]", "[grammar_check]", "[toy_page]", "[toy-match]", "[toy-match-")
 
 
 def digests(root: Path) -> dict[str, str]:
@@ -175,6 +281,14 @@ def add_registry_line(root: Path, name: str) -> None:
     (root / name).write_text(text)
 
 
+def add_family_record(root: Path) -> None:
+    """The toy family's record beside foil's own, before the registry that lists them."""
+    built_in = root / "foil_studio/analysis/scorers/built_in.py"
+    text, registry = built_in.read_text(), "\n\n# Foil's own families"
+    assert text.count(registry) == 1, f"{built_in}: no {registry.strip()!r} comment above BUILT_INS; update this test"
+    built_in.write_text(text.replace(registry, TOY_FAMILY_RECORD.rstrip("\n") + registry))
+
+
 def last_import_end(lines: list[str]) -> int:
     """The index of the line after the module's last top-level import (a parenthesized one included)."""
     end, inside = 0, False
@@ -189,7 +303,7 @@ def last_import_end(lines: list[str]) -> int:
 
 
 @pytest.mark.slow
-def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_each(tmp_path):
+def test_a_format_a_task_type_a_page_and_a_model_family_need_one_file_and_one_registry_line_each(tmp_path):
     if not FIXTURES.is_dir():
         pytest.skip(f"benchmark fixtures not found at {FIXTURES}")
     root = checkout_copy(tmp_path / "checkout")
@@ -198,6 +312,7 @@ def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_eac
         (root / name).write_text(text)
     for name in REGISTRY_LINES:
         add_registry_line(root, name)
+    add_family_record(root)
     env = {**os.environ, "FOIL_FIXTURES": str(FIXTURES)}
     docs = subprocess.run(
         [sys.executable, "docs/readme_tables.py"], cwd=root, env=env, capture_output=True, text=True, check=False
@@ -208,6 +323,7 @@ def test_a_format_a_task_type_and_a_page_need_one_file_and_one_registry_line_eac
     assert "| `grammar_check` |" in (root / GENERATED_IN["task"]).read_text()
     assert "toy-pairs\\|" in (root / GENERATED_IN["commands"]).read_text()  # `export --format` choices
     assert "**Toy page**: counts a dataset's long captions." in readme
+    assert "| `toy-match` | `toy-match:models/toy` |" in (root / GENERATED_IN["family"]).read_text()
     done = subprocess.run(
         [
             sys.executable,

@@ -18,13 +18,7 @@ from foil_studio.data import plugins
 REGISTRY: plugins.Registry[ScorerFamily] = plugins.Registry(
     plugins.SCORERS,
     ScorerFamily,
-    (
-        built_in.OPEN_CLIP,
-        built_in.BLIP_ITM,
-        built_in.FLAVA_ITM,
-        built_in.BLIP2_ITM,
-        built_in.VQASCORE,
-    ),
+    built_in.BUILT_INS,
 )
 
 

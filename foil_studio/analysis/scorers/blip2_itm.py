@@ -15,13 +15,15 @@ pair.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 from PIL import Image
-from transformers import Blip2ForImageTextRetrieval, Blip2Processor
+from transformers import Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor, BlipImageProcessor
 
-from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
+from foil_studio.analysis.scorers import base, tiny
+from foil_studio.analysis.scorers.base import model_dtype, weights_folder
 
 MAX_TOKENS = 32  # LAVIS's max_txt_len for BLIP-2's Q-Former captions
 
@@ -69,6 +71,10 @@ class Blip2ItmScorer:
         logits = self.model.itm_head(hidden[:, :n_queries, :].to(self.model.itm_head.weight.dtype)).mean(dim=1)
         return torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
 
+    def image_encoder(self) -> torch.nn.Module:
+        """The module that takes the images: its weights' dtype is the run's precision."""
+        return self.model.vision_model
+
     def stamp(self) -> dict[str, Any]:
         """The caption length limit and the number of query tokens."""
         return {"max_text_tokens": MAX_TOKENS, "query_tokens": int(self.model.query_tokens.shape[1])}
@@ -78,5 +84,39 @@ def load(ref: str, precision: str, device: torch.device) -> Blip2ItmScorer:
     """A BLIP-2 ITM model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
     model = Blip2ForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
-    place(model, device)
+    base.place(model, device)
     return Blip2ItmScorer(model, Blip2Processor.from_pretrained(folder), device)
+
+
+def tiny_model(folder: Path) -> Path:
+    """Test kit: a random BLIP-2 ITM model (Q-Former reading text, four query tokens) with its
+    processor, saved as a user's local copy is; the processor puts the queries' image tokens before
+    the caption, as the hub's BLIP-2 processors do, and the model drops them again."""
+    tokenizer = tiny.bert_tokenizer(folder)
+    small, spread = tiny.SMALL, tiny.SPREAD
+    processor = Blip2Processor(BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer, num_query_tokens=4)
+    qformer = {**small, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "encoder_hidden_size": 32}
+    config = Blip2Config(
+        vision_config={**small, "image_size": 32, "patch_size": 8, "initializer_range": spread},
+        qformer_config={**qformer, "use_qformer_text_input": True, "cross_attention_frequency": 1, "pad_token_id": 0},
+        text_config={"model_type": "opt", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+                     "ffn_dim": 48, "vocab_size": 64, "word_embed_proj_dim": 32},
+        num_query_tokens=4,
+        image_token_index=processor.tokenizer.convert_tokens_to_ids(str(processor.image_token)),
+        image_text_hidden_size=16,
+        initializer_range=spread,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    out = folder / "blip2"
+    Blip2ForImageTextRetrieval(config).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+@torch.no_grad()
+def reference_score(folder: Path, image: Image.Image, caption: str) -> float:
+    """Test kit: LAVIS's BLIP-2 ITM score of one pair through transformers' documented API,
+    softmax(ITM logits)[match]."""
+    model, processor = tiny.reference_model(folder, Blip2ForImageTextRetrieval, Blip2Processor)
+    inputs = processor(images=image, text=caption, return_tensors="pt")
+    return float(torch.softmax(model(**inputs, use_image_text_matching_head=True).logits_per_image, dim=-1)[0, 1])

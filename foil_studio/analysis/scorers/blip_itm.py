@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from PIL import Image
-from transformers import BlipForImageTextRetrieval, BlipProcessor
+from transformers import BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
 
-from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
+from foil_studio.analysis.scorers import base, tiny
+from foil_studio.analysis.scorers.base import model_dtype, weights_folder
 
 MAX_TOKENS = 35  # ARO's max_length for BLIP captions
 ENC_TOKEN = "[ENC]"
@@ -96,6 +98,10 @@ class BlipItmScorer:
         mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]).long()
         return ids, mask
 
+    def image_encoder(self) -> torch.nn.Module:
+        """The module that takes the images: its weights' dtype is the run's precision."""
+        return self.model.vision_model
+
     def stamp(self) -> dict[str, Any]:
         """The ITM token read and the caption length limit."""
         return {"itm_first_token": ENC_TOKEN if self.enc_id is not None else "[CLS]", "max_text_tokens": MAX_TOKENS}
@@ -105,5 +111,36 @@ def load(ref: str, precision: str, device: torch.device) -> BlipItmScorer:
     """A BLIP ITM model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
     model = BlipForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
-    place(model, device)
+    base.place(model, device)
     return BlipItmScorer(model, BlipProcessor.from_pretrained(folder), device)
+
+
+def tiny_model(folder: Path) -> Path:
+    """Test kit: a random BLIP ITM model with its processor, saved as a user's local copy is."""
+    tokenizer = tiny.bert_tokenizer(folder)
+    text = {**tiny.SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "encoder_hidden_size": 32}
+    vision = {**tiny.SMALL, "image_size": 32, "patch_size": 8}
+    config = BlipConfig(
+        text_config={**text, "pad_token_id": 0, "bos_token_id": 2, "sep_token_id": 3, "initializer_range": tiny.SPREAD},
+        vision_config={**vision, "initializer_range": tiny.SPREAD},
+        image_text_hidden_size=16,
+        projection_dim=16,
+        initializer_range=tiny.SPREAD,
+    )
+    torch.manual_seed(0)
+    out = folder / "blip"
+    BlipForImageTextRetrieval(config).save_pretrained(out)
+    BlipProcessor(BlipImageProcessor(size={"height": 32, "width": 32}), tokenizer).save_pretrained(out)
+    return out
+
+
+@torch.no_grad()
+def reference_score(folder: Path, image: Image.Image, caption: str) -> float:
+    """Test kit: ARO's BLIP score of one pair through transformers' documented API (the ITM match
+    logit with [ENC] first, plus the ITC cosine)."""
+    model, processor = tiny.reference_model(folder, BlipForImageTextRetrieval, BlipProcessor)
+    inputs = processor(images=image, text=caption, return_tensors="pt", padding="max_length", max_length=MAX_TOKENS)
+    cosine = model(**inputs, use_itm_head=False).itm_score[0, 0]
+    inputs["input_ids"][:, 0] = processor.tokenizer.convert_tokens_to_ids(ENC_TOKEN)
+    match = model(**inputs, use_itm_head=True).itm_score[0, 1]
+    return float(match + cosine)

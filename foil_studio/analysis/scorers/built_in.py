@@ -1,8 +1,9 @@
 """The model families foil ships, one record each: what `--help`, the Model scores form and
 docs/scoring.md say of a family is read here, and the loader named by its ``load`` is imported
 only when a model is loaded. A new family is its module (the ``load`` function and its scorer) and
-one record below with its line in ``scorers.REGISTRY``, or an installed package's entry point in
-group ``foil_studio.scorers`` (docs/plugins.md).
+one record below with its line in ``BUILT_INS`` (which ``scorers.REGISTRY`` reads), or an
+installed package's entry point in group ``foil_studio.scorers`` (docs/plugins.md). The module also
+holds the family's test kit (``ScorerFamily.test_kit``), through which the generic tests test it.
 
 open_clip's models load and score in ``analysis.models`` and ``analysis.scoring`` (QuickGELU where
 the weights need it, exact trimming, cached embeddings); its record only lists it beside the others.
@@ -28,6 +29,7 @@ BLIP_ITM = ScorerFamily(
     "ARO, model_zoo/blip_models.py (run_scores_batched), github.com/mertyg/vision-language-models-are-bows @81fdd20",
     "blip-itm:Salesforce/blip-itm-base-coco",
     "foil_studio.analysis.scorers.blip_itm:load",
+    test_kit="foil_studio.analysis.scorers.blip_itm",
     differs="with a tokenizer lacking [ENC], ITM reads [CLS] as transformers does (the run says which)",
 )
 
@@ -40,6 +42,7 @@ FLAVA_ITM = ScorerFamily(
     "github.com/mertyg/vision-language-models-are-bows @81fdd20",
     "flava-itm:facebook/flava-full",
     "foil_studio.analysis.scorers.flava_itm:load",
+    test_kit="foil_studio.analysis.scorers.flava_itm",
     probability=True,
 )
 
@@ -53,6 +56,7 @@ BLIP2_ITM = ScorerFamily(
     "github.com/salesforce/LAVIS @020aad3",
     "blip2-itm:Salesforce/blip2-itm-vit-g",
     "foil_studio.analysis.scorers.blip2_itm:load",
+    test_kit="foil_studio.analysis.scorers.blip2_itm",
     differs="captions are tokenized as given: LAVIS's blip_caption text processor (lower case, some "
     "punctuation replaced by spaces) is not applied; transformers keeps the Q-Former in fp32 whatever the precision",
     probability=True,
@@ -69,8 +73,19 @@ VQASCORE = ScorerFamily(
     "github.com/linzhiqiu/t2v_metrics @0ab6f3e",
     "vqascore:llava-hf/llava-1.5-7b-hf",
     "foil_studio.analysis.scorers.vqascore:load",
+    test_kit="foil_studio.analysis.scorers.vqascore",
     differs="t2v_metrics' own LLaVA-1.5 wrapper (llava_model.py) scores exp(-mean cross-entropy) of 'Yes</s>' in "
     "LLaVA's conversation format; here only the first answer token, as its transformers wrappers score it. "
     "'Yes' is encoded without special tokens (paligemma_model.py takes encode('Yes')[0])",
     probability=True,
+)
+
+
+# Foil's own families in the order --help, the forms and docs/scoring.md list them.
+BUILT_INS = (
+    OPEN_CLIP,
+    BLIP_ITM,
+    FLAVA_ITM,
+    BLIP2_ITM,
+    VQASCORE,
 )

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from PIL import Image
-from transformers import FlavaForPreTraining, FlavaProcessor
+from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor, FlavaProcessor
 
-from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
+from foil_studio.analysis.scorers import base, tiny
+from foil_studio.analysis.scorers.base import model_dtype, weights_folder
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class FlavaItmScorer:
         logits = self.model.itm_head(hidden)
         return torch.softmax(logits.float(), dim=-1)[:, 1].cpu().tolist()
 
+    def image_encoder(self) -> torch.nn.Module:
+        """The module that takes the images: its weights' dtype is the run's precision."""
+        return self.model.flava.image_model
+
     def stamp(self) -> dict[str, Any]:
         """The caption length limit (the text tower's positions)."""
         return {"max_text_tokens": self.max_tokens}
@@ -88,5 +94,44 @@ def load(ref: str, precision: str, device: torch.device) -> FlavaItmScorer:
     """A FLAVA pre-training model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
     model = FlavaForPreTraining.from_pretrained(folder, dtype=model_dtype(precision)).eval()
-    place(model, device)
+    base.place(model, device)
     return FlavaItmScorer(model, FlavaProcessor.from_pretrained(folder), device)
+
+
+def tiny_model(folder: Path) -> Path:
+    """Test kit: a random FLAVA pre-training model with its processor, saved as a user's local copy is."""
+    tokenizer = tiny.bert_tokenizer(folder)
+    small, spread = tiny.SMALL, tiny.SPREAD
+    config = FlavaConfig(
+        image_config={**small, "image_size": 32, "patch_size": 8, "initializer_range": spread},
+        text_config={**small, "vocab_size": len(tokenizer), "max_position_embeddings": 40, "initializer_range": spread},
+        multimodal_config={**small, "initializer_range": spread},
+        image_codebook_config={"hidden_size": 16, "num_groups": 2, "num_blocks_per_group": 1, "vocab_size": 32},
+        hidden_size=32,
+        projection_dim=16,
+        initializer_range=spread,
+    )
+    torch.manual_seed(0)
+    out = folder / "flava"
+    FlavaForPreTraining(config).save_pretrained(out)
+    square = {"height": 32, "width": 32}
+    images = FlavaImageProcessor(
+        size=square, crop_size=square, codebook_size=square, codebook_crop_size=square, input_size_patches=4,
+        total_mask_patches=4, mask_group_min_patches=1,
+    )  # fmt: skip
+    FlavaProcessor(images, tokenizer).save_pretrained(out)
+    return out
+
+
+@torch.no_grad()
+def reference_score(folder: Path, image: Image.Image, caption: str) -> float:
+    """Test kit: ARO's FLAVA score of one pair through transformers' documented API,
+    softmax(itm_logits)[match] with nothing masked."""
+    model, processor = tiny.reference_model(folder, FlavaForPreTraining, FlavaProcessor)
+    inputs = processor(
+        text=[caption], images=[image], return_tensors="pt", padding="max_length", max_length=40,
+        return_codebook_pixels=True, return_image_mask=True,
+    )  # fmt: skip
+    inputs["input_ids_masked"] = inputs["input_ids"].clone()
+    inputs["bool_masked_pos"] = torch.zeros_like(inputs["bool_masked_pos"])
+    return float(torch.softmax(model(**inputs).itm_logits, dim=-1)[0, 1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from foil_studio.analysis.model_spec import PRECISIONS
@@ -37,6 +38,10 @@ class PairScorer(Protocol):
         """Family-specific facts a run records (tokens used, lengths)."""
         ...
 
+    def image_encoder(self) -> torch.nn.Module:
+        """The module that takes the images: its weights' dtype is the run's precision."""
+        ...
+
 
 Loader = Callable[[str, str, "torch.device"], PairScorer]
 
@@ -53,7 +58,11 @@ class ScorerFamily:
     function loading a model, as ``module:function`` taking ``(ref, precision, device)`` and
     returning a ``PairScorer`` (None: open_clip's embedding path in ``analysis.scoring``), and
     whether its score is a probability that the caption fits the image (``probability``: its runs
-    can serve benchmark health as predictions)."""
+    can serve benchmark health as predictions). ``test_kit`` names the module holding the family's
+    test kit, ``tiny_model(folder) -> Path`` (a random model of its architecture saved as a user's
+    copy is) and ``reference_score(folder, image, caption) -> float`` (one pair scored by a loop
+    written from the library's documented API): the generic tests test every family that has one
+    (``analysis.scorers.tiny``)."""
 
     name: str
     summary: str
@@ -64,11 +73,18 @@ class ScorerFamily:
     differs: str = ""
     precisions: tuple[str, ...] = PRECISIONS
     probability: bool = False
+    test_kit: str | None = None
 
     @property
     def scores_pairs(self) -> bool:
         """True for a cross-encoder (scored pair by pair), False for open_clip."""
         return self.load is not None
+
+    def kit(self) -> ModuleType:
+        """The module of the family's test kit (``test_kit``), imported now."""
+        if self.test_kit is None:
+            raise LoaderError(f"family {self.name} has no test kit (its record's test_kit)")
+        return importlib.import_module(self.test_kit)
 
     def loader(self) -> Loader:
         """The function ``load`` names, imported now (with torch and whatever the family needs).

@@ -22,14 +22,23 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 from PIL import Image
-from transformers import AutoModelForImageTextToText, AutoProcessor
+from transformers import (
+    AutoModelForImageTextToText,
+    AutoProcessor,
+    BlipImageProcessor,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
+)
 
 from foil_studio.analysis.model_spec import ModelUnavailableError
-from foil_studio.analysis.scorers.base import model_dtype, place, weights_folder
+from foil_studio.analysis.scorers import base, tiny
+from foil_studio.analysis.scorers.base import model_dtype, weights_folder
 
 QUESTION = 'Does this figure show "{}"? Please answer yes or no.'  # t2v_metrics' default_question_template
 ANSWER = "Yes"  # t2v_metrics' default_answer_template
@@ -101,6 +110,10 @@ class VqaScorer:
         picked = logits[torch.arange(len(texts), device=logits.device), row]
         return torch.softmax(picked.float(), dim=-1)[:, self.yes_id].cpu().tolist()
 
+    def image_encoder(self) -> torch.nn.Module:
+        """The module that takes the images: its weights' dtype is the run's precision."""
+        return getattr(self.model, "vision_model", self.model)  # LLaVA: the whole model takes them
+
     def stamp(self) -> dict[str, Any]:
         """The question, how it was formatted, and the token read."""
         return {
@@ -120,5 +133,57 @@ def load(ref: str, precision: str, device: torch.device) -> VqaScorer:
         raise NotScorableError(
             f"{ref} is not a model transformers loads with AutoModelForImageTextToText: {str(error).splitlines()[0]}"
         ) from error
-    place(model, device)
+    base.place(model, device)
     return VqaScorer(model, AutoProcessor.from_pretrained(folder), device)
+
+
+LLAVA_WORDS = 'Does this figure show " ? . Please answer yes or no Yes No USER ASSISTANT :'
+LLAVA_TEMPLATE = (  # LLaVA-1.5's "USER: <image>\n... ASSISTANT:"
+    "{% for message in messages %}{{ message['role'].upper() }}: {% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n{% else %}{{ part['text'] }}{% endif %}{% endfor %} {% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def tiny_model(folder: Path, words: str = LLAVA_WORDS, chat_template: str | None = LLAVA_TEMPLATE) -> Path:
+    """Test kit: a random LLaVA (CLIP vision tower, Llama decoder) with a processor holding
+    LLaVA-1.5's chat template (or `chat_template`), saved as a user's local copy is."""
+    tokenizer = tiny.word_tokenizer(words)
+    small, spread = tiny.SMALL, tiny.SPREAD
+    vision = {"model_type": "clip_vision_model", **small, "image_size": 32, "patch_size": 8, "projection_dim": 16}
+    text = {"model_type": "llama", **small, "num_key_value_heads": 2, "vocab_size": len(tokenizer)}
+    config = LlavaConfig(
+        vision_config={**vision, "initializer_range": spread},
+        text_config={**text, "max_position_embeddings": 128, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3},
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        initializer_range=spread,
+    )
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config)
+    with torch.no_grad():  # "Yes" turned round: its probability then neither near zero nor alike for every pair
+        model.lm_head.weight[tokenizer.convert_tokens_to_ids("Yes")] *= -1
+    out = folder / ("llava" if chat_template else "llava-plain")
+    model.save_pretrained(out)
+    images = BlipImageProcessor(size={"height": 32, "width": 32})
+    LlavaProcessor(
+        images, tokenizer, patch_size=8, vision_feature_select_strategy="default", chat_template=chat_template,
+        num_additional_image_tokens=1,
+    ).save_pretrained(out)  # fmt: skip
+    return out
+
+
+@torch.no_grad()
+def reference_score(folder: Path, image: Image.Image, caption: str) -> float:
+    """Test kit: VQAScore of one pair as t2v_metrics' paligemma_model.py computes it: one generated
+    token, the softmax of its scores at "Yes" (the prompt in the processor's chat template, where it
+    has one)."""
+    model, processor = tiny.reference_model(folder, AutoModelForImageTextToText, AutoProcessor)
+    question = f'Does this figure show "{caption}"? Please answer yes or no.'
+    if processor.chat_template:
+        turn = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+        prompt = processor.apply_chat_template(turn, add_generation_prompt=True, tokenize=False)
+    else:
+        prompt = "<image>" + question
+    inputs = processor(images=image, text=prompt, return_tensors="pt")
+    out = model.generate(**inputs, max_new_tokens=1, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    return float(torch.softmax(out.scores[0][0], dim=-1)[processor.tokenizer.convert_tokens_to_ids("Yes")])
