@@ -206,3 +206,35 @@ def test_links_carry_the_port_and_host_the_admin_opened_the_app_at(server, monke
         expect(field).to_have_value(server["base"], timeout=PAGE_WAIT_MS)
         assert ":8501" not in server["base"]
         browser.close()
+
+
+def test_the_health_pages_tables_fit_a_page_1280_px_wide(server):
+    """Issue 55: at 1280 px the strata table was wider than the page, the dataset's own figures cut
+    off. No table of the Benchmark health page scrolls sideways there (glide draws on a canvas: its
+    scroller's width is the tables' laid-out width)."""
+    from foil_studio.annotate import health
+    from foil_studio.annotate.simulation import simulate
+
+    db = store.open_db(server["db"])
+    health.create_sample_batch(
+        db, health.plan_sample(db, "demo-sugarcrepe", 35), ("ada", "ben", "cleo"), overlap=3, name="health-1"
+    )
+    simulate(db, "health-1", accuracies=0.9, seed=0)
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{server['base']}/health?token={ADMIN_TOKEN}")
+        tables = page.get_by_test_id("stDataFrame")
+        expect(tables.first.locator(".dvn-scroller")).to_be_attached(timeout=PAGE_WAIT_MS)
+        wait_idle(page, expect)
+        for i in range(tables.count()):  # each table laid out once its grid is drawn
+            expect(tables.nth(i).locator(".dvn-scroller")).to_be_attached(timeout=PAGE_WAIT_MS)
+        widths = [
+            tables.nth(i).evaluate(
+                "t => { const s = t.querySelector('.dvn-scroller'); return [s.scrollWidth, s.clientWidth] }"
+            )
+            for i in range(tables.count())
+        ]
+        browser.close()
+    assert len(widths) >= 2 and all(laid_out <= shown for laid_out, shown in widths), widths

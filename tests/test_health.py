@@ -333,6 +333,25 @@ def test_the_pages_next_batch_form_asks_as_many_annotators_per_item_as_the_sampl
     assert [n.value for n in at.number_input if n.label == "Annotators per item"] == [2]
 
 
+def test_the_pages_strata_tables_are_counts_and_shares_under_short_labels(app, demo_db):
+    """Issue 55: one table with the card's column names was wider than the page at 1280 px, cutting off
+    the dataset's own verdicts (`tests/test_browser.py` measures the width in a browser)."""
+    plan = health.plan_sample(demo_db, DATASET, 21)
+    health.create_sample_batch(demo_db, plan, ("ann-a", "ann-b", "ann-c"), overlap=3, name="h")
+    simulate(demo_db, "h", accuracies=0.9, seed=0)
+    at = app(ADMIN)
+    at.switch_page("views/health.py").run()
+    at.selectbox(key="health_dataset").set_value(DATASET).run()
+    assert not at.exception
+    tables = {tuple(t.value.columns): json.loads(t.proto.columns) for t in at.dataframe}
+    counts, shares = ("category", *health.STRATA_COUNTS), next(c for c in tables if "invalid % (95% CI)" in c)
+    assert counts in tables and set(shares) & set(counts) == {"category"}
+    labels = [tables[shares].get(column, {}).get("label", column) for column in shares]
+    assert labels == ["category", "invalid %", "own invalid %", "ambiguous %", "own ambiguous %"], labels
+    note = next(c.value for c in at.caption if c.value.startswith("Shares in percent"))
+    assert "known flaw" in note and "known ambiguous negative" in note, note
+
+
 def test_the_page_draws_a_sample_and_shows_the_estimates(app, demo_db):
     at = app(ADMIN)
     at.switch_page("views/health.py").run()

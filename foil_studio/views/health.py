@@ -214,7 +214,22 @@ figure.update_layout(
 st.plotly_chart(text.literal_figure(figure), width="stretch")
 
 
-st.dataframe(pd.DataFrame(health.strata_table(report)), hide_index=True, width="stretch")
+# counts and shares as two tables, the shares under short labels: one table with the card's full
+# column names was wider than the page at 1280 px (issue 55). A container per dataset: a table kept
+# the column widths of the dataset chosen before, cutting off a longer category name.
+strata = pd.DataFrame(health.strata_table(report))
+with st.container(key=f"strata_{names.index(dataset)}"):
+    st.dataframe(strata[["category", *health.STRATA_COUNTS]], hide_index=True, width="stretch")
+    st.dataframe(
+        strata.drop(columns=list(health.STRATA_COUNTS)),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            column: st.column_config.Column(label, help=about)
+            for column, (label, about) in health.strata_headers(report).items()
+        },
+    )
+st.caption(text.md(health.strata_note(report)))
 if report["waiting"]:
     st.info(text.md(f"The estimates stand on the batches drawn before: {report['waiting']}."))
 if report["estimator"] == "binned":

@@ -7,6 +7,7 @@ The names below are the package's face: pages, the CLI and the API import them f
 """
 
 from foil_studio.annotate.health.card import (
+    STRATA_COUNTS,
     agreement_table,
     blind_table,
     compared_shares,
@@ -21,6 +22,8 @@ from foil_studio.annotate.health.card import (
     powered_table,
     report_markdown,
     share_text,
+    strata_headers,
+    strata_note,
     strata_table,
 )
 from foil_studio.annotate.health.powered import (
@@ -65,6 +68,7 @@ from foil_studio.annotate.health.sample import (
 )
 
 __all__ = [
+    "STRATA_COUNTS",
     "CONSENSUS",
     "BLIND_SCORERS",
     "DESIGN_KEY",
@@ -113,5 +117,7 @@ __all__ = [
     "sample_overlap",
     "sampling_frame",
     "share_text",
+    "strata_headers",
+    "strata_note",
     "strata_table",
 ]

@@ -278,22 +278,26 @@ def agreement_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+# The strata table's counts, after its category and before its shares: a page shows them as a table
+# of their own, since counts and shares side by side are wider than a page 1280 px wide (issue 55).
+STRATA_COUNTS = ("items", "drawn", "decided", "invalid", "ambiguous")
+
+
 def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per category, and "all" over them, the items, drawn, decided, invalid and ambiguous counts and
     shares in percent with intervals; beside each share the dataset's own verdicts measure, their
     figure over all items, labelled with its definition (and the invalid-or-ambiguous share shown
     only where they measure it)."""
-    measured = {m["outcomes"]: m["definition"] for m in report.get("own_verdicts") or []}
-    shown = [o for o in SHARES if o != "invalid+ambiguous" or o in measured]
+    measured, shown = _strata_shares(report)
 
     def row_of(category: str, counts: Mapping[str, Any], figures: Mapping[str, Any]) -> dict[str, Any]:
         row = {"category": category, **counts}
         for outcomes in shown:
             key, words = SHARES[outcomes]
-            row[f"{words} % (95% CI)"] = share_text(figures[key])
+            row[_share_column(words)] = share_text(figures[key])
             if outcomes in measured:
                 own = figures.get("own", {}).get(outcomes)
-                row[f"dataset's own % ({measured[outcomes]})"] = "" if own is None else figure(100 * own, 1)
+                row[_own_column(measured[outcomes])] = "" if own is None else figure(100 * own, 1)
         return row
 
     keys = ("drawn", "decided", "invalid", "ambiguous")
@@ -305,6 +309,61 @@ def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         counts |= {"invalid": overall["invalid_share"]["count"], "ambiguous": overall["ambiguous_share"]["count"]}
         rows.append(row_of("all", counts, overall))
     return rows
+
+
+def strata_headers(report: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The strata table's long columns as a page 1280 px wide shows them: column -> (a short label,
+    the column's meaning in words, for its help). The full names suit the Markdown card; on a page
+    they made the table wider than the page, cutting off the dataset's own verdicts (issue 55).
+
+    >>> strata_headers({"own_verdicts": [{"outcomes": "invalid", "definition": "known flaw"}]})["invalid % (95% CI)"]
+    ('invalid %', 'the invalid share, in percent, with its 95% interval')
+    """
+    measured, shown = _strata_shares(report)
+    headers = {}
+    for outcomes in shown:
+        words = SHARES[outcomes][1]
+        headers[_share_column(words)] = (f"{words} %", f"the {words} share, in percent, with its 95% interval")
+        if outcomes in measured:
+            headers[_own_column(measured[outcomes])] = (
+                _own_label(measured, outcomes),
+                f"the dataset's own verdicts over all its items, in percent: {measured[outcomes]}",
+            )
+    return headers
+
+
+def strata_note(report: Mapping[str, Any]) -> str:
+    """One line under the page's strata table: what its short labels (`strata_headers`) stand for.
+
+    >>> strata_note({"own_verdicts": [{"outcomes": "invalid", "definition": "known flaw"}]})
+    "Shares in percent, each with its 95% interval. own %: the dataset's own verdicts over all its items (known flaw)."
+    """
+    measured, _ = _strata_shares(report)
+    own = [
+        f"{_own_label(measured, outcomes)}: the dataset's own verdicts over all its items ({definition})."
+        for outcomes, definition in measured.items()
+    ]
+    return " ".join(["Shares in percent, each with its 95% interval.", *own])
+
+
+def _own_label(measured: Mapping[str, str], outcomes: str) -> str:
+    """The short label of the dataset's own figure for `outcomes` ("own %" where it measures one share)."""
+    return "own %" if len(measured) == 1 else f"own {SHARES[outcomes][1]} %"
+
+
+def _strata_shares(report: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """The outcomes the dataset's own verdicts measure, with their definitions, and the shares the
+    strata table shows (the invalid-or-ambiguous share only where the verdicts measure it)."""
+    measured = {m["outcomes"]: m["definition"] for m in report.get("own_verdicts") or []}
+    return measured, [o for o in SHARES if o != "invalid+ambiguous" or o in measured]
+
+
+def _share_column(words: str) -> str:
+    return f"{words} % (95% CI)"
+
+
+def _own_column(definition: str) -> str:
+    return f"dataset's own % ({definition})"
 
 
 def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
