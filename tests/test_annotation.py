@@ -477,6 +477,23 @@ def test_a_participant_returns_the_study_from_the_page(app_db):
     assert not any(batch["config"]["completion_code"] in m.value for m in [*at.success, *at.info, *at.warning])
 
 
+def test_a_participant_may_return_the_study_during_the_practice_questions(app_db):
+    """Issue 55: the button showed only from the first counted question on."""
+    created = make_crowd_batch(app_db, n=6, overlap=1, per_worker=4)
+    at = open_study(created, pid(78))
+    assert any("Practice question 1 of 2" in c.value for c in at.caption)
+    at.button(key="return_study").click().run()
+    assert not at.exception
+    assert [m.value for m in at.info] == [
+        "You returned the study.",
+        "You returned this study. Thank you for your time; you may close this tab.",
+    ]
+    batch = store.get_batch(app_db, created["batch"])
+    worker = store.annotator_by_name(app_db, f"crowd-{pid(78)}")
+    assert store.has_returned(app_db, batch["id"], worker["id"])
+    assert not [a for a in store.batch_assignments(app_db, batch["id"]) if a["annotator_id"] == worker["id"]]
+
+
 def test_failing_gold_checks_get_the_screen_out_code(db):
     created = make_crowd_batch(db, n=10, overlap=1, per_worker=2, gold=0.5)
     token = study_token(created)

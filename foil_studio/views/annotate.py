@@ -125,10 +125,8 @@ def tell(level: str, message: str) -> None:
 
 def return_study() -> None:
     freed = crowd_studies.return_study(db, batch_name, role.annotator_id)
-    tell(
-        "info",
-        f"You returned the study; {freed} item{'s' if freed != 1 else ''} went back to the pool.",
-    )
+    went_back = f"; {freed} item{'s' if freed != 1 else ''} went back to the pool" if freed else ""
+    tell("info", f"You returned the study{went_back}.")  # during the practice questions none had been dealt
 
 
 def return_button() -> None:
@@ -331,5 +329,5 @@ draw_stimulus(task)
 draw_answers(task)
 with st.expander("Instructions"):
     st.text(state.batch["config"]["instructions"])
-if crowd and item is None:
+if crowd:  # the practice questions too: a participant may leave before the first counted one
     return_button()
