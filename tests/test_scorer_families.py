@@ -110,6 +110,36 @@ def test_a_second_run_reads_every_pair_from_the_cache(saved, demo_db):
     assert first["cache_hits"] == 0 and again["cache_hits"] > 0  # distinct pairs: items may share one
 
 
+def test_the_cache_keys_every_file_and_option_that_changes_a_score(saved, demo_db, tmp_path):
+    """Issue 54: a pair's cached score is reused only by a model whose every file that can change a
+    score (weights, configuration, processor, tokenizer, chat template), precision and rule are the
+    same: editing any of those files in place scores afresh; editing the model card does not."""
+    import dataclasses
+    import shutil
+
+    name, folder = saved
+    copy = shutil.copytree(folder, tmp_path / folder.name)
+
+    def cache_hits(precision: str = "fp32") -> int:
+        report = score_with_family(
+            demo_db, "demo-sugarcrepe", name, str(copy), precision=precision, device="cpu", limit=3
+        )
+        return report["cache_hits"]
+
+    assert cache_hits() == 0 and cache_hits() > 0
+    (copy / "README.md").write_text("---\nlicense: mit\n---\nA model card.\n")
+    assert cache_hits() > 0  # documentation changes no score
+    read = sorted(p for p in copy.rglob("*") if p.is_file() and p.suffix not in (".md", ".safetensors"))
+    assert {"config.json", "tokenizer_config.json"} <= {p.name for p in read}, read
+    for path in read:
+        path.write_bytes(path.read_bytes() + b"\n")
+        assert cache_hits() == 0, f"{path.name} edited in place, yet scores were read from the cache"
+    assert cache_hits("bf16") == 0  # another precision, another key
+    loaded = load_family(FAMILIES[name], str(copy), "fp32", "cpu")
+    other_rule = dataclasses.replace(FAMILIES[name], rule=FAMILIES[name].rule + " (changed)")
+    assert load_family(other_rule, str(copy), "fp32", "cpu").identity != loaded.identity
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_a_name_neither_cached_nor_reachable_fails_in_seconds_with_how_to_provide_it(monkeypatch, tmp_path, name):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

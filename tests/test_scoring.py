@@ -347,3 +347,37 @@ def test_sugarcrepe_pp_text_cosines_are_stored_in_the_order_tot_reads_them(
     assert stored[3:].tolist() == pytest.approx([0.8, 0.6, 0.48])  # cos(p1, p2), cos(p1, n), cos(p2, n)
     metrics = run_metrics(fresh_db, "pp", "stub", n_boot=10)["metrics"]
     assert metrics["tot"] == 100.0  # 0.8 > 0.6 and 0.8 > 0.48 (a generic dataset: the internal names)
+
+
+def test_the_embedding_cache_keys_the_architecture_config_the_preprocessing_and_the_checkpoint(tmp_path):
+    """Issue 54: open_clip's cached embeddings are reused only by a model whose architecture config
+    (a local JSON registered under the same name, edited), checkpoint contents and precision are the
+    same (the image preprocessing and the tokenizer are in the key too)."""
+    from dataclasses import replace
+
+    import open_clip
+    from PIL import Image
+
+    demo = models.demo_model_spec()
+    first = load_model(demo, device="cpu")
+    assert first.identity == load_model(demo, device="cpu").identity  # the same model, the same key
+    original = models.DEMO_MODEL_DIR / f"{models.DEMO_ARCH}.json"
+    config = json.loads(original.read_text())
+    config["vision_cfg"]["pool_type"] = "avg"  # the image's tokens averaged, not its class token: no new weight
+    edited = tmp_path / original.name
+    edited.write_text(json.dumps(config))
+    open_clip.add_model_config(edited)
+    try:
+        pooled = load_model(demo, device="cpu")
+    finally:
+        open_clip.add_model_config(original)
+    image = [Image.new("RGB", (64, 64), (200, 30, 0))]
+    assert not np.allclose(models.encode_images(pooled, image), models.encode_images(first, image))  # it matters
+    assert pooled.setup_digest != first.setup_digest and pooled.identity != first.identity
+    copy = tmp_path / "checkpoint.pt"
+    weights = torch.load(demo.checkpoint, map_location="cpu")
+    weights = weights.get("state_dict", weights)
+    torch.save({name: value + 1e-3 if value.is_floating_point() else value for name, value in weights.items()}, copy)
+    moved = load_model(ModelSpec(demo.arch, demo.pretrained, checkpoint=str(copy)), device="cpu")
+    assert moved.weights_digest != first.weights_digest and moved.identity != first.identity
+    assert load_model(replace(demo, precision="bf16"), device="cpu").identity != first.identity

@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from huggingface_hub import snapshot_download
 from PIL import Image
 
+from foil_studio.analysis.model_files import file_digest, folder_digests
 from foil_studio.analysis.model_spec import (  # noqa: F401  (re-exported: callers name them models.X)
     DEMO_ARCH,
     DEMO_CHECKPOINT,
@@ -72,6 +74,7 @@ class LoadedModel:
     quick_gelu: bool
     weights_digest: str
     precision_reason: str = ""
+    setup_digest: str = ""  # the architecture's config, the image preprocessing and the tokenizer
     exact_trimming: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,6 +84,7 @@ class LoadedModel:
     def identity(self) -> str:
         """A key for cached embeddings: changes whenever the embeddings could."""
         parts = [self.spec.arch, self.spec.pretrained, self.weights_digest, self.spec.precision, self.quick_gelu]
+        parts.append(self.setup_digest)
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
     def stamp(self) -> dict[str, Any]:
@@ -90,6 +94,7 @@ class LoadedModel:
             "activation": "quick_gelu" if self.quick_gelu else "gelu",
             "random_weights": self.spec.random_weights,
             "weights_digest": self.weights_digest,
+            "setup_digest": self.setup_digest,
             "open_clip": open_clip.__version__,
             "torch": torch.__version__,
             "device": str(self.device),
@@ -198,10 +203,35 @@ def load_model(spec: ModelSpec, device: str = "auto", cache_dir: str | None = No
         raise ModelUnavailableError(_unavailable_message(spec, error, unreachable)) from error
     model.eval()
     tokenizer = open_clip.get_tokenizer(spec.arch)
-    digest = _file_digest(Path(spec.checkpoint)) if spec.checkpoint else (spec.pretrained or RANDOM_WEIGHTS)
-    return LoadedModel(
-        spec, model, preprocess, tokenizer, target, quick_gelu or _config_quick_gelu(spec.arch), digest, reason
-    )
+    quick = quick_gelu or _config_quick_gelu(spec.arch)
+    setup, weights = setup_digest(spec.arch, preprocess, tokenizer), weights_digest(spec, cache_dir)
+    return LoadedModel(spec, model, preprocess, tokenizer, target, quick, weights, reason, setup)
+
+
+def weights_digest(spec: ModelSpec, cache_dir: str | None = None) -> str:
+    """What names the weights: a checkpoint's contents, an hf-hub: model's cached files (its
+    open_clip_config.json included; in `cache_dir` where open_clip was given one), else the
+    pretrained tag (open_clip pins each tag's file)."""
+    if spec.checkpoint:
+        return file_digest(Path(spec.checkpoint))
+    if spec.arch.startswith("hf-hub:"):
+        repo = spec.arch.removeprefix("hf-hub:")
+        folder = snapshot_download(repo, local_files_only=True, cache_dir=cache_dir)  # open_clip fetched it
+        return folder_digests(Path(folder))[1]
+    return spec.pretrained or RANDOM_WEIGHTS
+
+
+def setup_digest(arch: str, preprocess: Any, tokenizer: Any) -> str:
+    """SHA-256 of what else changes an embedding: the architecture's config (a local JSON registered
+    with add_model_config may change), the image preprocessing (size, crop, interpolation, mean and
+    standard deviation, as torchvision writes them) and the tokenizer with its context length.
+
+    >>> len(setup_digest("ViT-B-32", None, None))
+    24
+    """
+    parts = [open_clip.get_model_config(arch), repr(preprocess), type(tokenizer).__name__]
+    parts.append(getattr(tokenizer, "context_length", None))
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 def _weights_argument(spec: ModelSpec) -> str | None:
@@ -228,14 +258,6 @@ def _unavailable_message(spec: ModelSpec, error: Exception, unreachable: bool) -
         f"cannot load weights for {name}{offline}: {reason}. Without network access, download them on a connected "
         "machine into the Hugging Face cache (HF_HOME) and copy that folder here, or give a local checkpoint file."
     )
-
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:24]
 
 
 def create_for_training(arch: str, seed: int) -> tuple[Any, Any, Any]:

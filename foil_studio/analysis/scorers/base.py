@@ -26,7 +26,6 @@ from foil_studio.analysis.scorers.record import PairScorer, ScorerFamily
 from foil_studio.data import hub
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
 @dataclass(frozen=True)
@@ -40,11 +39,14 @@ class LoadedFamily:
     precision_reason: str
     device: torch.device
     weights_digest: str
+    files_digest: str
 
     @property
     def identity(self) -> str:
-        """A key for cached pair scores: changes whenever the scores could."""
-        parts = [self.family.name, self.ref, self.weights_digest, self.precision, self.family.rule]
+        """A key for cached pair scores: changes whenever the scores could (any file of the model's
+        folder but its documentation, the precision, the family's rule, and what the scorer read
+        from the files: its question, answer token, caption length limit)."""
+        parts = [self.family.name, self.ref, self.files_digest, self.precision, self.family.rule, self.scorer.stamp()]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
 
     @property
@@ -64,6 +66,7 @@ class LoadedFamily:
             "precision": self.precision,
             "precision_reason": self.precision_reason,
             "weights_digest": self.weights_digest,
+            "files_digest": self.files_digest,
             "transformers": transformers.__version__,
             "torch": torch.__version__,
             "python": platform.python_version(),
@@ -103,17 +106,6 @@ def unavailable_message(ref: str, error: Exception, unreachable: bool) -> str:
         "(model and processor), or download it on a connected machine into the Hugging Face cache (HF_HOME) "
         "and copy that folder here."
     )
-
-
-def folder_digest(folder: Path) -> str:
-    """SHA-256 over the folder's weight files (names and contents, in name order)."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES)):
-        digest.update(path.relative_to(folder).as_posix().encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:24]
 
 
 def model_dtype(precision: str) -> torch.dtype:

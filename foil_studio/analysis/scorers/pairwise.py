@@ -18,9 +18,10 @@ import numpy as np
 import sqlite_utils
 from PIL import Image
 
+from foil_studio.analysis.model_files import folder_digests
 from foil_studio.analysis.models import pick_device, resolve_precision
 from foil_studio.analysis.scorers import scorer_family
-from foil_studio.analysis.scorers.base import LoadedFamily, folder_digest, weights_folder
+from foil_studio.analysis.scorers.base import LoadedFamily, weights_folder
 from foil_studio.analysis.scorers.record import ScorerFamily
 from foil_studio.analysis.scoring import (
     ItemPlan,
@@ -62,8 +63,8 @@ def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device:
         raise ValueError(f"precision {precision!r}; expected one of {family.precisions}")
     target = pick_device(device)
     chosen, reason = resolve_precision(precision, target)
-    digest = folder_digest(weights_folder(ref))
-    return LoadedFamily(family, ref, family.loader()(ref, chosen, target), chosen, reason, target, digest)
+    weights, files = folder_digests(weights_folder(ref))
+    return LoadedFamily(family, ref, family.loader()(ref, chosen, target), chosen, reason, target, weights, files)
 
 
 def pair_key(image: str, text: str) -> str:
