@@ -494,6 +494,35 @@ def test_a_participant_may_return_the_study_during_the_practice_questions(app_db
     assert not [a for a in store.batch_assignments(app_db, batch["id"]) if a["annotator_id"] == worker["id"]]
 
 
+def test_simulating_a_crowd_study_says_why_nothing_was_answered(app_db):
+    """Issue 55: "Simulate annotators" on a crowd study said "Simulated 0 labels" and no more."""
+    created = make_crowd_batch(app_db, n=6, overlap=1, per_worker=3)
+    result = simulation.simulate(app_db, created["batch"])
+    assert result["labels_written"] == {} and "no participant holds any yet" in result["note"]
+    from tests.test_cli import run_cli
+
+    shown = run_cli("simulate", created["batch"], db=store.location(app_db))
+    assert shown.returncode == 0 and "note: nothing to answer: a crowd study assigns" in shown.stdout, shown
+    at = open_app(ADMIN)
+    at.switch_page("views/batches.py").run()
+    at.selectbox(key="batch").set_value(created["batch"]).run()
+    at.button(key="simulate").click().run()
+    assert not at.exception
+    notice = next(m.value for m in at.info if m.value.startswith("Simulated 0 labels"))
+    assert "a crowd study assigns its items to participants only as they join and work" in notice, notice
+    worker = crowd_studies.join_crowd(app_db, study_token(created), pid(5))
+    queues.draw(app_db, worker["id"], created["batch"])  # the first units are dealt
+    answered = simulation.simulate(app_db, created["batch"])
+    assert answered["labels_written"] == {worker["name"]: 3} and "note" not in answered
+    again = simulation.simulate(app_db, created["batch"])
+    assert again["labels_written"] == {} and "every item dealt to the study's participants is answered" in again["note"]
+    done = make_batch(app_db, n=4, overlap=1, annotators=("ada",))
+    simulation.simulate(app_db, done["batch"])
+    assert simulation.simulate(app_db, done["batch"])["note"].endswith(
+        "every item assigned in the batch is answered already"
+    )
+
+
 def test_failing_gold_checks_get_the_screen_out_code(db):
     created = make_crowd_batch(db, n=10, overlap=1, per_worker=2, gold=0.5)
     token = study_token(created)

@@ -27,10 +27,12 @@ def simulate(
     An annotator with accuracy p gives the known answer with probability p, else another option
     at random; where no truth is known (imported items carry none of whether their negative is
     valid), any option at random whatever p: the result counts those answers
-    (`answered_at_random`) and its `note` says so.
+    (`answered_at_random`) and its `note` says so. Where nothing was left to answer, its `note` says
+    why (a crowd study's units are assigned only as participants join and work).
     """
     batch = store.get_batch(db, batch_name)
-    names = sorted({a["annotator"] for a in store.batch_assignments(db, batch["id"])})[:n_annotators]
+    assigned = store.batch_assignments(db, batch["id"])
+    names = sorted({a["annotator"] for a in assigned})[:n_annotators]
     written, at_random, answered = Counter[str](), 0, 0
     for name in names:
         annotator = store.ensure_annotator(db, name)
@@ -50,7 +52,30 @@ def simulate(
             "truth of whether their negative is valid): those were drawn uniformly at random among the options, "
             "whatever the accuracy asked"
         )
+    elif not answered:
+        result["note"] = nothing_to_answer(batch, bool(assigned))
     return result
+
+
+def nothing_to_answer(batch: store.BatchRow, assigned: bool) -> str:
+    """Why simulating `batch` answered nothing: a crowd study assigns its units only as participants
+    join and work, and otherwise every assigned item was answered already.
+
+    >>> nothing_to_answer({"config": {"crowd_token": "t"}}, False)[:58]
+    'nothing to answer: a crowd study assigns its items to part'
+    """
+    crowd = "crowd_token" in batch["config"]
+    if crowd and not assigned:
+        return (
+            "nothing to answer: a crowd study assigns its items to participants only as they join and work, and "
+            "no participant holds any yet (simulate a batch with named annotators instead)"
+        )
+    if crowd:
+        return (
+            "nothing to answer: every item dealt to the study's participants is answered, and the rest are dealt "
+            "only as participants work"
+        )
+    return "nothing to answer: every item assigned in the batch is answered already"
 
 
 def _simulated_answer(task: Task, right: dict[str, str] | None, accuracy: float, rng: random.Random) -> dict[str, str]:

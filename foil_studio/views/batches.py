@@ -204,10 +204,11 @@ if st.button("Refresh", key="refresh"):
 
 def simulate_now(batch_name: str) -> None:
     """Button callback: simulate before the page is drawn, so what follows shows the new labels."""
-    written = simulation.simulate(db, batch_name, accuracies=0.9)["labels_written"]
-    st.session_state["batch_notice"] = (
-        f"Simulated {sum(written.values())} labels (flagged as simulated; left out of the protocol's time)."
-    )
+    result = simulation.simulate(db, batch_name, accuracies=0.9)
+    written = sum(result["labels_written"].values())
+    said = f"Simulated {written} labels (flagged as simulated; left out of the protocol's time)."
+    note = result.get("note")  # why nothing was left to answer, or how many answers were at random
+    st.session_state["batch_notice"] = f"{said} {text.md(note[:1].upper() + note[1:])}." if note else said
 
 
 def extend_now(batch_name: str) -> None:
