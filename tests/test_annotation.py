@@ -805,7 +805,37 @@ def test_a_studys_joins_list_each_participant_with_what_they_hold_and_answered(d
     held = Counter(r["annotator"] for r in store.batch_assignments(db, store.get_batch(db, created["batch"])["id"]))
     assert [(j["held"], j["answered"]) for j in joins] == [(held[f"crowd-{pid(1)}"], 1), (held[f"crowd-{pid(2)}"], 0)]
     assert joins[0]["joined_at"] <= joins[1]["joined_at"]
+    assert [j["returned_at"] for j in joins] == [None, None]
     assert crowd_studies.study_joins(db, make_crowd_batch(db)["batch"]) == []
+
+
+def test_a_studys_joins_show_who_returned_it_on_the_page_and_the_command_line(app_db):
+    """Issue 55: the joins table (batches page, `foil batch joins`) did not show who returned the study."""
+    from tests.test_cli import run_cli
+
+    created = make_crowd_batch(app_db, n=6, overlap=2, per_worker=3)
+    token = study_token(created)
+    stayed, left = (crowd_studies.join_crowd(app_db, token, pid(n)) for n in (1, 2))
+    crowd_studies.return_study(app_db, created["batch"], left["id"])
+    joins = {j["annotator"]: j for j in crowd_studies.study_joins(app_db, created["batch"])}
+    assert joins[stayed["name"]]["returned_at"] is None and joins[left["name"]]["returned_at"]
+    shown = run_cli("batch", "joins", created["batch"], "--json", db=store.location(app_db))
+    assert {p["annotator"]: p["returned_at"] for p in json.loads(shown.stdout)["participants"]} == {
+        stayed["name"]: None,
+        left["name"]: joins[left["name"]]["returned_at"],
+    }
+    table = run_cli("batch", "joins", created["batch"], db=store.location(app_db)).stdout
+    assert "returned_at" in table and joins[left["name"]]["returned_at"] in table, table
+    at = open_app(ADMIN)
+    at.switch_page("views/batches.py").run()
+    at.selectbox(key="batch").set_value(created["batch"]).run()
+    assert not at.exception
+    assert any(t.value.startswith("2 participants joined, 1 returned the study.") for t in at.text)
+    [frame] = [d.value for d in at.dataframe if "external_id" in d.value.columns]
+    assert dict(zip(frame["annotator"], frame["returned_at"])) == {
+        stayed["name"]: "",
+        left["name"]: joins[left["name"]]["returned_at"],
+    }
 
 
 def test_a_closed_study_takes_nobody_until_it_is_opened_again(db):

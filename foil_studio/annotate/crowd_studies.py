@@ -322,7 +322,8 @@ def close_study(db: sqlite_utils.Database, batch_name: str, closed: bool = True)
 
 
 def study_joins(db: sqlite_utils.Database, batch_name: str) -> list[dict[str, Any]]:
-    """Who joined a crowd study, when, and what they hold and answered (for the admin)."""
+    """Who joined a crowd study, when, whether and when they returned it (`returned_at`), and what
+    they hold and answered (for the admin)."""
     return store.crowd_joins(db, store.get_batch(db, batch_name)["id"])
 
 

@@ -120,7 +120,7 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
 )
 def cmd_batch_joins(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """A crowd study's places (taken now, when the next frees) and flood cap, and who joined through its link, when,
-    and what they hold and answered."""
+    who returned the study and when, and what they hold and answered."""
     from foil_studio.annotate.crowd_studies import study_joins, study_places
 
     places = study_places(db, args.batch)

@@ -376,9 +376,13 @@ if "crowd_token" in batch_row["config"]:
     st.text("Crowd study link (paste into Prolific):")
     st.code(links.crowd_link(base, batch_row["config"]["crowd_token"]), language=None)
     joins = crowd_studies.study_joins(db, name)
-    st.text(f"{len(joins)} participants joined. {crowd_studies.study_places(db, name).sentence()}")
-    if joins:
-        st.dataframe(pd.DataFrame(joins), hide_index=True, width="stretch")
+    returned = sum(bool(j["returned_at"]) for j in joins)
+    st.text(
+        f"{len(joins)} participants joined, {returned} returned the study. "
+        f"{crowd_studies.study_places(db, name).sentence()}"
+    )
+    if joins:  # returned_at: when a participant gave the study back (blank: they did not)
+        st.dataframe(text.blank_missing(pd.DataFrame(joins)), hide_index=True, width="stretch")
     closed = bool(batch_row.get("closed_at"))
     if st.button("Reopen the study" if closed else "Close the study to new participants", key="close_study"):
         crowd_studies.close_study(db, name, closed=not closed)

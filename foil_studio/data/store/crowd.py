@@ -132,10 +132,11 @@ def place_holders(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, An
 
 
 def crowd_joins(db: sqlite_utils.Database, batch_id: int) -> list[dict[str, Any]]:
-    """Every participant who joined a crowd study: external id, when, and their assignments now."""
+    """Every participant who joined a crowd study: external id, when, when they returned it (None if
+    they did not), and their assignments now."""
     return list(
         db.query(
-            "SELECT annotators.name AS annotator, j.external_id, j.joined_at,"
+            "SELECT annotators.name AS annotator, j.external_id, j.joined_at, j.returned_at,"
             " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = j.batch_id AND a.annotator_id = j.annotator_id)"
             " AS held,"
             " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = j.batch_id AND l.annotator_id = j.annotator_id)"
