@@ -49,9 +49,16 @@ except roles.AdminTokenError as error:
 role = roles.resolve_role(db, token, admin)
 st.session_state["role"] = role
 
-pages = [
-    st.Page(page.path, title=page.title, icon=page.icon, default=page.default) for page in pages_for(role.role_name)
-]
+pages = []
+for page in pages_for(role.role_name):
+    if not page.default:
+        pages.append(st.Page(page.path, title=page.title, icon=page.icon))
+        continue
+    # Streamlit serves the landing page at `/` only: its own address (`/datasets`), typed or bookmarked,
+    # showed "Page not found" over it. A hidden page of the same file answers there; the landing page
+    # takes another name (a page's name must be unique), which nothing links to.
+    pages.append(st.Page(page.path, title=page.title, icon=page.icon, default=True, url_path=f"{page.url_path}_home"))
+    pages.append(st.Page(page.path, title=page.title, icon=page.icon, url_path=page.url_path, visibility="hidden"))
 navigation = st.navigation(pages)
 st.sidebar.markdown("**Foil Studio**")
 st.sidebar.caption(

@@ -12,7 +12,7 @@ import pytest
 
 from foil_studio.annotate import batch_reports, batches
 from foil_studio.data import store
-from foil_studio.views.registry import pages_for
+from foil_studio.views.registry import PAGES, pages_for
 from tests.browser_support import ADMIN_TOKEN, PAGE_WAIT_MS, launch, press_when_idle, streamlit_server, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -238,3 +238,25 @@ def test_the_health_pages_tables_fit_a_page_1280_px_wide(server):
         ]
         browser.close()
     assert len(widths) >= 2 and all(laid_out <= shown for laid_out, shown in widths), widths
+
+
+def test_each_roles_landing_page_opens_at_its_own_address_too(server):
+    """Issue 55: `/datasets?token=...` showed a "Page not found" dialog over the Datasets page, which
+    Streamlit serves at `/` only. Each role's landing page answers at its own address as well."""
+    expect = playwright_api.expect
+    landings = {page.role: page for page in PAGES if page.default}
+    tokens = {"admin": ADMIN_TOKEN, "annotator": server["tokens"]["ada"], "anonymous": ""}
+    headings = {"admin": "Datasets", "annotator": "Welcome, ada", "anonymous": "Foil Studio"}
+    with playwright_api.sync_playwright() as p:
+        browser = launch(p)
+        for role, landing in landings.items():
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            for address in (f"/{landing.url_path}", "/"):
+                page.goto(f"{server['base']}{address}?token={tokens[role]}")
+                expect(page.get_by_role("heading", level=1).first).to_be_visible(timeout=PAGE_WAIT_MS)
+                wait_idle(page, expect)
+                assert page.get_by_text("Page not found").count() == 0, (role, address)
+                heading = page.get_by_role("heading", level=1).first.inner_text()
+                assert heading == headings[role], (role, address, heading)
+            page.close()
+        browser.close()

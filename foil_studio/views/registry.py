@@ -48,7 +48,8 @@ class Page:
 
     @property
     def url_path(self) -> str:
-        """The address Streamlit serves it at (`/datasets`): the file's name without `.py`."""
+        """The address Streamlit serves it at (`/datasets`): the file's name without `.py`; a role's
+        landing page (``default``) is served at `/` as well (`app.py`)."""
         return PurePosixPath(self.path).stem
 
 
