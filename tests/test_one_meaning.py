@@ -175,3 +175,30 @@ def test_the_rule_lets_the_item_kind_be(line):
 def test_an_item_class_field_is_the_item_kind_and_another_class_field_is_not():
     assert line_problem("    kind: str", in_class="ItemCard") is None
     assert line_problem("    kind: str", in_class="RunSpec") is not None
+
+
+# ARCHITECTURE.md's glossary: every core word of the domain, each defined once.
+GLOSSARY_WORDS = ("item", "kind", "part", "negative", "verdict", "outcome", "run", "batch", "task type", "task")
+GLOSSARY_WORDS += ("sample", "prediction")
+# Second meanings renamed away, which may not come back: pattern -> the word to use.
+SECOND_MEANINGS = {
+    r"\bverdict\s*=\s*is_correct\(": "whether one answer is right is `right`; a verdict is a negative's validity",
+}
+
+
+def test_the_glossary_defines_each_core_word_once():
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    section = text.split("## Glossary: one word, one meaning", 1)[1].split("\n## ", 1)[0]
+    defined = re.findall(r"\*\*([a-z ]+)\*\*", section)
+    assert sorted(defined) == sorted(GLOSSARY_WORDS), defined
+
+
+@pytest.mark.parametrize("pattern", sorted(SECOND_MEANINGS))
+def test_a_renamed_second_meaning_does_not_come_back(pattern):
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in _files()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(pattern, line)
+    ]
+    assert not found, f"{SECOND_MEANINGS[pattern]}:\n" + "\n".join(found)

@@ -48,9 +48,9 @@ def question_outcomes(db: sqlite_utils.Database, batch_name: str) -> dict[tuple[
     items = store.items_by_id(db, {label["item"] for label in labels})
     votes: dict[tuple[int, int], Counter[bool]] = {}
     for label in labels:
-        verdict = is_correct(batch["task"], items[label["item"]], label["part"], label["answer"])
-        if verdict is not None:
-            votes.setdefault((label["item"], label["part"]), Counter())[verdict] += 1
+        right = is_correct(batch["task"], items[label["item"]], label["part"], label["answer"])
+        if right is not None:
+            votes.setdefault((label["item"], label["part"]), Counter())[right] += 1
     return {unit: counts[True] > counts[False] for unit, counts in votes.items()}
 
 

@@ -128,7 +128,7 @@ def _card(item: store.ItemRow, root: Path | None) -> ItemCard:
 
 def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
     """Per item card, one plain-text line per human label: batch, task, annotator, the answer in
-    words (`TaskType.answer_words`, as the answer charts say it) with its verdict where the truth
+    words (`TaskType.answer_words`, as the answer charts say it), right or wrong where the truth
     is known, flags and comment."""
     lines: dict[int, list[str]] = {card.id: [] for card in cards}
     labels = store.item_labels(db, lines)
@@ -136,9 +136,9 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
     for label in labels:
         item = items[label["item"]]
         answer = task_type(label["task"]).answer_words(item, label["part"], label["answer"])
-        verdict = is_correct(label["task"], item, label["part"], label["answer"])
+        right = is_correct(label["task"], item, label["part"], label["answer"])
         text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
-        text += "" if verdict is None else (" (right)" if verdict else " (wrong)")
+        text += "" if right is None else (" (right)" if right else " (wrong)")
         text += " · simulated" if label["simulated"] else ""
         text += f" · flags: {', '.join(label['flags'])}" if label["flags"] else ""
         text += f" · comment: {label['comment']}" if label["comment"] else ""
