@@ -1,10 +1,13 @@
 """The seed benchmarks' Hub copies, written by `datasets` itself as the Hub holds them, imported with
-`import hf` and compared with the benchmark's own files; and what goes wrong on the way in
-(aggregate configs, README configs, absolute image paths, two splits of one category, messages)."""
+`import hf` and compared with the benchmark's own files: their items, and the benchmark's published metrics
+(computed by foil's metric code, `foil metrics`) of one model's run on both imports; and what goes wrong on the
+way in (aggregate configs, README configs, absolute image paths, two splits of one category, messages)."""
 
 from __future__ import annotations
 
 import csv
+import functools
+import hashlib
 import io
 import json
 import random
@@ -16,7 +19,7 @@ from PIL import Image
 
 from foil_studio import api
 from foil_studio.cli.main import main
-from foil_studio.data import store
+from foil_studio.data import demo_world, store
 from foil_studio.data.formats import BadInputError
 from foil_studio.data.formats.winoground import sample_winoground
 
@@ -44,17 +47,111 @@ def items(db_file: Path, dataset: str, fields=FIELDS) -> pd.DataFrame:
     return frame.sort_values(["category", "source_id"], ignore_index=True)
 
 
+# Few colours, so that a copy of thousands of rows holds few distinct pictures (scoring encodes each once).
+PALETTE = [(r, g, b) for r in (0, 128, 255) for g in (0, 128, 255) for b in (0, 255)]
+
+
+def swatch(name: str) -> dict[str, object]:
+    """The small picture standing for the image file `name`: the same in the Hub copy's rows and in
+    the folder beside the benchmark's own files (`swatches`), so both imports are scored on the same pixels."""
+    return {"bytes": palette_png(hashlib.sha256(name.encode()).digest()[0] % len(PALETTE)), "path": None}
+
+
+@functools.cache
+def palette_png(index: int) -> bytes:
+    return png(PALETTE[index])["bytes"]
+
+
+def swatches(folder: Path, names) -> Path:
+    """An image folder for the benchmark's own files: each named image as its swatch."""
+    for name in set(names):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(swatch(name)["bytes"])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def demo_model():
+    """The shipped demo CLIP, on the CPU in fp32: one model scores both imports."""
+    from foil_studio.analysis.models import demo_model_spec, load_model
+
+    return load_model(demo_model_spec(), device="cpu")
+
+
+# Items the demo model scores in each import of a copy of thousands of rows: the first stored, which both imports
+# store in the same order (encoding every caption would take the suite seconds per thousand).
+SCORED = 200
+
+
+def demo_run(studio: api.Studio, dataset: str, model, limit: int | None = None) -> tuple[dict, pd.DataFrame]:
+    """Score `dataset` (its first `limit` items) with `model` and read the run back as `foil metrics`
+    does: the benchmark's published metrics, overall and per category (and type), with their n and
+    ties, but not the bootstrap intervals, which follow the order the items were stored in; and each
+    scored item's outcome and score gaps, by its category, source id and captions."""
+    from foil_studio.analysis.scoring import score_dataset
+
+    score_dataset(studio.db, dataset, model, run="demo", limit=limit)
+    return run_figures(studio, dataset, "demo")
+
+
+def run_figures(studio: api.Studio, dataset: str, run: str) -> tuple[dict, pd.DataFrame]:
+    """A stored run's metrics (as `demo_run`) and per-item results, whatever ids the items got."""
+    summary = studio.metrics(dataset, run)
+    figures = {k: v for k, v in summary.items() if k != "dataset" and "intervals" not in k}
+    per_item = studio.results(dataset, run)
+    stored = store.items_by_id(studio.db, per_item["item"].tolist())
+    per_item["source_id"] = [stored[i]["source_id"] for i in per_item["item"]]
+    per_item["captions"] = [tuple(stored[i]["captions"]) for i in per_item["item"]]
+    return figures, per_item.drop(columns="item").sort_values(["category", "captions"], ignore_index=True)
+
+
+def informative(figures: dict, metric: str) -> float:
+    """`metric` over all items, checked to be neither 0 nor 100: a figure the items decide."""
+    value = figures["metrics"][metric]
+    assert 0 < value < 100, (metric, value)
+    return value
+
+
 # --- Winoground -----------------------------------------------------------------------------------
 
 
-def test_winogrounds_hub_copy_imports_as_its_examples_file(tmp_path):
-    source = sample_winoground(tmp_path / "source", n=9)
-    examples = [json.loads(line) for line in source.read_text().splitlines()]
-    colours = ["red", "green", "blue", "white", "black", "yellow", "gray", "purple", "orange"]
-    rows = [
-        {**{k: v for k, v in e.items() if k not in ("image_0", "image_1")}, "image_0": png(c), "image_1": png(c)}
-        for e, c in zip(examples, colours, strict=False)
-    ]
+def winoground_pair(number: int) -> dict[str, object]:
+    """Example `number`'s captions and pictures, drawn in the demo model's world so that its scores
+    mean something: two shapes side by side, their colours swapped between the two pictures and the
+    two captions (the same words in another order, as Winoground's)."""
+    draw = random.Random(number)
+    shapes, colours = draw.sample(demo_world.SHAPES, 2), draw.sample(sorted(demo_world.COLOURS), 2)
+    pair: dict[str, object] = {}
+    for side, (first, second) in enumerate((colours, colours[::-1])):
+        scene = (
+            demo_world.Thing(shapes[0], first, "large", 36, 64),
+            demo_world.Thing(shapes[1], second, "large", 92, 64),
+        )
+        buffer = io.BytesIO()
+        demo_world.draw(scene, size=64).save(buffer, "PNG")
+        pair[f"image_{side}"] = {"bytes": buffer.getvalue(), "path": None}
+        claim = demo_world.Claim(
+            (demo_world.Desc(shapes[0], first), demo_world.Desc(shapes[1], second)), (0, "left of", 1)
+        )
+        pair[f"caption_{side}"] = demo_world.render(claim)
+    return pair
+
+
+def test_winogrounds_hub_copy_imports_as_its_examples_file(tmp_path, demo_model):
+    """Every item field and `meta` as `import winoground` of the same examples with their images
+    (`{image}.png`, the pictures the copy embeds); scored by the demo model, the same text, image and
+    group scores per collapsed tag (and ties), and each item's outcome and score gaps."""
+    source = sample_winoground(tmp_path / "source", n=30)
+    examples = [{**json.loads(line), "caption_0": "", "caption_1": ""} for line in source.read_text().splitlines()]
+    rows = []
+    (tmp_path / "images").mkdir()
+    for example in examples:
+        pair = winoground_pair(example["id"])
+        for side in (0, 1):
+            example[f"caption_{side}"] = pair[f"caption_{side}"]
+            (tmp_path / "images" / f"{example[f'image_{side}']}.png").write_bytes(pair[f"image_{side}"]["bytes"])
+        rows.append({**example, "image_0": pair["image_0"], "image_1": pair["image_1"]})
+    source.write_text("".join(json.dumps(example) + "\n" for example in examples))
     features = datasets.Features(
         {
             "id": datasets.Value("int32"),
@@ -69,15 +166,21 @@ def test_winogrounds_hub_copy_imports_as_its_examples_file(tmp_path):
         }
     )
     copy = pushed(datasets.Dataset.from_list(rows, features=features), tmp_path / "winoground", shards=2)
-    from_hub = api.open_store(tmp_path / "hub.db").import_file("hf", copy)
-    from_file = api.open_store(tmp_path / "file.db").import_file("winoground", source)
+    hub, own = api.open_store(tmp_path / "hub.db"), api.open_store(tmp_path / "file.db")
+    from_hub = hub.import_file("hf", copy)
+    from_file = own.import_file("winoground", source, images=tmp_path / "images")
     assert from_hub["by_category"] == from_file["by_category"] and from_hub["n_items"] == len(examples)
+    assert from_file["missing_images"] == 0
     fields = [*FIELDS, "meta"]
     pd.testing.assert_frame_equal(
         items(tmp_path / "hub.db", "winoground", fields), items(tmp_path / "file.db", "winoground", fields)
     )
-    db = api.open_store(tmp_path / "hub.db").db
-    assert store.get_dataset(db, "winoground")["source_format"] == "winoground"  # scored by Winoground's rules
+    assert store.get_dataset(hub.db, "winoground")["source_format"] == "winoground"  # scored by Winoground's rules
+    (hub_figures, hub_items), (own_figures, own_items) = (demo_run(s, "winoground", demo_model) for s in (hub, own))
+    assert hub_figures == own_figures
+    pd.testing.assert_frame_equal(hub_items, own_items)
+    for metric in ("text", "image", "group"):
+        informative(hub_figures, metric)
 
 
 # --- SugarCrepe -----------------------------------------------------------------------------------
@@ -98,37 +201,52 @@ def m4_copy(fixtures: Path, category: str, repo: Path) -> Path:
         }
     )
     rows = [
-        {"image": png((n % 256, 0, 0)), "tested_labels": pair, "true_label": r["caption"]}
-        for n, (pair, r) in enumerate(zip(tested, records.values(), strict=True))
+        {"image": swatch(r["filename"]), "tested_labels": pair, "true_label": r["caption"]}
+        for pair, r in zip(tested, records.values(), strict=True)
     ]
     return pushed(datasets.Dataset.from_list(rows, features=features), repo)
 
 
-def test_huggingfacem4s_sugarcrepe_copies_import_with_their_category_as_the_authors_files(fixtures, tmp_path):
-    studio = api.open_store(tmp_path / "hub.db")
+def test_huggingfacem4s_sugarcrepe_copies_import_with_their_category_as_the_authors_files(
+    fixtures, tmp_path, demo_model
+):
+    """Every item, under the same ids, as the authors' files (imported into the same store, so that
+    scoring the second reads the first's embeddings); the first `SCORED` items (swap_att's) scored by
+    the demo model, each COCO image a swatch chosen by its file name, the same in the copy and beside
+    the files (only theirs are written there): the same accuracy (and ties), and each item's outcome and
+    score gap."""
+    source = fixtures / "sugarcrepe" / "data"
+    records = {c: json.loads((source / f"{c}.json").read_text()) for c in ("swap_att", "replace_rel")}
+    studio = api.open_store(tmp_path / "foil.db")
     with pytest.raises(BadInputError, match="--category swap_att"):
         studio.import_file("hf", m4_copy(fixtures, "swap_att", tmp_path / "swap_att"))
-    for category in ("swap_att", "replace_rel"):
+    images = swatches(tmp_path / "coco", [r["filename"] for r in list(records["swap_att"].values())[:SCORED]])
+    for category, part in records.items():
         report = studio.import_file("hf", m4_copy(fixtures, category, tmp_path / category), category=category)
-        assert report["by_category"] == {
-            category: len(json.loads((fixtures / "sugarcrepe" / "data" / f"{category}.json").read_text()))
-        }
-    own = api.open_store(tmp_path / "file.db")
-    for category in ("swap_att", "replace_rel"):
-        own.import_file("sugarcrepe", fixtures / "sugarcrepe" / "data" / f"{category}.json")
+        assert report["by_category"] == {category: len(part)}
+        studio.import_file("sugarcrepe", source / f"{category}.json", images=images, name="own")
     # the same items (caption first, the negative second) under the same ids, whatever order tested_labels held
-    pd.testing.assert_frame_equal(items(tmp_path / "hub.db", "sugarcrepe"), items(tmp_path / "file.db", "sugarcrepe"))
+    pd.testing.assert_frame_equal(items(tmp_path / "foil.db", "sugarcrepe"), items(tmp_path / "foil.db", "own"))
+    (hub_figures, hub_items), (own_figures, own_items) = (
+        demo_run(studio, name, demo_model, limit=SCORED) for name in ("sugarcrepe", "own")
+    )
+    assert hub_figures == own_figures and hub_figures["by_category"]["swap_att"]["n"] == SCORED
+    pd.testing.assert_frame_equal(hub_items, own_items)
+    informative(hub_figures, "accuracy_micro")
 
 
-def test_a_sugarcrepe_copy_with_a_split_per_category_imports_as_the_authors_pairs(fixtures, tmp_path):
+def test_a_sugarcrepe_copy_with_a_split_per_category_imports_as_the_authors_pairs(fixtures, tmp_path, demo_model):
+    """The same pairs as the authors' files (imported into the same store); the first `SCORED` (add_att's:
+    the splits are read in the order of their names) scored by the demo model, images as swatches chosen
+    by file name as for HuggingFaceM4's copies: the same accuracy (and ties), and each pair's outcome
+    and score gap."""
     source = fixtures / "sugarcrepe" / "data"
-    parts = {}
-    for category in ("add_att", "swap_obj"):
-        records = json.loads((source / f"{category}.json").read_text())
-        parts[category] = datasets.Dataset.from_list(
+    records = {c: json.loads((source / f"{c}.json").read_text()) for c in ("add_att", "swap_obj")}
+    parts = {
+        category: datasets.Dataset.from_list(
             [
-                {"image": png("red"), "caption": r["caption"], "negative_caption": r["negative_caption"]}
-                for r in records.values()
+                {"image": swatch(r["filename"]), "caption": r["caption"], "negative_caption": r["negative_caption"]}
+                for r in part.values()
             ],
             features=datasets.Features(
                 {
@@ -138,16 +256,19 @@ def test_a_sugarcrepe_copy_with_a_split_per_category_imports_as_the_authors_pair
                 }
             ),
         )
+        for category, part in records.items()
+    }
     datasets.DatasetDict(parts).save_to_disk(str(tmp_path / "saved"))
-    report = api.open_store(tmp_path / "hub.db").import_file("hf", tmp_path / "saved")
-    own = api.open_store(tmp_path / "file.db")
+    studio = api.open_store(tmp_path / "foil.db")
+    report = studio.import_file("hf", tmp_path / "saved")
+    images = swatches(tmp_path / "coco", [r["filename"] for r in list(records["add_att"].values())[:SCORED]])
     for category in parts:
-        own.import_file("sugarcrepe", source / f"{category}.json")
+        studio.import_file("sugarcrepe", source / f"{category}.json", images=images, name="own")
     assert report["by_category"] == {c: len(p) for c, p in parts.items()}
     # the same pairs; ids are places in the split, which are the authors' keys only where those run 0, 1, 2...
     # (swap_obj's skip 108, so from there on its keys are one more than the row's place)
     content = ["kind", "category", "captions", "truth"]
-    hub, file = (items(tmp_path / f"{n}.db", "sugarcrepe") for n in ("hub", "file"))
+    hub, file = (items(tmp_path / "foil.db", name) for name in ("sugarcrepe", "own"))
     for frame in (hub, file):
         frame["text"] = frame["captions"].map(tuple)
     pd.testing.assert_frame_equal(
@@ -155,6 +276,12 @@ def test_a_sugarcrepe_copy_with_a_split_per_category_imports_as_the_authors_pair
         file.sort_values(["category", "text"], ignore_index=True)[content],
     )
     assert (hub["source_id"] == file["source_id"])[hub["category"] == "add_att"].all()
+    (hub_figures, hub_items), (own_figures, own_items) = (
+        demo_run(studio, name, demo_model, limit=SCORED) for name in ("sugarcrepe", "own")
+    )
+    assert hub_figures == own_figures and hub_figures["by_category"]["add_att"]["n"] == SCORED
+    pd.testing.assert_frame_equal(hub_items, own_items)
+    informative(hub_figures, "accuracy_micro")
 
 
 def test_sugarcrepe_pp_splits_spelt_two_ways_are_refused_not_merged(tmp_path):
@@ -180,7 +307,10 @@ def test_sugarcrepe_pp_splits_spelt_two_ways_are_refused_not_merged(tmp_path):
 def test_bivlcs_hub_copy_imports_its_test_split_and_the_authors_results_attach_to_it(fixtures, tmp_path):
     """The authors' per-instance results were written row by row from the Hub's test split (their image
     column holds the PIL objects' text): the copy rebuilt from those rows, with small images, imports as
-    the same 2,933 instances, and their results file then adds no item and gives the published scores."""
+    the same 2,933 instances (categories, source ids and captions), and their results file then adds no
+    item and gives the same published I2T, T2I and group scores (overall, per type and per subtype, with
+    the four directional ones) as imported on its own, group by group. The copy's images are not the
+    authors' (the results file holds none), so no model scores it."""
     results = fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv"
     with results.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -211,13 +341,23 @@ def test_bivlcs_hub_copy_imports_its_test_split_and_the_authors_results_attach_t
     studio = api.open_store(tmp_path / "hub.db")
     report = studio.import_file("hf", copy)
     assert report["n_items"] == len(rows) == 2933
-    own = api.open_store(tmp_path / "file.db").import_file("bivlc-results", results)
-    assert report["by_category"] == own["by_category"]
+    own = api.open_store(tmp_path / "file.db")
+    from_results = own.import_file("bivlc-results", results)
+    assert report["by_category"] == from_results["by_category"]
     hub_items = items(tmp_path / "hub.db", "bivlc")
     own_items = items(tmp_path / "file.db", "bivlc")
     pd.testing.assert_frame_equal(
         hub_items[["category", "source_id", "captions"]], own_items[["category", "source_id", "captions"]]
     )
+    # the authors' results attach to the copy's groups, adding none, and read as on their own
+    attached = studio.import_file("bivlc-results", results)
+    assert attached["n_new_items"] == 0 and attached["run"] == (run := from_results["run"])
+    (hub_figures, hub_results), (own_figures, own_results) = (run_figures(s, "bivlc", run) for s in (studio, own))
+    assert hub_figures == own_figures
+    pd.testing.assert_frame_equal(hub_results, own_results)
+    for metric in ("i2t", "t2i", "group"):
+        informative(hub_figures, metric)
+    assert sorted(hub_figures["by_type"]) == ["add", "replace", "swap"]
 
 
 # --- ARO ------------------------------------------------------------------------------------------
@@ -271,23 +411,50 @@ def scpp_configs(fixtures):
     return {f.stem: datasets.Dataset.from_list(json.loads(f.read_text())) for f in sorted(source.glob("*.json"))}
 
 
-def test_an_all_config_beside_the_others_is_skipped_and_said(scpp_configs, tmp_path):
+def scpp_compared(studio: api.Studio, fixtures: Path, images: Path, demo_model) -> dict:
+    """The authors' files imported beside the copy's `sugarcrepe-pp` (as `own`, in the same store): the
+    same items under the same ids and image paths, and the first `SCORED` (replace_att's, whose COCO images
+    alone are in `images`, each a swatch chosen by its file name) scored by the demo model: the same ITT,
+    Image-P1-Neg, Image-P2-Neg and TOT (and ties), and each item's outcome and score gaps. Returns the
+    copy's metrics."""
+    studio.import_file("sugarcrepe-pp", fixtures / "sugarcrepe_pp" / "data", images=images, name="own")
+    db = store.location(studio.db)
+    pd.testing.assert_frame_equal(
+        items(db, "sugarcrepe-pp", [*FIELDS, "images"]), items(db, "own", [*FIELDS, "images"])
+    )
+    (hub_figures, hub_items), (own_figures, own_items) = (
+        demo_run(studio, name, demo_model, limit=SCORED) for name in ("sugarcrepe-pp", "own")
+    )
+    assert hub_figures == own_figures and hub_figures["by_category"]["replace_att"]["n"] == SCORED
+    pd.testing.assert_frame_equal(hub_items, own_items)
+    for metric in ("ITT", "TOT"):
+        informative(hub_figures, metric)
+    return hub_figures
+
+
+def test_an_all_config_beside_the_others_is_skipped_and_said(fixtures, scpp_configs, tmp_path, demo_model):
+    """Every config but `all`, as the authors' files, with the same metrics (`scpp_compared`); `all`
+    asked for alone is refused for its repeated ids."""
     for config, part in scpp_configs.items():
         part.to_parquet(str(tmp_path / "converted" / config / "test" / "0000.parquet"))
     everything = datasets.concatenate_datasets(list(scpp_configs.values()))
     everything.to_parquet(str(tmp_path / "converted" / "all" / "test" / "0000.parquet"))
-    report = api.open_store(tmp_path / "foil.db").import_file("hf", tmp_path / "converted")
+    images = swatches(tmp_path / "coco", scpp_configs["replace_att"]["filename"][:SCORED])
+    studio = api.open_store(tmp_path / "foil.db")
+    report = studio.import_file("hf", tmp_path / "converted", images=images)
     assert report["n_items"] == sum(len(p) for p in scpp_configs.values()) == 4757
     assert "all" not in report["by_category"]
     assert any(
         "config 'all' holds every other config's rows together: skipped" in w["message"] for w in report["warnings"]
     )
+    scpp_compared(studio, fixtures, images, demo_model)
     # asked for alone, the aggregate is read, and its rows' repeated ids (each config numbers its own) said
     with pytest.raises(BadInputError, match=r"row 789 and .* row 1 are both item 'all/0' of category 'all'"):
         api.open_store(tmp_path / "alone.db").import_file("hf", tmp_path / "converted" / "all")
 
 
-def test_a_readme_configs_section_maps_freely_named_files(scpp_configs, tmp_path):
+def test_a_readme_configs_section_maps_freely_named_files(fixtures, scpp_configs, tmp_path, demo_model):
+    """The configs `datasets` reads from the README, as the authors' files, with the same metrics (`scpp_compared`)."""
     repo = tmp_path / "repo"
     for config, part in scpp_configs.items():
         part.to_parquet(str(repo / "data" / f"{config}.parquet"))
@@ -301,8 +468,11 @@ def test_a_readme_configs_section_maps_freely_named_files(scpp_configs, tmp_path
     (repo / "README.md").write_text(f"---\n{yaml.safe_dump(header)}---\n# SugarCrepe++\n")
     # the library itself reads the repository this way
     assert sorted(datasets.get_dataset_config_names(str(repo))) == sorted(scpp_configs)
-    report = api.open_store(tmp_path / "foil.db").import_file("hf", repo)
+    images = swatches(tmp_path / "coco", scpp_configs["replace_att"]["filename"][:SCORED])
+    studio = api.open_store(tmp_path / "foil.db")
+    report = studio.import_file("hf", repo, images=images)
     assert report["n_items"] == 4757 and sorted(report["by_category"]) == sorted(scpp_configs)
+    scpp_compared(studio, fixtures, images, demo_model)
 
 
 def cups(paths: list[str]):
