@@ -66,3 +66,9 @@ def test_the_family_form_says_what_is_missing_without_a_trace(app, demo_db, tmp_
     at.text_input(key="score_family_ref").set_value(str(tmp_path / "nowhere")).run()
     at.button(key="score_now").click().run()
     assert not at.exception and any("does not exist" in e.value for e in at.error)
+    (tmp_path / "empty").mkdir()  # a folder, but no model in it (issue 55: transformers' own message)
+    at.selectbox(key="score_family").set_value("blip-itm").run()
+    at.text_input(key="score_family_ref").set_value(str(tmp_path / "empty")).run()
+    at.button(key="score_now").click().run()
+    [said] = [e.value for e in at.error]
+    assert not at.exception and "is not a blip-itm model" in said and "made by save_pretrained" in said, said

@@ -158,6 +158,38 @@ def test_a_missing_local_folder_says_so(tmp_path, name):
         load_family(scorer_family(name), str(tmp_path / "nowhere"), "fp32", "cpu")
 
 
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+@pytest.mark.parametrize("holds", ["nothing", "a config only", "a model without its processor"])
+def test_a_folder_that_is_not_the_familys_model_is_one_line_naming_it_and_what_was_expected(tmp_path, name, holds):
+    """Issue 55: the Model scores page showed transformers' own message (many lines, naming neither
+    the family nor what the folder should hold); `load_family` says it for the page and `foil score`."""
+    folder = tmp_path / "not-a-model"
+    folder.mkdir()
+    if holds != "nothing":
+        made = blip_itm.tiny_model(tmp_path)  # a model of one family: its config, or all but its processor
+        for file in ("config.json", *(("model.safetensors",) if holds != "a config only" else ())):
+            (folder / file).write_bytes((made / file).read_bytes())
+    with pytest.raises(ModelUnavailableError) as raised:
+        load_family(scorer_family(name), str(folder), "fp32", "cpu")
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith(f"{folder} is not a"), message
+    expected = "a model transformers loads with" if "Unrecognized model" in message else "made by save_pretrained"
+    assert expected in message and len(message) < 500, message
+
+
+def test_foil_score_says_a_folder_is_not_the_familys_model_in_one_line(demo_store, tmp_path, capsys):
+    from foil_studio import cli
+
+    db_file = tmp_path / "foil.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    (tmp_path / "empty").mkdir()
+    argv = ["score", "demo-sugarcrepe", "--model", f"blip-itm:{tmp_path / 'empty'}", "--db", str(db_file)]
+    assert cli.main([*argv, "--device", "cpu"]) == 1
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and said.startswith(f"error: {tmp_path / 'empty'} is not a blip-itm model ("), said
+    assert "expected a folder made by save_pretrained" in said
+
+
 def test_vqascore_without_a_chat_template_asks_the_plain_question_after_the_image_token(tmp_path):
     folder = vqascore.tiny_model(tmp_path, chat_template=None)
     loaded = load_family(scorer_family("vqascore"), str(folder), "fp32", "cpu")

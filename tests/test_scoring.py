@@ -130,6 +130,21 @@ def test_missing_checkpoint_file_is_named(tmp_path):
         load_model(ModelSpec(models.DEMO_ARCH, checkpoint=str(tmp_path / "nope.pt")))
 
 
+@pytest.mark.parametrize("given", ["a folder", "an empty file", "text", "random bytes"])
+def test_a_checkpoint_that_is_not_one_is_named_in_one_line_with_what_was_expected(tmp_path, given):
+    """Issue 55: a file torch cannot read as weights ended in a bare `KeyError: 174812789` (a traceback
+    on the command line), a folder in "does not exist"."""
+    path = tmp_path / "weights.pt"
+    if given == "a folder":
+        path.mkdir()
+    else:
+        path.write_bytes({"an empty file": b"", "text": b"junk\n", "random bytes": bytes(range(256)) * 4}[given])
+    with pytest.raises(models.ModelUnavailableError) as refused:
+        load_model(ModelSpec(models.DEMO_ARCH, checkpoint=str(path)), device="cpu")
+    said = str(refused.value)
+    assert "\n" not in said and str(path) in said and said.endswith(models.CHECKPOINT_EXPECTED), said
+
+
 def test_scoring_caches_embeddings_and_rerun_encodes_nothing(demo_db, random_demo_model):
     db = demo_db
     first = score_dataset(db, "demo-bivlc", random_demo_model, run="cache-test")

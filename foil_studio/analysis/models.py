@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import pickle
 import platform
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -199,7 +200,8 @@ def load_model(spec: ModelSpec, device: str = "auto", cache_dir: str | None = No
                 force_quick_gelu=quick_gelu,
                 cache_dir=cache_dir,
             )
-    except (RuntimeError, OSError, ValueError) as error:
+    except (RuntimeError, OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError) as error:
+        # a file that is no checkpoint fails in torch.load (KeyError, UnpicklingError, EOFError): one line too
         raise ModelUnavailableError(_unavailable_message(spec, error, unreachable)) from error
     model.eval()
     tokenizer = open_clip.get_tokenizer(spec.arch)
@@ -236,6 +238,8 @@ def setup_digest(arch: str, preprocess: Any, tokenizer: Any) -> str:
 
 def _weights_argument(spec: ModelSpec) -> str | None:
     if spec.checkpoint:
+        if Path(spec.checkpoint).is_dir():
+            raise ModelUnavailableError(f"checkpoint {spec.checkpoint} is a folder: {CHECKPOINT_EXPECTED}")
         if not Path(spec.checkpoint).is_file():
             raise ModelUnavailableError(f"checkpoint file {spec.checkpoint} does not exist")
         return spec.checkpoint
@@ -249,10 +253,17 @@ def _config_quick_gelu(arch: str) -> bool:
     return bool(config and config.get("quick_gelu", False))
 
 
+# What a checkpoint file must be, said where one is not (a folder, or a file torch cannot read).
+CHECKPOINT_EXPECTED = "expected a weights file of the architecture (a state dict saved by torch or open_clip)"
+
+
 def _unavailable_message(spec: ModelSpec, error: Exception, unreachable: bool) -> str:
     """Why the weights did not load, and how to provide them (in words the page and the CLI share)."""
     name = spec.arch + (f" / {spec.pretrained}" if spec.pretrained else "")
     reason = hub.error_line(error)
+    if spec.checkpoint:  # the file is there (checked before): it is not weights open_clip can read for the arch
+        said = type(error).__name__ + ("" if reason == type(error).__name__ else f": {reason.rstrip(':')}")
+        return f"{spec.checkpoint} is not a checkpoint of {spec.arch} ({said}): {CHECKPOINT_EXPECTED}"
     offline = f" (the Hub at {hub.hub_endpoint()} is out of reach)" if unreachable else ""
     return (
         f"cannot load weights for {name}{offline}: {reason}. Without network access, download them on a connected "

@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
+import torch
 from PIL import Image
 
 from foil_studio.analysis.model_files import folder_digests
+from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.models import pick_device, resolve_precision
 from foil_studio.analysis.scorers import scorer_family
 from foil_studio.analysis.scorers.base import LoadedFamily, weights_folder
@@ -32,7 +34,7 @@ from foil_studio.analysis.scoring import (
     prepared_ahead,
     require_scorable,
 )
-from foil_studio.data import store
+from foil_studio.data import hub, store
 from foil_studio.data.item_kinds import item_kind
 
 PAIR = "pair"  # the embeddings cache's modality for a cross-encoder's pair scores
@@ -64,7 +66,32 @@ def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device:
     target = pick_device(device)
     chosen, reason = resolve_precision(precision, target)
     weights, files = folder_digests(weights_folder(ref))
-    return LoadedFamily(family, ref, family.loader()(ref, chosen, target), chosen, reason, target, weights, files)
+    load = family.loader()
+    try:
+        scorer = load(ref, chosen, target)
+    except (ModelUnavailableError, torch.OutOfMemoryError):
+        raise  # said in one line already; too little memory is not a wrong folder
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:  # the library's, often many lines
+        raise ModelUnavailableError(not_a_model(family, ref, error)) from error
+    return LoadedFamily(family, ref, scorer, chosen, reason, target, weights, files)
+
+
+def not_a_model(family: ScorerFamily, ref: str, error: Exception) -> str:
+    """One line for a folder (or cached name) `family` cannot load: the folder, the library's reason
+    in brief, and what was expected. The page and `foil score` say the same (issue 55: the page
+    showed transformers' own message, which names neither the family nor what a folder holds).
+
+    >>> from foil_studio.analysis.scorers.built_in import BLIP_ITM
+    >>> not_a_model(BLIP_ITM, "/data/x", OSError("Error no file named model.safetensors found in /data/x. More."))
+    "/data/x is not a blip-itm model (Error no file named model.safetensors found in /data/x): expected a folder made by save_pretrained holding the model and its processor (config.json, the weights, the processor's files), as Salesforce/blip-itm-base-coco is saved, or its name in the Hugging Face cache"
+    """  # noqa: E501
+    said = hub.error_line(error).split(". ")[0].rstrip(".")
+    example = family.example.split(":", 1)[-1]
+    return (
+        f"{ref} is not a {family.name} model ({said}): expected a folder made by save_pretrained holding the model "
+        f"and its processor (config.json, the weights, the processor's files), as {example} is saved, or its name "
+        "in the Hugging Face cache"
+    )
 
 
 def pair_key(image: str, text: str) -> str:
