@@ -140,6 +140,20 @@ def test_the_cache_keys_every_file_and_option_that_changes_a_score(saved, demo_d
     assert load_family(other_rule, str(copy), "fp32", "cpu").identity != loaded.identity
 
 
+@pytest.mark.parametrize(
+    ("name", "saved_from"), [("blip-itm", "flava-itm"), ("flava-itm", "blip-itm"), ("vqascore", "blip-itm")]
+)
+def test_a_folder_saved_from_another_family_is_refused_not_scored_with_random_weights(name, saved_from, tmp_path):
+    """transformers loads these folders of another model into the family's class, fills what they
+    lack at random and goes on (a folder whose tensors do not fit at all, BLIP's for BLIP-2, it
+    refuses itself): scored, the figures would be a random model's."""
+    folder = FAMILIES[saved_from].kit().tiny_model(tmp_path)
+    with pytest.raises(
+        ModelUnavailableError, match=rf"is not a {name} model \(its weights lack \d+ of the \d+ tensors"
+    ):
+        load_family(scorer_family(name), str(folder), "fp32", "cpu")
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_a_name_neither_cached_nor_reachable_fails_in_seconds_with_how_to_provide_it(monkeypatch, tmp_path, name):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

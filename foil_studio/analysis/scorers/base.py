@@ -108,6 +108,30 @@ def unavailable_message(ref: str, error: Exception, unreachable: bool) -> str:
     )
 
 
+# transformers fills weights a folder lacks at random and goes on; a few may be left out on
+# purpose (tied or unused heads), a folder saved from another model lacks a large part
+MOST_MISSING = 0.05
+
+
+class IncompleteWeightsError(ValueError):
+    """A folder lacks much of the model's weights: it was saved from another model."""
+
+
+def load_whole(model_class: Any, folder: Path, precision: str) -> Any:
+    """`model_class` from `folder` in `precision`, in eval mode; ValueError where the folder lacks
+    more than `MOST_MISSING` of the model's tensors (saved from another model: scored, it would
+    score with random weights: IncompleteWeightsError)."""
+    model, info = model_class.from_pretrained(folder, dtype=model_dtype(precision), output_loading_info=True)
+    missing, total = len(info["missing_keys"]), len(model.state_dict())
+    if missing > MOST_MISSING * total:
+        saved_as = getattr(model.config, "model_type", "another model")
+        raise IncompleteWeightsError(
+            f"its weights lack {missing} of the {total} tensors of {type(model).__name__}, which would be random "
+            f"(config.json says {saved_as})"
+        )
+    return model.eval()
+
+
 def model_dtype(precision: str) -> torch.dtype:
     """The torch dtype a precision name stands for."""
     return DTYPES[precision]

@@ -23,7 +23,7 @@ from PIL import Image
 from transformers import Blip2Config, Blip2ForImageTextRetrieval, Blip2Processor, BlipImageProcessor
 
 from foil_studio.analysis.scorers import base, tiny
-from foil_studio.analysis.scorers.base import model_dtype, weights_folder
+from foil_studio.analysis.scorers.base import weights_folder
 
 MAX_TOKENS = 32  # LAVIS's max_txt_len for BLIP-2's Q-Former captions
 
@@ -83,7 +83,7 @@ class Blip2ItmScorer:
 def load(ref: str, precision: str, device: torch.device) -> Blip2ItmScorer:
     """A BLIP-2 ITM model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
-    model = Blip2ForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+    model = base.load_whole(Blip2ForImageTextRetrieval, folder, precision)
     base.place(model, device)
     return Blip2ItmScorer(model, Blip2Processor.from_pretrained(folder), device)
 

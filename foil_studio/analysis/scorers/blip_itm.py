@@ -22,7 +22,7 @@ from PIL import Image
 from transformers import BlipConfig, BlipForImageTextRetrieval, BlipImageProcessor, BlipProcessor
 
 from foil_studio.analysis.scorers import base, tiny
-from foil_studio.analysis.scorers.base import model_dtype, weights_folder
+from foil_studio.analysis.scorers.base import weights_folder
 
 MAX_TOKENS = 35  # ARO's max_length for BLIP captions
 ENC_TOKEN = "[ENC]"
@@ -110,7 +110,7 @@ class BlipItmScorer:
 def load(ref: str, precision: str, device: torch.device) -> BlipItmScorer:
     """A BLIP ITM model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
-    model = BlipForImageTextRetrieval.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+    model = base.load_whole(BlipForImageTextRetrieval, folder, precision)
     base.place(model, device)
     return BlipItmScorer(model, BlipProcessor.from_pretrained(folder), device)
 

@@ -21,7 +21,7 @@ from PIL import Image
 from transformers import FlavaConfig, FlavaForPreTraining, FlavaImageProcessor, FlavaProcessor
 
 from foil_studio.analysis.scorers import base, tiny
-from foil_studio.analysis.scorers.base import model_dtype, weights_folder
+from foil_studio.analysis.scorers.base import weights_folder
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class FlavaItmScorer:
 def load(ref: str, precision: str, device: torch.device) -> FlavaItmScorer:
     """A FLAVA pre-training model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
-    model = FlavaForPreTraining.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+    model = base.load_whole(FlavaForPreTraining, folder, precision)
     base.place(model, device)
     return FlavaItmScorer(model, FlavaProcessor.from_pretrained(folder), device)
 

@@ -38,7 +38,7 @@ from transformers import (
 
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.scorers import base, tiny
-from foil_studio.analysis.scorers.base import model_dtype, weights_folder
+from foil_studio.analysis.scorers.base import weights_folder
 
 QUESTION = 'Does this figure show "{}"? Please answer yes or no.'  # t2v_metrics' default_question_template
 ANSWER = "Yes"  # t2v_metrics' default_answer_template
@@ -128,7 +128,9 @@ def load(ref: str, precision: str, device: torch.device) -> VqaScorer:
     """A generative vision-language model and its processor from a save_pretrained folder or a cached hub name."""
     folder = weights_folder(ref)
     try:
-        model = AutoModelForImageTextToText.from_pretrained(folder, dtype=model_dtype(precision)).eval()
+        model = base.load_whole(AutoModelForImageTextToText, folder, precision)
+    except base.IncompleteWeightsError:
+        raise  # another model's folder: said as any family's wrong folder is
     except ValueError as error:  # transformers: "Unrecognized configuration class ..."
         raise NotScorableError(
             f"{ref} is not a model transformers loads with AutoModelForImageTextToText: {str(error).splitlines()[0]}"
@@ -152,11 +154,12 @@ def tiny_model(folder: Path, words: str = LLAVA_WORDS, chat_template: str | None
     small, spread = tiny.SMALL, tiny.SPREAD
     vision = {"model_type": "clip_vision_model", **small, "image_size": 32, "patch_size": 8, "projection_dim": 16}
     text = {"model_type": "llama", **small, "num_key_value_heads": 2, "vocab_size": len(tokenizer)}
+    image_token = tokenizer.convert_tokens_to_ids("<image>")
     config = LlavaConfig(
         vision_config={**vision, "initializer_range": spread},
         text_config={**text, "max_position_embeddings": 128, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3},
-        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
-        initializer_range=spread,
+        image_token_index=image_token if isinstance(image_token, int) else image_token[0],
+        initializer_range=spread,  # type: ignore[call-arg]  # read from the keyword arguments, not in the signature
     )
     torch.manual_seed(0)
     model = LlavaForConditionalGeneration(config)
