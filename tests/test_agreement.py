@@ -244,6 +244,84 @@ def test_noisy_humans_group_never_exceeds_i2t_or_t2i(db):
     assert 50 < figures["ipos2t"] < 100
 
 
+def by_hand(outcomes: dict[str, list[bool]], keys) -> dict[str, float]:
+    return {key: 100 * float(np.mean(outcomes[key])) for key in keys}
+
+
+def test_a_bivlc_baseline_equals_its_four_queries_combined_by_hand(db):
+    """Each BiVLC instance's four majority outcomes, read from the batches alone and combined here as
+    the paper combines a model's: I2T both image queries right, T2I both caption queries, Group all
+    four; overall, per category and per type (add, replace, swap). The two batches answer apart
+    (other seeds), so no figure equals another by construction."""
+    from foil_studio.annotate.baselines import human_baseline, question_outcomes
+
+    names = []
+    for task, seed in (("baseline_i2t", 3), ("baseline_t2i", 5)):
+        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
+        simulation.simulate(db, created["batch"], accuracies=0.7, seed=seed)
+        names.append(created["batch"])
+    result = human_baseline(db, names, n_boot=20)
+    i2t, t2i = (question_outcomes(db, name) for name in names)
+    complete = sorted({i for i, _ in i2t if all((i, p) in q for q in (i2t, t2i) for p in (0, 1))})
+    category = {i: store.items_by_id(db, [i])[i]["category"] for i in complete}
+    keys = ("i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i")
+
+    def outcomes(ids) -> dict[str, list[bool]]:
+        rows = [(i2t[(i, 0)], i2t[(i, 1)], t2i[(i, 0)], t2i[(i, 1)]) for i in ids]
+        return {
+            "ipos2t": [r[0] for r in rows], "ineg2t": [r[1] for r in rows],
+            "tpos2i": [r[2] for r in rows], "tneg2i": [r[3] for r in rows],
+            "i2t": [r[0] and r[1] for r in rows], "t2i": [r[2] and r[3] for r in rows], "group": [all(r) for r in rows],
+        }  # fmt: skip
+
+    assert result["n"] == len(complete) == 40
+    assert result["metrics"] == pytest.approx(by_hand(outcomes(complete), keys))
+    assert len({result["metrics"][k] for k in ("i2t", "t2i", "group")}) == 3  # the check above tells them apart
+    for name in sorted(set(category.values())):
+        ids = [i for i in complete if category[i] == name]
+        assert result["by_category"][name] == pytest.approx({"n": len(ids), **by_hand(outcomes(ids), keys)}), name
+    for kind_of_edit in ("add", "replace", "swap"):
+        ids = [i for i in complete if category[i].startswith(kind_of_edit + "_")]
+        expected = {"n": len(ids), **by_hand(outcomes(ids), keys)}
+        assert result["by_type"][kind_of_edit] == pytest.approx(expected), kind_of_edit
+
+
+def test_one_answered_direction_gives_its_figure_from_its_two_queries(db):
+    """Only the image-to-text batch: I2T (both of an instance's image queries right) and its two
+    queries, nothing of the other direction."""
+    from foil_studio.annotate.baselines import human_baseline, question_outcomes
+
+    created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", "baseline_i2t", ("ada",), 1, 30, seed=4))
+    simulation.simulate(db, created["batch"], accuracies=0.7, seed=4)
+    result = human_baseline(db, [created["batch"]], n_boot=20)
+    asked = question_outcomes(db, created["batch"])
+    complete = sorted({i for i, _ in asked if (i, 0) in asked and (i, 1) in asked})
+    pos, neg = [asked[(i, 0)] for i in complete], [asked[(i, 1)] for i in complete]
+    expected = {"i2t": [a and b for a, b in zip(pos, neg)], "ipos2t": pos, "ineg2t": neg}
+    assert list(result["metrics"]) == ["i2t", "ipos2t", "ineg2t"]
+    assert result["metrics"] == pytest.approx(by_hand(expected, expected)) and result["n"] == len(complete)
+
+
+def test_humans_are_right_on_an_item_only_where_every_answered_question_is(db):
+    """`item_outcomes` (the humans beside the models in Inspect runs): an item is right when the
+    majority answer of each of its answered questions is, over every model-like batch of the dataset."""
+    from foil_studio.annotate.baselines import item_outcomes, question_outcomes
+
+    names = []
+    for task, seed in (("baseline_i2t", 6), ("baseline_t2i", 7)):
+        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada",), 1, 25, seed=6))
+        simulation.simulate(db, created["batch"], accuracies=0.75, seed=seed)
+        names.append(created["batch"])
+    answered = [question_outcomes(db, name) for name in names]
+    expected: dict[int, bool] = {}
+    for outcomes in answered:
+        for (item, _), right in outcomes.items():
+            expected[item] = expected.get(item, True) and right
+    found = item_outcomes(db, "demo-bivlc")
+    assert found == expected and 0 < sum(found.values()) < len(found)
+    assert item_outcomes(db, "demo-sugarcrepe") == {}  # another dataset's batches count for nothing
+
+
 def test_validation_baseline_per_category(db):
     from foil_studio.annotate.baselines import human_baseline
 
