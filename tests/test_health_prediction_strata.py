@@ -297,3 +297,20 @@ def test_the_allocation_over_bins_is_all_of_the_budget_within_each_bins_room():
         assert sum(found.values()) == budget and all(0 <= found[b] <= sizes[b] - taken[b] for b in sizes)
         if budget >= ps.MIN_PER_BIN * bins:
             assert all(found[b] >= min(ps.MIN_PER_BIN, sizes[b] - taken[b]) for b in sizes)
+
+
+def test_an_empty_top_bin_is_merged_into_the_one_below():
+    """A cut with no prediction above it leaves the top bin empty: its cut goes, the others stay."""
+    from foil_studio.analysis.prediction_strata import SMALLEST_BIN, _kept_cuts
+
+    low = np.linspace(0.0, 0.29, SMALLEST_BIN + 5)
+    middle = np.linspace(0.3, 0.59, SMALLEST_BIN + 5)
+    assert _kept_cuts(np.concatenate([low, middle]), [0.3, 0.6]) == [0.3]
+    assert _kept_cuts(np.concatenate([low, middle, middle + 0.4]), [0.3, 0.6]) == [0.3, 0.6]
+
+
+def test_edge_weights_refuse_sizes_and_means_of_different_lengths():
+    from foil_studio.analysis.prediction_strata import edge_weights
+
+    with pytest.raises(ValueError):
+        edge_weights([425, 75], [0.1])

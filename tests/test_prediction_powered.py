@@ -490,3 +490,22 @@ def test_the_leaderboards_worth_keeps_the_square_root_rule_and_the_answers_given
     assert worth_of_widths(100, 0.2, 0.15) == pytest.approx(100 * (0.2 / 0.15) ** 2)
     assert worth_of_widths(100, 0.2, None) == worth_of_widths(100, 0.2, 0.2) == worth_of_widths(100, 0.2, 0.3) == 100.0
     assert worth_of_widths(100, 0.2, 0.0) == 100.0  # a census: no width to compare
+
+
+def test_the_difference_interval_takes_n_minus_k_degrees_of_freedom_and_stays_within_minus_one_and_one():
+    """Two runs' accuracy difference: a t interval on n - K degrees of freedom (its width at one and
+    at two degrees of freedom, on the same variance, in the ratio of scipy's t quantiles), never
+    past -1 or 1 however wide."""
+    from foil_studio.analysis.prediction_powered import _difference
+
+    rng = np.random.default_rng(0)
+    valid = (rng.random(200) < 0.8).astype(float)
+    predicted = np.clip(0.7 * valid + 0.3 * rng.random(200), 0, 1)
+    credits = (rng.random((200, 2)) < [0.8, 0.6]).astype(float)
+    parts = [(valid, predicted, credits, rng.random(1000), (rng.random((1000, 2)) < [0.8, 0.6]).astype(float))]
+    estimate, low1, high1 = _difference(parts, 0, 1, n=2, n_strata=1, level=0.95)
+    same, low2, high2 = _difference(parts, 0, 1, n=3, n_strata=1, level=0.95)
+    assert same == estimate and -1 < low1 < estimate < high1 < 1
+    ratio = float(stats.t.ppf(0.975, 1) / stats.t.ppf(0.975, 2))
+    assert (high1 - low1) / (high2 - low2) == pytest.approx(ratio)
+    assert _difference(parts, 0, 1, n=2, n_strata=1, level=0.999999)[1:] == (-1.0, 1.0)
