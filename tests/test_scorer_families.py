@@ -302,3 +302,23 @@ def test_a_family_run_flows_through_inspection_parity_and_the_health_leaderboard
     assert [row["run"] for row in board["runs"]] == runs
     published = run_metrics(demo_db, dataset, runs[0], n_boot=50)["metrics"]["accuracy_micro"]
     assert board["runs"][0]["published"] == pytest.approx(published, abs=0.01)
+
+
+def test_blip2_reads_each_caption_through_lavis_text_processor(tmp_path):
+    """Issue 54: LAVIS evaluates BLIP-2's ITM on captions through its `blip_caption` processor (lower
+    case, `. ! " ( ) * # : ; ~` as spaces, 50 words at most): a caption and its processed form score
+    alike, and the run records the processor."""
+    from foil_studio.analysis.scorers.blip2_itm import lavis_caption
+
+    assert lavis_caption("The CUBE (red) is left of: the Sphere!!  ") == "the cube red is left of the sphere"
+    assert lavis_caption(" ".join(["cube"] * 60)) == " ".join(["cube"] * 50)
+    assert lavis_caption("a cube, then a ball") == "a cube, then a ball"  # commas are kept, as LAVIS keeps them
+    folder = FAMILIES["blip2-itm"].kit().tiny_model(tmp_path)
+    loaded = load_family(scorer_family("blip2-itm"), str(folder), "fp32", "cpu")
+    image = loaded.scorer.prepare_images(_images(1))[0]
+    raw, processed = loaded.scorer.prepare_texts(["The RED cube (left)!", "the red cube left"])
+    assert raw.tolist() == processed.tolist()
+    assert loaded.scorer.score_pairs([image, image], [raw, processed])[0] == pytest.approx(
+        reference_of("blip2-itm")(folder, _images(1)[0], "the red cube left"), abs=1e-5
+    )
+    assert loaded.stamp()["text_processor"] == "LAVIS blip_caption (max_words 50)"

@@ -2,8 +2,10 @@
 Q-Former's ITM head.
 
 Read from LAVIS's ``lavis/models/blip2_models/blip2_image_text_matching.py`` (``Blip2ITM.forward``
-with ``match_head="itm"``, github.com/salesforce/LAVIS at 020aad3): the caption is tokenized to at
-most ``max_txt_len`` = 32 tokens; the learned query tokens and the caption's tokens go through the
+with ``match_head="itm"``, github.com/salesforce/LAVIS at 020aad3): the caption goes through the
+text processor LAVIS's ITM models evaluate with, ``blip_caption`` (``BlipCaptionProcessor.pre_caption``
+in ``lavis/processors/blip_processors.py``: ``lavis_caption`` here), and is tokenized to at most
+``max_txt_len`` = 32 tokens; the learned query tokens and the caption's tokens go through the
 Q-Former together, the queries cross-attending to the (layer-normed) vision tokens; the ITM head
 reads each query's output, its two logits are averaged over the queries, and LAVIS's ITM example
 scores ``softmax(itm_logits)[:, 1]``. Transformers' ``Blip2ForImageTextRetrieval`` with
@@ -14,6 +16,7 @@ pair.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,22 @@ from foil_studio.analysis.scorers import base, tiny
 from foil_studio.analysis.scorers.base import weights_folder
 
 MAX_TOKENS = 32  # LAVIS's max_txt_len for BLIP-2's Q-Former captions
+MAX_WORDS = 50  # blip_caption's max_words
+# The characters blip_caption replaces by a space, after lower-casing the caption
+LAVIS_PUNCTUATION = re.compile(r"([.!\"()*#:;~])")
+
+
+def lavis_caption(caption: str) -> str:
+    """A caption as LAVIS's ``blip_caption`` processor hands it to BLIP-2: lower case, its
+    ``. ! " ( ) * # : ;  ~`` replaced by spaces, runs of white space made one space, ends trimmed,
+    at most 50 words.
+
+    >>> lavis_caption('A Dog (brown) sits: "left" of the CAT.')
+    'a dog brown sits left of the cat'
+    """
+    text = re.sub(r"\s{2,}", " ", LAVIS_PUNCTUATION.sub(" ", caption.lower())).rstrip("\n").strip(" ")
+    words = text.split(" ")
+    return " ".join(words[:MAX_WORDS]) if len(words) > MAX_WORDS else text
 
 
 class Blip2ItmScorer:
@@ -46,9 +65,10 @@ class Blip2ItmScorer:
 
     @torch.inference_mode()
     def prepare_texts(self, texts: list[str]) -> list[torch.Tensor]:
-        """Each caption's token ids, cut at 32 tokens as LAVIS cuts them (no image placeholder tokens:
-        the Q-Former reads the queries itself)."""
-        encoded = self.processor.tokenizer(texts, truncation=True, max_length=MAX_TOKENS)
+        """Each caption's token ids after LAVIS's text processor (`lavis_caption`), cut at 32 tokens
+        as LAVIS cuts them (no image placeholder tokens: the Q-Former reads the queries itself)."""
+        captions = [lavis_caption(text) for text in texts]
+        encoded = self.processor.tokenizer(captions, truncation=True, max_length=MAX_TOKENS)
         return [torch.tensor(ids, device=self.device) for ids in encoded.input_ids]
 
     @torch.inference_mode()
@@ -76,8 +96,12 @@ class Blip2ItmScorer:
         return self.model.vision_model
 
     def stamp(self) -> dict[str, Any]:
-        """The caption length limit and the number of query tokens."""
-        return {"max_text_tokens": MAX_TOKENS, "query_tokens": int(self.model.query_tokens.shape[1])}
+        """The text processor, the caption length limit and the number of query tokens."""
+        return {
+            "text_processor": f"LAVIS blip_caption (max_words {MAX_WORDS})",
+            "max_text_tokens": MAX_TOKENS,
+            "query_tokens": int(self.model.query_tokens.shape[1]),
+        }
 
 
 def load(ref: str, precision: str, device: torch.device) -> Blip2ItmScorer:
@@ -116,7 +140,7 @@ def tiny_model(folder: Path) -> Path:
 @torch.no_grad()
 def reference_score(folder: Path, image: Image.Image, caption: str) -> float:
     """Test kit: LAVIS's BLIP-2 ITM score of one pair through transformers' documented API,
-    softmax(ITM logits)[match]."""
+    softmax(ITM logits)[match], the caption through LAVIS's text processor first."""
     model, processor = tiny.reference_model(folder, Blip2ForImageTextRetrieval, Blip2Processor)
-    inputs = processor(images=image, text=caption, return_tensors="pt")
+    inputs = processor(images=image, text=lavis_caption(caption), return_tensors="pt")
     return float(torch.softmax(model(**inputs, use_image_text_matching_head=True).logits_per_image, dim=-1)[0, 1])

@@ -51,14 +51,13 @@ BLIP2_ITM = ScorerFamily(
     "blip2-itm",
     "BLIP-2 image-text matching (transformers' Blip2ForImageTextRetrieval), scored as LAVIS scores it",
     "softmax probability of 'match' from the Q-Former ITM head (logits averaged over the query tokens); "
-    "captions cut at 32 tokens",
+    "captions through LAVIS's blip_caption text processor, then cut at 32 tokens",
     "LAVIS, lavis/models/blip2_models/blip2_image_text_matching.py (Blip2ITM.forward, match_head='itm'), "
     "github.com/salesforce/LAVIS @020aad3",
     "blip2-itm:Salesforce/blip2-itm-vit-g",
     "foil_studio.analysis.scorers.blip2_itm:load",
     test_kit="foil_studio.analysis.scorers.blip2_itm",
-    differs="captions are tokenized as given: LAVIS's blip_caption text processor (lower case, some "
-    "punctuation replaced by spaces) is not applied; transformers keeps the Q-Former in fp32 whatever the precision",
+    differs="transformers keeps the Q-Former in fp32 whatever the precision",
     probability=True,
 )
 
