@@ -509,3 +509,36 @@ def test_the_difference_interval_takes_n_minus_k_degrees_of_freedom_and_stays_wi
     ratio = float(stats.t.ppf(0.975, 1) / stats.t.ppf(0.975, 2))
     assert (high1 - low1) / (high2 - low2) == pytest.approx(ratio)
     assert _difference(parts, 0, 1, n=2, n_strata=1, level=0.999999)[1:] == (-1.0, 1.0)
+
+
+def korn_graubard_by_hand(estimate: float, variance: float, n: int, strata: int) -> tuple[float, float]:
+    """Korn and Graubard's interval written out with scipy's beta and t: Clopper-Pearson on the
+    effective size p (1 - p) / v (t_{n-1} / t_{n-K})^2, p kept within 1 / (n + 2) of 0 and 1."""
+    p = min(max(estimate, 0.0), 1.0)
+    centre = min(max(p, 1 / (n + 2)), 1 - 1 / (n + 2))
+    size = centre * (1 - centre) / variance * (stats.t.ppf(0.975, n - 1) / stats.t.ppf(0.975, n - strata)) ** 2
+    size = max(size, 1.0)
+    x = p * size
+    low = 0.0 if x <= 0 else float(stats.beta.ppf(0.025, x, size - x + 1))
+    high = 1.0 if x >= size else float(stats.beta.ppf(0.975, x + 1, size - x))
+    return low, high
+
+
+@pytest.mark.parametrize("right_when_valid", [0.75, 0.998], ids=["ordinary", "near-one"])
+def test_valid_accuracy_interval_is_korn_and_graubards_on_its_variance(right_when_valid):
+    """The cited interval, recomputed by hand from the estimate and variance the function reports;
+    near 1 the effective size is taken at 1 - 1 / (n + 2), not at the estimate (whose p (1 - p)
+    would make the interval a point)."""
+    rng = np.random.default_rng(11)
+    world = {}
+    for number, (size, drawn) in enumerate(((300, 50), (600, 70))):
+        valid = (rng.random(size) < 0.8).astype(float)
+        credit = (rng.random(size) < np.where(valid == 1, right_when_valid, 0.4)).astype(float)[:, None]
+        predicted = np.where(rng.random(size) < 0.9, valid, 1 - valid)
+        world[f"c{number}"] = (valid, credit, predicted, rng.choice(size, drawn, replace=False))
+    found = accuracy_of(world)
+    estimate, variance = float(found.estimate[0]), float(found.variance[0])
+    assert variance > 0
+    low, high = korn_graubard_by_hand(estimate, variance, 120, 2)
+    assert (float(found.low[0]), float(found.high[0])) == pytest.approx((low, high), abs=1e-9)
+    assert 0 < high - low < 0.5  # an interval, not [0, 1]
