@@ -542,3 +542,18 @@ def test_valid_accuracy_interval_is_korn_and_graubards_on_its_variance(right_whe
     low, high = korn_graubard_by_hand(estimate, variance, 120, 2)
     assert (float(found.low[0]), float(found.high[0])) == pytest.approx((low, high), abs=1e-9)
     assert 0 < high - low < 0.5  # an interval, not [0, 1]
+
+
+def test_a_ratio_whose_estimated_valid_total_is_not_positive_is_no_estimate():
+    """The ratio's valid total, by hand: weight x (the predictions' total) + N / n x (sum of y - weight
+    x f) over the drawn items; at 0 or below there is no ratio (nan), which `_fit` then replaces by the
+    plain one, and a plain ratio (no weights) of nothing decided is none either."""
+    from foil_studio.analysis.prediction_powered import _ratio, _ratio_weight
+
+    y, f = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    credits, whole = np.array([[1.0], [0.0]]), np.zeros(4)
+    parts = [(y, f, credits, whole, np.zeros((4, 1)))]
+    assert _ratio(parts, 0, [0.5]) == pytest.approx((2 * 1.0) / (2 * (1 - 0.5)))  # valid total 1: a ratio
+    assert np.isnan(_ratio(parts, 0, [1.0]))  # valid total 2 (1 - 1) = 0
+    assert np.isnan(_ratio(parts, 0, [2.0]))  # valid total -2
+    assert _ratio_weight(y, f, credits[:, 0], float("nan")) == 0.0  # no plain estimate: no weight
