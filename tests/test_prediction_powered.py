@@ -557,3 +557,26 @@ def test_a_ratio_whose_estimated_valid_total_is_not_positive_is_no_estimate():
     assert np.isnan(_ratio(parts, 0, [1.0]))  # valid total 2 (1 - 1) = 0
     assert np.isnan(_ratio(parts, 0, [2.0]))  # valid total -2
     assert _ratio_weight(y, f, credits[:, 0], float("nan")) == 0.0  # no plain estimate: no weight
+
+
+def test_valid_accuracy_variance_is_the_linearised_one_written_out():
+    """The ratio's linearised variance by hand: per stratum the residual r = y (c - A) - w g (c - A),
+    w the least-squares slope (statsmodels) at the plain ratio, its variance on n - 2 degrees of
+    freedom plus two disagreements' worth, times N^2 (1 - n / N) / n; summed, over the estimated
+    valid total squared."""
+    from foil_studio.analysis.prediction_powered import disagreements_worth
+
+    world = valid_world(1)
+    found = accuracy_of(world)
+    accuracy = float(found.estimate[0])
+    plain_top = sum(len(v) / len(d) * float(np.sum(v[d] * k[d, 0])) for v, k, p, d in world.values())
+    plain = plain_top / sum(len(v) / len(d) * float(np.sum(v[d])) for v, k, p, d in world.values())
+    spread_total = valid_total = 0.0
+    for v, k, p, d in world.values():
+        y, g, c, n, size = v[d], p[d], k[d, 0], len(d), len(v)
+        slope = sm.OLS(y * (c - plain), sm.add_constant(g * (c - plain))).fit().params[1]
+        residual = y * (c - accuracy) - slope * g * (c - accuracy)
+        spread = float(np.var(residual, ddof=2)) + disagreements_worth(2, n)
+        spread_total += size**2 * (1 - n / size) / n * spread
+        valid_total += slope * float(p.sum()) + size / n * float(np.sum(y - slope * g))
+    assert found.variance[0] == pytest.approx(spread_total / valid_total**2, rel=1e-9)
