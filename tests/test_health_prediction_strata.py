@@ -314,3 +314,37 @@ def test_edge_weights_refuse_sizes_and_means_of_different_lengths():
 
     with pytest.raises(ValueError):
         edge_weights([425, 75], [0.1])
+
+
+def test_cut_points_follow_the_cumulative_square_root_rule_and_one_bin_is_no_cut():
+    """Dalenius and Hodges by hand: 60 items at 0, 30 at 0.5, 10 at 1 in `CLASSES` classes; the
+    running sum of the square-root counts reaches a third and two thirds of its total in the class
+    of 0 and the class of 0.5: the cuts are those classes' upper edges. One bin asked, or one
+    prediction, is no cut."""
+    from foil_studio.analysis.prediction_strata import CLASSES, cut_points
+
+    predicted = np.r_[np.zeros(60), np.full(30, 0.5), np.ones(10)]
+    counts, edges = np.histogram(predicted, bins=CLASSES, range=(0.0, 1.0))
+    running = np.cumsum(np.sqrt(counts))
+    by_hand = sorted({float(edges[np.searchsorted(running, running[-1] * k / 3) + 1]) for k in (1, 2)})
+    assert cut_points(predicted, bins=3) == by_hand == pytest.approx([1 / CLASSES, 0.5 + 1 / CLASSES])
+    assert cut_points(predicted, bins=1) == [] and cut_points(np.array([0.2]), bins=3) == []
+
+
+def test_bins_get_two_items_each_then_neymans_share_of_the_rest():
+    """400 items planned at 1% and 100 at 40%, 20 answers: 2 each, then 16 by N_h sqrt(p_h (1 - p_h)):
+    39.8 and 49.0, i.e. 7.2 and 8.8 of 16, rounded to 7 and 9."""
+    from foil_studio.analysis.prediction_strata import allocate_bins
+
+    assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
+    assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 3, {}) == {0: 1, 1: 2}  # the likelier bin first
+    assert allocate_bins({0: 400, 1: 3}, {0: 0.01, 1: 0.4}, 10, {1: 2}) == {0: 9, 1: 1}  # one item left there
+
+
+def test_ranking_with_one_outcome_only_is_not_judged_and_says_which_is_missing():
+    from foil_studio.analysis.prediction_strata import ranks_better_than_chance
+
+    assert ranks_better_than_chance([0, 0, 0], [0.1, 0.5, 0.9]).reason == "no decided item is invalid yet: not judged"
+    assert ranks_better_than_chance([1, 1], [0.1, 0.5]).reason == "no decided item is valid yet: not judged"
+    judged = ranks_better_than_chance([1, 1, 1, 0], [0.9, 0.8, 0.7, 0.1])
+    assert judged.reason.startswith("AUC 1.00 on 4 decided items")
