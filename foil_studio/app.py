@@ -66,9 +66,11 @@ st.sidebar.caption(
     f"`{paths.command_name()} --help` in a terminal."
 )
 if role.role_name == "admin" and (refused := plugins.refusal_lines()):
+    several = len(refused) > 1
     st.sidebar.warning(
-        f"{len(refused)} plugin entry point{'s' if len(refused) > 1 else ''} refused; the rest of Foil Studio "
-        f"works without {'them' if len(refused) > 1 else 'it'}. `{paths.command_name()} plugins` lists why:\n\n"
-        + "\n\n".join(f"- {line}" for line in refused)
+        f"{len(refused)} plugin entry point{'s' if several else ''} refused; the rest of Foil Studio works without "
+        f"{'them' if several else 'it'} (`{paths.command_name()} plugins`)."
     )
+    with st.sidebar.expander("Why"):
+        st.markdown("\n".join(f"- {line}" for line in refused))
 navigation.run()

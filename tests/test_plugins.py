@@ -208,7 +208,8 @@ OPEN_EVERY_PAGE = textwrap.dedent(
         at.run()
         if page is not None:
             at.switch_page(page).run()
-        said = [w.value for w in at.sidebar.warning]
+        why = [m.value for m in at.sidebar.markdown if "entry point" in m.value]
+        said = [w.value for w in at.sidebar.warning] + why
         return {"exceptions": [e.value for e in at.exception], "sidebar": said, "title": [t.value for t in at.title]}
 
     shown = {p.path: opened(os.environ["FOIL_ADMIN_TOKEN"], p.path) for p in PAGES if p.role == "admin"}
@@ -237,7 +238,7 @@ def test_every_page_opens_beside_a_broken_plugin_and_the_admin_is_told_which_was
     assert len(shown) > 5 and all(page["title"] and not page["exceptions"] for page in shown.values()), shown
     admin_pages = [page for path, page in shown.items() if path != "annotator"]
     for page in admin_pages:
-        (warning,) = page["sidebar"]
+        warning, why = page["sidebar"]
         assert warning.startswith("3 plugin entry points refused; the rest of Foil Studio works without them")
-        assert "plugin broken-plugin 1.0: entry point `raises = broken_plugin_raises:FORMAT`" in warning
+        assert "- plugin broken-plugin 1.0: entry point `raises = broken_plugin_raises:FORMAT`" in why
     assert shown["annotator"]["sidebar"] == []  # an annotator is not told about the lab's plugins
