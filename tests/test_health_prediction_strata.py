@@ -329,6 +329,10 @@ def test_cut_points_follow_the_cumulative_square_root_rule_and_one_bin_is_no_cut
     by_hand = sorted({float(edges[np.searchsorted(running, running[-1] * k / 3) + 1]) for k in (1, 2)})
     assert cut_points(predicted, bins=3) == by_hand == pytest.approx([1 / CLASSES, 0.5 + 1 / CLASSES])
     assert cut_points(predicted, bins=1) == [] and cut_points(np.array([0.2]), bins=3) == []
+    # the heaviest class last: a third of 14.07 falls in the class of 0.5, two thirds in the last, whose
+    # cut (f's maximum) leaves the bin between empty, so it goes; a total read one class short would
+    # put the cuts at 0.01 and 0.51
+    assert cut_points(np.r_[np.zeros(10), np.full(10, 0.5), np.ones(60)], bins=3) == [0.51]
 
 
 def test_bins_get_two_items_each_then_neymans_share_of_the_rest():
@@ -339,6 +343,9 @@ def test_bins_get_two_items_each_then_neymans_share_of_the_rest():
     assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
     assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 3, {}) == {0: 1, 1: 2}  # the likelier bin first
     assert allocate_bins({0: 400, 1: 3}, {0: 0.01, 1: 0.4}, 10, {1: 2}) == {0: 9, 1: 1}  # one item left there
+    # 100 and 100 planned at 1% and 90%: 16 by 9.95 and 30.0 (not by sqrt(p (2 - p)), which gives 2 and 14)
+    assert allocate_bins({0: 100, 1: 100}, {0: 0.01, 1: 0.9}, 20, {}) == {0: 6, 1: 14}
+    assert allocate_bins({0: 2, 1: 100}, {0: 0.5, 1: 0.1}, 10, {}) == {0: 2, 1: 8}  # a bin of two gives both
 
 
 def test_ranking_with_one_outcome_only_is_not_judged_and_says_which_is_missing():
