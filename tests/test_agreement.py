@@ -568,3 +568,27 @@ def test_rank_questions_are_named_by_the_caption_they_rank(demo_db):
         "rank of the negative caption",
         "rank of the hard positive caption",
     ]
+
+
+def test_a_bivlc_baselines_intervals_are_clopper_pearsons_overall_and_per_type(db):
+    """Every figure of the BiVLC baseline, overall and per type, has the exact (Clopper-Pearson)
+    interval of its right answers among the complete instances (statsmodels' `beta`), not a
+    bootstrap one."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from foil_studio.annotate.baselines import human_baseline
+
+    names = []
+    for task, seed in (("baseline_i2t", 3), ("baseline_t2i", 5)):
+        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
+        simulation.simulate(db, created["batch"], accuracies=0.7, seed=seed)
+        names.append(created["batch"])
+    result = human_baseline(db, names, n_boot=20)
+    for key in ("i2t", "t2i", "group", "ipos2t"):
+        right = round(result["metrics"][key] * result["n"] / 100)
+        low, high = proportion_confint(right, result["n"], method="beta")
+        assert result["intervals"][key] == pytest.approx([100 * low, 100 * high], abs=1e-6), key
+    for kind_of_edit, figures in result["by_type"].items():
+        right = round(figures["group"] * figures["n"] / 100)
+        low, high = proportion_confint(right, figures["n"], method="beta")
+        assert result["type_intervals"][kind_of_edit]["group"] == pytest.approx([100 * low, 100 * high], abs=1e-6)

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 from transformers import BertTokenizer
 
+from foil_studio.analysis.model_files import WEIGHT_SUFFIXES
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.results import run_metrics
 from foil_studio.analysis.scorers import REGISTRY, blip_itm, scorer_family, split_family, tiny, vqascore
@@ -113,7 +114,8 @@ def test_a_second_run_reads_every_pair_from_the_cache(saved, demo_db):
 def test_the_cache_keys_every_file_and_option_that_changes_a_score(saved, demo_db, tmp_path):
     """Issue 54: a pair's cached score is reused only by a model whose every file that can change a
     score (weights, configuration, processor, tokenizer, chat template), precision and rule are the
-    same: editing any of those files in place scores afresh; editing the model card does not."""
+    same: editing any of those files in place (each file but the weights) scores afresh; editing the
+    model card does not."""
     import dataclasses
     import shutil
 
@@ -129,8 +131,8 @@ def test_the_cache_keys_every_file_and_option_that_changes_a_score(saved, demo_d
     assert cache_hits() == 0 and cache_hits() > 0
     (copy / "README.md").write_text("---\nlicense: mit\n---\nA model card.\n")
     assert cache_hits() > 0  # documentation changes no score
-    read = sorted(p for p in copy.rglob("*") if p.is_file() and p.suffix not in (".md", ".safetensors"))
-    assert {"config.json", "tokenizer_config.json"} <= {p.name for p in read}, read
+    read = sorted(p for p in copy.rglob("*") if p.is_file() and not p.name.endswith((".md", *WEIGHT_SUFFIXES)))
+    assert read, f"{name}'s saved model has no file beside its weights to edit"
     for path in read:
         path.write_bytes(path.read_bytes() + b"\n")
         assert cache_hits() == 0, f"{path.name} edited in place, yet scores were read from the cache"
