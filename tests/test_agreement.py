@@ -248,6 +248,17 @@ def by_hand(outcomes: dict[str, list[bool]], keys) -> dict[str, float]:
     return {key: 100 * float(np.mean(outcomes[key])) for key in keys}
 
 
+def bivlc_batches_answered_apart(db) -> list[str]:
+    """The same 40 BiVLC instances asked in both directions, each batch answered at 70% with its own
+    seed (so no figure equals another by construction); the two batch names."""
+    names = []
+    for task, seed in (("baseline_i2t", 3), ("baseline_t2i", 5)):
+        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
+        simulation.simulate(db, created["batch"], accuracies=0.7, seed=seed)
+        names.append(created["batch"])
+    return names
+
+
 def test_a_bivlc_baseline_equals_its_four_queries_combined_by_hand(db):
     """Each BiVLC instance's four majority outcomes, read from the batches alone and combined here as
     the paper combines a model's: I2T both image queries right, T2I both caption queries, Group all
@@ -255,11 +266,7 @@ def test_a_bivlc_baseline_equals_its_four_queries_combined_by_hand(db):
     (other seeds), so no figure equals another by construction."""
     from foil_studio.annotate.baselines import human_baseline, question_outcomes
 
-    names = []
-    for task, seed in (("baseline_i2t", 3), ("baseline_t2i", 5)):
-        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
-        simulation.simulate(db, created["batch"], accuracies=0.7, seed=seed)
-        names.append(created["batch"])
+    names = bivlc_batches_answered_apart(db)
     result = human_baseline(db, names, n_boot=20)
     i2t, t2i = (question_outcomes(db, name) for name in names)
     complete = sorted({i for i, _ in i2t if all((i, p) in q for q in (i2t, t2i) for p in (0, 1))})
@@ -578,11 +585,7 @@ def test_a_bivlc_baselines_intervals_are_clopper_pearsons_overall_and_per_type(d
 
     from foil_studio.annotate.baselines import human_baseline
 
-    names = []
-    for task, seed in (("baseline_i2t", 3), ("baseline_t2i", 5)):
-        created = batches.create_batch(db, batches.BatchSpec("demo-bivlc", task, ("ada", "ben"), 1, 40, seed=3))
-        simulation.simulate(db, created["batch"], accuracies=0.7, seed=seed)
-        names.append(created["batch"])
+    names = bivlc_batches_answered_apart(db)
     result = human_baseline(db, names, n_boot=20)
     for key in ("i2t", "t2i", "group", "ipos2t"):
         right = round(result["metrics"][key] * result["n"] / 100)
