@@ -4,19 +4,20 @@ report and the two pages a large benchmark opens first, per size and engine, wit
     .venv/bin/python bench/bench_scale.py                     # --sizes 10000 100000 --sample 1100
     .venv/bin/python bench/bench_scale.py --engines sqlite postgresql --sizes 10000 100000 1000000 --sample 5000
 
-Per size: a SugarCrepe-format pair dataset of N generated items (seven categories) is imported
-(items a second, store size); a health sample of `--sample` items is drawn for three annotators
-(overlap 3, `health sample` timed); then one annotator answers `--answers` items through the page's
-own functions (`store.annotator_batches`, `queues.draw`, `queues.submit_answer`), each key press
-timed whole (p50 and p95); Datasets and Benchmark health are rendered through AppTest, first and
-again (a rerun that changes nothing), **before any report**, as a user opens them right after
-drawing; then `health report` is timed (its first call fits and stores the blind audit) and
-`health next` (a Neyman batch of 100); and (unless --no-predictions) the sample is answered by
-simulated annotators, a predictor's output on every item is imported from JSON lines and the report
-with prediction-powered shares is timed. PostgreSQL runs on a throwaway local server
+Per size: N generated pairs (seven categories) are written as a JSON-lines file and imported by
+`foil import jsonl` in a process of its own, as a user runs it (items a second, store size, the
+import's own peak memory: the file is streamed, a chunk at a time); a health sample of `--sample`
+items is drawn for three annotators (overlap 3, `health sample` timed); then one annotator answers
+`--answers` items through the page's own functions (`store.annotator_batches`, `queues.draw`,
+`queues.submit_answer`), each key press timed whole (p50 and p95); Datasets and Benchmark health are
+rendered through AppTest, first and again (a rerun that changes nothing), **before any report**, as
+a user opens them right after drawing; then `health report` is timed (its first call fits and stores
+the blind audit) and `health next` (a Neyman batch of 100); and (unless --no-predictions) the sample
+is answered by simulated annotators, a predictor's output on every item is imported from JSON lines
+and the report with prediction-powered shares is timed. PostgreSQL runs on a throwaway local server
 (tests/postgres_support.py) with fsync on (durable commits, as SQLite's). "peak" is the process's
-peak resident memory so far (it only grows: read each step's against the one before). Figures are
-of one run on one machine: read the growth between sizes, not the seconds.
+peak resident memory so far (it only grows: read each step's against the one before). Figures are of
+one run on one machine: read the growth between sizes, not the seconds.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,9 +43,6 @@ from foil_studio.annotate import health, queues
 from foil_studio.annotate.simulation import simulate
 from foil_studio.cli.main import main as cli_main
 from foil_studio.data import store
-from foil_studio.data.formats import Parsed
-from foil_studio.data.items import Item
-from foil_studio.data.loading import store_parsed
 
 CATEGORIES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj", "add_att")
 ANNOTATORS = ("ann-a", "ann-b", "ann-c")
@@ -58,15 +58,46 @@ def peak() -> str:
     return f"peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
 
 
-def generated(n: int) -> Parsed:
-    """n SugarCrepe-like pairs, as a reader hands them to the store."""
-    parsed = Parsed("sugarcrepe", DATASET)
-    for i in range(n):
-        category = CATEGORIES[i % len(CATEGORIES)]
-        caption = f"a photo number {i} of a cat on a mat"
-        item = Item("pair", category, str(i), (caption, caption.replace("cat", "dog")), (f"{i % 5000}.jpg",))
-        parsed.add(item, "x", i)
-    return parsed
+def generated(n: int, folder: Path) -> Path:
+    """n SugarCrepe-like pairs as a JSON-lines file (`import jsonl`), the way a generator's output arrives."""
+    path = folder / f"{DATASET}-{n}.jsonl"
+    with path.open("w") as handle:
+        for i in range(n):
+            caption = f"a photo number {i} of a cat on a mat"
+            record = {
+                "kind": "pair",
+                "category": CATEGORIES[i % len(CATEGORIES)],
+                "id": str(i),
+                "captions": [caption, caption.replace("cat", "dog")],
+                "images": [f"{i % 5000}.jpg"],
+            }
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+# `foil import` run as a user runs it, telling its own peak: VmHWM, the peak of the process's own memory
+# (getrusage's ru_maxrss would carry the bench's memory, copied at the fork before the exec)
+IMPORT = """
+import sys
+from foil_studio.cli.main import main
+code = main(sys.argv[2:])
+peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+open(sys.argv[1], "w").write(peak.split()[1])
+sys.exit(code)
+"""
+
+
+def imported(path: Path, location: str) -> tuple[float, float]:
+    """`foil import jsonl` in a process of its own, as a user runs it: its seconds and its own peak
+    resident memory in GB."""
+    with tempfile.NamedTemporaryFile() as errors, tempfile.NamedTemporaryFile() as peak_file:
+        command = [sys.executable, "-c", IMPORT, peak_file.name, "import", "jsonl", str(path), "--db", location]
+        started = time.perf_counter()
+        done = subprocess.run([*command, "--name", DATASET], stdout=subprocess.DEVNULL, stderr=errors)
+        took = time.perf_counter() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"foil import failed: {Path(errors.name).read_text()[-2000:]}")
+        return took, int(Path(peak_file.name).read_text()) / 1e6  # kB
 
 
 def percentiles(seconds: list[float]) -> str:
@@ -136,15 +167,16 @@ def with_predictions(db, n: int, sample: int, folder: Path, at: str) -> None:
 
 
 def one_size(
-    location: str, engine: str, n: int, samples: list[int], answers: int, pages: bool, predictions: bool
+    location: str, engine: str, source: Path, samples: list[int], answers: int, pages: bool, predictions: bool
 ) -> None:
+    n = sum(1 for _ in source.open())
+    store.open_db(location).conn.close()  # the store's tables, before the import's own process
+    took, import_peak = imported(source, location)
     db = store.open_db(location)
-    started = time.perf_counter()
-    store_parsed(db, generated(n), source_format="sugarcrepe", path="bench")
-    took = time.perf_counter() - started
     files = [Path(location), Path(f"{location}-wal")]  # WAL mode: recent pages sit beside the file
     size = f", store {sum(f.stat().st_size for f in files if f.exists()) / 1e6:.0f} MB" if engine == "sqlite" else ""
-    say(f"{engine} {n:>9,} items: import {took:.1f} s ({n / took:,.0f} items/s){size}, {peak()}")
+    rate = f"{took:.1f} s ({n / took:,.0f} items/s)"
+    say(f"{engine} {n:>9,} items: import {rate}{size}, the import's own peak {import_peak:.2f} GB")
     drawn = 0
     for sample in samples:
         at = f"{engine} {n:>9,} items, sample {sample:>5,}"
@@ -197,6 +229,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as folder:
             for n in args.sizes:
+                source = generated(n, Path(folder))
                 for engine in args.engines:
                     if engine == "sqlite":
                         location = str(Path(folder) / f"scale-{n}.db")
@@ -206,7 +239,7 @@ def main() -> None:
                     one_size(
                         location,
                         engine,
-                        n,
+                        source,
                         sorted(args.sample),
                         args.answers,
                         not args.no_pages,

@@ -12,9 +12,9 @@ boxes...).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from foil_studio.data.item_kinds import ITEM_KINDS, REGISTRY
@@ -90,4 +90,7 @@ def category_key(type_: str, subtype: str) -> str:
 
 
 def _digest(parts: list[str]) -> str:
-    return hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:20]
+    """The key of a list of texts: SHA-1 of its JSON (`json.dumps`'s exact text, built from the C
+    string encoder: the whole encoder took a fifth of a large import's time)."""
+    text = "[" + ", ".join(map(encode_basestring_ascii, parts)) + "]"
+    return hashlib.sha1(text.encode()).hexdigest()[:20]

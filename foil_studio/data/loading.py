@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,22 +71,20 @@ def import_path(
             path, None, f"unknown import format {source_format!r}; expected one of {list(formats.IMPORT_FORMATS)}"
         )
     fmt = formats.REGISTRY[source_format]
-    assert fmt.read is not None  # IMPORT_FORMATS holds only formats with a reader
     if category is not None and not fmt.reads_category:
         readers = [f.name for f in formats.REGISTRY.values() if f.reads_category]
         raise BadInputError(
             path, None, f"--category is for {', '.join(readers)}: {source_format} files name their categories"
         )
-    parsed = fmt.read(Path(path), category=category) if fmt.reads_category else fmt.read(Path(path))
-    if fmt.place_images is not None and images is not None:
-        parsed = fmt.place_images(parsed, images)
+    chunks = _read(fmt, Path(path), category, images)
+    parsed = next(chunks)
     if not parsed.items:
         raise BadInputError(
             path, None, f"holds no items; expected at least one {source_format} item (an empty file or folder?)"
         )
     report = store_parsed(
         db,
-        parsed,
+        itertools.chain([parsed], chunks),
         source_format=source_format,
         path=str(path),
         images=images,
@@ -94,9 +93,21 @@ def import_path(
         embedded_root=embedded_root,
         progress=progress,
     )
-    if fmt.report is not None:
+    if fmt.report is not None:  # a format with figures of its own is read whole (`_read`)
         report.notes = fmt.report(parsed)
     return report
+
+
+def _read(fmt: formats.Format, path: Path, category: str | None, images: Path | None) -> Iterator[Parsed]:
+    """What `fmt` reads from `path`: chunk after chunk where it reads a line at a time (and needs
+    the whole for nothing: no figures of its own, no category given), else whole as one chunk."""
+    if fmt.read_chunks is not None and fmt.report is None and category is None:
+        chunks = fmt.read_chunks(path)
+    else:
+        assert fmt.read is not None  # IMPORT_FORMATS holds only formats with a reader
+        chunks = iter([fmt.read(path, category=category) if fmt.reads_category else fmt.read(path)])
+    for chunk in chunks:
+        yield fmt.place_images(chunk, images) if fmt.place_images is not None and images is not None else chunk
 
 
 def attach_images(
@@ -125,7 +136,7 @@ def attach_images(
 
 def store_parsed(
     db: sqlite_utils.Database,
-    parsed: Parsed,
+    parsed: Parsed | Iterable[Parsed],
     *,
     source_format: str,
     path: str,
@@ -137,27 +148,41 @@ def store_parsed(
 ) -> ImportReport:
     """Write parsed items (and outcomes) in one transaction; the one write path for datasets.
 
-    `source_format` is the import format `path` was read as (the import log's); the dataset
-    records `parsed.source_format`, the format its items follow (``hf`` reads SugarCrepe++)."""
-    _check_image_paths(parsed)
-    root = _image_root(parsed, images, embedded_root)
-    dataset_name = name or parsed.default_name
+    `parsed` is what a reader read, whole or as consecutive chunks of one file (a streaming
+    reader's, `Format.read_chunks`): each chunk is stored before the next is read, so memory holds
+    one chunk, never the file. `source_format` is the import format `path` was read as (the import
+    log's); the dataset records the chunks' `source_format`, the format its items follow (``hf``
+    reads SugarCrepe++)."""
+    chunks = iter([parsed] if isinstance(parsed, Parsed) else parsed)
+    first = next(chunks)
+    dataset_name = name or first.default_name
+    _check_image_paths(first)
+    root = _image_root(first, images, embedded_root)
     with store.transaction(db):
-        dataset_id = store.ensure_dataset(db, dataset_name, parsed.source_format, root)
-        before = store.category_counts(db, dataset_id)
-        stored = store.upsert_items(db, dataset_id, parsed.items)
-        missing = _record_images(db, dataset_id, parsed, root, progress)
-        run_name = _store_run(db, dataset_id, parsed, stored, run)
-        scored_runs = _store_scored_runs(db, dataset_name, dataset_id, parsed, stored, run)
+        dataset_id = store.ensure_dataset(db, dataset_name, first.source_format, root)
+        tally = _Tally(store.category_counts(db, dataset_id), known=store.known_image_paths(db, dataset_id))
+        writer = store.ItemWriter(db, dataset_id)
+        for chunk in itertools.chain([first], chunks):
+            if chunk is not first:
+                _check_image_paths(chunk)
+                _image_root(chunk, images, embedded_root)
+            tally.warnings += chunk.warnings  # the reader's
+            stored = writer.write(chunk.items)
+            tally.count(chunk, stored)
+            _record_images(db, dataset_id, chunk, root, progress, tally)
+            tally.run = _store_run(db, dataset_id, chunk, stored, run) or tally.run
+            _store_scored_runs(db, dataset_name, dataset_id, chunk, stored, run, tally)
+        tally.warnings += tally.image_warnings + _left_runs(dataset_name, _first_file(first, path), tally)
+        differences = _differences(db, dataset_id, _first_file(first, path), tally)
         report = ImportReport(
             dataset=dataset_name,
-            run=run_name,
-            n_items=len(stored),
-            n_new_items=sum(new for _, new in stored),
-            by_category=dict(sorted(Counter(i.category for i in parsed.items).items())),
-            missing_images=missing,
-            warnings=[asdict(w) for w in parsed.warnings + _differences(db, dataset_id, parsed, stored, before)],
-            runs=scored_runs,
+            run=tally.run,
+            n_items=tally.n_items,
+            n_new_items=tally.n_new_items,
+            by_category=dict(sorted(tally.by_category.items())),
+            missing_images=tally.missing_images,
+            warnings=[asdict(w) for w in tally.warnings + differences],
+            runs=tally.runs,
         )
         store.log_import(
             db,
@@ -166,18 +191,66 @@ def store_parsed(
             path=path,
             n_items=report.n_items,
             n_new_items=report.n_new_items,
-            run=run_name,
+            run=tally.run,
         )
     return report
 
 
+@dataclass
+class _Tally:
+    """What an import has stored so far, chunk after chunk: the report's figures and what the end
+    of the import still needs (the items that were new where the dataset had their category)."""
+
+    before: dict[str, int]  # the dataset's items per category before this import
+    run: str | None = None  # the run the chunks' outcomes were stored as
+    n_items: int = 0
+    n_new_items: int = 0
+    by_category: Counter[str] = field(default_factory=Counter)
+    missing_images: int = 0
+    known: dict[str, str] = field(default_factory=dict)  # the dataset's images before: path -> status
+    probed: set[str] = field(default_factory=set)  # image references seen
+    warnings: list[ImportWarning] = field(default_factory=list)
+    runs: dict[str, int] = field(default_factory=dict)  # run carried with scores -> items scored
+    carried: set[str] = field(default_factory=set)  # the runs the chunks carried with scores
+    created_runs: set[str] = field(default_factory=set)  # runs this import created
+    held: dict[str, bool] = field(default_factory=dict)  # a run stored before: whether it holds the file's scores
+    image_warnings: list[ImportWarning] = field(default_factory=list)
+    added: list[ImportWarning] = field(default_factory=list)  # items new to a category the dataset had
+    added_beyond: int = 0  # such items past those listed
+    in_file: set[int] = field(default_factory=set)  # the item ids of those categories in the file
+
+    def count(self, chunk: Parsed, stored: list[tuple[int, bool]]) -> None:
+        self.n_items += len(stored)
+        self.n_new_items += sum(new for _, new in stored)
+        self.by_category.update(item.category for item in chunk.items)
+        for (item_id, new), item, (file, row) in zip(stored, chunk.items, chunk.origins):
+            if item.category not in self.before:
+                continue
+            self.in_file.add(item_id)
+            if new and len(self.added) < MAX_LISTED_DIFFERENCES:
+                self.added.append(
+                    ImportWarning(
+                        file,
+                        row,
+                        f"item not in the dataset before this import, added: {item.category} {list(item.captions)}",
+                    )
+                )
+            elif new:
+                self.added_beyond += 1
+
+
 def _check_image_paths(parsed: Parsed) -> None:
-    for item, (file, row) in zip(parsed.items, parsed.origins):
+    """Refuse an image path that would leave its image root, naming the first row that gives it
+    (each distinct path checked once: a million items name a few thousand images)."""
+    first_origin: dict[str, tuple[str, int | str]] = {}
+    for item, origin in zip(parsed.items, parsed.origins):
         for reference in _image_references(item.images, item.meta):
-            try:
-                clean_relative_path(reference)
-            except UnsafeImagePathError as error:
-                raise BadInputError(file, row, str(error)) from None
+            first_origin.setdefault(reference, origin)
+    for reference, (file, row) in first_origin.items():
+        try:
+            clean_relative_path(reference)
+        except UnsafeImagePathError as error:
+            raise BadInputError(file, row, str(error)) from None
 
 
 def _image_references(images: tuple[str, ...], meta: dict[str, Any]) -> list[str]:
@@ -199,33 +272,43 @@ def _image_root(parsed: Parsed, images: Path | None, embedded_root: Path | None)
 
 
 def _record_images(
-    db: sqlite_utils.Database, dataset_id: int, parsed: Parsed, root: Path | None, progress: Progress | None
-) -> int:
-    """Probe every distinct image once; return how many referenced files are not usable."""
-    references = sorted({ref for item in parsed.items for ref in _image_references(item.images, item.meta)})
-    known = store.known_image_paths(db, dataset_id)
+    db: sqlite_utils.Database,
+    dataset_id: int,
+    chunk: Parsed,
+    root: Path | None,
+    progress: Progress | None,
+    tally: _Tally,
+) -> None:
+    """Probe every image the chunk names that no chunk before it named, once; count those not usable."""
+    named = {ref for item in chunk.items for ref in _image_references(item.images, item.meta)}
+    references = sorted(named - tally.probed)
+    tally.probed.update(references)
     infos = []
-    for done, reference in enumerate(references, start=1):
-        if known.get(reference) != "ok" or root is None:
+    for done, reference in enumerate(references, start=len(tally.probed) - len(references) + 1):
+        status = tally.known.get(reference)
+        if status != "ok" or root is None:
             try:
-                infos.append(probe_image(root, reference))
+                info = probe_image(root, reference)
             except UnsafeImagePathError as error:
-                file, row = _origin_of(parsed, reference)
+                file, row = _origin_of(chunk, reference)
                 raise BadInputError(file, row, str(error)) from None
-        if progress and (done % 500 == 0 or done == len(references)):
-            progress(done, len(references))
+            infos.append(info)
+            status = info.status
+        tally.missing_images += status != "ok"
+        if progress and (done % 500 == 0 or done == len(tally.probed)):
+            progress(done, len(tally.probed))
     store.record_images(db, dataset_id, infos)
     for info in infos:
         if info.status == "too_large":
             size = f"{info.pixels:,} pixels" if info.pixels else "more pixels than allowed"
-            parsed.warn(
-                info.path,
-                None,
-                f"image not used: {size}, over the limit of {max_image_pixels():,} pixels; "
-                "raise it with FOIL_MAX_IMAGE_PIXELS",
+            tally.image_warnings.append(
+                ImportWarning(
+                    info.path,
+                    None,
+                    f"image not used: {size}, over the limit of {max_image_pixels():,} pixels; "
+                    "raise it with FOIL_MAX_IMAGE_PIXELS",
+                )
             )
-    statuses = store.known_image_paths(db, dataset_id)
-    return sum(statuses.get(ref) != "ok" for ref in references)
 
 
 def _origin_of(parsed: Parsed, reference: str) -> tuple[str, int | str | None]:
@@ -253,25 +336,26 @@ def _store_scored_runs(
     db: sqlite_utils.Database,
     dataset: str,
     dataset_id: int,
-    parsed: Parsed,
+    chunk: Parsed,
     stored: list[tuple[int, bool]],
     run: str | None,
-) -> dict[str, int]:
-    """Store each run the file carries with its scores (`Parsed.scored_runs`: a JSONL export's) as a
+    tally: _Tally,
+) -> None:
+    """Store each run the chunk carries with its scores (`Parsed.scored_runs`: a JSONL export's) as a
     run of the dataset again (`run`, where given, names the file's one run). A run of that name
-    already on the dataset keeps what it has: the file's scores of it are left, with a warning,
-    unless they are the ones it holds. Returns run -> items scored."""
-    runs = parsed.scored_runs
-    if run is not None and len(runs) > 1:
+    already on the dataset before this import keeps what it has: the file's scores of it are left,
+    with a warning, unless they are the ones it holds. Counts run -> items scored in the tally."""
+    runs = chunk.scored_runs
+    tally.carried |= set(runs)
+    if run is not None and len(tally.carried) > 1:
         raise BadInputError(
-            parsed.origins[0][0],
+            chunk.origins[0][0],
             None,
-            f"carries the scores of {len(runs)} runs ({', '.join(runs)}); a run name (--run) names one: import it "
-            "without one to keep theirs",
+            f"carries the scores of {len(tally.carried)} runs ({', '.join(sorted(tally.carried))}); a run name (--run)"
+            " names one: import it without one to keep theirs",
         )
-    kept: dict[str, int] = {}
-    for carried, by_index in runs.items():
-        name, (file, row) = run or carried, parsed.origins[min(by_index)]
+    for carried_name, by_index in runs.items():
+        name, (file, row) = run or carried_name, chunk.origins[min(by_index)]
         try:
             store.check_name("run", name)
         except store.InvalidNameError as error:
@@ -280,20 +364,34 @@ def _store_scored_runs(
         try:
             there = store.get_run(db, dataset, name)
         except store.NotFoundError:
+            there = None
+        if there is None or name in tally.created_runs:
             run_id = store.ensure_run(db, dataset_id, name, run_type="scores", meta={"imported": True})
             store.put_scores(db, run_id, scores.items())
-            kept[name] = len(scores)
+            tally.created_runs.add(name)
+        else:  # a run of that name before this import: kept if the file's scores are the ones it holds
+            held = there["run_type"] == "scores" and _holds(store.run_columns(db, int(there["id"])), scores)
+            tally.held[name] = tally.held.get(name, True) and held
+        tally.runs[name] = tally.runs.get(name, 0) + len(scores)
+
+
+def _left_runs(dataset: str, file: str, tally: _Tally) -> list[ImportWarning]:
+    """Warn of each run the file carried whose name the dataset held before with other scores, and
+    take it out of the runs stored (the same scores are the same import again: `attach_images`)."""
+    warnings = []
+    for name, held in tally.held.items():
+        if held:
             continue
-        if there["run_type"] == "scores" and _holds(store.run_columns(db, int(there["id"])), scores):
-            kept[name] = len(scores)  # the same import again (attach_images reads the file anew)
-            continue
-        parsed.warn(
-            file,
-            None,
-            f"the scores of run {name!r} on {len(scores)} item(s) left out: {dataset} has a run of that name already, "
-            "with other scores; delete it first (runs delete), or import into another dataset (--name)",
+        warnings.append(
+            ImportWarning(
+                file,
+                None,
+                f"the scores of run {name!r} on {tally.runs.pop(name)} item(s) left out: {dataset} has a run of that "
+                "name already, with other scores; delete it first (runs delete), or import into another dataset "
+                "(--name)",
+            )
         )
-    return kept
+    return warnings
 
 
 def _holds(columns: store.RunColumns, scores: dict[int, Any]) -> bool:
@@ -314,34 +412,22 @@ def _holds(columns: store.RunColumns, scores: dict[int, Any]) -> bool:
     return True
 
 
-def _differences(
-    db: sqlite_utils.Database, dataset_id: int, parsed: Parsed, stored: list[tuple[int, bool]], before: dict[str, int]
-) -> list[ImportWarning]:
+def _first_file(parsed: Parsed, path: str) -> str:
+    """The file a warning about the whole import names: the first item's (a folder's file), else the path."""
+    return str(parsed.origins[0][0]) if parsed.origins else path
+
+
+def _differences(db: sqlite_utils.Database, dataset_id: int, path: str, tally: _Tally) -> list[ImportWarning]:
     """Name the items this file adds to, or lacks from, a dataset that already had them."""
-    categories = sorted({i.category for i in parsed.items} & set(before))
+    categories = sorted(set(tally.by_category) & set(tally.before))
     if not categories:
         return []
-    warnings = []
-    for (_, new), item, (file, row) in zip(stored, parsed.items, parsed.origins):
-        if new and item.category in categories:
-            warnings.append(
-                ImportWarning(
-                    file,
-                    row,
-                    f"item not in the dataset before this import, added: {item.category} {list(item.captions)}",
-                )
-            )
-    in_file = {item_id for item_id, _ in stored}
-    absent = {i: s for i, s in store.item_ids_by_category(db, dataset_id, categories).items() if i not in in_file}
-    for item_id, source_id in sorted(absent.items()):
-        warnings.append(
-            ImportWarning(
-                str(parsed.origins[0][0]), None, f"dataset item {source_id} (id {item_id}) is not in this file"
-            )
-        )
-    if len(warnings) > MAX_LISTED_DIFFERENCES:
-        extra = len(warnings) - MAX_LISTED_DIFFERENCES
-        warnings = warnings[:MAX_LISTED_DIFFERENCES] + [
-            ImportWarning(str(parsed.origins[0][0]), None, f"... and {extra} more differences")
-        ]
+    absent = {i: s for i, s in store.item_ids_by_category(db, dataset_id, categories).items() if i not in tally.in_file}
+    warnings = tally.added + [
+        ImportWarning(path, None, f"dataset item {source_id} (id {item_id}) is not in this file")
+        for item_id, source_id in sorted(absent.items())
+    ]
+    extra = tally.added_beyond + len(warnings) - MAX_LISTED_DIFFERENCES
+    if extra > 0:
+        warnings = warnings[:MAX_LISTED_DIFFERENCES] + [ImportWarning(path, None, f"... and {extra} more differences")]
     return warnings

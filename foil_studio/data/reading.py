@@ -8,11 +8,13 @@ the row (or field) and what was expected. Nothing is written by any of them.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -44,11 +46,35 @@ class Limits:
 
 
 def limits() -> Limits:
-    """The limits in force, read from the environment at call time.
+    """The limits in force, read from the environment at call time (or those `pinned_limits` keeps
+    while a file is read).
 
     >>> limits().json_depth >= 16
     True
     """
+    held: Limits | None = getattr(_pinned, "limits", None)
+    return held if held is not None else _limits_from_environment()
+
+
+@contextlib.contextmanager
+def pinned_limits() -> Iterator[Limits]:
+    """Keep the limits in force now for the reading of one file (in this thread): read from the
+    environment at each row, they took most of a million-line import's time."""
+    held: Limits | None = getattr(_pinned, "limits", None)
+    if held is not None:  # an enclosing read pinned them
+        yield held
+        return
+    _pinned.limits = now = _limits_from_environment()
+    try:
+        yield now
+    finally:
+        _pinned.limits = None
+
+
+_pinned = threading.local()
+
+
+def _limits_from_environment() -> Limits:
     values = {}
     for spec in fields(Limits):
         text = os.environ.get(Limits.env_name(spec.name))
@@ -89,28 +115,40 @@ def check_binary_file(path: Path) -> None:
 
 def read_text(path: Path) -> str:
     """A whole text file: `check_binary_file`, then UTF-8 (a BOM is fine) free of NUL bytes."""
+    return "".join(line for _, line in read_lines(path))
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a text file read a line at a time, checked as `read_text` checks the
+    whole: memory holds one line, never the file."""
     path = Path(path)
     check_binary_file(path)
     try:
-        payload = path.read_bytes()
+        handle = path.open("rb")
     except OSError as error:
         raise BadInputError(
             path, None, f"cannot be read ({error.strerror or error}); expected a readable file"
         ) from None
+    with handle:
+        offset = 0
+        for number, payload in enumerate(handle, start=1):
+            yield number, _decoded(payload, path, number, offset)
+            offset += len(payload)
+
+
+def _decoded(payload: bytes, path: Path, number: int, offset: int) -> str:
+    """One line as text: UTF-8 (a BOM at the file's start is dropped) without NUL bytes."""
     try:
-        text = payload.decode("utf-8-sig")
+        text = payload.decode("utf-8-sig" if offset == 0 else "utf-8")
     except UnicodeDecodeError as error:
-        line = payload[: error.start].count(b"\n") + 1
+        start = offset + error.start
         raise BadInputError(
             path,
-            line,
-            f"is not UTF-8 text (byte {error.start}: {payload[error.start : error.start + 1]!r}); "
-            "save the file as UTF-8",
+            number,
+            f"is not UTF-8 text (byte {start}: {payload[error.start : error.start + 1]!r}); save the file as UTF-8",
         ) from None
     if "\x00" in text:
-        raise BadInputError(
-            path, text[: text.index("\x00")].count("\n") + 1, "holds a NUL byte (a binary file?); expected text"
-        )
+        raise BadInputError(path, number, "holds a NUL byte (a binary file?); expected text")
     return text
 
 
@@ -118,7 +156,10 @@ def parse_json(text: str, file: Path | str, row: int | str | None = None) -> Any
     """JSON text as Python values; refuses duplicate keys and nesting deeper than the limit."""
     depth = limits().json_depth
     try:
-        value = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, file, row))
+        value = json.loads(text)
+        keys, found = _shape(value)
+        if len(_KEY_END.findall(text)) != keys:  # perhaps a key twice: read again, key by key
+            value = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, file, row))
     except json.JSONDecodeError as error:
         raise BadInputError(
             file, row if row is not None else error.lineno, f"malformed JSON: {error.msg} (column {error.colno})"
@@ -127,10 +168,15 @@ def parse_json(text: str, file: Path | str, row: int | str | None = None) -> Any
         raise BadInputError(
             file, row, f"JSON nested too deeply to read; the limit is {depth} ({Limits.env_name('json_depth')})"
         ) from None
-    found = _nesting(value)
     if found > depth:
         raise BadInputError(file, row, over_limit("json_depth", found, depth, "JSON nesting depth"))
     return value
+
+
+# The end of an object's key: its closing quote, then the colon. Every key ends so, and a string
+# value only adds to the count; as many ends as keys read means no key came twice (the one-pass
+# check with a Python hook per object was most of the time of reading a JSON-lines file).
+_KEY_END = re.compile(r'"\s*:')
 
 
 def read_json(path: Path) -> Any:
@@ -152,15 +198,18 @@ def _unique_keys(pairs: list[tuple[str, Any]], file: Path | str, row: int | str 
     return result
 
 
-def _nesting(value: Any) -> int:
-    """How deeply lists and objects nest in `value` (0 for a scalar), without recursion."""
-    deepest, stack = 0, [(value, 1)]
+def _shape(value: Any) -> tuple[int, int]:
+    """(keys of all objects, how deeply lists and objects nest: 0 for a scalar) in JSON values,
+    without recursion (only containers are stacked: this runs on every line of a large file)."""
+    keys, deepest, stack = 0, 0, [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         current, level = stack.pop()
-        if isinstance(current, (dict, list)):
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in (current.values() if isinstance(current, dict) else current))
-    return deepest
+        deepest = max(deepest, level)
+        if isinstance(current, dict):
+            keys += len(current)
+            current = current.values()
+        stack.extend([(child, level + 1) for child in current if isinstance(child, (dict, list))])
+    return keys, deepest
 
 
 def read_csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -169,6 +218,11 @@ def read_csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, 
     Rows with fewer or more fields than the header, fields over the limit and unterminated
     quotes are refused with the row; a file with a header and no rows is refused too.
     """
+    with pinned_limits():
+        yield from _csv_rows(path, required)
+
+
+def _csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
     text = read_text(path)
     csv.field_size_limit(limits().field_chars)
     reader = csv.reader(io.StringIO(text, newline=""))

@@ -11,7 +11,6 @@ the benchmark's own layout there and returns the names it wrote.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +28,10 @@ from foil_studio.data.reading import (
     check_count,
     check_text,
     parse_json,
+    pinned_limits,
     read_csv_rows,
     read_json,
-    read_text,
+    read_lines,
 )
 
 
@@ -140,8 +140,10 @@ class Format:
     files under new names: what is
     read back is the written folder with itself as the image root, and the same images by content.
     `reads_category` says its reader takes `category=` (`import --category`), the category of a copy
-    that names none. `categories_are_seeds` says each category is one seed's draw of the same items (ARO's order
-    sets): the metrics then add each figure's mean and standard error over them (`over_seeds`).
+    that names none. `read_chunks(path)`, for a layout read a line at a time, gives what `read` does as
+    consecutive chunks (`data.loading.import_path` stores each before reading the next: a million-item
+    file is never held whole). `categories_are_seeds` says each category is one seed's draw of the same
+    items (ARO's order sets): the metrics then add each figure's mean and standard error over them (`over_seeds`).
     """
 
     name: str
@@ -164,6 +166,7 @@ class Format:
     categories_are_seeds: bool = False
     hub_layouts: tuple[HubLayout, ...] = ()
     reads_category: bool = False
+    read_chunks: Callable[[Path], Iterator[Parsed]] | None = None
 
     def write_items(self, items: Sequence[StoredItem], out: Path, context: ExportContext) -> list[str]:
         """Write stored items in this layout (`write`); refused for a format that only reads."""
@@ -248,9 +251,10 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) of every non-blank line of a JSON-lines file."""
     if not path.is_file():
         raise BadInputError(path, None, "is a folder; expected a .jsonl file" if path.is_dir() else "no such file")
-    for number, line in enumerate(io.StringIO(read_text(path)), start=1):
-        if line.strip():
-            yield number, parse_json(line, path, number)
+    with pinned_limits():  # the rows' checks read them once, not at every row
+        for number, line in read_lines(path):
+            if line.strip():
+                yield number, parse_json(line, path, number)
 
 
 def json_files(path: Path, pattern: str = "*.json") -> list[Path]:

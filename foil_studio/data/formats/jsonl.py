@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,26 @@ def parse_jsonl(path: Path) -> Parsed:
     run's scores back as that run; a run's results without scores (a run imported from a
     benchmark's results file keeps only its decisions) are left, and a warning says how many.
     """
+    return next(jsonl_chunks(path, size=None))
+
+
+CHUNK_ITEMS = 20_000  # items an import holds at once from a streamed file
+
+
+def streamed_jsonl(path: Path) -> Iterator[Parsed]:
+    """The file as an import reads it: chunks of `CHUNK_ITEMS` items."""
+    return jsonl_chunks(path, CHUNK_ITEMS)
+
+
+def jsonl_chunks(path: Path, size: int | None) -> Iterator[Parsed]:
+    """`parse_jsonl`'s items read a line at a time, as consecutive chunks of at most `size` items
+    (None: the whole file in one); the last chunk holds the file's closing warnings. An empty file
+    gives one empty chunk."""
     parsed, left = Parsed("jsonl", path.stem), Counter[str]()
     for number, record in json_lines(path):
+        if len(parsed.items) == size:
+            yield parsed
+            parsed = Parsed("jsonl", path.stem)
         item = _jsonl_item(record, path, number)
         parsed.add(item, path, number)
         _read_results(parsed, left, record.get("results"), item, path, number)
@@ -41,7 +60,7 @@ def parse_jsonl(path: Path) -> Parsed:
             f"results of run {run!r} on {n} item(s) left out: they hold a decision but no scores (a run imported "
             "from a benchmark's results file); import that file again to have the run",
         )
-    return parsed
+    yield parsed
 
 
 def _read_results(parsed: Parsed, left: Counter[str], results: Any, item: Item, file: Path, row: int) -> None:
@@ -225,6 +244,7 @@ JSONL = Format(
     write_jsonl,
     carries_results=True,
     sample=sample_jsonl,
+    read_chunks=streamed_jsonl,
 )
 PARQUET = Format(
     "parquet",

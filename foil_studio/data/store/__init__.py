@@ -123,6 +123,7 @@ from foil_studio.data.store.crowd import (
     return_study,
 )
 from foil_studio.data.store.datasets import (
+    ItemWriter,
     StoredItem,
     category_counts,
     count_items,

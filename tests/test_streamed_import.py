@@ -1,0 +1,163 @@
+"""A JSONL file is imported chunk by chunk (`Format.read_chunks`): memory holds one chunk, and what
+is stored, and said, is exactly what the whole file read at once gives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from foil_studio.data import store
+from foil_studio.data.formats import BadInputError, jsonl
+from foil_studio.data.items import _digest
+from foil_studio.data.loading import import_path
+from foil_studio.data.reading import parse_json
+from foil_studio.data.store.datasets import _texts_json
+
+
+def _records() -> list[dict]:
+    """Eleven items with what spans chunks: twins, shared images, a text-only item, a run's scores."""
+    records = [
+        {
+            "kind": "pair",
+            "category": "swap_att" if i % 2 else "add_obj",
+            "id": str(i),
+            "captions": [f"a cat number {i}", f"a dog number {i}"],
+            "images": [f"{i % 3}.jpg"],
+            "results": {"clip": {"correct": True, "scores": [0.3 + i / 100, 0.2]}} if i % 4 else {},
+        }
+        for i in range(8)
+    ]
+    twin = {"kind": "pair", "category": "add_obj", "id": "t", "captions": ["a red cube", "a blue cube"], "images": []}
+    return [*records[:2], twin, *records[2:6], twin, *records[6:], {**twin, "id": "u", "images": ["missing.jpg"]}]
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def _images(folder: Path) -> Path:
+    folder.mkdir()
+    for i in range(3):
+        Image.new("RGB", (8, 8), (i * 60, 0, 0)).save(folder / f"{i}.jpg")
+    return folder
+
+
+def _stored(db) -> tuple[list, dict]:
+    """The dataset's items in import order with their ids, and run clip's scores by item id."""
+    dataset_id = store.get_dataset(db, "mine")["id"]
+    items = [dict(row) for row in store.list_items(db, dataset_id, limit=1000)]
+    columns = store.run_columns(db, int(store.get_run(db, "mine", "clip")["id"]))
+    return items, dict(zip(columns.item_ids.tolist(), [list(scores) for scores in columns.scores]))
+
+
+@pytest.mark.both_engines
+def test_a_file_read_in_chunks_stores_and_reports_what_the_whole_file_does(fresh_db, engine, tmp_path, monkeypatch):
+    """Chunks of 3 items against one chunk: the same rows, ids, scores, image statuses and report,
+    the first time and when the file comes again with an item more and one fewer."""
+    images = _images(tmp_path / "imgs")
+    first = _write(tmp_path / "mine.jsonl", _records())
+    another = {**_records()[1], "id": "new", "captions": ["x", "y"]}
+    changed = _write(tmp_path / "mine2.jsonl", [*_records()[1:], another])
+    whole = store.open_db(None) if engine == "sqlite" else None
+    outcomes = []
+    for chunk_items, db in ((3, fresh_db), (None, whole)):
+        if db is None:  # PostgreSQL: the chunked import ran first, the whole file goes to a second dataset's store
+            continue
+        monkeypatch.setattr(jsonl, "CHUNK_ITEMS", chunk_items)
+        reports = [import_path(db, "jsonl", path, images=images, name="mine").to_dict() for path in (first, changed)]
+        outcomes.append((reports, _stored(db)))
+    reports, (items, scores) = outcomes[0]
+    assert len(items) == 12 and [row["source_id"] for row in items].count("t") == 2  # the twins kept apart
+    assert reports[0]["n_items"] == 11 and reports[0]["n_new_items"] == 11 and reports[0]["missing_images"] == 1
+    assert reports[0]["runs"] == {"clip": 6} and len(scores) == 6
+    assert reports[1]["n_new_items"] == 1
+    said = [warning["message"] for warning in reports[1]["warnings"]]
+    assert any("added: swap_att ['x', 'y']" in line for line in said)
+    assert any(line.startswith("dataset item 0 (id") and "is not in this file" in line for line in said)
+    if len(outcomes) == 2:
+        assert outcomes[0] == outcomes[1]
+
+
+def test_reading_in_chunks_is_lazy_and_gives_whole_files_chunks_in_order(tmp_path):
+    """Each chunk is read when asked for: a broken line past the first chunk is not reached by it."""
+    records = _records()
+    path = tmp_path / "broken.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + "{not json\n")
+    chunks = jsonl.jsonl_chunks(path, 4)
+    assert [item.source_id for item in next(chunks).items] == ["0", "1", "t", "2"]
+    assert [item.source_id for item in next(chunks).items] == ["3", "4", "5", "t"]
+    with pytest.raises(BadInputError, match=r"broken\.jsonl, row 12"):
+        next(chunks)
+    good = _write(tmp_path / "good.jsonl", records)
+    streamed = list(jsonl.jsonl_chunks(good, 4))
+    assert [len(chunk.items) for chunk in streamed] == [4, 4, 3]
+    whole = jsonl.parse_jsonl(good)
+    assert [i for chunk in streamed for i in chunk.items] == whole.items
+    assert [o for chunk in streamed for o in chunk.origins] == whole.origins
+    assert [set(chunk.scored_runs["clip"]) for chunk in streamed] == [{1, 3}, {0, 2}, {0, 1}]
+
+
+@pytest.mark.both_engines
+def test_a_bad_line_in_a_late_chunk_stores_nothing_of_the_file(fresh_db, tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonl, "CHUNK_ITEMS", 2)
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records()) + '{"kind": "pair"}\n')
+    with pytest.raises(BadInputError, match=r"late\.jsonl, row 12.*category"):
+        import_path(fresh_db, "jsonl", path)
+    assert store.dataset_names(fresh_db) == []
+
+
+def test_a_file_with_a_byte_that_is_not_utf8_names_its_line_and_byte(tmp_path):
+    path = tmp_path / "latin.jsonl"
+    line = json.dumps(_records()[0]).encode()
+    path.write_bytes(line + b"\n" + line.replace(b"cat", b"caf\xe9") + b"\n")
+    with pytest.raises(BadInputError, match=rf"latin\.jsonl.*2.*byte {len(line) + 1 + line.index(b'cat') + 3}"):
+        list(jsonl.jsonl_chunks(path, 1))
+
+
+@given(st.lists(st.text(), max_size=4))
+def test_the_keys_text_is_json_dumps_exact_text(texts):
+    """Item keys and stored lists are built from the C string encoder: the same text as json.dumps."""
+    assert _texts_json(tuple(texts)) == json.dumps(texts)
+    assert _digest(texts) == hashlib.sha1(json.dumps(texts).encode()).hexdigest()[:20]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1, "a": 2}',
+        '{"a" : 1, "b": {"a": 1, "a\\": 2": 3, "a": 4}}',  # a key twice beside a string holding a key's end
+        '{"a"\n : 1, "a": 2}',  # space before the colon: counting '":' alone would see one key, as read
+        '[{"x": 1}, {"y": 2, "y": 3}]',
+    ],
+)
+def test_a_key_twice_is_refused_however_the_text_hides_it(text):
+    with pytest.raises(BadInputError, match="appears twice"):
+        parse_json(text, "f.jsonl", 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"a": "b\\": c", "d": [1, {"e": "f"}]}', {"a": 'b": c', "d": [1, {"e": "f"}]}),
+        ('{"a" :1}', {"a": 1}),
+        ("[]", []),
+        ('"x"', "x"),
+    ],
+)
+def test_json_without_a_key_twice_reads_as_it_is(text, value):
+    assert parse_json(text, "f.jsonl", 3) == value
+
+
+def test_nesting_past_the_limit_is_refused_and_at_it_read(monkeypatch):
+    monkeypatch.setenv("FOIL_MAX_JSON_DEPTH", "3")
+    assert parse_json('{"a": [{"b": 1}]}', "f.jsonl", 1) == {"a": [{"b": 1}]}
+    with pytest.raises(BadInputError, match="JSON nesting depth is 4, over the limit of 3"):
+        parse_json('{"a": [{"b": [1]}]}', "f.jsonl", 1)
