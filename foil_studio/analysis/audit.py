@@ -27,11 +27,12 @@ def sampled_items(
     more (the rest never decoded: a million items' fit took minutes and gigabytes), and how many it holds."""
     most = AUDIT_MOST if most is None else most
     frame = store.item_strata(db, store.get_dataset(db, dataset)["id"], item_kinds.AUDITED_KINDS)
-    ids = [item_id for item_id, _ in frame]
-    if len(ids) > most:
+    ids = sorted(item_id for items in frame.values() for item_id in items)
+    held = len(ids)
+    if held > most:
         ids = sorted(np.random.default_rng(seed).choice(ids, most, replace=False).tolist())
     rows = store.items_by_id(db, ids)
-    return [rows[i] for i in ids], len(frame)
+    return [rows[i] for i in ids], held
 
 
 def sample_margins(result: Mapping[str, Any], n: int, size: int) -> dict[str, Any]:

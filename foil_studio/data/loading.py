@@ -158,7 +158,7 @@ def store_parsed(
     dataset_name = name or first.default_name
     _check_image_paths(first)
     root = _image_root(first, images, embedded_root)
-    with store.transaction(db):
+    with store.transaction(db), store.bulk_write_cache(db):
         dataset_id = store.ensure_dataset(db, dataset_name, first.source_format, root)
         tally = _Tally(store.category_counts(db, dataset_id), known=store.known_image_paths(db, dataset_id))
         writer = store.ItemWriter(db, dataset_id)

@@ -205,10 +205,9 @@ def _shape(value: Any) -> tuple[int, int]:
     while stack:
         current, level = stack.pop()
         deepest = max(deepest, level)
-        if isinstance(current, dict):
-            keys += len(current)
-            current = current.values()
-        stack.extend([(child, level + 1) for child in current if isinstance(child, (dict, list))])
+        children = current.values() if isinstance(current, dict) else current
+        keys += len(current) if isinstance(current, dict) else 0
+        stack.extend([(child, level + 1) for child in children if isinstance(child, (dict, list))])
     return keys, deepest
 
 

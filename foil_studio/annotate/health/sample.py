@@ -123,10 +123,8 @@ class SamplePlan:
 
 def sampling_frame(db: sqlite_utils.Database, dataset: str) -> dict[str, list[int]]:
     """Category -> the ids of the dataset's items a validate_negative batch can ask about."""
-    frame: dict[str, list[int]] = {}
     kinds = HEALTH_KINDS
-    for item, category in store.item_strata(db, store.get_dataset(db, dataset)["id"], kinds):
-        frame.setdefault(category, []).append(item)
+    frame = store.item_strata(db, store.get_dataset(db, dataset)["id"], kinds)
     if not frame:
         raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(kinds)} items)")
     return frame

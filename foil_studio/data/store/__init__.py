@@ -125,6 +125,7 @@ from foil_studio.data.store.crowd import (
 from foil_studio.data.store.datasets import (
     ItemWriter,
     StoredItem,
+    bulk_write_cache,
     category_counts,
     count_items,
     dataset_names,
@@ -140,6 +141,7 @@ from foil_studio.data.store.datasets import (
     item_strata,
     item_truths,
     items_by_id,
+    kind_category_counts,
     known_image_paths,
     last_import,
     list_datasets,

@@ -17,6 +17,7 @@ from foil_studio.data.store.schema import schema_version
 COPY_ORDER = (
     "datasets",
     "items",
+    "item_counts",
     "images",
     "imports",
     "annotators",

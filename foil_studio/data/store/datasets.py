@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -72,15 +73,22 @@ def dataset_names(db: sqlite_utils.Database, *, with_runs: bool = False) -> list
 
 
 def category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
-    """Items per category of one dataset, categories in sorted order."""
-    sql = "SELECT category, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY category ORDER BY category"
-    return {category: n for category, n in db.execute(sql, [dataset_id]).fetchall()}
+    """Items per category of one dataset, categories in sorted order (`item_counts`, kept as items
+    are written: no item row read)."""
+    sql = "SELECT category, SUM(n) FROM item_counts WHERE dataset_id = ? GROUP BY category ORDER BY category"
+    return {category: int(n) for category, n in db.execute(sql, [dataset_id]).fetchall()}
 
 
 def item_kind_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
     """Items per item kind (pair, triple, group...) of one dataset."""
-    sql = "SELECT kind, COUNT(*) FROM items WHERE dataset_id = ? GROUP BY kind ORDER BY kind"
-    return {name: n for name, n in db.execute(sql, [dataset_id]).fetchall()}
+    sql = "SELECT kind, SUM(n) FROM item_counts WHERE dataset_id = ? GROUP BY kind ORDER BY kind"
+    return {name: int(n) for name, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
+def kind_category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[tuple[str, str], int]:
+    """Items per (item kind, category) of one dataset."""
+    sql = "SELECT kind, category, n FROM item_counts WHERE dataset_id = ? ORDER BY kind, category"
+    return {(kind, category): int(n) for kind, category, n in db.execute(sql, [dataset_id]).fetchall()}
 
 
 def found_image_totals(db: sqlite_utils.Database, dataset_id: int) -> tuple[int, int]:
@@ -173,6 +181,12 @@ class ItemWriter:
             return {}
         (largest,) = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM items").fetchone()
         copy_rows(self.db, "items", ITEM_COLUMNS, rows)
+        added_counts = Counter((row[1], row[2]) for row in rows)  # (kind, category)
+        self.db.conn.executemany(
+            "INSERT INTO item_counts (dataset_id, kind, category, n) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (dataset_id, kind, category) DO UPDATE SET n = item_counts.n + excluded.n",
+            [(self.dataset_id, kind, category, n) for (kind, category), n in added_counts.items()],
+        )
         added = self.db.execute(
             "SELECT id, item_key FROM items WHERE id > ? AND dataset_id = ?", [largest, self.dataset_id]
         )
@@ -182,6 +196,25 @@ class ItemWriter:
 ITEM_COLUMNS = (
     "dataset_id", "kind", "category", "source_id", "item_key", "text_key", "captions", "images", "truth", "meta"
 )  # fmt: skip
+
+
+@contextlib.contextmanager
+def bulk_write_cache(db: sqlite_utils.Database) -> Iterator[None]:
+    """A page cache for a large write on SQLite (100 MB at most, given back after): random keys go
+    into the items' four indexes, and with SQLite's 2 MB default a write of a million items slowed
+    chunk after chunk. PostgreSQL sizes its own buffers."""
+    if dialect.is_postgres(db):
+        yield
+        return
+    (before,) = db.execute("PRAGMA cache_size").fetchone()
+    db.execute(f"PRAGMA cache_size = {-BULK_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        db.execute(f"PRAGMA cache_size = {int(before)}")
+
+
+BULK_CACHE_KIB = 100_000
 
 
 def copy_rows(db: sqlite_utils.Database, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
@@ -251,16 +284,19 @@ def item_ids_by_category(db: sqlite_utils.Database, dataset_id: int, categories:
     return dict(db.execute(sql, [dataset_id, *wanted]).fetchall())
 
 
-def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[int, str]]:
-    """(item id, category) of the dataset's items of the given kinds, by id: the sampling frame of a
-    stratified sample, read without decoding any item (fast on 100,000 items)."""
-    wanted = list(kinds)
-    marks = ",".join("?" * len(wanted))
-    # no ORDER BY: read off the index `items_by_kind` alone, and sorted here (the database sorted on disk)
-    sql = f"SELECT id, category FROM items WHERE dataset_id = ? AND kind IN ({marks})"
-    rows = db.execute(sql, [dataset_id, *wanted]).fetchall()  # tuples of (int, str) on both engines
-    rows.sort()
-    return cast(list[tuple[int, str]], rows)
+def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> dict[str, list[int]]:
+    """Category -> the ids of the dataset's items of the given kinds, by id, categories in the order
+    their first items were stored: the sampling frame of a stratified sample, read without decoding
+    any item (one query per item kind and category, each off the index `items_by_kind` alone, in id
+    order: 2.5 s to 0.8 s at a million items)."""
+    wanted = set(kinds)
+    frame: dict[str, list[int]] = {}
+    sql = "SELECT id FROM items WHERE dataset_id = ? AND kind = ? AND category = ?"
+    for kind, category in kind_category_counts(db, dataset_id):
+        if kind in wanted:
+            ids = [row_id for (row_id,) in db.execute(sql, [dataset_id, kind, category]).fetchall()]
+            frame[category] = sorted(frame[category] + ids) if category in frame else ids
+    return dict(sorted(frame.items(), key=lambda pair: pair[1][0]))  # categories as the ids first meet them
 
 
 def item_sources(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]) -> list[tuple[int, str, str]]:
@@ -371,10 +407,10 @@ def _plain_flag(flag: str) -> str:
 def count_items(db: sqlite_utils.Database, dataset_id: int, category: str | None = None) -> int:
     """Number of items in a dataset, optionally in one category."""
     if category:
-        sql, params = "SELECT COUNT(*) FROM items WHERE dataset_id = ? AND category = ?", [dataset_id, category]
+        sql, params = "SELECT SUM(n) FROM item_counts WHERE dataset_id = ? AND category = ?", [dataset_id, category]
     else:
-        sql, params = "SELECT COUNT(*) FROM items WHERE dataset_id = ?", [dataset_id]
-    return int(db.execute(sql, params).fetchone()[0])
+        sql, params = "SELECT SUM(n) FROM item_counts WHERE dataset_id = ?", [dataset_id]
+    return int(db.execute(sql, params).fetchone()[0] or 0)
 
 
 # --- import log ------------------------------------------------------------------------------

@@ -243,7 +243,7 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
     do (a cache key for pages)."""
     dataset_id = get_dataset(db, dataset)["id"]
     row = db.execute(
-        "SELECT (SELECT COUNT(*) FROM items WHERE dataset_id = :d),"
+        "SELECT :d, (SELECT COALESCE(SUM(n), 0) FROM item_counts WHERE dataset_id = :d),"
         # every write of a run's scores bumps its version: no need to count 100,000s of score rows
         " (SELECT COALESCE(MAX(id), 0) || ':' || COUNT(*) || ':' || COALESCE(SUM(version), 0)"
         " FROM runs WHERE dataset_id = :d),"
@@ -265,9 +265,10 @@ def dataset_fingerprint(db: sqlite_utils.Database, dataset: str) -> str:
 
 
 def items_fingerprint(db: sqlite_utils.Database, dataset_id: int) -> str:
-    """Changes whenever items are added to or removed from a dataset (imports never edit items)."""
-    row = db.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM items WHERE dataset_id = ?", [dataset_id]).fetchone()
-    return f"{row[0]}:{row[1]}"
+    """Changes whenever items are added to a dataset (imports never edit or remove items; a deleted
+    dataset's name comes back with a new id)."""
+    (n,) = db.execute("SELECT COALESCE(SUM(n), 0) FROM item_counts WHERE dataset_id = ?", [dataset_id]).fetchone()
+    return f"{dataset_id}:{n}"
 
 
 def put_audit(db: sqlite_utils.Database, dataset: str, settings: str, result: dict[str, Any]) -> None:

@@ -319,6 +319,21 @@ def _m0018_items_by_kind(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX items_by_kind ON items (dataset_id, kind, category)")
 
 
+def _m0019_item_counts(db: sqlite_utils.Database) -> None:
+    # items per dataset, item kind and category, kept by the one writer of items (`ItemWriter`; a
+    # dataset's delete cascades): counting a million rows took 0.1 to 0.3 s on every page render
+    db.executescript(
+        """
+        CREATE TABLE item_counts (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL, category TEXT NOT NULL, n INTEGER NOT NULL,
+            PRIMARY KEY (dataset_id, kind, category));
+        INSERT INTO item_counts (dataset_id, kind, category, n)
+            SELECT dataset_id, kind, category, COUNT(*) FROM items GROUP BY dataset_id, kind, category;
+        """
+    )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -355,6 +370,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0016_source_format_and_run_type", _m0016_source_format_and_run_type),
     ("0017_predictions", _m0017_predictions),
     ("0018_items_by_kind", _m0018_items_by_kind),
+    ("0019_item_counts", _m0019_item_counts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
