@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from foil_studio.data import store
-from foil_studio.data.formats import BadInputError, jsonl
+from foil_studio.data.formats import BadInputError, Parsed, jsonl
 from foil_studio.data.items import _digest
-from foil_studio.data.loading import import_path
+from foil_studio.data.loading import import_path, read_ahead
 from foil_studio.data.reading import parse_json
 from foil_studio.data.store.datasets import _texts_json
 
@@ -161,3 +162,35 @@ def test_nesting_past_the_limit_is_refused_and_at_it_read(monkeypatch):
     assert parse_json('{"a": [{"b": 1}]}', "f.jsonl", 1) == {"a": [{"b": 1}]}
     with pytest.raises(BadInputError, match="JSON nesting depth is 4, over the limit of 3"):
         parse_json('{"a": [{"b": [1]}]}', "f.jsonl", 1)
+
+
+def _readers() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name == "foil-import-reader"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "refused"),
+    [
+        ([], "holds no items"),  # refused on the first chunk
+        ([*_records(), {**_records()[0], "id": "far", "images": ["../outside.jpg"]}], "leaves the image root"),
+    ],
+)
+def test_a_refused_import_stops_its_reading_thread(fresh_db, tmp_path, monkeypatch, lines, refused):
+    """The next chunk is read in a thread while one is stored (`loading.read_ahead`); however the
+    import ends, the thread ends with it, and nothing is stored."""
+    monkeypatch.setattr(jsonl, "CHUNK_ITEMS", 2)
+    with pytest.raises(BadInputError, match=refused):
+        import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", lines))
+    assert _readers() == [] and store.dataset_names(fresh_db) == []
+
+
+def test_reading_ahead_hands_on_every_chunk_in_order_then_a_readers_error():
+    def chunks():
+        yield from (Parsed("jsonl", str(number)) for number in range(5))
+        raise BadInputError("f.jsonl", 9, "broken")
+
+    read = read_ahead(chunks())
+    assert [next(read).default_name for _ in range(5)] == ["0", "1", "2", "3", "4"]
+    with pytest.raises(BadInputError, match="f.jsonl, row 9: broken"):
+        next(read)
+    assert _readers() == []

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import queue
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,23 +78,26 @@ def import_path(
         raise BadInputError(
             path, None, f"--category is for {', '.join(readers)}: {source_format} files name their categories"
         )
-    chunks = _read(fmt, Path(path), category, images)
-    parsed = next(chunks)
-    if not parsed.items:
-        raise BadInputError(
-            path, None, f"holds no items; expected at least one {source_format} item (an empty file or folder?)"
+    chunks = read_ahead(_read(fmt, Path(path), category, images))
+    try:
+        parsed = next(chunks)
+        if not parsed.items:
+            raise BadInputError(
+                path, None, f"holds no items; expected at least one {source_format} item (an empty file or folder?)"
+            )
+        report = store_parsed(
+            db,
+            itertools.chain([parsed], chunks),
+            source_format=source_format,
+            path=str(path),
+            images=images,
+            name=name,
+            run=run,
+            embedded_root=embedded_root,
+            progress=progress,
         )
-    report = store_parsed(
-        db,
-        itertools.chain([parsed], chunks),
-        source_format=source_format,
-        path=str(path),
-        images=images,
-        name=name,
-        run=run,
-        embedded_root=embedded_root,
-        progress=progress,
-    )
+    finally:
+        chunks.close()  # stops the reading thread whatever happened
     if fmt.report is not None:  # a format with figures of its own is read whole (`_read`)
         report.notes = fmt.report(parsed)
     return report
@@ -108,6 +113,46 @@ def _read(fmt: formats.Format, path: Path, category: str | None, images: Path | 
         chunks = iter([fmt.read(path, category=category) if fmt.reads_category else fmt.read(path)])
     for chunk in chunks:
         yield fmt.place_images(chunk, images) if fmt.place_images is not None and images is not None else chunk
+
+
+def read_ahead(chunks: Iterator[Parsed]) -> Generator[Parsed, None, None]:
+    """The chunks, the next one read in a thread of its own while the caller stores the one before:
+    SQLite and PostgreSQL do their part of a write outside Python's lock, so the reading overlaps
+    it. A reading error comes out where the chunk would have; the caller stopping stops the reading."""
+    handoff: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    stopped = threading.Event()
+
+    def hand(what: str, value: Any) -> bool:
+        while not stopped.is_set():
+            try:
+                handoff.put((what, value), timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for chunk in chunks:
+                if not hand("chunk", chunk):
+                    return
+            hand("end", None)
+        except BaseException as error:  # handed to the caller, who raises it
+            hand("error", error)
+
+    reader = threading.Thread(target=read, name="foil-import-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            what, value = handoff.get()
+            if what == "end":
+                return
+            if what == "error":
+                raise value
+            yield value
+    finally:
+        stopped.set()
+        reader.join()
 
 
 def attach_images(
