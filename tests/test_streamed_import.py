@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from PIL import Image
 
 from foil_studio.data import store
 from foil_studio.data.formats import BadInputError, Parsed, jsonl
-from foil_studio.data.items import _digest
+from foil_studio.data.items import _digest, normalize_caption
 from foil_studio.data.loading import import_path, read_ahead
 from foil_studio.data.reading import parse_json
 from foil_studio.data.store.datasets import _texts_json
@@ -194,3 +195,10 @@ def test_reading_ahead_hands_on_every_chunk_in_order_then_a_readers_error():
     with pytest.raises(BadInputError, match="f.jsonl, row 9: broken"):
         next(read)
     assert _readers() == []
+
+
+@given(st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2000\u3000ab."))
+def test_a_captions_whitespace_collapses_as_the_regular_expression_collapses_it(caption):
+    """Item keys depend on it: `str.split` must find the whitespace `\\s+` finds, or a file imported
+    again would not find its own items."""
+    assert normalize_caption(caption) == re.sub(r"\s+", " ", caption).strip()

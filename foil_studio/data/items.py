@@ -12,7 +12,6 @@ boxes...).
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
@@ -76,12 +75,10 @@ def check_shape(kind: str, captions: tuple[str, ...], images: tuple[str, ...]) -
         raise ItemShapeError(f"a {kind} needs at least {shape.min_images} images {shape.images}, got {len(images)}")
 
 
-WHITESPACE = re.compile(r"\s+")
-
-
 def normalize_caption(caption: str) -> str:
-    """Collapse whitespace so that "a cat. " and "a cat." are the same caption."""
-    return WHITESPACE.sub(" ", caption).strip()
+    """Collapse whitespace so that "a cat. " and "a cat." are the same caption (`str.split` splits
+    where the regular expression `\\s+` matches, at a fraction of its cost)."""
+    return " ".join(caption.split())
 
 
 def category_key(type_: str, subtype: str) -> str:

@@ -157,8 +157,12 @@ def parse_json(text: str, file: Path | str, row: int | str | None = None) -> Any
     depth = limits().json_depth
     try:
         value = json.loads(text)
-        keys, found = _shape(value)
-        if len(_KEY_END.findall(text)) != keys:  # perhaps a key twice: read again, key by key
+        ends = len(_KEY_END.findall(text))
+        if isinstance(value, dict) and ends == len(value) and text.count("[") + text.count("{") <= depth:
+            keys, found = ends, 0  # one flat object, within the depth (a line of JSONL): nothing to walk
+        else:
+            keys, found = _shape(value)
+        if ends != keys:  # perhaps a key twice: read again, key by key
             value = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, file, row))
     except json.JSONDecodeError as error:
         raise BadInputError(
