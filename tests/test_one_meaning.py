@@ -60,6 +60,8 @@ ITEM_KIND_FORMS = [
     r"\bkind = item_kind\(",  # an ItemKind record
     r"\bfor name, kind in ITEM_KINDS\b",
     r"\bitems\.kind\b|\bkind IN \(|\b(?:GROUP|ORDER) BY kind\b|\bSELECT kind, COUNT\(\*\) FROM items\b",  # SQL on items
+    r"\bSELECT kind, SUM\(n\) FROM item_counts\b|\bAND kind = \? AND category\b",  # items' counts, the frame
+    r"\bkind TEXT NOT NULL, category TEXT\b",  # the columns of items and of item_counts
     r"\bkind[`\"]*, [`\"]*category\b",  # the item's columns in order: id, kind, category...
     r"\| kind \| images \|",  # the item-kind table's header
     rf"``kind`` \((?:{_KINDS})",  # the JSONL format's key, with its values

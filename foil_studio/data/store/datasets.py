@@ -292,9 +292,9 @@ def item_strata(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str]
     wanted = set(kinds)
     frame: dict[str, list[int]] = {}
     sql = "SELECT id FROM items WHERE dataset_id = ? AND kind = ? AND category = ?"
-    for kind, category in kind_category_counts(db, dataset_id):
-        if kind in wanted:
-            ids = [row_id for (row_id,) in db.execute(sql, [dataset_id, kind, category]).fetchall()]
+    for item_kind, category in kind_category_counts(db, dataset_id):
+        if item_kind in wanted:
+            ids = [row_id for (row_id,) in db.execute(sql, [dataset_id, item_kind, category]).fetchall()]
             frame[category] = sorted(frame[category] + ids) if category in frame else ids
     return dict(sorted(frame.items(), key=lambda pair: pair[1][0]))  # categories as the ids first meet them
 
