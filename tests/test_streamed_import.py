@@ -16,10 +16,9 @@ from PIL import Image
 
 from foil_studio.data import store
 from foil_studio.data.formats import BadInputError, Parsed, jsonl
-from foil_studio.data.items import _digest, normalize_caption
+from foil_studio.data.items import _digest, normalize_caption, texts_json
 from foil_studio.data.loading import import_path, read_ahead
 from foil_studio.data.reading import parse_json
-from foil_studio.data.store.datasets import _texts_json
 
 
 def _records() -> list[dict]:
@@ -127,7 +126,7 @@ def test_a_file_with_a_byte_that_is_not_utf8_names_its_line_and_byte(tmp_path):
 @given(st.lists(st.text(), max_size=4))
 def test_the_keys_text_is_json_dumps_exact_text(texts):
     """Item keys and stored lists are built from the C string encoder: the same text as json.dumps."""
-    assert _texts_json(tuple(texts)) == json.dumps(texts)
+    assert texts_json(tuple(texts)) == json.dumps(texts)
     assert _digest(texts) == hashlib.sha1(json.dumps(texts).encode()).hexdigest()[:20]
 
 

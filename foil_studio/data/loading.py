@@ -268,6 +268,8 @@ class _Tally:
         self.n_items += len(stored)
         self.n_new_items += sum(new for _, new in stored)
         self.by_category.update(item.category for item in chunk.items)
+        if not self.before:  # a new dataset: nothing to compare with (and a million items to skip)
+            return
         for (item_id, new), item, (file, row) in zip(stored, chunk.items, chunk.origins):
             if item.category not in self.before:
                 continue

@@ -7,14 +7,13 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any, cast
 
 import sqlite_utils
 
 from foil_studio.data.images import ImageInfo
-from foil_studio.data.items import Item
+from foil_studio.data.items import Item, texts_json
 from foil_studio.data.store import dialect
 from foil_studio.data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
 from foil_studio.data.store.rows import DatasetRow, DatasetSummary, ItemRow
@@ -59,9 +58,10 @@ def list_datasets(db: sqlite_utils.Database) -> list[DatasetSummary]:
     """Every dataset with `n_items`, `by_category` counts and image status counts."""
     datasets = list(db.query("SELECT id, name, source_format AS format, image_root FROM datasets"))
     for dataset in datasets:
-        dataset["by_category"] = category_counts(db, dataset["id"])
-        dataset["n_items"] = sum(dataset["by_category"].values())
-        dataset["item_kinds"] = item_kind_counts(db, dataset["id"])
+        counts = kind_category_counts(db, dataset["id"])
+        dataset["by_category"] = _summed(counts, by=1)
+        dataset["n_items"] = sum(counts.values())
+        dataset["item_kinds"] = _summed(counts, by=0)
         dataset["images"] = image_status_counts(db, dataset["id"])
     return cast(list[DatasetSummary], datasets)
 
@@ -72,23 +72,29 @@ def dataset_names(db: sqlite_utils.Database, *, with_runs: bool = False) -> list
     return [row[0] for row in db.execute(f"SELECT name FROM datasets{where} ORDER BY id").fetchall()]
 
 
+def kind_category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[tuple[str, str], int]:
+    """Items per (item kind, category) of one dataset, sorted (`item_counts`, kept as items are
+    written: no item row read)."""
+    sql = "SELECT kind, category, n FROM item_counts WHERE dataset_id = ? ORDER BY kind, category"
+    return {(kind, category): int(n) for kind, category, n in db.execute(sql, [dataset_id]).fetchall()}
+
+
 def category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
-    """Items per category of one dataset, categories in sorted order (`item_counts`, kept as items
-    are written: no item row read)."""
-    sql = "SELECT category, SUM(n) FROM item_counts WHERE dataset_id = ? GROUP BY category ORDER BY category"
-    return {category: int(n) for category, n in db.execute(sql, [dataset_id]).fetchall()}
+    """Items per category of one dataset, categories in sorted order."""
+    return _summed(kind_category_counts(db, dataset_id), by=1)
 
 
 def item_kind_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[str, int]:
     """Items per item kind (pair, triple, group...) of one dataset."""
-    sql = "SELECT kind, SUM(n) FROM item_counts WHERE dataset_id = ? GROUP BY kind ORDER BY kind"
-    return {name: int(n) for name, n in db.execute(sql, [dataset_id]).fetchall()}
+    return _summed(kind_category_counts(db, dataset_id), by=0)
 
 
-def kind_category_counts(db: sqlite_utils.Database, dataset_id: int) -> dict[tuple[str, str], int]:
-    """Items per (item kind, category) of one dataset."""
-    sql = "SELECT kind, category, n FROM item_counts WHERE dataset_id = ? ORDER BY kind, category"
-    return {(kind, category): int(n) for kind, category, n in db.execute(sql, [dataset_id]).fetchall()}
+def _summed(counts: dict[tuple[str, str], int], *, by: int) -> dict[str, int]:
+    """(item kind, category) counts summed over one of the two (`by` is the place of the one kept)."""
+    summed: Counter[str] = Counter()
+    for key, n in counts.items():
+        summed[key[by]] += n
+    return dict(sorted(summed.items()))
 
 
 def found_image_totals(db: sqlite_utils.Database, dataset_id: int) -> tuple[int, int]:
@@ -156,7 +162,7 @@ class ItemWriter:
                 result.append((self.by_text_key[text_key][0], False))
             elif text_key in self.by_text_key and self.by_text_key[text_key][1] == "[]":
                 row_id = self.by_text_key[text_key][0]
-                fills.append((json.dumps(list(item.images)), item_key, row_id))
+                fills.append((texts_json(item.images), item_key, row_id))
                 result.append((row_id, False))
             else:
                 inserts.append(_item_row(self.dataset_id, item, item_key, text_key))
@@ -246,17 +252,11 @@ def _item_row(dataset_id: int, item: Item, item_key: str, text_key: str) -> tupl
         item.source_id,
         item_key,
         text_key,
-        _texts_json(item.captions),
-        _texts_json(item.images),
+        texts_json(item.captions),
+        texts_json(item.images),
         json.dumps(item.truth) if item.truth else "{}",
         json.dumps(item.meta) if item.meta else "{}",
     )
-
-
-def _texts_json(texts: tuple[str, ...]) -> str:
-    """`json.dumps(list(texts))`'s exact text from the C string encoder (the whole encoder, four
-    times per item, was a tenth of a large import's time)."""
-    return "[" + ", ".join(map(encode_basestring_ascii, texts)) + "]"
 
 
 def record_images(db: sqlite_utils.Database, dataset_id: int, infos: Iterable[ImageInfo]) -> None:
