@@ -3,6 +3,7 @@ Markdown tables (TESTING.md, "Sampling stratified by the prediction").
 
     .venv/bin/python bench/health_prediction_strata.py              # --reps N (default 400; grid: 200)
     .venv/bin/python bench/health_prediction_strata.py --grid       # the coverage grid only (--widths: the table)
+    .venv/bin/python bench/health_prediction_strata.py --attainable # what the width could be (below)
 
 Seven categories of 500 items, n answers in each, drawn three ways:
 * **random**: n at random per category (`health next --strategy neyman`, proportional here);
@@ -16,7 +17,10 @@ bins as strata with their edge weights) and the prediction-powered one (`predict
 same strata). Table 1: worlds built for the question (`WORLDS`) and VALSE's real votes (one of its
 three votes as the predictor; the authors' outcome), n = 40: coverage and mean width of each, and the
 ratio to random. Table 2 (`--grid`): coverage of the cited interval per category and overall for the
-predictors of `health_adversarial.py` at invalid shares 1-30% and n/N 0.02-0.3.
+predictors of `health_adversarial.py` at invalid shares 1-30% and n/N 0.02-0.3. Table 3
+(`--attainable`): in the concentrated world, the width the same draws would give with the bins'
+variances pooled over the categories' like bins, and with their true variances (an oracle), to
+separate what the plan costs from what the variance estimate costs.
 """
 
 from __future__ import annotations
@@ -224,16 +228,87 @@ def grid_table(reps: int, predictors: list[str] | None = None, shares=GRID_SHARE
     return "\n".join(lines)
 
 
+def _bins_of(categories: list[Category], drawn: list[Drawn]) -> dict[str, np.ndarray]:
+    """Every bin of every category as arrays: invalid drawn, drawn, size, true variance, like-bin group."""
+    rows = []
+    for (y, _), bins in zip(categories, drawn, strict=True):
+        for b, (members, picked) in bins.items():
+            rows.append((y[picked].sum(), len(picked), len(members), y[members].var(ddof=1), len(bins) * 10 + b))
+    return dict(zip(("x", "n", "size", "truth", "group"), (np.array(c, dtype=float) for c in zip(*rows)), strict=True))
+
+
+def _interval(bins: dict[str, np.ndarray], spreads: np.ndarray) -> tuple[float, float]:
+    """Korn and Graubard's interval of the stratified estimate with the given within-bin variances."""
+    x, n, size = bins["x"], bins["n"], bins["size"]
+    weights = size / size.sum()
+    estimate, total = float(weights @ (x / n)), int(n.sum())
+    variance = float(np.sum(weights**2 * (1 - n / size) * spreads / n))
+    centre = min(max(estimate, 1 / (total + 2)), 1 - 1 / (total + 2))
+    low, high = h.korn_graubard(estimate, variance, total, len(n), centre=centre)
+    return float(low), float(high)
+
+
+def _pooled_spreads(bins: dict[str, np.ndarray]) -> np.ndarray:
+    """Each bin's variance pooled over the like bins of all categories (same bin of the same number of
+    bins): within-bin sums of squares over their degrees of freedom; one item of each outcome added
+    where the pool showed only one outcome."""
+    spreads = np.zeros(len(bins["n"]))
+    for group in np.unique(bins["group"]):
+        at = bins["group"] == group
+        x, n = bins["x"][at], bins["n"][at]
+        squares = float(np.sum(x - x**2 / n))
+        if x.sum() in (0, n.sum()):
+            q = 1 / (n.sum() + 2)
+            squares = float(n.sum()) * q * (1 - q)
+        spreads[at] = squares / max(float(np.sum(n - 1)), 1.0)
+    return spreads
+
+
+def attainable_table(reps: int) -> str:
+    """Concentrated world, by prediction: the cited width now, with pooled and with true bin variances."""
+    lines = [
+        "| design | cited now: coverage, ratio | pooled like bins: coverage, ratio | true variances: coverage, ratio |",
+        "|---|---|---|---|",
+    ]
+    for design in DESIGNS[1:]:
+        rng = np.random.default_rng(3)
+        widths, covered = (
+            {k: [] for k in ("random", "now", "pooled", "true")},
+            dict.fromkeys(("now", "pooled", "true"), 0),
+        )
+        for _ in range(reps):
+            categories = [concentrated(rng) for _ in range(CATEGORIES)]
+            truth = float(np.mean(np.concatenate([y for y, _ in categories])))
+            drawn = draw(design, categories, PER_CATEGORY, rng)
+            random = cited(categories, draw("random", categories, PER_CATEGORY, rng))
+            bins = _bins_of(categories, drawn)
+            now = cited(categories, drawn)
+            found = {"now": (now.low, now.high), "pooled": _interval(bins, _pooled_spreads(bins))}
+            found["true"] = _interval(bins, bins["truth"])
+            widths["random"].append(random.high - random.low)
+            for key, (low, high) in found.items():
+                widths[key].append(high - low)
+                covered[key] += low <= truth <= high
+        base = float(np.mean(widths["random"]))
+        cells = [f"{covered[k] / reps:.3f}, {np.mean(widths[k]) / base:.2f}" for k in ("now", "pooled", "true")]
+        lines.append(f"| {design} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--grid", action="store_true", help="the coverage grid only")
     parser.add_argument("--widths", action="store_true", help="the width table only")
+    parser.add_argument("--attainable", action="store_true", help="the width with pooled and true variances only")
     parser.add_argument("--predictors", nargs="*", help="the grid's predictors (default: all)")
     parser.add_argument("--shares", nargs="*", type=float, default=GRID_SHARES)
     parser.add_argument("--fractions", nargs="*", type=float, default=GRID_FRACTIONS)
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.attainable:
+        print(attainable_table(args.reps or 400))
+        return
     if not args.grid:
         print(width_table(args.reps or 400))
         print()
