@@ -201,3 +201,34 @@ def test_a_captions_whitespace_collapses_as_the_regular_expression_collapses_it(
     """Item keys depend on it: `str.split` must find the whitespace `\\s+` finds, or a file imported
     again would not find its own items."""
     assert normalize_caption(caption) == re.sub(r"\s+", " ", caption).strip()
+
+
+@pytest.mark.both_engines
+def test_the_sampling_frame_is_read_off_the_index_after_a_large_import(fresh_db, engine, tmp_path, monkeypatch):
+    """PostgreSQL: `items_by_kind` carries the ids (migration 0020) and an import that wrote
+    `SETTLED_AFTER` items vacuums them (which marks their pages visible where commits are durable), so
+    the frame's query is an index-only scan; a smaller import leaves it to autovacuum. SQLite's index
+    holds the rowid already, and its plan says it covers the query."""
+    from foil_studio.data.store import datasets
+
+    def vacuumed() -> bool:
+        sql = "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'items'"
+        return bool(fresh_db.execute(sql).fetchone()[0])
+
+    import_path(fresh_db, "jsonl", _write(tmp_path / "few.jsonl", _records()), name="few")
+    assert engine == "sqlite" or not vacuumed()  # 11 items: under the default threshold
+    monkeypatch.setattr(datasets, "SETTLED_AFTER", 11)
+    import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", _records()), name="mine")
+    dataset_id = store.get_dataset(fresh_db, "mine")["id"]
+    query = f"SELECT id FROM items WHERE dataset_id = {dataset_id} AND kind = 'pair' AND category = 'add_obj'"
+    frame = store.item_strata(fresh_db, dataset_id, ["pair"])
+    assert sorted(frame) == ["add_obj", "swap_att"] and len(frame["add_obj"]) == 7
+    if engine == "postgresql":
+        assert vacuumed()
+        fresh_db.execute("SET enable_seqscan = off")  # 22 rows: the planner would rather read the table
+        fresh_db.execute("SET enable_bitmapscan = off")
+        plan = "\n".join(row[0] for row in fresh_db.execute("EXPLAIN " + query).fetchall())
+        assert "Index Only Scan using items_by_kind" in plan, plan
+    else:
+        plan = " ".join(str(row[-1]) for row in fresh_db.execute("EXPLAIN QUERY PLAN " + query).fetchall())
+        assert "COVERING INDEX items_by_kind" in plan, plan

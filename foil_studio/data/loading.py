@@ -238,6 +238,7 @@ def store_parsed(
             n_new_items=report.n_new_items,
             run=tally.run,
         )
+    store.settle_items(db, report.n_items)
     return report
 
 

@@ -221,6 +221,16 @@ def bulk_write_cache(db: sqlite_utils.Database) -> Iterator[None]:
 
 
 BULK_CACHE_KIB = 100_000
+SETTLED_AFTER = 10_000  # items an import writes before `settle_items` vacuums the table
+
+
+def settle_items(db: sqlite_utils.Database, written: int) -> None:
+    """After an import wrote `written` items, on PostgreSQL: VACUUM (ANALYZE) the items, outside any
+    transaction, so that the sampling frame's ids are read off `items_by_kind` alone (rows a bulk
+    write left unmarked are visited one by one until autovacuum comes: 1.7 s instead of 0.75 s at a
+    million items) and the planner knows the new rows. Nothing on SQLite, or for a small import."""
+    if dialect.is_postgres(db) and written >= SETTLED_AFTER and not cast(Any, db.conn).in_transaction:
+        db.execute("VACUUM (ANALYZE) items")
 
 
 def copy_rows(db: sqlite_utils.Database, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:

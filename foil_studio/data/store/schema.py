@@ -334,6 +334,20 @@ def _m0019_item_counts(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0020_items_by_kind_covers_ids(db: sqlite_utils.Database) -> None:
+    # PostgreSQL's index entries point at the row, not its id: reading a million ids of the sampling
+    # frame visited every row (2.5 s); with the ids in the index it is an index-only scan (0.75 s once
+    # the import's VACUUM has marked the rows visible, `datasets.settle_items`). SQLite's index already
+    # holds the id (the rowid), so the migration changes nothing there.
+    if is_postgres(db):
+        db.executescript(
+            """
+            DROP INDEX items_by_kind;
+            CREATE INDEX items_by_kind ON items (dataset_id, kind, category) INCLUDE (id);
+            """
+        )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -371,6 +385,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0017_predictions", _m0017_predictions),
     ("0018_items_by_kind", _m0018_items_by_kind),
     ("0019_item_counts", _m0019_item_counts),
+    ("0020_items_by_kind_covers_ids", _m0020_items_by_kind_covers_ids),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
