@@ -47,36 +47,36 @@ def expect(holds: bool, said: str) -> None:
 # --- formats ------------------------------------------------------------------------------------
 
 
-def format_sample(fmt: formats.Format, folder: Path, fixtures: Path | None = None) -> Path:
-    """The format's example source: its file in the shared fixtures (`sample_fixture`), or the one
-    its `sample` writes under `folder`."""
-    if fmt.sample_fixture and fixtures is not None:
-        return fixtures / fmt.sample_fixture
-    expect(fmt.sample is not None, f"format {fmt.name}: give it a `sample(folder)` for the round trip")
-    assert fmt.sample is not None
-    return fmt.sample(folder)
+def format_source(fmt: formats.Format, folder: Path, fixtures: Path | None = None) -> Path:
+    """The format's example source: its file in the shared fixtures (`source_fixture`), or the one
+    its `write_source` writes under `folder`."""
+    if fmt.source_fixture and fixtures is not None:
+        return fixtures / fmt.source_fixture
+    expect(fmt.write_source is not None, f"format {fmt.name}: give it a `write_source(folder)` for the round trip")
+    assert fmt.write_source is not None
+    return fmt.write_source(folder)
 
 
-def sample_items(fmt: formats.Format, folder: Path, db: sqlite_utils.Database | None = None) -> list[Item]:
-    """The items of the format's sample, imported into `db` (a fresh store in memory by default),
+def source_items(fmt: formats.Format, folder: Path, db: sqlite_utils.Database | None = None) -> list[Item]:
+    """The items of the format's source, imported into `db` (a fresh store in memory by default),
     as the store returns them: what a task type of the plugin can be checked on."""
     db = db if db is not None else store.open_db(None)
-    import_path(db, fmt.name, format_sample(fmt, folder / "source"), name=f"{fmt.name}-sample")
-    dataset = store.get_dataset(db, f"{fmt.name}-sample")
+    import_path(db, fmt.name, format_source(fmt, folder / "source"), name=f"{fmt.name}-source")
+    dataset = store.get_dataset(db, f"{fmt.name}-source")
     return [dict(item) for item in store.list_items(db, dataset["id"], limit=1 << 20)]
 
 
 def check_format(
     fmt: formats.Format, folder: Path, *, db: sqlite_utils.Database | None = None, fixtures: Path | None = None
 ) -> None:
-    """A format that reads and writes gives back the items it read: its sample imported, exported
+    """A format that reads and writes gives back the items it read: its source imported, exported
     in its own layout and imported again holds the same items (captions, categories, images,
-    boxes, truth); a format that only reads reads its sample into at least one item."""
+    boxes, truth); a format that only reads reads its source into at least one item."""
     db = db if db is not None else store.open_db(None)
-    source = format_sample(fmt, folder / "source", fixtures)
-    expect(source.exists(), f"format {fmt.name}: its sample {source} does not exist")
+    source = format_source(fmt, folder / "source", fixtures)
+    expect(source.exists(), f"format {fmt.name}: its source {source} does not exist")
     import_path(db, fmt.name, source, name="first", embedded_root=folder / "embedded")
-    expect(bool(item_content(db, "first")), f"format {fmt.name}: its sample {source} reads as no item")
+    expect(bool(item_content(db, "first")), f"format {fmt.name}: its source {source} reads as no item")
     if fmt.write is None:
         return
     files = export_dataset(db, "first", fmt.name, folder / "written")["files"]
@@ -246,19 +246,19 @@ def check_scorer_family(family: ScorerFamily) -> None:
 
 def check_plugin(distribution: str, folder: Path) -> list[str]:
     """Every generic check on every record the installed package `distribution` adds (a task type
-    on its own formats' sample items where they are of its kinds); the checks run, by name.
+    on its own formats' source items where they are of its kinds); the checks run, by name.
     CheckFailed where a record fails, or where the package was refused or adds nothing."""
     plugin = next((p for p in plugins.installed() if p.distribution == distribution), None)
     expect(plugin is not None and bool(plugin.adds), f"{distribution} adds no record (foil plugins lists it)")
     assert plugin is not None
     expect(not plugin.refused, f"{distribution}: refused {plugin.refused}")
-    ran, samples = [], []
+    ran, sources = [], []
     for name in plugin.adds.get(plugins.ITEM_KINDS, []):
         check_item_kind(item_kinds.item_kind(name))
         ran.append(f"item kind {name}")
     for name in plugin.adds.get(plugins.FORMATS, []):
         check_format(formats.REGISTRY[name], folder / "formats" / name)
-        samples += sample_items(formats.REGISTRY[name], folder / "samples" / name)
+        sources += source_items(formats.REGISTRY[name], folder / "sources" / name)
         ran.append(f"format {name}")
     for name in plugin.adds.get(plugins.METRIC_FAMILIES, []):
         kinds = [item_kind.name for item_kind in item_kinds.REGISTRY.values() if item_kind.metric_family == name]
@@ -267,7 +267,7 @@ def check_plugin(distribution: str, folder: Path) -> list[str]:
         ran.append(f"metric family {name}")
     for name in plugin.adds.get(plugins.TASK_TYPES, []):
         task = task_types.REGISTRY[name]
-        check_task_type(task, [item for item in samples if item["kind"] in task.item_kinds] or None)
+        check_task_type(task, [item for item in sources if item["kind"] in task.item_kinds] or None)
         ran.append(f"task type {name}")
     for name in plugin.adds.get(plugins.SCORERS, []):
         check_scorer_family(scorers.REGISTRY[name])

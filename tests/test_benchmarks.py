@@ -17,7 +17,7 @@ from foil_studio.analysis import metrics as m
 from foil_studio.analysis.results import run_metrics
 from foil_studio.annotate.task_types import build_task
 from foil_studio.data import store
-from foil_studio.data.formats.winoground import sample_winoground
+from foil_studio.data.formats.winoground import write_winoground_source
 from foil_studio.data.loading import import_path
 from tests.conftest import ADMIN_PAGES, APP_SCRIPT, visit_admin_pages
 
@@ -227,8 +227,8 @@ def test_a_run_on_sugarcrepe_pp_is_compared_with_one_on_sugarcrepe_item_by_item(
 
 
 def winoground_folder(folder: Path, n: int = 6) -> Path:
-    """The format's own sample (`sample_winoground`) with an image for every example."""
-    sample_winoground(folder, n)
+    """The format's own sample (`write_winoground_source`) with an image for every example."""
+    write_winoground_source(folder, n)
     for i in range(n):
         for k in (0, 1):
             image(folder / "images" / f"ex_{i}_img_{k}.png", 40 * i + 7 * k)

@@ -34,7 +34,7 @@ ROUND_TRIPS = [name for name, f in formats.REGISTRY.items() if f.read is not Non
 @pytest.mark.parametrize("name", ROUND_TRIPS)
 def test_a_written_benchmark_reads_back_as_the_same_items(name, fresh_db, fixtures, tmp_path):
     """The generic check a plugin's format passes too (`plugin_checks.check_format`): its sample
-    (`sample_fixture` in the shared fixtures, or what `sample` writes) read, written, read back."""
+    (`source_fixture` in the shared fixtures, or what `write_source` writes) read, written, read back."""
     check_format(formats.REGISTRY[name], tmp_path, db=fresh_db, fixtures=fixtures)
 
 

@@ -950,10 +950,10 @@ def test_outcomes_follow_the_answers_and_neyman_and_rank_draws_follow_the_spread
 
 def test_a_dataset_without_a_negative_to_validate_has_no_sampling_frame(fresh_db, tmp_path):
     from foil_studio.annotate import health
-    from foil_studio.data.formats.crepe import sample_crepe
+    from foil_studio.data.formats.crepe import write_crepe_source
     from foil_studio.data.loading import import_path
 
-    import_path(fresh_db, "crepe", sample_crepe(tmp_path / "crepe"), name="wino")
+    import_path(fresh_db, "crepe", write_crepe_source(tmp_path / "crepe"), name="wino")
     with pytest.raises(health.HealthError) as refused:
         health.sampling_frame(fresh_db, "wino")
     assert (

@@ -21,7 +21,7 @@ from foil_studio import api
 from foil_studio.cli.main import main
 from foil_studio.data import demo_world, store
 from foil_studio.data.formats import BadInputError
-from foil_studio.data.formats.winoground import sample_winoground
+from foil_studio.data.formats.winoground import write_winoground_source
 
 datasets = pytest.importorskip("datasets")  # the copies are written with the library itself
 
@@ -141,7 +141,7 @@ def test_winogrounds_hub_copy_imports_as_its_examples_file(tmp_path, demo_model)
     """Every item field and `meta` as `import winoground` of the same examples with their images
     (`{image}.png`, the pictures the copy embeds); scored by the demo model, the same text, image and
     group scores per collapsed tag (and ties), and each item's outcome and score gaps."""
-    source = sample_winoground(tmp_path / "source", n=30)
+    source = write_winoground_source(tmp_path / "source", n=30)
     examples = [{**json.loads(line), "caption_0": "", "caption_1": ""} for line in source.read_text().splitlines()]
     rows = []
     (tmp_path / "images").mkdir()

@@ -934,7 +934,7 @@ def test_run_summaries_hold_every_run_of_the_dataset_under_the_subset_and_rule_a
     from foil_studio.data import formats, store
 
     import_path(fresh_db, "valse", fixtures / "valse" / "data" / "existence.json", name="valse")
-    import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].sample(tmp_path), name="spatial")
+    import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].write_source(tmp_path), name="spatial")
     valse = store.get_dataset(fresh_db, "valse")
     items = store.list_items(fresh_db, valse["id"], limit=10_000)
     valid = [item["id"] for item in items if item["truth"].get("valid_foil") is True]

@@ -134,9 +134,9 @@ def test_foil_plugins_lists_the_example_with_its_version_and_what_it_adds(python
 
 def test_its_format_model_family_and_task_work_through_foil(python, tmp_path):
     made = (
-        "from pathlib import Path; from foil_plugin_example.eqben import COLOURS, sample_eqben; "
+        "from pathlib import Path; from foil_plugin_example.eqben import COLOURS, write_eqben_source; "
         "from foil_plugin_example.colour import save_colours; "
-        "sample_eqben(Path('eqben')); save_colours(Path('colour-model'), COLOURS)"
+        "write_eqben_source(Path('eqben')); save_colours(Path('colour-model'), COLOURS)"
     )
     subprocess.run([str(python), "-c", made], cwd=tmp_path, check=True, env=outside_env())
     db = ("--db", "lab.db")

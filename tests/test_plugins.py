@@ -145,7 +145,7 @@ def test_foil_keeps_working_beside_a_broken_plugin_and_foil_plugins_says_why(tmp
     )
     assert listed.stderr.count("plugin broken-plugin 1.0: entry point") == 3  # each refusal, once, on stderr
     store = str(tmp_path / "foil.db")
-    sample = formats.REGISTRY["whatsup"].sample(tmp_path / "whatsup")
+    sample = formats.REGISTRY["whatsup"].write_source(tmp_path / "whatsup")
     imported = foil("import", "whatsup", str(sample), "--db", store, "--json", path=where)
     assert imported.returncode == 0 and json.loads(imported.stdout)["n_items"] > 0, imported.stderr
 

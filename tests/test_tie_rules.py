@@ -110,7 +110,7 @@ def test_the_parity_report_decides_under_the_benchmarks_tie_rule(fresh_db, tmp_p
     from foil_studio.data import formats
     from foil_studio.data.loading import import_path
 
-    import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].sample(tmp_path), name="spatial")
+    import_path(fresh_db, "whatsup", formats.REGISTRY["whatsup"].write_source(tmp_path), name="spatial")
     dataset = store.get_dataset(fresh_db, "spatial")
     items = store.list_items(fresh_db, dataset["id"], limit=1000)
     first, second = items[0]["id"], items[1]["id"]

@@ -48,7 +48,7 @@ def write_toy(items: list[StoredItem], out: Path, context: ExportContext) -> lis
     return write_json_files(out, files)
 
 
-def sample_toy(folder: Path) -> Path:
+def write_toy_source(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     records = [{"image": f"{n}.jpg", "caption": f"a cup left of plate {n}", "foil": f"a plate left of cup {n}"}
                for n in range(3)]
@@ -58,7 +58,7 @@ def sample_toy(folder: Path) -> Path:
 
 TOY = Format("toy-pairs", "one JSON list of `{image, caption, foil}` per category",
              "./foil import toy-pairs toy/spatial.json --images toy/images", parse_toy, write_toy, writes=("pair",),
-             sample=sample_toy)
+             write_source=write_toy_source)
 '''
 
 TOY_TASK = '''"""grammar_check: is the altered caption grammatical? Yes, no or unsure, on caption pairs."""

@@ -66,7 +66,7 @@ def write_eqben(items: list[StoredItem], out: Path, context: ExportContext) -> l
 COLOURS = {"red": (220, 30, 30), "blue": (30, 60, 220), "green": (30, 180, 60)}
 
 
-def sample_eqben(folder: Path) -> Path:
+def write_eqben_source(folder: Path) -> Path:
     """A small subset file (`eqbensd.json`) with its images: squares of one colour each, the caption
     naming the colour shown and the other a colour not shown (the label alternates)."""
     (folder / "images").mkdir(parents=True, exist_ok=True)
@@ -88,5 +88,5 @@ EQBEN = Format(
     parse_eqben,
     write_eqben,
     writes=("pair",),
-    sample=sample_eqben,
+    write_source=write_eqben_source,
 )

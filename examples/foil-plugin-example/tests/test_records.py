@@ -24,7 +24,7 @@ def test_eqben_reads_back_what_it_writes(tmp_path):
 
 
 def test_the_task_keeps_its_buttons_and_layout_on_eqben_items(tmp_path):
-    plugin_checks.check_task_type(TASK_TYPE, plugin_checks.sample_items(EQBEN, tmp_path))
+    plugin_checks.check_task_type(TASK_TYPE, plugin_checks.source_items(EQBEN, tmp_path))
 
 
 def test_the_colour_family_scores_the_colour_a_caption_names(tmp_path):

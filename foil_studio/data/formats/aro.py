@@ -152,7 +152,7 @@ def write_aro(items: list[StoredItem], out: Path, context: ExportContext) -> lis
     return write_json_files(out, files)
 
 
-def sample_aro(folder: Path) -> Path:
+def write_aro_source(folder: Path) -> Path:
     """A small VG-Relation / VG-Attribution file (one record of each) in `folder`."""
     records = [
         {
@@ -193,7 +193,7 @@ ARO = Format(
     metric_names={"accuracy_macro": "macro_accuracy"},
     ties="wrong",
     ties_because="ARO takes the argmax over [false caption, true caption]: a tie picks the false one",
-    sample=sample_aro,
+    write_source=write_aro_source,
     hub_layouts=(
         HubLayout(
             frozenset({"image", "true_caption", "false_caption", "bbox"}),

@@ -132,9 +132,9 @@ class Format:
     right or not at all (What'sUp's pairs and sets: `{group}_accuracy`). `category_types`, for a
     benchmark whose categories are subtypes, gives each one's type (BiVLC: `replace_obj` ->
     `replace`): the summaries then add `by_type` beside `by_category`. A format that reads and
-    writes names a source for the read -> write -> read test: `sample_fixture`, a file or folder
+    writes names a source for the read -> write -> read test: `source_fixture`, a file or folder
     of the benchmark's own release under the shared fixtures folder (`$FOIL_FIXTURES`), or
-    `sample(folder)`, which writes a small source there and returns the path to import.
+    `write_source(folder)`, which writes a small source there and returns the path to import.
     `hub_layouts`, for a benchmark copied to the Hugging Face Hub, say how `import hf` maps each
     copy's columns (`HubLayout`). `renames_images` says the writer copies the images beside its
     files under new names: what is
@@ -160,8 +160,8 @@ class Format:
     category_types: Callable[[str], str] | None = None
     place_images: Callable[[Parsed, Path], Parsed] | None = None
     report: Callable[[Parsed], dict[str, Any]] | None = None
-    sample_fixture: str = ""
-    sample: Callable[[Path], Path] | None = None
+    source_fixture: str = ""
+    write_source: Callable[[Path], Path] | None = None
     renames_images: bool = False
     categories_are_seeds: bool = False
     hub_layouts: tuple[HubLayout, ...] = ()

@@ -150,7 +150,7 @@ def _copy_image(root: Path | None, reference: str, folder: Path) -> str:
     return f"images/{name}"
 
 
-def sample_bivlc(folder: Path) -> Path:
+def write_bivlc_source(folder: Path) -> Path:
     """A small BiVLC parquet in `folder`, its images embedded as bytes as on Hugging Face."""
     import io
 
@@ -188,7 +188,7 @@ BIVLC = Format(
     writes=("group",),
     ties_because="BiVLC compares each pair of scores with a strict >",
     category_types=bivlc_type,
-    sample=sample_bivlc,
+    write_source=write_bivlc_source,
     renames_images=True,
     hub_layouts=(
         HubLayout(frozenset(BIVLC_COLUMNS), add_hub_instances, hub_ids=("imirandam/BiVLC",), rows_name_category=True),

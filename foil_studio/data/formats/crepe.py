@@ -117,7 +117,7 @@ def write_crepe(items: list[StoredItem], out: Path, context: ExportContext) -> l
     return sorted(f"{stem}.csv" for stem in rows)
 
 
-def sample_crepe(folder: Path) -> Path:
+def write_crepe_source(folder: Path) -> Path:
     """A small CREPE folder: a productivity CSV and a systematicity CSV, two rows each."""
     folder.mkdir(parents=True, exist_ok=True)
     _write_csv(
@@ -155,5 +155,5 @@ CREPE = Format(
     write_crepe,
     writes=("retrieval",),
     ties_because="a negative scoring exactly as the positive ranks above it",
-    sample=sample_crepe,
+    write_source=write_crepe_source,
 )

@@ -95,5 +95,5 @@ HARD_POSITIVES = Format(
     write_hard_positives,
     writes=("triple",),
     ties_because="the hard-positives evaluation compares scores with a strict >",
-    sample_fixture="hard_positives",
+    source_fixture="hard_positives",
 )

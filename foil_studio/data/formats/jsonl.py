@@ -182,7 +182,7 @@ def write_parquet(items: list[StoredItem], out: Path, context: ExportContext) ->
     return [path.name]
 
 
-def sample_jsonl(folder: Path) -> Path:
+def write_jsonl_source(folder: Path) -> Path:
     """A small JSONL file in `folder` with one item of every item kind."""
     records = [
         {
@@ -243,7 +243,7 @@ JSONL = Format(
     parse_jsonl,
     write_jsonl,
     carries_results=True,
-    sample=sample_jsonl,
+    write_source=write_jsonl_source,
     read_chunks=streamed_jsonl,
 )
 PARQUET = Format(

@@ -127,7 +127,7 @@ SUGARCREPE = Format(
     write_sugarcrepe,
     writes=("pair",),
     ties_because="SugarCrepe's evaluation counts `pos > neg`: a tie is wrong",
-    sample_fixture="sugarcrepe/data/swap_att.json",
+    source_fixture="sugarcrepe/data/swap_att.json",
     hub_layouts=(
         HubLayout(frozenset({"caption", "negative_caption"}), add_hub_pairs),
         HubLayout(

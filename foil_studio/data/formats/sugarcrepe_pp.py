@@ -122,7 +122,7 @@ SUGARCREPE_PP = Format(
     writes=("paraphrase",),
     metric_names={"itt": "ITT", "image_p1_neg": "Image-P1-Neg", "image_p2_neg": "Image-P2-Neg", "tot": "TOT"},
     ties_because="SugarCrepe++'s evaluation compares with a strict >: a tie is a miss",
-    sample_fixture="sugarcrepe_pp/data/swap_att.json",
+    source_fixture="sugarcrepe_pp/data/swap_att.json",
     hub_layouts=(
         HubLayout(
             frozenset({"caption", "caption2", "negative_caption"}),

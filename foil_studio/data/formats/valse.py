@@ -127,5 +127,5 @@ VALSE = Format(
     report=valid_foils,
     metric_names={"accuracy_micro": "acc_r", "accuracy_macro": "acc_r_macro"},
     ties_because="VALSE's acc_r counts the caption scored above the foil (strict >)",
-    sample_fixture="valse/data/existence.json",
+    source_fixture="valse/data/existence.json",
 )

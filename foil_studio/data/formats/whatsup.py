@@ -181,7 +181,7 @@ def write_whatsup(items: list[StoredItem], out: Path, context: ExportContext) ->
     return write_json_files(out, files)
 
 
-def sample_whatsup(folder: Path) -> Path:
+def write_whatsup_source(folder: Path) -> Path:
     """A small `data/` folder in `folder`, without images: two object pairs in four prepositions and
     three COCO-QA questions."""
     rows = []
@@ -218,5 +218,5 @@ WHATSUP = Format(
     ties="right",
     ties_because="What'sUp takes numpy's argmax over the captions, the right one first: a tie picks it",
     groups=("pair", "set"),
-    sample=sample_whatsup,
+    write_source=write_whatsup_source,
 )

@@ -96,7 +96,7 @@ def _stem(path: str) -> str:
     return path[:-4] if path.endswith(".png") else path
 
 
-def sample_winoground(folder: Path, n: int = 6) -> Path:
+def write_winoground_source(folder: Path, n: int = 6) -> Path:
     """A small `examples.jsonl` (`n` examples over the three collapsed tags, no images) in `folder`."""
     tags = ("Object", "Relation", "Both")
     lines = [
@@ -130,7 +130,7 @@ WINOGROUND = Format(
     writes=("group",),
     metric_names={"i2t": "text", "t2i": "image", "ipos2t": None, "ineg2t": None, "tpos2i": None, "tneg2i": None},
     ties_because="Winoground's scores compare with a strict >: a tie is wrong",
-    sample=sample_winoground,
+    write_source=write_winoground_source,
     hub_layouts=(
         HubLayout(
             frozenset(WINOGROUND_FIELDS), add_hub_examples, hub_ids=("facebook/winoground",), rows_name_category=True
