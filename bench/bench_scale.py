@@ -3,6 +3,7 @@ report and the two pages a large benchmark opens first, per size and engine, wit
 
     .venv/bin/python bench/bench_scale.py                     # --sizes 10000 100000 --sample 1100
     .venv/bin/python bench/bench_scale.py --engines sqlite postgresql --sizes 10000 100000 1000000 --sample 5000
+    .venv/bin/python bench/bench_scale.py --sizes 1000000 --sample 5000 --no-predictions --every-page
 
 Per size: N generated pairs (seven categories) are written as a JSON-lines file and imported by
 `foil import jsonl` in a process of its own, as a user runs it (items a second, store size, the
@@ -17,7 +18,8 @@ is answered by simulated annotators, a predictor's output on every item is impor
 and the report with prediction-powered shares is timed. PostgreSQL runs on a throwaway local server
 (tests/postgres_support.py) with fsync on (durable commits, as SQLite's). "peak" is the process's
 peak resident memory so far (it only grows: read each step's against the one before). Figures are of
-one run on one machine: read the growth between sizes, not the seconds.
+one run on one machine: read the growth between sizes, not the seconds. `--every-page` gives every
+item a judge's scores (run `judge`, imported with the file) and times every admin page.
 """
 
 from __future__ import annotations
@@ -58,9 +60,11 @@ def peak() -> str:
     return f"peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
 
 
-def generated(n: int, folder: Path) -> Path:
-    """n SugarCrepe-like pairs as a JSON-lines file (`import jsonl`), the way a generator's output arrives."""
+def generated(n: int, folder: Path, scored: bool = False) -> Path:
+    """n SugarCrepe-like pairs as a JSON-lines file (`import jsonl`), the way a generator's output
+    arrives; `scored`: each with a judge's scores of its two captions (run `judge`, as an export carries it)."""
     path = folder / f"{DATASET}-{n}.jsonl"
+    rng = np.random.default_rng(0)
     with path.open("w") as handle:
         for i in range(n):
             caption = f"a photo number {i} of a cat on a mat"
@@ -71,6 +75,9 @@ def generated(n: int, folder: Path) -> Path:
                 "captions": [caption, caption.replace("cat", "dog")],
                 "images": [f"{i % 5000}.jpg"],
             }
+            if scored:
+                scores = [round(float(s), 4) for s in rng.normal([0.3, 0.25], 0.05)]
+                record["results"] = {"judge": {"correct": scores[0] > scores[1], "scores": scores}}
             handle.write(json.dumps(record) + "\n")
     return path
 
@@ -143,6 +150,15 @@ def page_seconds(db_location: str, page: str, dataset_key: str) -> tuple[float, 
     return first, again
 
 
+def admin_pages(every: bool) -> list[tuple[str, str, str]]:
+    """(title, file, dataset box key) of the admin pages timed: Datasets and Benchmark health, or
+    `every` one the registry lists."""
+    from foil_studio.views.registry import pages_for
+
+    pages = [(p.title, p.path, p.box.key if p.box else "") for p in pages_for("admin")]
+    return pages if every else [page for page in pages if page[1] in ("views/datasets.py", "views/health.py")]
+
+
 def with_predictions(db, n: int, sample: int, folder: Path, at: str) -> None:
     """Answer the sample, import a predictor's output on all n items, time the report that uses it."""
     simulate(db, f"health-{sample}", accuracies=0.9, seed=sample)
@@ -167,7 +183,14 @@ def with_predictions(db, n: int, sample: int, folder: Path, at: str) -> None:
 
 
 def one_size(
-    location: str, engine: str, source: Path, samples: list[int], answers: int, pages: bool, predictions: bool
+    location: str,
+    engine: str,
+    source: Path,
+    samples: list[int],
+    answers: int,
+    pages: bool,
+    predictions: bool,
+    all_pages: bool = False,
 ) -> None:
     n = sum(1 for _ in source.open())
     store.open_db(location).conn.close()  # the store's tables, before the import's own process
@@ -188,10 +211,7 @@ def one_size(
         presses = key_presses(db, answers)
         say(f"{at}: key press (menu, draw, store) {percentiles(presses)}")
         if pages:  # as a user opens them right after drawing: before any report
-            for title, page, key in (
-                ("Datasets", "views/datasets.py", "dataset"),
-                ("Benchmark health", "views/health.py", "health_dataset"),
-            ):
+            for title, page, key in admin_pages(all_pages):
                 first, again = page_seconds(location, page, key)
                 say(f"{at}: {title} page {first:.2f} s first, {again:.2f} s again, {peak()}")
         started = time.perf_counter()
@@ -219,6 +239,9 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["sqlite"], choices=["sqlite", "postgresql"])
     parser.add_argument("--no-pages", action="store_true", help="skip the AppTest page renders")
     parser.add_argument("--no-predictions", action="store_true", help="skip answering the sample and the predictions")
+    parser.add_argument(
+        "--every-page", action="store_true", help="a judge's scores on every item, and every admin page timed"
+    )
     args = parser.parse_args()
     server = None
     if "postgresql" in args.engines:
@@ -229,7 +252,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as folder:
             for n in args.sizes:
-                source = generated(n, Path(folder))
+                source = generated(n, Path(folder), scored=args.every_page)
                 for engine in args.engines:
                     if engine == "sqlite":
                         location = str(Path(folder) / f"scale-{n}.db")
@@ -244,6 +267,7 @@ def main() -> None:
                         args.answers,
                         not args.no_pages,
                         not args.no_predictions,
+                        args.every_page,
                     )
     finally:
         if server is not None:

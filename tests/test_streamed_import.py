@@ -232,3 +232,32 @@ def test_the_sampling_frame_is_read_off_the_index_after_a_large_import(fresh_db,
     else:
         plan = " ".join(str(row[-1]) for row in fresh_db.execute("EXPLAIN QUERY PLAN " + query).fetchall())
         assert "COVERING INDEX items_by_kind" in plan, plan
+
+
+@pytest.mark.both_engines
+def test_item_truths_reads_every_item_of_its_dataset_a_page_at_a_time(fresh_db, engine, tmp_path, monkeypatch):
+    """PostgreSQL reads the truths a page at a time by id (SQLite steps its cursor): with pages of
+    two, a dataset whose ids interleave with another's gives each of its items once, and no other's."""
+    from foil_studio.data.store import datasets
+
+    monkeypatch.setattr(datasets, "TRUTH_PAGE", 2)
+
+    def records(tag: str, n: int) -> list[dict]:
+        return [
+            {"kind": "pair", "category": f"c{i % 2}", "id": f"{tag}{i}", "captions": [f"{tag} {i}", f"not {tag} {i}"],
+             "truth": {"mark": f"{tag}{i}"}}
+            for i in range(n)
+        ]  # fmt: skip
+
+    import_path(fresh_db, "jsonl", _write(tmp_path / "a.jsonl", records("a", 5)), name="a")
+    import_path(fresh_db, "jsonl", _write(tmp_path / "b.jsonl", records("b", 3)), name="b")
+    import_path(fresh_db, "jsonl", _write(tmp_path / "a2.jsonl", records("a", 8)), name="a")  # ids after b's
+    for name, n in (("a", 8), ("b", 3)):
+        dataset_id = store.get_dataset(fresh_db, name)["id"]
+        read = sorted(
+            (truth["mark"], category) for category, truth in store.item_truths(fresh_db, dataset_id, ["pair"])
+        )
+        assert read == sorted((f"{name}{i}", f"c{i % 2}") for i in range(n))
+        assert list(store.item_truths(fresh_db, dataset_id, ["triple"])) == []
+        first = next(store.item_truths(fresh_db, dataset_id, ["pair"]))  # a caller may stop at the first
+        assert first[1]["mark"].startswith(name)
