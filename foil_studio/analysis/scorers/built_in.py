@@ -74,8 +74,26 @@ VQASCORE = ScorerFamily(
     "foil_studio.analysis.scorers.vqascore:load",
     test_kit="foil_studio.analysis.scorers.vqascore",
     differs="t2v_metrics' own LLaVA-1.5 wrapper (llava_model.py) scores exp(-mean cross-entropy) of 'Yes</s>' in "
-    "LLaVA's conversation format; here only the first answer token, as its transformers wrappers score it. "
+    "LLaVA's conversation format (family vqascore-t2v); here only the first answer token, as its transformers "
+    "wrappers score it. "
     "'Yes' is encoded without special tokens (paligemma_model.py takes encode('Yes')[0])",
+    probability=True,
+)
+
+
+VQASCORE_T2V = ScorerFamily(
+    "vqascore-t2v",
+    "VQAScore as t2v_metrics scores LLaVA-1.5: a LLaVA model transformers loads, asked in LLaVA's "
+    "conversation format whether the image shows the caption",
+    "exp(-mean cross-entropy) of the answer 'Yes</s>' after the system message, 'USER: <image>\\n' and "
+    "'Does this figure show \"{caption}\"? Please answer yes or no. ASSISTANT: ', the image padded to a square",
+    "t2v_metrics, t2v_metrics/models/vqascore_models/llava_model.py (LLaVAModel.forward) and mm_utils.py, "
+    "github.com/linzhiqiu/t2v_metrics @335e4c2",
+    "vqascore-t2v:llava-hf/llava-1.5-7b-hf",
+    "foil_studio.analysis.scorers.vqascore_t2v:load",
+    test_kit="foil_studio.analysis.scorers.vqascore_t2v",
+    differs="the image's features fill as many image tokens as the model has features (transformers' LLaVA), "
+    "where LLaVA's own code splices them in for one placeholder: the same sequence the model reads",
     probability=True,
 )
 
@@ -87,4 +105,5 @@ BUILT_INS = (
     FLAVA_ITM,
     BLIP2_ITM,
     VQASCORE,
+    VQASCORE_T2V,
 )
