@@ -236,7 +236,7 @@ def _sugarcrepe_without_images(db, fixtures) -> None:
 
 
 def test_a_dataset_without_images_is_refused_before_anything_is_stored(fresh_db, fixtures, random_demo_model):
-    from foil_studio.analysis.scoring import NothingToScoreError, require_scorable
+    from foil_studio.analysis.scorable import NothingToScoreError, require_scorable
 
     _sugarcrepe_without_images(fresh_db, fixtures)
     with pytest.raises(
@@ -277,7 +277,7 @@ def test_score_cli_refuses_a_dataset_without_images_before_loading_a_model(tmp_p
 
 
 def test_skipped_items_are_said_before_and_counted_after(demo_db, random_demo_model):
-    from foil_studio.analysis.scoring import require_scorable
+    from foil_studio.analysis.scorable import require_scorable
 
     dataset = store.get_dataset(demo_db, "demo-sugarcrepe")
     first = store.list_items(demo_db, dataset["id"], limit=1)[0]
@@ -396,3 +396,33 @@ def test_the_embedding_cache_keys_the_architecture_config_the_preprocessing_and_
     moved = load_model(ModelSpec(demo.arch, demo.pretrained, checkpoint=str(copy)), device="cpu")
     assert moved.weights_digest != first.weights_digest and moved.identity != first.identity
     assert load_model(replace(demo, precision="bf16"), device="cpu").identity != first.identity
+
+
+@pytest.mark.both_engines
+def test_the_stores_scorable_count_is_the_items_plan_items_keeps(demo_db):
+    """`store.scorable_count` (SQL over the items' image lists) against `plan_items` over the decoded
+    items, on every demo dataset: every image readable, some missing (one of two on a two-image item
+    is enough to skip it), and none readable."""
+    from foil_studio.analysis.scoring import plan_items
+
+    def by_python(dataset_id: int) -> int:
+        items = store.list_items(demo_db, dataset_id, limit=1 << 62)
+        return len(plan_items(items, store.image_hashes(demo_db, dataset_id))[0])
+
+    for name in store.dataset_names(demo_db):
+        dataset_id = store.get_dataset(demo_db, name)["id"]
+        assert store.scorable_count(demo_db, dataset_id) == by_python(dataset_id), name
+        paths = [
+            row[0]
+            for row in demo_db.execute("SELECT path FROM images WHERE dataset_id = ? ORDER BY path", [dataset_id])
+        ]
+        for missing in (paths[::3], paths):
+            marks = ",".join("?" * len(missing))
+            demo_db.execute(
+                f"UPDATE images SET status = 'missing' WHERE dataset_id = ? AND path IN ({marks})",
+                [dataset_id, *missing],
+            )
+            counted = store.scorable_count(demo_db, dataset_id)
+            assert counted == by_python(dataset_id), (name, len(missing))
+            assert counted > 0 or missing == paths or not by_python(dataset_id), name
+        assert store.scorable_count(demo_db, dataset_id) == 0  # none readable

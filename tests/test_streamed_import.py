@@ -261,3 +261,20 @@ def test_item_truths_reads_every_item_of_its_dataset_a_page_at_a_time(fresh_db, 
         assert list(store.item_truths(fresh_db, dataset_id, ["triple"])) == []
         first = next(store.item_truths(fresh_db, dataset_id, ["pair"]))  # a caller may stop at the first
         assert first[1]["mark"].startswith(name)
+
+
+@pytest.mark.both_engines
+def test_truth_flags_finds_each_flag_some_item_holds_as_a_key_in_one_pass(fresh_db, tmp_path):
+    """`store.truth_flags` reads every flag in one query: a flag held as a key (whatever its value)
+    by any item is found, one only named inside a value is not, and another dataset's flags are not."""
+
+    def item(i: int, truth: dict) -> dict:
+        return {"kind": "pair", "category": "c", "id": str(i), "captions": [f"x {i}", f"y {i}"], "truth": truth}
+
+    mine = [item(0, {}), item(1, {"valid": False}), item(2, {"note": '"hard" in words'}), item(3, {"gold": None})]
+    import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", mine), name="mine")
+    import_path(fresh_db, "jsonl", _write(tmp_path / "other.jsonl", [item(0, {"hard": True})]), name="other")
+    mine_id, other_id = (store.get_dataset(fresh_db, name)["id"] for name in ("mine", "other"))
+    assert store.truth_flags(fresh_db, mine_id, ["valid", "hard", "gold", "absent"]) == ["valid", "gold"]
+    assert store.truth_flags(fresh_db, other_id, ["valid", "hard"]) == ["hard"]
+    assert store.truth_flags(fresh_db, mine_id, []) == []

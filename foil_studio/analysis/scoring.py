@@ -32,6 +32,7 @@ from foil_studio.analysis.models import (
     preprocess_images,
     token_lengths,
 )
+from foil_studio.analysis.scorable import require_scorable
 from foil_studio.data import store
 from foil_studio.data.images import resolve_image
 from foil_studio.data.item_kinds import item_kind
@@ -77,61 +78,6 @@ def text_key(caption: str) -> str:
 def image_key(sha256: str, bbox: list[float] | None) -> str:
     """Cache key of an image: its content hash, plus the crop when one is applied."""
     return sha256 if not bbox else f"{sha256}:crop={','.join(f'{v:g}' for v in bbox)}"
-
-
-class NothingToScoreError(store.StoreError):
-    """A dataset none of whose (first `limit`) items has every image file it names."""
-
-
-@dataclass(frozen=True)
-class Scorable:
-    """How many of a dataset's items can be scored: those whose every image file was found."""
-
-    dataset: str
-    n_items: int
-    n_scorable: int
-
-    @property
-    def n_skipped(self) -> int:
-        """Items left out for a missing or unreadable image file."""
-        return self.n_items - self.n_scorable
-
-    def skipped_sentence(self) -> str:
-        """What is left out, said before scoring ("" when nothing is)."""
-        if not self.n_skipped:
-            return ""
-        return (
-            f"{self.n_skipped:,} of the {self.n_items:,} items of {self.dataset} lack an image file and will be "
-            f"skipped; {self.n_scorable:,} will be scored."
-        )
-
-
-ATTACH_HINT = (
-    'attach its image folder (Datasets page: "Attach an image folder"; or import the benchmark again with '
-    "--images DIR), then score again"
-)
-
-
-def scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = None) -> Scorable:
-    """How many of the dataset's (first `limit`) items have every image file they name."""
-    row = store.get_dataset(db, dataset)
-    items = store.list_items(db, row["id"], limit=limit if limit is not None else 1 << 62)
-    plans, _, _ = plan_items(items, store.image_hashes(db, row["id"]))
-    return Scorable(dataset, len(items), len(plans))
-
-
-def require_scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = None) -> Scorable:
-    """`scorable`, refused with NothingToScoreError (what is missing, how to attach it) when no
-    item can be scored: no run is made of nothing, and no model loaded for it."""
-    found = scorable(db, dataset, limit=limit)
-    if found.n_items == 0:
-        raise NothingToScoreError(f"{dataset} has no items to score")
-    if found.n_scorable == 0:
-        raise NothingToScoreError(
-            f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: "
-            f"{ATTACH_HINT}"
-        )
-    return found
 
 
 def score_dataset(

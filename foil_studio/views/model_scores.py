@@ -11,9 +11,9 @@ import streamlit as st
 
 from foil_studio.analysis import metrics, model_spec, results
 from foil_studio.annotate import baselines, browse
-from foil_studio.data import paths, plain_text, store, subsets
+from foil_studio.data import paths, plain_text, store
 from foil_studio.views import registry, text
-from foil_studio.views.choices import subset_choice
+from foil_studio.views.choices import offered_subsets, subset_choice
 from foil_studio.views.session import session_db
 
 if TYPE_CHECKING:
@@ -118,11 +118,11 @@ def score_form() -> None:
     )  # None: the loaded model's name
     if not target:
         return
-    from foil_studio.analysis import scoring
+    from foil_studio.analysis import scorable  # not scoring: it imports torch, seconds on a first render
 
     try:
-        ready = scoring.require_scorable(db, target)
-    except scoring.NothingToScoreError as error:
+        ready = scorable.require_scorable(db, target)
+    except scorable.NothingToScoreError as error:
         st.warning(text.md(error))
         return
     if ready.n_skipped:
@@ -192,7 +192,8 @@ if not with_runs:
 dataset = st.selectbox("Dataset", with_runs, key=BOX.key)
 db_path, fingerprint = str(paths.db_path()), store.dataset_fingerprint(db, dataset)
 # the tie choice beside the subset choice, or on its own line where the dataset has no subsets (no hole beside it)
-left, right = st.columns(2) if len(subsets.available_subsets(db, dataset)) > 1 else (st.container(), st.container())
+offered = offered_subsets(db, db_path, dataset, fingerprint)
+left, right = st.columns(2) if len(offered) > 1 else (st.container(), st.container())
 with left:
     subset = subset_choice(db, dataset, "scores_subset")
 BENCHMARK_RULE = "as the benchmark counts them"

@@ -22,6 +22,7 @@ from PIL import Image
 from foil_studio.analysis.model_files import folder_digests
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.analysis.models import pick_device, resolve_precision
+from foil_studio.analysis.scorable import require_scorable
 from foil_studio.analysis.scorers import scorer_family
 from foil_studio.analysis.scorers.base import LoadedFamily, weights_folder
 from foil_studio.analysis.scorers.record import ScorerFamily
@@ -32,7 +33,6 @@ from foil_studio.analysis.scoring import (
     load_image,
     plan_items,
     prepared_ahead,
-    require_scorable,
 )
 from foil_studio.data import hub, store
 from foil_studio.data.item_kinds import item_kind

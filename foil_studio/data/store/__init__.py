@@ -148,6 +148,7 @@ from foil_studio.data.store.datasets import (
     list_items,
     log_import,
     record_images,
+    scorable_count,
     settle_items,
     truth_flag_condition,
     truth_flags,

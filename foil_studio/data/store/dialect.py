@@ -37,6 +37,13 @@ def json_has(db: Any, column: str, key: str) -> str:
     return f"json_type({column}, '$.{key}') IS NOT NULL"
 
 
+def json_list_texts(db: Any, column: str) -> str:
+    """A table of the texts of the JSON list in `column`, one row each, in a column named `value`."""
+    if is_postgres(db):
+        return f"json_array_elements_text({column}::json) AS listed(value)"
+    return f"json_each({column}) AS listed"
+
+
 def json_merge(db: Any, old: str, new: str) -> str:
     """The JSON object `old` with the keys of `new` set over it, as text."""
     return f"({old}::jsonb || {new}::jsonb)::text" if is_postgres(db) else f"json_patch({old}, {new})"
