@@ -53,14 +53,18 @@ def scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = Non
 
 
 def require_scorable(db: sqlite_utils.Database, dataset: str, *, limit: int | None = None) -> Scorable:
-    """`scorable`, refused with NothingToScoreError (what is missing, how to attach it) when no
-    item can be scored: no run is made of nothing, and no model loaded for it."""
-    found = scorable(db, dataset, limit=limit)
+    """`scorable`, refused by `refuse_nothing` when no item can be scored."""
+    return refuse_nothing(scorable(db, dataset, limit=limit))
+
+
+def refuse_nothing(found: Scorable) -> Scorable:
+    """`found`, or NothingToScoreError (what is missing, how to attach it) where no item can be
+    scored: no run is made of nothing, and no model loaded for it."""
     if found.n_items == 0:
-        raise NothingToScoreError(f"{dataset} has no items to score")
+        raise NothingToScoreError(f"{found.dataset} has no items to score")
     if found.n_scorable == 0:
         raise NothingToScoreError(
-            f"none of the {found.n_items:,} items of {dataset} has its image files, so nothing can be scored: "
-            f"{ATTACH_HINT}"
+            f"none of the {found.n_items:,} items of {found.dataset} has its image files, so nothing can be "
+            f"scored: {ATTACH_HINT}"
         )
     return found

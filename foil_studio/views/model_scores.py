@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import sqlite_utils
 import streamlit as st
 
-from foil_studio.analysis import metrics, model_spec, results
+from foil_studio.analysis import metrics, model_spec, results, scorable  # not scoring: it imports torch
 from foil_studio.annotate import baselines, browse
 from foil_studio.data import paths, plain_text, store
 from foil_studio.views import registry, text
@@ -37,6 +37,15 @@ def run_summaries(
     _db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, subset: str | None, ties: str | None
 ) -> dict[str, dict]:
     return results.run_summaries(_db, dataset, subset=subset, ties=ties)
+
+
+@st.cache_data(max_entries=16, show_spinner="Counting the items with their images...")
+def counted_scorable(
+    _db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str, image_statuses: str
+) -> scorable.Scorable:
+    """The items a run can score, counted again only when the items or their images' statuses change:
+    a million items with some images missing take seconds to count."""
+    return scorable.scorable(_db, dataset)
 
 
 def two_decimals(frame: pd.DataFrame) -> dict:
@@ -118,10 +127,10 @@ def score_form() -> None:
     )  # None: the loaded model's name
     if not target:
         return
-    from foil_studio.analysis import scorable  # not scoring: it imports torch, seconds on a first render
-
+    images = store.image_status_counts(db, store.get_dataset(db, target)["id"])  # an attached folder changes them
     try:
-        ready = scorable.require_scorable(db, target)
+        found = counted_scorable(db, str(paths.db_path()), target, store.dataset_fingerprint(db, target), str(images))
+        ready = scorable.refuse_nothing(found)
     except scorable.NothingToScoreError as error:
         st.warning(text.md(error))
         return
