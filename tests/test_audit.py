@@ -265,3 +265,28 @@ def test_audit_table_has_a_row_per_category_and_the_whole_set_with_the_compared_
     assert [r["category"] for r in rows] == ["swap_att", "(all)"]
     assert [(r["mine stats"], r["theirs stats"], r["stats ties"]) for r in rows] == [(62.5, 30.0, 1), (50.0, 40.0, 1)]
     assert "theirs stats" not in audit_table(result, "mine", ["stats"])[0]
+
+
+def test_the_hackability_page_asks_before_fitting_a_large_dataset_and_then_keeps_the_fit(
+    demo_store, tmp_path, admin_page, monkeypatch
+):
+    """Issue 57: a first render never fits the blind scorers of a dataset past `PAGE_FITS_MOST`
+    audited items (20 s at a million): it says so and offers a button; once pressed, the audit is
+    fitted and stored, and a new visit shows it at once."""
+    from foil_studio.analysis import audit as audits
+    from foil_studio.data import store
+
+    db_file = tmp_path / "foil.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    monkeypatch.setattr(audits, "PAGE_FITS_MOST", 10)
+    at = admin_page(db_file, "views/hackability.py")
+    dataset = at.selectbox(key="audit_dataset").value
+    assert not at.exception and not at.dataframe
+    assert any("have not been fitted" in info.value for info in at.info)
+    db = store.open_db(db_file)
+    assert audits.stored_audit(db, dataset, scorers=("stats", "ngram")) is None  # nothing fitted unasked
+    at.button(key=f"audit_fit:{dataset}").click().run()
+    assert not at.exception and at.dataframe and not any("have not been fitted" in i.value for i in at.info)
+    assert audits.stored_audit(db, dataset, scorers=("stats", "ngram")) is not None
+    again = admin_page(db_file, "views/hackability.py")  # a new visit: the stored audit, no question
+    assert not again.exception and again.dataframe and not again.info

@@ -35,6 +35,16 @@ def sampled_items(
     return [rows[i] for i in ids], held
 
 
+PAGE_FITS_MOST = 20_000  # audited items a page fits the audit on at once; past this it asks first
+
+
+def audited_count(db: sqlite_utils.Database, dataset: str) -> int:
+    """How many of the dataset's items an audit reads (those of the audited item kinds), from the
+    kept counts."""
+    counts = store.item_kind_counts(db, store.get_dataset(db, dataset)["id"])
+    return sum(n for item_kind, n in counts.items() if item_kind in item_kinds.AUDITED_KINDS)
+
+
 def sample_margins(result: Mapping[str, Any], n: int, size: int) -> dict[str, Any]:
     """What drawing `n` of `size` items does to the figures: the 95% margin (percentage points, a
     normal interval with the finite population correction, at the widest share, one half) of any

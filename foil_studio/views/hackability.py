@@ -47,6 +47,21 @@ if not scorers:
 
 
 def run(name: str) -> dict:
+    held = audits.audited_count(db, name)
+    asked = st.session_state.setdefault("audit_fit_asked", set())
+    encoders = tuple(audits.tot_encoders(audits.PAGE_TOT_CLIP))  # their names: nothing is loaded
+    stored = audits.stored_audit(db, name, scorers=scorers, text_encoders=encoders)
+    if stored is None and held > audits.PAGE_FITS_MOST and name not in asked:
+        # a first render never fits a large dataset's scorers unasked: at a million items that took 20 s
+        st.info(
+            f"The blind scorers have not been fitted on {text.md(name)} with these settings yet: they read "
+            f"{held:,} items (a random {audits.AUDIT_MOST:,} of a larger dataset), which takes a while, once; "
+            "the result is stored for every visit after."
+        )
+        if st.button(f"Fit the blind scorers on {text.md(name)} now", key=f"audit_fit:{name}"):
+            asked.add(name)
+            st.rerun()
+        st.stop()
     with st.spinner(f"Blind scorers on {name} (fitted once, then stored)..."):
         return cached_audit(
             db, str(db_file), name, store.items_fingerprint(db, store.get_dataset(db, name)["id"]), scorers
