@@ -264,3 +264,18 @@ def test_gpt4v_choices_are_inspected_per_caption_order_and_against_clip(tmp_path
     assert (
         compared.loc["(all)", "n"] == len(table) and float(compared.loc["(all)", "McNemar p"]) < 0.001
     )  # GPT-4V is not CLIP
+
+
+def test_the_gap_range_lists_its_first_items_and_says_how_many_there_are(scored, admin_page, monkeypatch):
+    """Issue 57: a gap range of a million items sent every row to the browser on every rerun; the
+    table lists the first `LISTED_ROWS` and the caption counts them all, and says so."""
+    monkeypatch.setattr(inspection, "LISTED_ROWS", 3)
+    at = admin_page(store.location(scored), "views/inspect_runs.py")
+    at.selectbox(key="inspect_dataset").set_value("demo-sugarcrepe").run()
+    at.selectbox(key="run_a:demo-sugarcrepe").set_value("demo-clip").run()
+    assert not at.exception
+    table_a = inspection.item_table(scored, "demo-sugarcrepe", "demo-clip")
+    said = next(c.value for c in at.caption if "items of demo-clip with" in c.value)
+    counted = int(said.split(" items of ")[0].replace(",", ""))
+    assert counted > 3 and "(the first 3 listed)" in said
+    assert counted <= len(table_a) and len(at.dataframe[0].value) == 3

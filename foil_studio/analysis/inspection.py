@@ -21,6 +21,8 @@ from foil_studio.analysis.results import Run, load_run, run_family, source_forma
 from foil_studio.data import item_kinds, plain_text
 from foil_studio.data.links import linked_items
 
+LISTED_ROWS = 1_000  # items of a gap range a page lists (its count says how many there are)
+
 
 def item_table(db: sqlite_utils.Database, dataset: str, run: str, subset: str | None = None) -> pd.DataFrame:
     """One row per scored item (of a named subset): id, category, `correct`, and its score gaps

@@ -190,12 +190,14 @@ else:
     chosen = inspection.GapRange(*slider, box.categories if box else ())
     listed = inspection.in_range(table_a, gap, chosen)
     where = f" in {text.md(', '.join(chosen.categories))}" if chosen.categories else ""
+    shown = f" (the first {inspection.LISTED_ROWS:,} listed)" if len(listed) > inspection.LISTED_ROWS else ""
     st.caption(
-        f"{len(listed)} items of {text.md(run_a)} with {text.md(gap)} in [{chosen.low:.3f}, {chosen.high:.3f}]{where}"
-        + (" (from the box drawn on the chart; double-click the chart to clear it)" if box else "")
+        f"{len(listed):,} items of {text.md(run_a)} with {text.md(gap)} in [{chosen.low:.3f}, {chosen.high:.3f}]"
+        f"{where}{shown}" + (" (from the box drawn on the chart; double-click the chart to clear it)" if box else "")
     )
     gap_columns = {c: st.column_config.NumberColumn(format="%.3f") for c in listed.select_dtypes("float")}
-    st.dataframe(listed, hide_index=True, width="stretch", column_config=gap_columns)  # one number of decimals
+    # one number of decimals; a million rows sent to the browser took most of a rerun
+    st.dataframe(listed.head(inspection.LISTED_ROWS), hide_index=True, width="stretch", column_config=gap_columns)
     in_range = {int(i) for i in listed["item"]}
 
 if run_b:
