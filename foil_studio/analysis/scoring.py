@@ -128,6 +128,7 @@ def score_dataset(
         )
         store.put_scores(db, run_id, scores)
         store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
+    store.keep_run_copies(db, row["id"])
     return ScoreReport(
         run=name,
         dataset=dataset,

@@ -239,6 +239,7 @@ def store_parsed(
             run=tally.run,
         )
     store.settle_items(db, report.n_items)
+    store.keep_run_copies(db, dataset_id)
     return report
 
 

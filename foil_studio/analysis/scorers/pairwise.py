@@ -125,6 +125,7 @@ def score_dataset_pairs(
         run_id = store.ensure_run(db, row["id"], name, run_type="scores", model=f"{loaded.family.name}:{loaded.ref}")
         store.put_scores(db, run_id, scores)
         store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
+    store.keep_run_copies(db, row["id"])
     return ScoreReport(
         run=name,
         dataset=dataset,

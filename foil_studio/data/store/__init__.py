@@ -46,6 +46,8 @@ Schema (version 17)
                   ``version`` (since 7) counts writes of its scores.
 ``run_summaries`` (since version 7) a run's metrics JSON per ``settings`` (bootstrap size, seed),
                   valid while the run's ``version`` is the one it was computed at.
+``run_copies``    (since 21) a run's columns (`run_columns`) as one ``.npz`` blob, valid while
+                  the run's ``version`` is the one it was copied at.
 ``scores``        per (run, item): JSON ``scores`` (similarities) and/or JSON ``outcome``.
 ``audits``        (since version 6) the latest hackability audit of a dataset per ``settings``
                   (scorers, folds, seed), with the ``items_fingerprint`` it was computed on.
@@ -197,6 +199,7 @@ from foil_studio.data.store.runs import (
     put_outcomes,
     put_run_summary,
     put_scores,
+    keep_run_copies,
     run_columns,
     run_outcomes,
     update_run_meta,

@@ -31,6 +31,7 @@ COPY_ORDER = (
     "crowd_joins",
     "runs",
     "run_summaries",
+    "run_copies",
     "scores",
     "audits",
     "embeddings",

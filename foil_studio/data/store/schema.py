@@ -348,6 +348,18 @@ def _m0020_items_by_kind_covers_ids(db: sqlite_utils.Database) -> None:
         )
 
 
+def _m0021_run_copies(db: sqlite_utils.Database) -> None:
+    # a run's columns as one blob per run version (`runs.keep_run_copies`): pages read a million
+    # scores in 0.1 s instead of 6 s of rows and JSON
+    db.executescript(
+        """
+        CREATE TABLE run_copies (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL, columns BLOB NOT NULL, created_at TEXT NOT NULL);
+        """
+    )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -386,6 +398,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0018_items_by_kind", _m0018_items_by_kind),
     ("0019_item_counts", _m0019_item_counts),
     ("0020_items_by_kind_covers_ids", _m0020_items_by_kind_covers_ids),
+    ("0021_run_copies", _m0021_run_copies),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

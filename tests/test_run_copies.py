@@ -1,0 +1,90 @@
+"""A run's stored column copy (`store.run_columns`, migration 21): the very run its score rows
+hold, made by the commands that write scores, and never served once those scores change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from foil_studio.data import store
+from foil_studio.data.loading import import_path
+from foil_studio.data.store import runs
+from tests.test_benchmarks import put_run, whatsup_folder
+
+
+def assert_same_columns(served: store.RunColumns, held: store.RunColumns) -> None:
+    assert served.run_type == held.run_type
+    for name in ("item_ids", "kinds", "categories"):
+        assert getattr(served, name).tolist() == getattr(held, name).tolist(), name
+    if held.scores is None:
+        assert served.scores is None
+    else:
+        assert served.scores is not None and served.scores.shape == held.scores.shape
+        assert np.array_equal(served.scores, held.scores, equal_nan=True)  # exactly: no float32 on the way
+    assert served.outcomes == held.outcomes and served.groups == held.groups
+
+
+def copies(db) -> dict[int, int]:
+    """Run id -> the version its stored copy is of."""
+    return dict(db.execute("SELECT run_id, version FROM run_copies").fetchall())
+
+
+def versions(db) -> dict[int, int]:
+    return dict(db.execute("SELECT id, version FROM runs").fetchall())
+
+
+@pytest.mark.both_engines
+def test_an_import_that_carries_a_run_leaves_its_copy_stored_before_any_read(fresh_db, fixtures):
+    import_path(fresh_db, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
+    assert copies(fresh_db) == versions(fresh_db) and copies(fresh_db)  # no page pays for the first read
+    for run_id in versions(fresh_db):
+        assert_same_columns(store.run_columns(fresh_db, run_id), runs._read_run_columns(fresh_db, run_id))
+
+
+@pytest.mark.both_engines
+def test_groups_padded_scores_and_imported_decisions_survive_the_copy(fresh_db, fixtures, tmp_path):
+    folder = whatsup_folder(tmp_path)
+    import_path(fresh_db, "whatsup", folder / "data", images=folder)
+    right = [0.9, 0.1, 0.2, 0.3]
+    # four captions for the controlled images, two for COCO's: rows padded with NaN in one array
+    put_run(fresh_db, "whatsup", {**{f"controlled_images_dataset/{n}": right for n in range(8)}, "coco_qa_one_obj/0": [0.6, 0.4]})
+    import_path(fresh_db, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
+    for run_id in versions(fresh_db):
+        served = store.run_columns(fresh_db, run_id)  # the whatsup run: copied on this first read
+        assert_same_columns(served, runs._read_run_columns(fresh_db, run_id))
+        assert_same_columns(store.run_columns(fresh_db, run_id), served)  # the second read: from the copy
+    whatsup = store.run_columns(fresh_db, store.get_run(fresh_db, "whatsup", "hand")["id"])
+    assert any(whatsup.groups) and np.isnan(whatsup.scores).any()
+    assert all(store.run_columns(fresh_db, store.get_run(fresh_db, "bivlc", "ViT-B-32")["id"]).outcomes)
+    assert copies(fresh_db) == versions(fresh_db)
+
+
+@pytest.mark.both_engines
+def test_a_copy_of_older_scores_is_never_served(fresh_db, tmp_path):
+    folder = whatsup_folder(tmp_path)
+    import_path(fresh_db, "whatsup", folder / "data", images=folder)
+    put_run(fresh_db, "whatsup", {"coco_qa_one_obj/0": [0.6, 0.4], "coco_qa_one_obj/1": [0.5, 0.5]})
+    run_id = store.get_run(fresh_db, "whatsup", "hand")["id"]
+    assert store.run_columns(fresh_db, run_id).scores.tolist() == [[0.6, 0.4], [0.5, 0.5]]
+    put_run(fresh_db, "whatsup", {"coco_qa_one_obj/1": [0.1, 0.9]})  # scored again: a new version
+    assert copies(fresh_db)[run_id] != versions(fresh_db)[run_id]
+    assert store.run_columns(fresh_db, run_id).scores.tolist() == [[0.6, 0.4], [0.1, 0.9]]
+    assert copies(fresh_db) == versions(fresh_db)
+    deleted = store.delete_run(fresh_db, "whatsup", "hand")
+    assert deleted["run_copies"] == 1 and copies(fresh_db) == {}
+
+
+@pytest.mark.both_engines
+def test_a_subset_is_read_from_the_rows_and_stores_no_copy(demo_db):
+    row = store.get_dataset(demo_db, "demo-sugarcrepe")
+    items = store.list_items(demo_db, row["id"], limit=1 << 62)
+    with store.transaction(demo_db):
+        run_id = store.ensure_run(demo_db, row["id"], "hand", run_type="scores")
+        store.put_scores(demo_db, run_id, [(item["id"], [0.3, 0.1]) for item in items])
+    flagged = [item["id"] for item in items[::3]]
+    with store.transaction(demo_db):
+        for item_id in flagged:
+            demo_db.execute("UPDATE items SET truth = ? WHERE id = ?", ['{"valid": true}', item_id])
+    subset = store.run_columns(demo_db, run_id, truth_flag="valid")
+    assert subset.item_ids.tolist() == sorted(flagged) and 0 < len(flagged) < len(items)
+    assert copies(demo_db) == {}
