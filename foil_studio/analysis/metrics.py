@@ -275,10 +275,16 @@ def macro_interval(
     of each distinct credit); categories a resample misses are left out of its mean, as
     `macro_accuracy` does.
     """
-    values, labels = np.asarray(outcomes, dtype=float), np.asarray(categories)
+    values = np.asarray(outcomes, dtype=float)
     if values.size == 0 or n_boot == 0:
         return (float("nan"), float("nan"))
-    codes = category_codes(labels)[1]
+    return _macro_interval_of_codes(values, category_codes(categories)[1], n_boot, seed, level)
+
+
+def _macro_interval_of_codes(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n_boot: int, seed: int, level: float = 0.95
+) -> tuple[float, float]:
+    """`macro_interval` from integer category codes."""
     sizes = np.bincount(codes)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(values.size, sizes / values.size, size=n_boot)
@@ -323,13 +329,13 @@ def summarize(
     tie_counts = None if ties is None else np.asarray(ties, dtype=int)
     metrics = {k: percent(v) for k, v in arrays.items()}
     intervals = {k: _interval(v, exact, n_boot, seed) for k, v in arrays.items()}
+    names, codes = category_codes(labels)
     if macro is not None:
         source, key = macro
-        metrics[key] = macro_accuracy(arrays[source], labels)
-        intervals[key] = _macro_interval(arrays[source], labels, exact, n_boot, seed)
+        metrics[key] = _macro_from_codes(arrays[source], codes) if labels.size else float("nan")
+        intervals[key] = _macro_interval(arrays[source], labels, codes, exact, n_boot, seed)
     by_category: dict[str, dict[str, Any]] = {}
     category_intervals: dict[str, dict[str, tuple[float, float]]] = {}
-    names, codes = category_codes(labels)
     for number, category in enumerate(names):
         mask = codes == number
         by_category[str(category)] = {"n": int(mask.sum()), **{k: percent(v[mask]) for k, v in arrays.items()}}
@@ -372,11 +378,15 @@ def _interval(values: Credits, exact: bool, n_boot: int, seed: int) -> tuple[flo
     return share_interval(values, n_boot=n_boot, seed=seed)
 
 
-def _macro_interval(values: Credits, labels: NDArray[Any], exact: bool, n_boot: int, seed: int) -> tuple[float, float]:
+def _macro_interval(
+    values: Credits, labels: NDArray[Any], codes: NDArray[np.intp], exact: bool, n_boot: int, seed: int
+) -> tuple[float, float]:
     """`summarize`'s interval of the macro mean: exact where asked and the outcomes are 0/1, else bootstrap."""
     if exact and values.size and _binary(values):
         return macro_exact_interval(values, labels)
-    return macro_interval(values, labels, n_boot=n_boot, seed=seed)
+    if values.size == 0 or n_boot == 0:
+        return (float("nan"), float("nan"))
+    return _macro_interval_of_codes(values, codes, n_boot, seed)
 
 
 CHANCE = {

@@ -2,6 +2,7 @@
 
 import pandas as pd
 import plotly.express as px
+import plotly.graph_objects as go
 import sqlite_utils
 import streamlit as st
 from PIL import Image
@@ -59,6 +60,61 @@ def compare_linked(
 @st.cache_data(max_entries=16, show_spinner=False)
 def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, fingerprint: str) -> dict[int, bool]:
     return baselines.item_outcomes(_db, dataset)
+
+
+# built once per run pair, gap and dataset version and shared, not copied: building a facet figure
+# took most of a rerun (0.5 to 1 s at a million items); st.plotly_chart only reads it
+@st.cache_resource(max_entries=16, show_spinner=False)
+def gap_figure(
+    _db: sqlite_utils.Database,
+    db_path: str,
+    dataset: str,
+    run_a: str,
+    run_b: str | None,
+    gap: str,
+    fingerprint: str,
+    subset: str | None,
+) -> go.Figure:
+    """The score-gap histogram of run A (and B), a facet per category titled with each run's
+    share of items at or below zero."""
+    table_a = item_table(_db, db_path, dataset, run_a, fingerprint, subset)
+    table_b = item_table(_db, db_path, dataset, run_b, fingerprint, subset) if run_b else None
+    tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
+    shares = inspection.shares_below_zero(tables, gap)
+    # one line per run in each facet title (two runs' shares side by side ran into the next facet)
+    titles = {
+        c: f"{c}: "
+        + FACET_BREAK.join(
+            (f"{r['run']} " if len(tables) > 1 else "") + f"{r['% at or below zero']:.1f}% ≤ 0"
+            for r in part.to_dict("records")
+        )
+        for c, part in shares.groupby("category")
+    }
+    bars = inspection.gap_histogram(tables, gap).assign(facet=lambda f: f["category"].map(titles))
+    figure = px.bar(
+        bars,
+        x="middle",
+        y="count",
+        color="run",
+        facet_col="facet",
+        facet_col_wrap=3,
+        barmode="overlay",
+        opacity=0.6,
+        height=760,
+        labels={"middle": gap},
+        custom_data=["category"],
+        facet_row_spacing=0.12,
+        color_discrete_sequence=["#1f77b4", "#d62728"],
+    )  # two runs in two colours, not two blues
+    figure.update_traces(width=float(bars["right"].iloc[0] - bars["left"].iloc[0]))
+    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    figure.update_xaxes(showticklabels=True)  # ticks under every facet, not only the bottom row
+    figure.add_vline(x=0, line_dash="dash")
+    figure = text.literal_figure(text.whole_number_ticks(figure, bars["count"].max()))
+    figure.for_each_annotation(
+        lambda a: a.update(text=a.text.replace(FACET_BREAK, "<br>"))
+    )  # after escaping: the only markup
+    return figure
 
 
 @st.dialog("Image", width="large")
@@ -127,7 +183,7 @@ except UnsupportedRunError as error:
     st.info(f"{text.md(run_a)}: {text.md(error)}")
     st.stop()
 gaps = inspection.gap_columns(table_a)
-in_range: set[int] | None = None  # the items of the gap range chosen on the histogram
+in_range: list[int] | None = None  # the items of the gap range chosen on the histogram
 box = None
 
 st.subheader("Score gaps")
@@ -135,41 +191,7 @@ if not gaps:
     st.info(f"{text.md(run_a)} holds imported decisions, not scores: no gaps to plot.")
 else:
     gap = st.selectbox("Gap", gaps, key=f"gap:{dataset}")
-    tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
-    shares = inspection.shares_below_zero(tables, gap)
-    # one line per run in each facet title (two runs' shares side by side ran into the next facet)
-    titles = {
-        c: f"{c}: "
-        + FACET_BREAK.join(
-            (f"{r['run']} " if len(tables) > 1 else "") + f"{r['% at or below zero']:.1f}% ≤ 0"
-            for r in part.to_dict("records")
-        )
-        for c, part in shares.groupby("category")
-    }
-    bars = inspection.gap_histogram(tables, gap).assign(facet=lambda f: f["category"].map(titles))
-    figure = px.bar(
-        bars,
-        x="middle",
-        y="count",
-        color="run",
-        facet_col="facet",
-        facet_col_wrap=3,
-        barmode="overlay",
-        opacity=0.6,
-        height=760,
-        labels={"middle": gap},
-        custom_data=["category"],
-        facet_row_spacing=0.12,
-        color_discrete_sequence=["#1f77b4", "#d62728"],
-    )  # two runs in two colours, not two blues
-    figure.update_traces(width=float(bars["right"].iloc[0] - bars["left"].iloc[0]))
-    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
-    figure.update_xaxes(showticklabels=True)  # ticks under every facet, not only the bottom row
-    figure.add_vline(x=0, line_dash="dash")
-    figure = text.literal_figure(text.whole_number_ticks(figure, bars["count"].max()))
-    figure.for_each_annotation(
-        lambda a: a.update(text=a.text.replace(FACET_BREAK, "<br>"))
-    )  # after escaping: the only markup
+    figure = gap_figure(db, db_path, dataset, run_a, run_b, gap, fingerprint, subset)
     event = st.plotly_chart(figure, key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
     st.caption(
         "Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use "
@@ -198,7 +220,7 @@ else:
     gap_columns = {c: st.column_config.NumberColumn(format="%.3f") for c in listed.select_dtypes("float")}
     # one number of decimals; a million rows sent to the browser took most of a rerun
     st.dataframe(listed.head(inspection.LISTED_ROWS), hide_index=True, width="stretch", column_config=gap_columns)
-    in_range = {int(i) for i in listed["item"]}
+    in_range = listed["item"].tolist()  # item ids are unique in a run's table
 
 if run_b:
     st.subheader(f"{text.md(run_a)} against {text.md(run_b)}")
