@@ -88,3 +88,19 @@ def test_a_subset_is_read_from_the_rows_and_stores_no_copy(demo_db):
     subset = store.run_columns(demo_db, run_id, truth_flag="valid")
     assert subset.item_ids.tolist() == sorted(flagged) and 0 < len(flagged) < len(items)
     assert copies(demo_db) == {}
+
+
+@pytest.mark.both_engines
+def test_scores_written_again_replace_the_old_and_an_item_given_twice_keeps_its_last(fresh_db, tmp_path):
+    folder = whatsup_folder(tmp_path)
+    import_path(fresh_db, "whatsup", folder / "data", images=folder)
+    items = {i["source_id"]: i["id"] for i in store.list_items(fresh_db, store.get_dataset(fresh_db, "whatsup")["id"])}
+    first, second = items["coco_qa_one_obj/0"], items["coco_qa_one_obj/1"]
+    with store.transaction(fresh_db):
+        run_id = store.ensure_run(fresh_db, store.get_dataset(fresh_db, "whatsup")["id"], "hand", run_type="scores")
+        store.put_scores(fresh_db, run_id, [(first, [0.1, 0.2]), (second, [0.3, 0.4]), (first, [0.5, 0.6])])
+        store.put_scores(fresh_db, run_id, [(second, [0.7, 0.8])])  # a second write in the same transaction
+    assert store.run_columns(fresh_db, run_id).scores.tolist() == [[0.5, 0.6], [0.7, 0.8]]
+    with store.transaction(fresh_db):
+        store.put_scores(fresh_db, run_id, [(first, [0.9, 0.1])])
+    assert runs._read_run_columns(fresh_db, run_id).scores.tolist() == [[0.9, 0.1], [0.7, 0.8]]

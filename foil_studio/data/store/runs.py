@@ -13,7 +13,7 @@ import sqlite_utils
 
 from foil_studio.data.store import dialect
 from foil_studio.data.store.base import NotFoundError, StoreError, _decode, _now, check_name, transaction
-from foil_studio.data.store.datasets import get_dataset, truth_flag_condition
+from foil_studio.data.store.datasets import copy_rows, get_dataset, truth_flag_condition
 from foil_studio.data.store.rows import RunRow, RunSummary
 
 # --- runs and scores -------------------------------------------------------------------------
@@ -55,12 +55,25 @@ def put_outcomes(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[in
 
 
 def put_scores(db: sqlite_utils.Database, run_id: int, rows: Iterable[tuple[int, Any]]) -> None:
-    """Store (item id, similarity scores) rows of a run; scoring again replaces them."""
-    db.conn.executemany(
-        "INSERT INTO scores (run_id, item_id, scores) VALUES (?, ?, ?)"
-        " ON CONFLICT (run_id, item_id) DO UPDATE SET scores = excluded.scores",
-        [(run_id, item_id, json.dumps(scores)) for item_id, scores in rows],
-    )
+    """Store (item id, similarity scores) rows of a run; scoring again replaces them (an item given
+    twice keeps the scores given last)."""
+    latest = {item_id: json.dumps(scores) for item_id, scores in rows}
+    if dialect.is_postgres(db) and latest:
+        # COPY into a staging table, then one upsert: a statement per row took 75 s a million scores
+        db.execute("CREATE TEMP TABLE IF NOT EXISTS staged_scores (item_id INTEGER PRIMARY KEY, scores TEXT)")
+        copy_rows(db, "staged_scores", ("item_id", "scores"), list(latest.items()))
+        db.execute(
+            "INSERT INTO scores (run_id, item_id, scores) SELECT ?, item_id, scores FROM staged_scores"
+            " ON CONFLICT (run_id, item_id) DO UPDATE SET scores = excluded.scores",
+            [run_id],
+        )
+        db.execute("TRUNCATE staged_scores")
+    else:
+        db.conn.executemany(
+            "INSERT INTO scores (run_id, item_id, scores) VALUES (?, ?, ?)"
+            " ON CONFLICT (run_id, item_id) DO UPDATE SET scores = excluded.scores",
+            [(run_id, item_id, scores) for item_id, scores in latest.items()],
+        )
     _new_run_version(db, run_id)
 
 
