@@ -12,6 +12,7 @@ from foil_studio.analysis import metric_families, scorers  # noqa: F401
 from foil_studio.annotate import batches, crowd_studies, roles, task_types  # noqa: F401
 from foil_studio.data import formats, item_kinds, paths, plugins, store  # noqa: F401
 from foil_studio.views.registry import pages_for
+from foil_studio.views import warm_up
 from foil_studio.views.session import session_db
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")
@@ -74,3 +75,4 @@ if role.role_name == "admin" and (refused := plugins.refusal_lines()):
     with st.sidebar.expander("Why"):
         st.markdown("\n".join(f"- {line}" for line in refused))
 navigation.run()
+warm_up.start_once()  # after the first page is drawn: the statistics libraries, for the pages that need them

@@ -24,12 +24,11 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
     ones), gold accuracy and whether the
     gold answers screen them out (`annotate.gold`'s rule)."""
     batch = store.get_batch(db, batch_name)
-    assignments = store.batch_assignments(db, batch["id"])
+    assigned = store.assigned_per_annotator(db, batch["id"])
     labels = store.batch_labels(db, batch["id"])
     items = store.items_by_id(db, {label["item"] for label in labels if label["is_gold"]})
     rows = []
-    for name in sorted({a["annotator"] for a in assignments}):
-        mine = [a for a in assignments if a["annotator"] == name]
+    for name in sorted(assigned):
         answered = [lab for lab in labels if lab["annotator"] == name]
         seconds = [
             lab["seconds"] for lab in answered if lab["seconds"] is not None and not lab["simulated"]
@@ -44,7 +43,7 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
             {
                 "annotator": name,
                 "done": len(answered),
-                "remaining": len(mine) - len(answered),
+                "remaining": assigned[name] - len(answered),
                 "median_seconds": statistics.median(seconds) if seconds else None,
                 "gold_n": len(gold),
                 "gold_accuracy": 100.0 * sum(gold) / len(gold) if gold else None,
@@ -75,10 +74,10 @@ def _question_words(db: sqlite_utils.Database, batch: store.BatchRow) -> dict[st
     """Each question of the batch's task in the words of its items ("rank of the negative caption",
     not rank_2): the questions name caption roles, which are the same on every item of a dataset."""
     task = task_type(batch["task"])
-    assignments = store.batch_assignments(db, batch["id"])
-    if task.question_words is None or not assignments:
+    first = store.first_assigned_item(db, batch["id"])
+    if task.question_words is None or first is None:
         return {q: q for q in task.questions}
-    item = store.items_by_id(db, [assignments[0]["item_id"]])[assignments[0]["item_id"]]
+    item = store.items_by_id(db, [first])[first]
     return {q: task.question_words(item, q) for q in task.questions}
 
 

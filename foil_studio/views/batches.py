@@ -391,7 +391,7 @@ st.caption(
     "Links are stored only as hashes, so they are shown once, when issued. Each annotator got one when the batch was "
     "created; a lost link is issued again here (the earlier ones kept, or revoked if a link leaked)."
 )
-holders = sorted({a["annotator"] for a in store.batch_assignments(db, batch_row["id"])})
+holders = list(store.assigned_per_annotator(db, batch_row["id"]))
 if holders:
     left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
     who = left.selectbox("Annotator", holders, key="relink_name")

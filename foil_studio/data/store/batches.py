@@ -107,6 +107,24 @@ def batch_assignments(db: sqlite_utils.Database, batch_id: int) -> list[dict[str
     )
 
 
+def assigned_per_annotator(db: sqlite_utils.Database, batch_id: int) -> dict[str, int]:
+    """Annotator name -> how many assignments of a batch they hold, answered or not (counted in
+    SQL: a 5,000-item health batch's 15,000 rows read as dicts took 0.1 s on every page rerun)."""
+    return dict(
+        db.execute(
+            "SELECT annotators.name, COUNT(*) FROM assignments a JOIN annotators ON annotators.id = a.annotator_id"
+            " WHERE a.batch_id = ? GROUP BY annotators.name ORDER BY annotators.name",
+            [batch_id],
+        ).fetchall()
+    )
+
+
+def first_assigned_item(db: sqlite_utils.Database, batch_id: int) -> int | None:
+    """The item of a batch's first assignment (None for a batch with none)."""
+    row = db.execute("SELECT item_id FROM assignments WHERE batch_id = ? ORDER BY id LIMIT 1", [batch_id]).fetchone()
+    return None if row is None else int(row[0])
+
+
 def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict[str, Any]]:
     """The batches holding work for one annotator, with their progress. The counts are grouped
     before the join: grouped after it, every assignment's row carried its batch's config into a
