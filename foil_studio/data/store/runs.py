@@ -250,26 +250,69 @@ def keep_run_copies(db: sqlite_utils.Database, dataset_id: int) -> int:
     return len(stale)
 
 
+# Rows of a run read at a time: a million rows fetched at once held 0.5 GB on top of the columns.
+RUN_PAGE = 100_000
+
+
 def _read_run_columns(db: sqlite_utils.Database, run_id: int, truth_flag: str | None = None) -> RunColumns:
-    """A run's columns read from its score rows, decoded in bulk."""
+    """A run's columns read from its score rows, a page of `RUN_PAGE` rows at a time by item id,
+    each page decoded in bulk."""
     subset = f" AND {truth_flag_condition(db, truth_flag, 'items')}" if truth_flag else ""
-    rows = db.execute(
+    sql = (
         "SELECT scores.item_id, items.kind, items.category, scores.scores, scores.outcome, "
         + dialect.json_text(db, "items.meta", "groups")
-        + f" FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ?{subset} ORDER BY "
-        "scores.item_id",
-        [run_id],
-    ).fetchall()
-    ids, kinds, categories, scores, outcomes, groups = zip(*rows) if rows else ((), (), (), (), (), ())
+        + " FROM scores JOIN items ON items.id = scores.item_id WHERE scores.run_id = ? AND scores.item_id > ?"
+        + f"{subset} ORDER BY scores.item_id LIMIT ?"
+    )
+    pages, last = [], -1
+    while True:
+        rows = db.execute(sql, [run_id, last, RUN_PAGE]).fetchall()
+        if rows:
+            pages.append(_page_columns(rows))
+        if len(rows) < RUN_PAGE:
+            break
+        last = rows[-1][0]
+    run_type = db.execute("SELECT run_type FROM runs WHERE id = ?", [run_id]).fetchone()[0]
+    if not pages:
+        return RunColumns(run_type, np.array([], dtype=np.int64), np.array([], dtype=str), np.array([], dtype=str), None, [], [])
     return RunColumns(
-        run_type=db.execute("SELECT run_type FROM runs WHERE id = ?", [run_id]).fetchone()[0],
+        run_type=run_type,
+        item_ids=np.concatenate([page.item_ids for page in pages]),
+        kinds=np.concatenate([page.kinds for page in pages]),
+        categories=np.concatenate([page.categories for page in pages]),
+        scores=_joined_scores([page.scores for page in pages]),
+        outcomes=[outcome for page in pages for outcome in page.outcomes],
+        groups=[group for page in pages for group in page.groups],
+    )
+
+
+def _page_columns(rows: list[tuple[Any, ...]]) -> RunColumns:
+    """One page of a run's rows as columns (its run type left blank)."""
+    ids, kinds, categories, scores, outcomes, groups = zip(*rows)
+    return RunColumns(
+        run_type="",
         item_ids=np.array(ids, dtype=np.int64),
         kinds=np.array(kinds, dtype=str),
         categories=np.array(categories, dtype=str),
-        scores=_score_array(scores) if rows and None not in scores else None,
+        scores=None if None in scores else _score_array(scores),
         outcomes=[None if o is None else json.loads(o) for o in outcomes],
         groups=[None if g is None else json.loads(g) for g in groups],
     )
+
+
+def _joined_scores(pages: list[np.ndarray | None]) -> np.ndarray | None:
+    """The pages' score arrays as one (None if an item of any page has no scores); retrieval rows
+    of different lengths padded with NaN, as `_score_array` pads within a page."""
+    if any(page is None for page in pages):
+        return None
+    arrays = cast(list[np.ndarray], pages)
+    if len({array.shape[1:] for array in arrays}) == 1:
+        return np.concatenate(arrays)
+    if any(array.ndim != 2 for array in arrays):
+        shapes = sorted({array.shape[1:] for array in arrays})
+        raise StoreError(f"scores of one run have different shapes ({shapes[0]} and others); score one item kind per run")
+    width = max(array.shape[1] for array in arrays)
+    return np.concatenate([np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=np.nan) for array in arrays])
 
 
 def _columns_as_bytes(columns: RunColumns) -> bytes:
