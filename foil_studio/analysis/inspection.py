@@ -218,8 +218,8 @@ def gap_histogram(tables: Mapping[str, pd.DataFrame], gap: str, *, bins: int = 4
     edges = np.histogram_bin_edges(values[np.isfinite(values)], bins=bins)
     rows = []
     for run, table in tables.items():
-        for category, part in table.groupby("category"):
-            counts, _ = np.histogram(part[gap].to_numpy(dtype=float), bins=edges)
+        for category, part in category_parts(table, gap):
+            counts, _ = np.histogram(part, bins=edges)
             rows.append(
                 pd.DataFrame(
                     {"run": run, "category": category, "left": edges[:-1], "right": edges[1:], "count": counts}
@@ -232,11 +232,21 @@ def gap_histogram(tables: Mapping[str, pd.DataFrame], gap: str, *, bins: int = 4
 def shares_below_zero(tables: Mapping[str, pd.DataFrame], gap: str) -> pd.DataFrame:
     """Per run and category, the percent of items whose `gap` is at or below zero."""
     rows = [
-        {"run": run, "category": category, "% at or below zero": share_below_zero(part[gap])}
+        {"run": run, "category": category, "% at or below zero": share_below_zero(pd.Series(part))}
         for run, table in tables.items()
-        for category, part in table.groupby("category")
+        for category, part in category_parts(table, gap)
     ]
     return pd.DataFrame(rows)
+
+
+def category_parts(table: pd.DataFrame, column: str) -> list[tuple[str, np.ndarray]]:
+    """(category, its items' `column` as floats) per category of a run's table, categories sorted
+    (`groupby("category")`'s parts, split by integer codes: grouping a million strings took 0.2 s)."""
+    codes, names = pd.factorize(table["category"], sort=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    values = table[column].to_numpy(dtype=float)[order]
+    return [(str(name), values[bounds[number] : bounds[number + 1]]) for number, name in enumerate(names)]
 
 
 @dataclass(frozen=True)

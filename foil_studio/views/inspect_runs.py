@@ -66,20 +66,18 @@ def human_outcomes(_db: sqlite_utils.Database, db_path: str, dataset: str, finge
 # took most of a rerun (0.5 to 1 s at a million items); st.plotly_chart only reads it
 @st.cache_resource(max_entries=16, show_spinner=False)
 def gap_figure(
-    _db: sqlite_utils.Database,
+    _tables: dict[str, pd.DataFrame],
     db_path: str,
     dataset: str,
-    run_a: str,
-    run_b: str | None,
+    runs: tuple[str, ...],
     gap: str,
     fingerprint: str,
     subset: str | None,
 ) -> go.Figure:
-    """The score-gap histogram of run A (and B), a facet per category titled with each run's
-    share of items at or below zero."""
-    table_a = item_table(_db, db_path, dataset, run_a, fingerprint, subset)
-    table_b = item_table(_db, db_path, dataset, run_b, fingerprint, subset) if run_b else None
-    tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
+    """The score-gap histogram of the runs' tables (`_tables`, run -> `item_table`: named by the
+    arguments after it, which key the cache), a facet per category titled with each run's share of
+    items at or below zero."""
+    tables = _tables
     shares = inspection.shares_below_zero(tables, gap)
     # one line per run in each facet title (two runs' shares side by side ran into the next facet)
     titles = {
@@ -191,7 +189,8 @@ if not gaps:
     st.info(f"{text.md(run_a)} holds imported decisions, not scores: no gaps to plot.")
 else:
     gap = st.selectbox("Gap", gaps, key=f"gap:{dataset}")
-    figure = gap_figure(db, db_path, dataset, run_a, run_b, gap, fingerprint, subset)
+    tables = {run_a: table_a} | ({run_b: table_b} if table_b is not None and gap in table_b else {})
+    figure = gap_figure(tables, db_path, dataset, tuple(tables), gap, fingerprint, subset)
     event = st.plotly_chart(figure, key=f"gap_hist:{dataset}", on_select="rerun", selection_mode="box")
     st.caption(
         "Facet titles give each run's share of items at or below zero (the failures). Draw a box on the chart, or use "

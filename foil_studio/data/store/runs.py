@@ -217,10 +217,13 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
     JSON), made from the rows when the run's scores have changed since (`keep_run_copies`)."""
     if truth_flag:
         return _read_run_columns(db, run_id, truth_flag)
-    version, copy = db.execute(
+    sql = (
         "SELECT runs.version, c.columns FROM runs LEFT JOIN run_copies c ON c.run_id = runs.id"
-        " AND c.version = runs.version WHERE runs.id = ?",
-        [run_id],
+        " AND c.version = runs.version WHERE runs.id = ?"
+    )
+    postgres = dialect.is_postgres(db)
+    version, copy = (
+        cast(Any, db.conn).execute(sql, [run_id], binary=True) if postgres else db.execute(sql, [run_id])
     ).fetchone()
     if copy is not None:
         return _columns_from_bytes(bytes(copy))
@@ -274,7 +277,9 @@ def _read_run_columns(db: sqlite_utils.Database, run_id: int, truth_flag: str | 
         last = rows[-1][0]
     run_type = db.execute("SELECT run_type FROM runs WHERE id = ?", [run_id]).fetchone()[0]
     if not pages:
-        return RunColumns(run_type, np.array([], dtype=np.int64), np.array([], dtype=str), np.array([], dtype=str), None, [], [])
+        return RunColumns(
+            run_type, np.array([], dtype=np.int64), np.array([], dtype=str), np.array([], dtype=str), None, [], []
+        )
     return RunColumns(
         run_type=run_type,
         item_ids=np.concatenate([page.item_ids for page in pages]),
@@ -310,9 +315,13 @@ def _joined_scores(pages: list[np.ndarray | None]) -> np.ndarray | None:
         return np.concatenate(arrays)
     if any(array.ndim != 2 for array in arrays):
         shapes = sorted({array.shape[1:] for array in arrays})
-        raise StoreError(f"scores of one run have different shapes ({shapes[0]} and others); score one item kind per run")
+        raise StoreError(
+            f"scores of one run have different shapes ({shapes[0]} and others); score one item kind per run"
+        )
     width = max(array.shape[1] for array in arrays)
-    return np.concatenate([np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=np.nan) for array in arrays])
+    return np.concatenate(
+        [np.pad(array, ((0, 0), (0, width - array.shape[1])), constant_values=np.nan) for array in arrays]
+    )
 
 
 def _columns_as_bytes(columns: RunColumns) -> bytes:
