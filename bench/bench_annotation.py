@@ -257,10 +257,39 @@ def compare_engines(path: Path, folder: Path, workers: list[int], answers: int, 
         server.stop()
 
 
+# Every websocket message the page receives, with the page's clock and its size, and each key
+# press's time: where a key press's wait goes (the server's messages, then the browser's drawing).
+WATCH_MESSAGES = """
+(() => { const Socket = window.WebSocket; window.__messages = []; window.__presses = [];
+  function Watched(...args) { const socket = new Socket(...args);
+    socket.addEventListener("message", (event) => window.__messages.push([performance.now(), event.data.size || event.data.byteLength || event.data.length || 0]));
+    return socket; }
+  Watched.prototype = Socket.prototype;
+  for (const state of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) Watched[state] = Socket[state];
+  window.WebSocket = Watched;
+  window.addEventListener("keydown", (event) => { if (/^[1-9]$/.test(event.key) && !event.repeat) window.__presses.push(performance.now()); }, true);
+})();
+"""  # noqa: E501
+
+
+def message_breakdown(presses: list[float], swaps: list[float], messages: list[list[float]]) -> dict[str, list[float]]:
+    """Per key press: seconds to the last server message before the whole item was on screen, that
+    run's messages and kilobytes (the rest of the wait is the browser's drawing and decoding)."""
+    out: dict[str, list[float]] = {"last message": [], "messages": [], "kB": []}
+    for pressed, waited in zip(presses, swaps, strict=False):
+        during = [(at, size) for at, size in messages if pressed <= at <= pressed + waited]
+        if during:
+            out["last message"].append((during[-1][0] - pressed) / 1000)
+            out["messages"].append(len(during))
+            out["kB"].append(sum(size for _, size in during) / 1000)
+    return out
+
+
 def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) -> tuple[list[float], dict]:
     """Seconds from each key press to the next whole item on screen (every caption and image, the
-    images decoded), for one annotator in Chromium on 640x480 JPEGs as COCO's; and the frame
-    counts of `WATCH_ITEMS` (screens with two items' stimuli, or an image not yet decoded)."""
+    images decoded), for one annotator in Chromium on 640x480 JPEGs as COCO's; the frame counts of
+    `WATCH_ITEMS` (screens with two items' stimuli, or an image not yet decoded); and under
+    "breakdown" when each press's last server message arrived (`message_breakdown`)."""
     from playwright.sync_api import expect, sync_playwright
 
     from foil_studio.data.demo_photos import photo_dataset
@@ -277,7 +306,9 @@ def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) ->
     token = created["annotators"][0]["token"]
     with streamlit_server(path, folder / "streamlit.log") as base, sync_playwright() as playwright:
         browser = launch(playwright)
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(WATCH_MESSAGES)
+        page = context.new_page()
         page.goto(f"{base}/?token={token}")
         start_queue(page, expect)
         wait_idle(page, expect)
@@ -290,8 +321,11 @@ def round_trip(path: Path, folder: Path, n_items: int, reading_ms: int = 700) ->
             page.keyboard.press("1")
             page.wait_for_function(f"window.__items.swaps.length > {answered}", timeout=30_000)
         frames = page.evaluate("window.__items")
+        presses, messages = page.evaluate("window.__presses"), page.evaluate("window.__messages")
         browser.close()
-    return [ms / 1000 for ms in frames["swaps"]], frames
+    swaps = frames["swaps"]
+    frames["breakdown"] = message_breakdown(presses[-len(swaps) :] if swaps else [], swaps, messages)
+    return [ms / 1000 for ms in swaps], frames
 
 
 def main() -> int:
@@ -344,6 +378,11 @@ def main() -> int:
         say(
             f"browser: {frames['frames']} frames watched; with two items' stimuli at once: {frames['mixed']}; "
             f"with an image not yet decoded: {frames['partial']}"
+        )
+        parts = frames["breakdown"]
+        say(
+            f"browser: key press -> the run's last message: {percentiles(parts['last message'])}; "
+            f"messages per press p50 {np.median(parts['messages']):.0f}, {np.median(parts['kB']):.0f} kB"
         )
     return 0
 

@@ -638,3 +638,15 @@ def test_the_cli_report_fits_the_blind_audit_once_and_says_so(demo_db, tmp_path)
     assert "fitting the blind text-only audit" in first.stderr and "Blind text-only scorers" in first.stdout
     again = run_cli("health", "report", DATASET, "--bootstrap", "50", db=store.location(demo_db))
     assert "fitting the blind" not in again.stderr and again.stdout == first.stdout
+
+
+def test_credits_at_looks_up_the_asked_items_and_refuses_a_run_that_missed_one():
+    from foil_studio.annotate.health.sample import credits_at
+
+    ids, credits = np.array([2, 5, 9]), np.array([1.0, 0.5, 0.0])
+    assert credits_at(ids, credits, [9, 2]) == {9: 0.0, 2: 1.0}
+    assert credits_at(ids, credits, [2, 6]) is None  # between two scored items
+    assert credits_at(ids, credits, [10]) is None and credits_at(ids, credits, [1]) is None  # past either end
+    assert credits_at(ids, credits, []) == {}
+    assert credits_at(np.array([], dtype=np.int64), np.array([]), [3]) is None
+    assert credits_at(np.array([], dtype=np.int64), np.array([]), []) == {}

@@ -32,10 +32,11 @@ from foil_studio.annotate.health.sample import (
     HealthError,
     HealthSample,
     by_strata,
+    credits_at,
     item_outcomes,
     read_sample,
     recorded_bins,
-    run_credits,
+    run_credit_columns,
 )
 from foil_studio.data import store
 from foil_studio.data.item_kinds import VERDICT_KEYS, TruthKey
@@ -414,23 +415,25 @@ def _leaderboard(
 ) -> dict[str, Any] | None:
     """Published (all items) against valid-item accuracy per run, with paired differences."""
     names = list(runs) if runs else [r["run"] for r in store.list_runs(db, dataset)]
-    credit: dict[str, dict[int, float]] = {}
+    columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     skipped: dict[str, str] = {}
     for name in names:
         try:
-            credit[name] = run_credits(db, dataset, name, ties)
+            columns[name] = run_credit_columns(db, dataset, name, ties)
         except (UnsupportedRunError, store.NotFoundError) as error:
             if runs:
                 raise
             skipped[name] = str(error)
     items = sorted(i for i in outcomes if drawn[i] in decided)
-    scored = [name for name in credit if all(i in credit[name] for i in items)]
-    skipped.update({n: "did not score every drawn item" for n in credit if n not in scored})
+    found = {name: credits_at(*columns[name], items) for name in columns}
+    credit = {name: given for name, given in found.items() if given is not None}
+    scored = list(credit)
+    skipped.update({n: "did not score every drawn item" for n in columns if n not in scored})
     if not scored:
         return {"runs": [], "skipped": skipped}
     if not any(outcomes[i] == "valid" for i in items):  # 0 of 0: no accuracy on valid items, not nan
         return {"runs": [], "skipped": skipped, "undefined": NO_VALID_ITEM}
-    published = [float(np.mean(list(credit[name].values()))) for name in scored]  # the all-items accuracy
+    published = [float(np.mean(columns[name][1])) for name in scored]  # the all-items accuracy
     board = h.valid_accuracy(
         [drawn[i] for i in items],
         np.array([outcomes[i] == "valid" for i in items]),

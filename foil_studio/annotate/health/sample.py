@@ -647,7 +647,25 @@ def create_sample_batch(
 
 def run_credits(db: sqlite_utils.Database, dataset: str, run: str, ties: str | None = None) -> dict[int, float]:
     """Each scored item's credit on the run's headline metric (ties by the benchmark's rule)."""
+    ids, credits = run_credit_columns(db, dataset, run, ties)
+    return dict(zip(ids.tolist(), credits.tolist()))
+
+
+def run_credit_columns(
+    db: sqlite_utils.Database, dataset: str, run: str, ties: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`run_credits` as two arrays, the item ids ascending: a million items' credits without a
+    dict of a million entries (0.4 s) where only a few are looked up (`credits_at`)."""
     loaded = load_run(db, dataset, run)
     rule = ties or source_format(db, dataset).ties
-    credits = run_family(loaded).credits(loaded, rule)
-    return dict(zip(loaded.item_ids.tolist(), credits.tolist()))
+    return loaded.item_ids, np.asarray(run_family(loaded).credits(loaded, rule), dtype=float)
+
+
+def credits_at(ids: np.ndarray, credits: np.ndarray, items: Sequence[int]) -> dict[int, float] | None:
+    """Item -> credit for `items` out of `run_credit_columns`' arrays; None if the run scored not
+    every one of them."""
+    wanted = np.asarray(items, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, wanted), max(len(ids) - 1, 0))
+    if len(wanted) and (not len(ids) or not bool(np.all(ids[at] == wanted))):
+        return None
+    return dict(zip(wanted.tolist(), credits[at].tolist())) if len(wanted) else {}
