@@ -11,8 +11,8 @@ import streamlit as st
 from foil_studio.analysis import metric_families, scorers  # noqa: F401
 from foil_studio.annotate import batches, crowd_studies, roles, task_types  # noqa: F401
 from foil_studio.data import formats, item_kinds, paths, plugins, store  # noqa: F401
-from foil_studio.views.registry import pages_for
 from foil_studio.views import warm_up
+from foil_studio.views.registry import pages_for
 from foil_studio.views.session import session_db
 
 st.set_page_config(page_title="Foil Studio", page_icon=":material/compare:", layout="wide")

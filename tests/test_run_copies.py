@@ -47,7 +47,11 @@ def test_groups_padded_scores_and_imported_decisions_survive_the_copy(fresh_db, 
     import_path(fresh_db, "whatsup", folder / "data", images=folder)
     right = [0.9, 0.1, 0.2, 0.3]
     # four captions for the controlled images, two for COCO's: rows padded with NaN in one array
-    put_run(fresh_db, "whatsup", {**{f"controlled_images_dataset/{n}": right for n in range(8)}, "coco_qa_one_obj/0": [0.6, 0.4]})
+    put_run(
+        fresh_db,
+        "whatsup",
+        {**{f"controlled_images_dataset/{n}": right for n in range(8)}, "coco_qa_one_obj/0": [0.6, 0.4]},
+    )
     import_path(fresh_db, "bivlc-results", fixtures / "bivlc" / "results" / "BiVLC_ViT-B-32.csv")
     for run_id in versions(fresh_db):
         served = store.run_columns(fresh_db, run_id)  # the whatsup run: copied on this first read

@@ -342,7 +342,7 @@ def _columns_as_bytes(columns: RunColumns) -> bytes:
         arrays[f"{name}_at"] = np.array(held, dtype=np.int64)
         arrays[f"{name}_json"] = np.array(json.dumps([values[number] for number in held]))
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, allow_pickle=False, **arrays)
     return buffer.getvalue()
 
 
