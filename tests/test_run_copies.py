@@ -108,3 +108,44 @@ def test_scores_written_again_replace_the_old_and_an_item_given_twice_keeps_its_
     with store.transaction(fresh_db):
         store.put_scores(fresh_db, run_id, [(first, [0.9, 0.1])])
     assert runs._read_run_columns(fresh_db, run_id).scores.tolist() == [[0.9, 0.1], [0.7, 0.8]]
+
+
+@pytest.mark.both_engines
+@pytest.mark.parametrize("page", [1, 2, 3])
+def test_a_run_read_a_few_rows_at_a_time_is_the_run_read_at_once(fresh_db, tmp_path, monkeypatch, page):
+    folder = whatsup_folder(tmp_path)
+    import_path(fresh_db, "whatsup", folder / "data", images=folder)
+    wide = {f"controlled_images_dataset/{n}": [0.9, 0.1 * n, 0.2, 0.3] for n in range(8)}
+    narrow = {f"coco_qa_one_obj/{n}": [0.6, 0.1 * n] for n in range(3)}
+    put_run(fresh_db, "whatsup", {**narrow, **wide})  # pages of two and of four captions: padded to four
+    run_id = store.get_run(fresh_db, "whatsup", "hand")["id"]
+    at_once = runs._read_run_columns(fresh_db, run_id)
+    monkeypatch.setattr(runs, "RUN_PAGE", page)
+    assert_same_columns(runs._read_run_columns(fresh_db, run_id), at_once)
+    assert at_once.scores.shape == (11, 4) and int(np.isnan(at_once.scores).sum()) == 2 * 3
+    assert len(at_once) == 11 and at_once.item_ids.tolist() == sorted(at_once.item_ids.tolist())
+
+
+def test_pages_of_scores_join_as_one_array_padded_or_refused():
+    two, four = np.ones((2, 2)), np.zeros((1, 4))
+    joined = runs._joined_scores([two, four, two])
+    assert joined.shape == (5, 4) and np.isnan(joined[:2, 2:]).all() and not np.isnan(joined[2]).any()
+    assert runs._joined_scores([two, None]) is None
+    assert runs._joined_scores([np.ones((2, 2, 2)), np.ones((1, 2, 2))]).shape == (3, 2, 2)
+    with pytest.raises(store.StoreError, match="different shapes"):
+        runs._joined_scores([np.ones((2, 2, 2)), two])
+
+
+@pytest.mark.both_engines
+def test_keep_run_copies_stores_only_the_copies_that_are_stale(fresh_db, tmp_path):
+    folder = whatsup_folder(tmp_path)
+    import_path(fresh_db, "whatsup", folder / "data", images=folder)
+    put_run(fresh_db, "whatsup", {"coco_qa_one_obj/0": [0.6, 0.4]})
+    put_run(fresh_db, "whatsup", {"coco_qa_one_obj/1": [0.6, 0.4]}, run="other")
+    dataset_id = store.get_dataset(fresh_db, "whatsup")["id"]
+    assert store.keep_run_copies(fresh_db, dataset_id) == 2 and copies(fresh_db) == versions(fresh_db)
+    assert store.keep_run_copies(fresh_db, dataset_id) == 0
+    put_run(fresh_db, "whatsup", {"coco_qa_one_obj/2": [0.1, 0.9]}, run="other")
+    assert store.keep_run_copies(fresh_db, dataset_id) == 1 and copies(fresh_db) == versions(fresh_db)
+    other = store.run_columns(fresh_db, store.get_run(fresh_db, "whatsup", "other")["id"])
+    assert other.scores.tolist() == [[0.6, 0.4], [0.1, 0.9]] and other.run_type == "scores"
