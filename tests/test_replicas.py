@@ -23,6 +23,7 @@ expect = async_api.expect
 
 ANNOTATORS, ITEMS_EACH, OVERLAP = 50, 2, 2
 AT_ONCE = 8  # browser pages open together (two cores run Chromium, both servers and PostgreSQL; 12 took 219 s)
+UNREAD = None  # an acknowledged answer to an item whose caption the tab had no time to read
 KEYS = {"1": "negative_false", "2": "negative_true", "3": "unsure"}
 
 
@@ -45,13 +46,14 @@ async def annotate(page, link: str, name: str, key: str, acknowledged: list) -> 
     await _idle(page)
     if await start.is_visible():
         await start.click()
-    for done in range(ITEMS_EACH):
+    done = 0
+    while done < ITEMS_EACH:
         await expect(page.get_by_text(f"{done} of {ITEMS_EACH} done")).to_be_visible(timeout=90_000)
         await _idle(page)  # the item's caption is redrawn after the progress count
         shown = (await page.get_by_text(re.compile(r"^altered caption: ")).inner_text()).removeprefix(
             "altered caption: "
         )
-        moved_on = page.get_by_text(f"{done + 1} of {ITEMS_EACH} done")
+        moved_on = page.get_by_text(re.compile(rf"^[{done + 1}-{ITEMS_EACH}] of {ITEMS_EACH} done$"))
         refused = page.get_by_text(re.compile(r"^Not stored\. "))
         for _ in range(
             5
@@ -69,7 +71,13 @@ async def annotate(page, link: str, name: str, key: str, acknowledged: list) -> 
             if await moved_on.is_visible():
                 break
         await expect(moved_on).to_be_visible(timeout=90_000)
+        now = int((await moved_on.inner_text()).split()[0])
         acknowledged.append((name, shown, KEYS[key]))
+        # The page went on between the check above and a press again (a loaded server's run arrived
+        # in that instant): that press answered the next item, on screen when it reached the server,
+        # whose caption the tab never read.
+        acknowledged.extend((name, UNREAD, KEYS[key]) for _ in range(now - done - 1))
+        done = now
 
 
 async def _idle(page) -> None:
@@ -128,6 +136,9 @@ def test_fifty_annotators_on_two_servers_store_every_acknowledged_answer_once(re
     stored = Counter(
         (label["annotator"], items[label["item"]]["captions"][1], label["answer"]["answer"]) for label in labels
     )
-    assert stored == Counter(acknowledged)  # every acknowledged answer, on the item shown, once; nothing else
+    read = Counter(entry for entry in acknowledged if entry[1] is not UNREAD)
+    assert read <= stored  # every acknowledged answer, on the item shown, once
+    unread = Counter((name, answer) for name, caption, answer in acknowledged if caption is UNREAD)
+    assert Counter((name, answer) for name, _, answer in (stored - read).elements()) == unread  # nothing else
     assert set(Counter(label["item"] for label in labels).values()) == {OVERLAP}  # exact overlap
     assert [a["done"] for a in store.batch_assignments(db, batch_id)] == [1] * len(labels)
