@@ -25,10 +25,16 @@ def config_flags(config: Path = CONFIG) -> list[str]:
     only from the working directory, which an installed app does not control).
 
     >>> config_flags()
-    ['--client.toolbarMode=minimal', '--server.fileWatcherType=none']
+    ['--client.toolbarMode=minimal', '--runner.postScriptGC=false', '--server.fileWatcherType=none']
     """
     settings = tomllib.loads(config.read_text())
-    return [f"--{section}.{key}={value}" for section, values in settings.items() for key, value in values.items()]
+    flags = [(section, key, value) for section, values in settings.items() for key, value in values.items()]
+    return [f"--{section}.{key}={_flag_value(value)}" for section, key, value in flags]
+
+
+def _flag_value(value: object) -> str:
+    """A setting as Streamlit's command line spells it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def streamlit_command(python: str, port: int, address: str | None = None) -> list[str]:
