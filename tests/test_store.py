@@ -72,6 +72,18 @@ def test_deleting_a_dataset_removes_its_items(fresh_db):
 
 
 @pytest.mark.both_engines
+def test_run_names_are_a_datasets_runs_in_creation_order_as_list_runs_has_them(fresh_db):
+    with store.transaction(fresh_db):
+        for dataset in ("first", "second", "empty"):
+            store.ensure_dataset(fresh_db, dataset, "jsonl")
+        for dataset, run in (("second", "zeta"), ("first", "beta"), ("second", "alpha"), ("first", "gamma")):
+            store.ensure_run(fresh_db, store.get_dataset(fresh_db, dataset)["id"], run, run_type="scores")
+    assert store.run_names(fresh_db, "second") == ["zeta", "alpha"]  # made first, listed first: not by name
+    for dataset in ("first", "second", "empty", "never-imported"):
+        assert store.run_names(fresh_db, dataset) == [r["run"] for r in store.list_runs(fresh_db, dataset)]
+
+
+@pytest.mark.both_engines
 def test_identical_rows_in_one_file_are_kept_apart_and_stable(fresh_db):
     twin = Item("triple", "vl_attr", "r", ("walking elephant", "jumping elephant", "strolling elephant"), ("e.jpg",))
     with store.transaction(fresh_db):

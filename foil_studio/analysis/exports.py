@@ -55,21 +55,16 @@ def export_dataset(
         "format": fmt,
         **named,
         "n_items": len(items),
-        "runs": sorted(per_instance_runs(db, dataset)),
+        "runs": sorted(store.run_names(db, dataset)),
         "files": files,
     }
-
-
-def per_instance_runs(db: sqlite_utils.Database, dataset: str) -> list[str]:
-    """Names of the runs of a dataset, in creation order."""
-    return [run["run"] for run in store.list_runs(db, dataset)]
 
 
 def per_instance_results(db: sqlite_utils.Database, dataset: str) -> dict[int, dict[str, dict[str, Any]]]:
     """Item id -> run -> {correct, scores}: each run's decision and raw similarities per item."""
     results: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     ties = source_format(db, dataset).ties
-    for run in per_instance_runs(db, dataset):
+    for run in store.run_names(db, dataset):
         columns = store.run_columns(db, store.get_run(db, dataset, run)["id"])
         try:
             table = run_table(columns, ties)

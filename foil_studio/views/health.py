@@ -58,7 +58,7 @@ def draw_form(first: bool) -> None:
                 health.TARGETS,
                 format_func=lambda t: {"share": "the invalid share", "rank": "a pair's order"}[t],
             )
-            run_names = [r["run"] for r in store.list_runs(db, dataset)]
+            run_names = store.run_names(db, dataset)
             runs = tuple(st.multiselect("The pair of runs (for a pair's order)", run_names, max_selections=2))
             sets = [s["name"] for s in store.list_prediction_sets(db, dataset)]
             if sets:

@@ -168,7 +168,7 @@ if not with_runs:
     st.info("No runs yet.")
     st.stop()
 dataset = st.selectbox("Dataset", with_runs, key=BOX.key)
-runs = [r["run"] for r in store.list_runs(db, dataset)]
+runs = store.run_names(db, dataset)
 left, right = st.columns(2)
 run_a = left.selectbox("Run A", runs, key=f"run_a:{dataset}")
 run_b = right.selectbox("Run B (optional)", ["(none)", *[r for r in runs if r != run_a]], key=f"run_b:{dataset}")
@@ -257,9 +257,7 @@ if others and st.toggle(
 ):
     left, right = st.columns(2)
     other = left.selectbox("Other dataset", others, key=f"link_dataset:{dataset}")
-    other_run = right.selectbox(
-        "Its run", [r["run"] for r in store.list_runs(db, other)], key=f"link_run:{dataset}:{other}"
-    )
+    other_run = right.selectbox("Its run", store.run_names(db, other), key=f"link_run:{dataset}:{other}")
     try:
         linked_table, linked = compare_linked(
             db, db_path, dataset, run_a, other, other_run, (fingerprint, store.dataset_fingerprint(db, other))

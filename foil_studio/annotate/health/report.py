@@ -414,7 +414,7 @@ def _leaderboard(
     seed: int,
 ) -> dict[str, Any] | None:
     """Published (all items) against valid-item accuracy per run, with paired differences."""
-    names = list(runs) if runs else [r["run"] for r in store.list_runs(db, dataset)]
+    names = list(runs) if runs else store.run_names(db, dataset)
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     skipped: dict[str, str] = {}
     for name in names:

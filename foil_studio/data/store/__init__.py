@@ -203,6 +203,7 @@ from foil_studio.data.store.runs import (
     put_run_summary,
     put_scores,
     run_columns,
+    run_names,
     run_outcomes,
     update_run_meta,
 )
