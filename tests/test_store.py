@@ -11,6 +11,7 @@ import pytest
 
 from foil_studio.data import store
 from foil_studio.data.items import Item
+from foil_studio.data.store import dialect
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,6 +82,18 @@ def test_run_names_are_a_datasets_runs_in_creation_order_as_list_runs_has_them(f
     assert store.run_names(fresh_db, "second") == ["zeta", "alpha"]  # made first, listed first: not by name
     for dataset in ("first", "second", "empty", "never-imported"):
         assert store.run_names(fresh_db, dataset) == [r["run"] for r in store.list_runs(fresh_db, dataset)]
+
+
+@pytest.mark.both_engines
+def test_ordered_ids_are_ascending_and_empty_where_no_item_matches(fresh_db):
+    with store.transaction(fresh_db):
+        dataset_id = store.ensure_dataset(fresh_db, "ids", "jsonl")
+        items = [Item("pair", "add_obj" if n % 2 else "swap_att", str(n), (f"cat {n}", f"dog {n}")) for n in range(6)]
+        store.upsert_items(fresh_db, dataset_id, items)
+    odd = dialect.ordered_ids(fresh_db, "dataset_id = ? AND category = ?", [dataset_id, "add_obj"])
+    held = fresh_db.execute("SELECT id FROM items WHERE category = 'add_obj'").fetchall()
+    assert odd == sorted(row_id for (row_id,) in held) and len(odd) == 3
+    assert dialect.ordered_ids(fresh_db, "dataset_id = ?", [dataset_id + 1]) == []  # no rows: no array at all
 
 
 @pytest.mark.both_engines

@@ -220,10 +220,16 @@ def test_the_sampling_frame_is_read_off_the_index_after_a_large_import(fresh_db,
     monkeypatch.setattr(datasets, "SETTLED_AFTER", 11)
     import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", _records()), name="mine")
     dataset_id = store.get_dataset(fresh_db, "mine")["id"]
-    query = f"SELECT id FROM items WHERE dataset_id = {dataset_id} AND kind = 'pair' AND category = 'add_obj'"
+    where = f"dataset_id = {dataset_id} AND kind = 'pair' AND category = 'add_obj'"
+    query = f"SELECT id FROM items WHERE {where}"
     frame = store.item_strata(fresh_db, dataset_id, ["pair"])
-    assert sorted(frame) == ["add_obj", "swap_att"] and len(frame["add_obj"]) == 7
+    assert sorted(frame) == ["add_obj", "swap_att"]
+    assert (
+        frame["add_obj"] == [i for (i,) in fresh_db.execute(query + " ORDER BY id").fetchall()]
+        and len(frame["add_obj"]) == 7
+    )
     if engine == "postgresql":
+        query = f"SELECT array_agg(id ORDER BY id) FROM items WHERE {where}"  # the frame's ids in one array
         assert vacuumed()
         fresh_db.execute("SET enable_seqscan = off")  # 22 rows: the planner would rather read the table
         fresh_db.execute("SET enable_bitmapscan = off")

@@ -7,6 +7,7 @@ instead of ``INSERT OR REPLACE``, ``RETURNING id`` instead of ``lastrowid``, int
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 # Transaction-scoped advisory lock key of "the store's single writer" on PostgreSQL (any fixed number).
@@ -16,6 +17,22 @@ STORE_WRITE_LOCK = 0x466F696C  # "Foil"
 def is_postgres(db: Any) -> bool:
     """Whether `db` is a PostgreSQL store (``postgres.PostgresDatabase``) rather than SQLite."""
     return getattr(db, "engine", "sqlite") == "postgresql"
+
+
+def ordered_ids(db: Any, where: str, params: Sequence[Any]) -> list[int]:
+    """The ids of the items rows `where` holds, ascending. PostgreSQL sends them as one array in its
+    binary format (a million ids: 0.9 s as rows, 0.45 s so); SQLite reads its rows in process."""
+    if is_postgres(db):
+        sql = f"SELECT array_agg(id ORDER BY id) FROM items WHERE {where}"
+        (ids,) = binary_rows(db, sql, params).fetchone()
+        return list(ids or [])
+    return [row_id for (row_id,) in db.execute(f"SELECT id FROM items WHERE {where} ORDER BY id", params).fetchall()]
+
+
+def binary_rows(db: Any, sql: str, params: Sequence[Any]) -> Any:
+    """The cursor of `sql`, its values in PostgreSQL's binary format where the store is one (bytea
+    and arrays arrive without being parsed from text); SQLite's cursor otherwise."""
+    return db.conn.execute(sql, params, binary=True) if is_postgres(db) else db.execute(sql, params)
 
 
 def json_text(db: Any, column: str, key: str) -> str:

@@ -229,10 +229,7 @@ def run_columns(db: sqlite_utils.Database, run_id: int, *, truth_flag: str | Non
         "SELECT runs.version, c.columns FROM runs LEFT JOIN run_copies c ON c.run_id = runs.id"
         " AND c.version = runs.version WHERE runs.id = ?"
     )
-    postgres = dialect.is_postgres(db)
-    version, copy = (
-        cast(Any, db.conn).execute(sql, [run_id], binary=True) if postgres else db.execute(sql, [run_id])
-    ).fetchone()
+    version, copy = dialect.binary_rows(db, sql, [run_id]).fetchone()
     if copy is not None:
         return _columns_from_bytes(bytes(copy))
     columns = _read_run_columns(db, run_id)
