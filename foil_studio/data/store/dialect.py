@@ -1,4 +1,4 @@
-"""The few SQL fragments that differ between SQLite and PostgreSQL, chosen per connection.
+"""The few SQL fragments and fetches that differ between SQLite and PostgreSQL, chosen per connection.
 
 Everything else the store says is one text both engines read: ``ON CONFLICT ... DO UPDATE``
 instead of ``INSERT OR REPLACE``, ``RETURNING id`` instead of ``lastrowid``, integer 0/1 flags.
