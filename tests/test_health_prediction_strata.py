@@ -355,3 +355,24 @@ def test_ranking_with_one_outcome_only_is_not_judged_and_says_which_is_missing()
     assert ranks_better_than_chance([1, 1], [0.1, 0.5]).reason == "no decided item is valid yet: not judged"
     judged = ranks_better_than_chance([1, 1, 1, 0], [0.9, 0.8, 0.7, 0.1])
     assert judged.reason.startswith("AUC 1.00 on 4 decided items")
+
+
+def test_no_predictions_give_one_bin():
+    assert ps.cut_points([]) == [] and ps.cut_points(np.array([])) == []
+
+
+def test_a_bin_one_item_over_its_minimum_gets_that_item_from_neymans_share():
+    """3 and 100 items, both planned at 50%, 40 answers: 2 each first, then 36 by N_h S_h (1.5 and
+    50): the small bin's share, 1.05, takes its last undrawn item; the rest goes to the other."""
+    assert ps.allocate_bins({0: 3, 1: 100}, {0: 0.5, 1: 0.5}, 40, {}) == {0: 3, 1: 37}
+
+
+def test_a_p_value_at_the_level_ranks_better_than_chance():
+    """One invalid item predicted above 19 valid ones: Mann-Whitney's exact one-sided p-value is
+    1/20, the 5% level itself, which a test at 5% rejects (p <= level)."""
+    from scipy import stats
+
+    predicted = [0.9, *np.linspace(0.0, 0.5, 19)]
+    assert stats.mannwhitneyu([0.9], predicted[1:], alternative="greater").pvalue == 0.05
+    assert ps.ranks_better_than_chance([1] + [0] * 19, predicted).better
+    assert not ps.ranks_better_than_chance([1] + [0] * 19, predicted, level=0.049).better

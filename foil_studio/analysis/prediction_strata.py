@@ -160,4 +160,4 @@ def ranks_better_than_chance(outcomes: Sequence[float], predicted: Sequence[floa
     test = stats.mannwhitneyu(invalid, other, alternative="greater")
     auc = float(test.statistic) / (len(invalid) * len(other))
     said = f"AUC {auc:.2f} on {len(y)} decided items, one-sided p = {float(test.pvalue):.3f}"
-    return Ranking(bool(test.pvalue < level), said)
+    return Ranking(bool(test.pvalue <= level), said)  # a test at a level rejects at p equal to it
