@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from foil_studio import server
 from foil_studio.annotate import health, queues
 from foil_studio.annotate.simulation import simulate
 from foil_studio.cli.main import main as cli_main
@@ -134,6 +135,7 @@ def page_seconds(db_location: str, page: str, dataset_key: str) -> tuple[float, 
 
     os.environ["FOIL_DB"] = db_location
     os.environ["FOIL_ADMIN_TOKEN"] = "bench-admin-token"
+    server.use_app_settings()  # as served: no collection of every generation after each run
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "foil_studio" / "app.py"), default_timeout=600)
     at.query_params["token"] = "bench-admin-token"
     at.run()

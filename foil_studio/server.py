@@ -27,9 +27,22 @@ def config_flags(config: Path = CONFIG) -> list[str]:
     >>> config_flags()
     ['--client.toolbarMode=minimal', '--runner.postScriptGC=false', '--server.fileWatcherType=none']
     """
-    settings = tomllib.loads(config.read_text())
-    flags = [(section, key, value) for section, values in settings.items() for key, value in values.items()]
-    return [f"--{section}.{key}={_flag_value(value)}" for section, key, value in flags]
+    return [f"--{name}={_flag_value(value)}" for name, value in _settings(config)]
+
+
+def use_app_settings(config: Path = CONFIG) -> None:
+    """Give this process's Streamlit the app's settings, as `foil serve` gives them on its command
+    line: AppTest (the tests, the scale bench) then runs the pages as the server does."""
+    from streamlit import config as streamlit_config
+
+    for name, value in _settings(config):
+        streamlit_config.set_option(name, value)
+
+
+def _settings(config: Path) -> list[tuple[str, object]]:
+    """("section.key", value) of each setting in the app's Streamlit config file."""
+    sections = tomllib.loads(config.read_text())
+    return [(f"{section}.{key}", value) for section, values in sections.items() for key, value in values.items()]
 
 
 def _flag_value(value: object) -> str:

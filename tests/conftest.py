@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from foil_studio import server
 from foil_studio.annotate.task_types import REGISTRY as TASK_TYPE_REGISTRY
 from foil_studio.data import store
 from foil_studio.data.demo import DEMO_DATASETS, DemoConfig, install_demo
@@ -65,6 +66,7 @@ SLOW_FAMILIES = {
 
 
 def pytest_configure(config):
+    server.use_app_settings()  # AppTest runs the pages as `foil serve` does
     config.addinivalue_line("markers", "both_engines: run the test on SQLite and on PostgreSQL")
     for family, what in SLOW_FAMILIES.items():
         config.addinivalue_line("markers", f"{family}: the test {what} (and so is slow)")
@@ -161,9 +163,9 @@ def postgres():
     """A PostgreSQL server for this test session (started on first use, stopped at the end)."""
     from tests.postgres_support import session_server
 
-    server = session_server()
-    yield server
-    server.stop()
+    running = session_server()
+    yield running
+    running.stop()
 
 
 def _postgres_store(url: str, request, monkeypatch, tmp_path):

@@ -68,3 +68,12 @@ def test_the_app_starts_the_warm_up_after_drawing_a_page(app, monkeypatch):
     at = app(ADMIN)
     assert not at.exception and [t.value for t in at.title] == ["Datasets"]
     assert warm_up._started.is_set()
+
+
+def test_apptest_runs_the_pages_with_the_servers_settings():
+    """The suite's and the scale bench's AppTest pages run as `foil serve` runs them."""
+    from streamlit import config
+
+    server.use_app_settings()
+    assert config.get_option("runner.postScriptGC") is False
+    assert config.get_option("client.toolbarMode") == "minimal"
