@@ -110,11 +110,11 @@ def run_summaries(
     """Run name -> its metrics JSON (or ``{"note": why not}``) for every run of a dataset, with
     the same bootstrap (size and seed) as ``./foil metrics``: the app and the CLI show one number."""
     summaries: dict[str, dict[str, Any]] = {}
-    for run in store.list_runs(db, dataset):
+    for run in store.run_names(db, dataset):
         try:
-            summaries[run["run"]] = run_metrics(db, dataset, run["run"], n_boot=n_boot, subset=subset, ties=ties)
+            summaries[run] = run_metrics(db, dataset, run, n_boot=n_boot, subset=subset, ties=ties)
         except UnsupportedRunError as error:
-            summaries[run["run"]] = {"note": str(error)}
+            summaries[run] = {"note": str(error)}
     return summaries
 
 

@@ -136,14 +136,16 @@ def image_hashes(db: sqlite_utils.Database, dataset_id: int) -> dict[str, str]:
     return dict(db.execute(sql, [dataset_id]).fetchall())
 
 
+_RUNS_AND_DATASETS = " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
+
+
 def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[RunSummary]:
     """Runs with their dataset name, the precision they were scored in (None for imported
     results) and number of scored items, optionally of one dataset."""
     sql = (
         "SELECT runs.name AS run, datasets.name AS dataset, model, pretrained, runs.run_type AS run_type,"
         " runs.meta AS meta,"
-        " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items"
-        " FROM runs JOIN datasets ON datasets.id = runs.dataset_id"
+        " (SELECT COUNT(*) FROM scores WHERE scores.run_id = runs.id) AS n_items" + _RUNS_AND_DATASETS
     )
     rows = (
         db.query(sql + " ORDER BY runs.id")
@@ -156,8 +158,7 @@ def list_runs(db: sqlite_utils.Database, dataset: str | None = None) -> list[Run
 def run_names(db: sqlite_utils.Database, dataset: str) -> list[str]:
     """The names of a dataset's runs, in creation order (without `list_runs`' count of each run's
     scores: 0.14 s a run at a million scores on PostgreSQL)."""
-    sql = "SELECT runs.name FROM runs JOIN datasets ON datasets.id = runs.dataset_id WHERE datasets.name = ?"
-    sql += " ORDER BY runs.id"
+    sql = "SELECT runs.name" + _RUNS_AND_DATASETS + " WHERE datasets.name = ? ORDER BY runs.id"
     return [row[0] for row in db.execute(sql, [dataset]).fetchall()]
 
 
