@@ -216,7 +216,7 @@ class Studio:
     ) -> dict[str, Any]:
         """The benchmark health card's figures (`foil health report --json`); with `predictions`,
         the invalid shares also prediction-powered, beside the plain ones (`prediction_powered`);
-        `consensus` "majority" or "dawid-skene" (how validations become an item's outcome)."""
+        `consensus` "majority" or "dawid-skene" (how validations become an item's verdict)."""
         from foil_studio.annotate.health import health_report
 
         return health_report(

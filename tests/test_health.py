@@ -87,7 +87,7 @@ def test_outcomes_follow_the_majority_and_a_tie_is_ambiguous(demo_db):
             item = state.task.item_id
             answer = answers[item][position] if item in answers else "negative_false"
             assert submit_answer(demo_db, annotators[name], "health-1", state.task, {"answer": answer}, simulated=True)
-    outcomes = health.item_outcomes(demo_db, DATASET)
+    outcomes = health.item_verdicts(demo_db, DATASET)
     assert {item: outcomes[item] for item in answers} == {
         items[0]: "valid",
         items[1]: "invalid",
@@ -192,7 +192,7 @@ def test_on_the_demo_the_estimates_bracket_the_known_flawed_share(demo_db):
     score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="demo-clip")
     draw(demo_db, 100)
     simulate(demo_db, "health-1", accuracies=1.0, seed=0)
-    outcomes = health.item_outcomes(demo_db, DATASET)
+    outcomes = health.item_verdicts(demo_db, DATASET)
     rows = store.items_by_id(demo_db, outcomes)
     verdict = {i: negative_verdict(item_kinds.item_kind(r["kind"]).truth_keys, r["truth"]) for i, r in rows.items()}
     assert outcomes == verdict and len(outcomes) == 100
@@ -246,7 +246,7 @@ def test_valse_pieces_estimated_from_40_items_each_hold_the_crowds_share(fresh_d
     import_path(fresh_db, "valse", fixtures / "valse" / "data", name="valse")
     own = health.own_shares(fresh_db, "valse")
     assert own is not None and len(own["by_category"]) >= 10
-    assert [m["outcomes"] for m in own["measures"]] == ["invalid+ambiguous"]
+    assert [m["verdicts"] for m in own["measures"]] == ["invalid+ambiguous"]
     truth = {c: t["counts"]["invalid+ambiguous"] / t["items"] for c, t in own["by_category"].items()}
     every = {r["id"]: r for r in store.list_items(fresh_db, store.get_dataset(fresh_db, "valse")["id"], limit=1 << 20)}
 
@@ -410,7 +410,7 @@ def test_a_rank_target_draws_where_the_two_runs_disagree(demo_db):
     score_dataset(demo_db, DATASET, load_model(ModelSpec("foil-demo-clip", "none"), device="cpu"), run="random")
     draw(demo_db, 70)
     simulate(demo_db, "health-1", accuracies=1.0, seed=0)
-    outcomes = health.item_outcomes(demo_db, DATASET)
+    outcomes = health.item_verdicts(demo_db, DATASET)
     drawn = health.drawn_items(demo_db, DATASET)
     credit = {}
     for run in ("trained", "random"):
@@ -444,7 +444,7 @@ def test_valse_not_valid_is_set_beside_our_invalid_or_ambiguous_share(fresh_db, 
     simulate(fresh_db, "valse-health", accuracies=0.75, seed=0)  # some ties and Unsure: ambiguous items
     report = health.health_report(fresh_db, "valse", n_boot=50)
     definition = "not valid: fewer than 2 of 3 crowd workers chose the caption"
-    assert report["own_verdicts"] == [{"outcomes": "invalid+ambiguous", "definition": definition}]
+    assert report["own_verdicts"] == [{"verdicts": "invalid+ambiguous", "definition": definition}]
     own = health.own_shares(fresh_db, "valse")["by_category"]
     assert sum(row["ambiguous"] for row in report["strata"]) > 0
     for row in report["strata"]:
@@ -476,7 +476,7 @@ def test_the_demo_sets_its_known_flaws_beside_the_invalid_share_and_its_ambiguou
     draw(demo_db, 35)
     simulate(demo_db, "health-1", accuracies=0.9, seed=0)
     report = health.health_report(demo_db, DATASET, n_boot=50)
-    assert [m["outcomes"] for m in report["own_verdicts"]] == ["invalid", "ambiguous"]
+    assert [m["verdicts"] for m in report["own_verdicts"]] == ["invalid", "ambiguous"]
     columns = list(health.strata_table(report)[0])
     flaws, ambiguous = (f"dataset's own % ({m['definition']})" for m in report["own_verdicts"])
     assert columns.index(flaws) == columns.index("invalid % (95% CI)") + 1
@@ -548,7 +548,7 @@ def test_with_no_valid_item_decided_the_leaderboard_says_why_instead_of_nan(demo
     assert "nan" not in card and "Accuracy on valid items: not yet defined (no decided item is valid yet" in card
 
 
-def test_dawid_skene_outcomes_are_crowd_kits_own_and_the_report_says_which_rule_made_them(demo_db):
+def test_dawid_skene_verdicts_are_crowd_kits_own_and_the_report_says_which_rule_made_them(demo_db):
     """Outcomes by Dawid-Skene are what crowd-kit's DawidSkene, called here on the batch's labels,
     gives each item; the counts per category follow them, and the methods paragraph names the rule."""
     import pandas as pd
@@ -568,8 +568,8 @@ def test_dawid_skene_outcomes_are_crowd_kits_own_and_the_report_says_which_rule_
     modelled = DawidSkene(n_iter=100).fit_predict(labels)
     expected = {int(item): health.VALIDATION.verdict_of_answer[answer] for item, answer in modelled.items()}
     sample = health.read_sample(demo_db, DATASET, "dawid-skene")
-    assert sample.outcomes == expected
-    majority = health.read_sample(demo_db, DATASET).outcomes
+    assert sample.verdicts == expected
+    majority = health.read_sample(demo_db, DATASET).verdicts
     assert majority != expected  # three annotators this noisy disagree on some items: the rule matters
     report = health.health_report(demo_db, DATASET, n_boot=50, consensus="dawid-skene")
     assert report["consensus"] == "dawid-skene" and OUTCOME_RULE["dawid-skene"] in report["methods"]
@@ -590,11 +590,11 @@ def test_an_unknown_consensus_is_refused(demo_db):
     assert refused.returncode == 2 and "invalid choice: 'vote'" in refused.stderr and refused.stderr.count("\n") == 1
 
 
-def test_dawid_skene_says_how_many_outcomes_it_decides_otherwise_than_the_majority(demo_db):
+def test_dawid_skene_says_how_many_verdicts_it_decides_otherwise_than_the_majority(demo_db):
     draw(demo_db, 60)
     simulate(demo_db, "health-1", accuracies={"ann-a": 0.95, "ann-b": 0.65, "ann-c": 0.55}, seed=3)
-    majority = health.read_sample(demo_db, DATASET).outcomes
-    modelled = health.read_sample(demo_db, DATASET, "dawid-skene").outcomes
+    majority = health.read_sample(demo_db, DATASET).verdicts
+    modelled = health.read_sample(demo_db, DATASET, "dawid-skene").verdicts
     differs = sum(majority.get(i) != o for i, o in modelled.items())
     report = health.health_report(demo_db, DATASET, n_boot=50, consensus="dawid-skene")
     assert report["differs_from_majority"] == differs > 0

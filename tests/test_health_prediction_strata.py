@@ -147,7 +147,7 @@ def test_the_report_takes_the_bins_as_strata_pinned_to_an_independent_stratified
     bins = health.batch_design(demo_db, "health-2")["bins"]
     predictions = store.get_predictions(demo_db, DATASET, "judge")
     truth = {row["id"]: row["invalid"] for row in frame_items(demo_db)}
-    outcomes = health.item_outcomes(demo_db, DATASET)
+    outcomes = health.item_verdicts(demo_db, DATASET)
     frame = health.sampling_frame(demo_db, DATASET)
     x, n, size, pseudo = [], [], [], []  # every bin of every category, from the design and the outcomes
     for category, items in frame.items():

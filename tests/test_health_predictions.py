@@ -412,9 +412,9 @@ def test_the_same_predictions_power_the_ambiguous_and_the_invalid_or_ambiguous_s
     sample = health.read_sample(demo_db, DATASET)
     values = store.get_predictions(demo_db, DATASET, "judge")
     for key, counted in (("ambiguous_share", {"ambiguous"}), ("invalid_or_ambiguous_share", {"invalid", "ambiguous"})):
-        decided = {c: sorted(i for i in sample.outcomes if sample.drawn[i] == c) for c in sorted(sample.frame)}
+        decided = {c: sorted(i for i in sample.verdicts if sample.drawn[i] == c) for c in sorted(sample.frame)}
         reference = powered_stratified_share(
-            {c: [sample.outcomes[i] in counted for i in items] for c, items in decided.items()},
+            {c: [sample.verdicts[i] in counted for i in items] for c, items in decided.items()},
             {c: [values[i] for i in items] for c, items in decided.items()},
             {c: [values[i] for i in sample.frame[c]] for c in decided},
         )

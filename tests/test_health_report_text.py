@@ -77,8 +77,8 @@ REPORT = {
         },
     ],
     "own_verdicts": [
-        {"outcomes": "invalid", "definition": "known flaw: the demo planted it"},
-        {"outcomes": "invalid+ambiguous", "definition": "not valid: fewer than 3 of 5 said valid"},
+        {"verdicts": "invalid", "definition": "known flaw: the demo planted it"},
+        {"verdicts": "invalid+ambiguous", "definition": "not valid: fewer than 3 of 5 said valid"},
     ],
     "strata": [
         {
@@ -162,7 +162,7 @@ DRAWN = (
     "caption (strata: its 2 categories; "
 )
 JUDGED = (
-    "Annotators judged whether the altered caption is wrong for the image; an item's outcome is the majority answer, "
+    "Annotators judged whether the altered caption is wrong for the image; an item's verdict is the majority answer, "
     "a tie or a majority of Unsure counting as ambiguous and an admin's decision winning. 45 of the 50 drawn items "
     "are decided"
 )
@@ -615,7 +615,7 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
     assert sizes == PIECES
     decided = sorted(c for c in sizes if counts.get(c, {}).get("decided", 0))
     assert decided == ["existence", "plurals", "relations"] and counts["relations"]["decided"] == 1
-    assert len(sample.outcomes) == 13 and len(sample.drawn) == 22
+    assert len(sample.verdicts) == 13 and len(sample.drawn) == 22
     assert report["dataset"] == dataset
     assert report["design"] == {
         "batches": [
@@ -668,7 +668,7 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
     assert own["by_category"] == {
         piece: {"items": n, "counts": {"invalid+ambiguous": not_valid[piece]}} for piece, n in sorted(PIECES.items())
     }
-    assert report["own_verdicts"] == own["measures"] and [m["outcomes"] for m in own["measures"]] == [
+    assert report["own_verdicts"] == own["measures"] and [m["verdicts"] for m in own["measures"]] == [
         "invalid+ambiguous"
     ]
 
@@ -701,13 +701,13 @@ def test_the_reports_figures_are_the_statistics_of_its_sample(fresh_db, tmp_path
         ).as_dict()
     assert report["overall"] == overall
 
-    items = sorted(sample.outcomes)
+    items = sorted(sample.verdicts)
     runs = ["alpha", "beta"]
     credit = {run: health.run_credits(fresh_db, dataset, run) for run in runs}
     published = [float(np.mean(list(credit[run].values()))) for run in runs]
     board = h.valid_accuracy(
         [sample.drawn[i] for i in items],
-        np.array([sample.outcomes[i] == "valid" for i in items]),
+        np.array([sample.verdicts[i] == "valid" for i in items]),
         np.array([[credit[run][i] for run in runs] for i in items]),
         {c: sizes[c] for c in decided},
         runs,
@@ -904,7 +904,7 @@ def test_outcomes_follow_the_answers_and_neyman_and_rank_draws_follow_the_spread
             item = state.task.item_id
             answer = answers[item][position] if item in answers else "negative_false"
             assert submit_answer(fresh_db, annotators[name], "h1", state.task, {"answer": answer}, simulated=True)
-    outcomes = health.item_outcomes(fresh_db, dataset)
+    outcomes = health.item_verdicts(fresh_db, dataset)
     expected = dict.fromkeys(items, "valid") | {
         items[1]: "invalid",
         items[2]: "ambiguous",

@@ -173,7 +173,7 @@ def _health_text(result: dict[str, Any]) -> str:
         "--consensus",
         choices=CONSENSUS,
         default="majority",
-        help="an item's outcome from its validations: the majority answer, or Dawid-Skene's estimate",
+        help="an item's verdict from its validations: the majority answer, or Dawid-Skene's estimate",
     ),
     arg(
         "--predictions",

@@ -134,7 +134,7 @@ with st.expander("Draw the next batch"):
     draw_form(first=False)
 
 consensus = st.radio(
-    "Item outcomes by",
+    "Item verdicts by",
     health.CONSENSUS,
     horizontal=True,
     key="health_consensus",
@@ -250,7 +250,7 @@ if health.powered_table(report):
         "answers together with the predictor's output on every item. To cite: the narrower of the two. AUC: "
         "how well the predictions order the decided items, invalid above valid (0.5 is chance, 1 perfect, "
         "whatever the scale). Mean f / observed: the average prediction beside the share people found (the "
-        "calibration). Agreement: how often f >= 0.5 matches people's outcome. Worth: how many human answers a "
+        "calibration). Agreement: how often f >= 0.5 matches people's verdict. Worth: how many human answers a "
         "plain interval as narrow as the one to cite would need (at most the items there are). With about 20 "
         "answers in a category the prediction-powered "
         "interval can be the wider even at full agreement: it adds two disagreements' worth and one item on each "

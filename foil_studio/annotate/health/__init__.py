@@ -1,6 +1,6 @@
 """Benchmark health over the store, in three steps: `sample` draws stratified samples of a
-dataset's negatives into validate_negative batches and reads each drawn item's outcome, `report`
-joins the outcomes with the runs into the report's figures, and `card` words them (methods
+dataset's negatives into validate_negative batches and reads each drawn item's verdict, `report`
+joins the verdicts with the runs into the report's figures, and `card` words them (methods
 paragraph, tables, Markdown). `analysis.health` has the statistics and their definitions.
 
 The names below are the package's face: pages, the CLI and the API import them from here.
@@ -59,7 +59,7 @@ from foil_studio.annotate.health.sample import (
     create_sample_batch,
     drawn_items,
     health_batches,
-    item_outcomes,
+    item_verdicts,
     plan_sample,
     read_sample,
     run_credits,
@@ -98,7 +98,7 @@ __all__ = [
     "health_batches",
     "health_report",
     "human_table",
-    "item_outcomes",
+    "item_verdicts",
     "leaderboard_table",
     "methods_paragraph",
     "own_shares",

@@ -17,12 +17,12 @@ def _percent(share: Mapping[str, Any]) -> str:
     return f"{100 * share['estimate']:.1f}% (95% CI {100 * low:.1f} to {100 * high:.1f})"
 
 
-# How the methods paragraph says an item's validations became its outcome, per `sample.CONSENSUS`.
+# How the methods paragraph says an item's validations became its verdict, per `sample.CONSENSUS`.
 OUTCOME_RULE = {
-    "majority": "an item's outcome is the majority answer, a tie or a majority of Unsure counting as ambiguous and "
+    "majority": "an item's verdict is the majority answer, a tie or a majority of Unsure counting as ambiguous and "
     "an admin's decision winning.",
-    "dawid-skene": "an item's outcome is the answer Dawid and Skene's model gives it from every annotator's "
-    "estimated confusion (crowd-kit), an Unsure outcome counting as ambiguous and an admin's decision winning.",
+    "dawid-skene": "an item's verdict is the answer Dawid and Skene's model gives it from every annotator's "
+    "estimated confusion (crowd-kit), an Unsure answer counting as ambiguous and an admin's decision winning.",
 }
 
 
@@ -37,7 +37,7 @@ ESTIMATORS = {
     "each bin gave, the items drawn in it are a random sample of it, those of random batches included; per "
     "category and overall, Korn and Graubard's exact interval on the design-based effective sample size, where a "
     "bin that showed no invalid item, or only invalid ones, enters the variance with its share of one more item of "
-    "each outcome per category, shared out as the predictions place the category's invalid items",
+    "each verdict per category, shared out as the predictions place the category's invalid items",
     "rounds": "per category, each round's estimate of what the rounds before it left undrawn, weighted by its "
     "inclusion probabilities (a run of random batches one round, an active batch one of its own), the rounds "
     "averaged by their decided items; Korn and Graubard's interval on the design variance, widened by one item "
@@ -129,7 +129,7 @@ def answers_text(answers: Mapping[str, Any] | None) -> str:
 
 
 def _changed(report: Mapping[str, Any]) -> str:
-    """How many outcomes a rule other than the majority decided otherwise ("" for the majority)."""
+    """How many verdicts a rule other than the majority decided otherwise ("" for the majority)."""
     differs = report.get("differs_from_majority")
     if differs is None:
         return ""
@@ -209,10 +209,10 @@ def _own_sentences(report: Mapping[str, Any]) -> list[str]:
     overall = report["overall"]
     measures = report.get("own_verdicts") or []
     parts = [
-        f"{100 * overall['own'][m['outcomes']]:.1f}% ({m['definition']}) against our estimate of "
-        f"{_percent(overall[SHARES[m['outcomes']][0]])} {SHARES[m['outcomes']][1]}"
+        f"{100 * overall['own'][m['verdicts']]:.1f}% ({m['definition']}) against our estimate of "
+        f"{_percent(overall[SHARES[m['verdicts']][0]])} {SHARES[m['verdicts']][1]}"
         for m in measures
-        if m["outcomes"] in overall.get("own", {})
+        if m["verdicts"] in overall.get("own", {})
     ]
     if not parts:
         return []
@@ -292,12 +292,12 @@ def strata_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     def row_of(category: str, counts: Mapping[str, Any], figures: Mapping[str, Any]) -> dict[str, Any]:
         row = {"category": category, **counts}
-        for outcomes in shown:
-            key, words = SHARES[outcomes]
+        for counted_verdicts in shown:
+            key, words = SHARES[counted_verdicts]
             row[_share_column(words)] = share_text(figures[key])
-            if outcomes in measured:
-                own = figures.get("own", {}).get(outcomes)
-                row[_own_column(measured[outcomes])] = "" if own is None else figure(100 * own, 1)
+            if counted_verdicts in measured:
+                own = figures.get("own", {}).get(counted_verdicts)
+                row[_own_column(measured[counted_verdicts])] = "" if own is None else figure(100 * own, 1)
         return row
 
     keys = ("drawn", "decided", "invalid", "ambiguous")
@@ -316,18 +316,18 @@ def strata_headers(report: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     the column's meaning in words, for its help). The full names suit the Markdown card; on a page
     they made the table wider than the page, cutting off the dataset's own verdicts (issue 55).
 
-    >>> strata_headers({"own_verdicts": [{"outcomes": "invalid", "definition": "known flaw"}]})["invalid % (95% CI)"]
+    >>> strata_headers({"own_verdicts": [{"verdicts": "invalid", "definition": "known flaw"}]})["invalid % (95% CI)"]
     ('invalid %', 'the invalid share, in percent, with its 95% interval')
     """
     measured, shown = _strata_shares(report)
     headers = {}
-    for outcomes in shown:
-        words = SHARES[outcomes][1]
+    for counted_verdicts in shown:
+        words = SHARES[counted_verdicts][1]
         headers[_share_column(words)] = (f"{words} %", f"the {words} share, in percent, with its 95% interval")
-        if outcomes in measured:
-            headers[_own_column(measured[outcomes])] = (
-                _own_label(measured, outcomes),
-                f"the dataset's own verdicts over all its items, in percent: {measured[outcomes]}",
+        if counted_verdicts in measured:
+            headers[_own_column(measured[counted_verdicts])] = (
+                _own_label(measured, counted_verdicts),
+                f"the dataset's own verdicts over all its items, in percent: {measured[counted_verdicts]}",
             )
     return headers
 
@@ -335,26 +335,26 @@ def strata_headers(report: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
 def strata_note(report: Mapping[str, Any]) -> str:
     """One line under the page's strata table: what its short labels (`strata_headers`) stand for.
 
-    >>> strata_note({"own_verdicts": [{"outcomes": "invalid", "definition": "known flaw"}]})
+    >>> strata_note({"own_verdicts": [{"verdicts": "invalid", "definition": "known flaw"}]})
     "Shares in percent, each with its 95% interval. own %: the dataset's own verdicts over all its items (known flaw)."
     """
     measured, _ = _strata_shares(report)
     own = [
-        f"{_own_label(measured, outcomes)}: the dataset's own verdicts over all its items ({definition})."
-        for outcomes, definition in measured.items()
+        f"{_own_label(measured, counted_verdicts)}: the dataset's own verdicts over all its items ({definition})."
+        for counted_verdicts, definition in measured.items()
     ]
     return " ".join(["Shares in percent, each with its 95% interval.", *own])
 
 
-def _own_label(measured: Mapping[str, str], outcomes: str) -> str:
-    """The short label of the dataset's own figure for `outcomes` ("own %" where it measures one share)."""
-    return "own %" if len(measured) == 1 else f"own {SHARES[outcomes][1]} %"
+def _own_label(measured: Mapping[str, str], counted_verdicts: str) -> str:
+    """The short label of the dataset's own figure for `counted_verdicts` ("own %" where it measures one share)."""
+    return "own %" if len(measured) == 1 else f"own {SHARES[counted_verdicts][1]} %"
 
 
 def _strata_shares(report: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
-    """The outcomes the dataset's own verdicts measure, with their definitions, and the shares the
-    strata table shows (the invalid-or-ambiguous share only where the verdicts measure it)."""
-    measured = {m["outcomes"]: m["definition"] for m in report.get("own_verdicts") or []}
+    """What the dataset's own verdicts measure (the verdicts each share counts) with its definitions,
+    and the shares the strata table shows (the invalid-or-ambiguous share only where the verdicts measure it)."""
+    measured = {m["verdicts"]: m["definition"] for m in report.get("own_verdicts") or []}
     return measured, [o for o in SHARES if o != "invalid+ambiguous" or o in measured]
 
 
@@ -392,7 +392,7 @@ def powered_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def ranking_text(row: Mapping[str, Any]) -> str:
-    """The predictor's AUC on the decided items, or, in brief, why it has none (people's outcomes all alike).
+    """The predictor's AUC on the decided items, or, in brief, why it has none (people's verdicts all alike).
 
     >>> ranking_text({"ranking_auc": 0.9312, "observed_share": 0.1})
     '0.93'
@@ -555,15 +555,15 @@ def compared_shares(report: Mapping[str, Any]) -> dict[str, Any]:
     invalid share where they measure none), our estimate with its interval in percent and their
     figure, with a title and names saying which is compared with which."""
     measures = report.get("own_verdicts") or []
-    outcomes = measures[0]["outcomes"] if measures else "invalid"
-    key, words = SHARES[outcomes]
+    counted_verdicts = measures[0]["verdicts"] if measures else "invalid"
+    key, words = SHARES[counted_verdicts]
     rows = [
         {
             "category": r["category"],
             "estimate": 100 * r[key]["estimate"],
             "low": 100 * r[key]["interval"][0],
             "high": 100 * r[key]["interval"][1],
-            "own": 100 * r["own"][outcomes] if outcomes in r.get("own", {}) else None,
+            "own": 100 * r["own"][counted_verdicts] if counted_verdicts in r.get("own", {}) else None,
         }
         for r in report["strata"]
         if r[key] is not None

@@ -159,20 +159,20 @@ def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name:
     result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None, "leaderboard": None}
     result |= _powered(sample, predictions, frozenset({"invalid"}))
     result["other_shares"] = [
-        {"share": words, "key": key, **_powered(sample, predictions, frozenset(outcomes.split("+")))}
-        for outcomes, (key, words) in SHARES.items()
-        if outcomes != "invalid"
+        {"share": words, "key": key, **_powered(sample, predictions, frozenset(counted_verdicts.split("+")))}
+        for counted_verdicts, (key, words) in SHARES.items()
+        if counted_verdicts != "invalid"
     ]
     return result
 
 
 def _powered(sample: HealthSample, predictions: Mapping[int, float], counted: frozenset[str]) -> dict[str, Any]:
-    """The share of outcomes in `counted` per category with a decided item and overall, plain and
+    """The share of verdicts in `counted` per category with a decided item and overall, plain and
     prediction-powered (from the rounds where the sample has an active batch)."""
     parts = {
         category: _category(sample, category, predictions, counted)
         for category in sorted(sample.frame)
-        if any(sample.drawn[i] == category for i in sample.outcomes)
+        if any(sample.drawn[i] == category for i in sample.verdicts)
     }
     if not parts:
         return {"by_category": [], "overall": None}
@@ -255,8 +255,8 @@ def _category(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """People's outcomes (1: in `counted`) and the predictions on the category's decided items, and
     the predictions on all its items."""
-    decided = sorted(i for i, outcome in sample.outcomes.items() if sample.drawn[i] == category)
-    outcomes = np.array([sample.outcomes[i] in counted for i in decided], dtype=float)
+    decided = sorted(i for i, verdict in sample.verdicts.items() if sample.drawn[i] == category)
+    outcomes = np.array([sample.verdicts[i] in counted for i in decided], dtype=float)
     predicted = np.array([predictions[i] for i in decided])
     return outcomes, predicted, np.array([predictions[i] for i in sample.frame[category]])
 
@@ -272,16 +272,16 @@ def powered_leaderboard(
     and the predicted validity 1 - f of every item) beside the plain figure; None without a board."""
     if not board or not board.get("runs"):
         return None
-    categories = sorted({sample.drawn[i] for i in sample.outcomes})
+    categories = sorted({sample.drawn[i] for i in sample.verdicts})
     credit = {row["run"]: run_credits(db, sample.dataset, row["run"], ties) for row in board["runs"]}
     every = [i for c in categories for i in sample.frame[c]]
     runs = [name for name, given in credit.items() if all(i in given for i in every)]
     skipped = {name: "did not score every item of the sampled categories" for name in credit if name not in runs}
     if not runs:
         return {"runs": [], "skipped": skipped}
-    decided = {c: sorted(i for i in sample.outcomes if sample.drawn[i] == c) for c in categories}
+    decided = {c: sorted(i for i in sample.verdicts if sample.drawn[i] == c) for c in categories}
     found = powered_valid_accuracy(
-        {c: [sample.outcomes[i] == "valid" for i in items] for c, items in decided.items()},
+        {c: [sample.verdicts[i] == "valid" for i in items] for c, items in decided.items()},
         {c: [1 - predictions[i] for i in items] for c, items in decided.items()},
         {c: [[credit[r][i] for r in runs] for i in items] for c, items in decided.items()},
         {c: [1 - predictions[i] for i in sample.frame[c]] for c in categories},
@@ -289,7 +289,7 @@ def powered_leaderboard(
         runs,
     )
     plain = {row["run"]: row for row in board["runs"]}
-    n = len(sample.outcomes)
+    n = len(sample.verdicts)
     rows = []
     for r, name in enumerate(runs):
         interval = [round(100 * float(found.low[r]), 2), round(100 * float(found.high[r]), 2)]

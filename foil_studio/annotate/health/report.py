@@ -33,7 +33,7 @@ from foil_studio.annotate.health.sample import (
     HealthSample,
     by_strata,
     credits_at,
-    item_outcomes,
+    item_verdicts,
     read_sample,
     recorded_bins,
     run_credit_columns,
@@ -44,7 +44,7 @@ from foil_studio.data.item_kinds import VERDICT_KEYS, TruthKey
 
 def own_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
     """The shares the dataset's own verdicts give over all its items (VALSE's crowd rule, the demo's
-    known flaws), for what they measure (`TruthKey.measures`: which outcomes they count, in whose
+    known flaws), for what they measure (`TruthKey.measures`: which verdicts they count, in whose
     words); None when its items carry no such verdict, or verdicts that measure different things."""
     verdicts: dict[str, Counter[str]] = {}
     keys: set[TruthKey] = set()
@@ -58,7 +58,7 @@ def own_shares(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None
         return None
     measures = next(iter(keys)).measures
     return {
-        "measures": [{"outcomes": outcomes, "definition": words} for outcomes, words in measures],
+        "measures": [{"verdicts": counted_verdicts, "definition": words} for counted_verdicts, words in measures],
         "by_category": {c: _own_counts(n, measures) for c, n in sorted(verdicts.items())},
     }
 
@@ -77,7 +77,9 @@ def _own_counts(verdicts: Counter[str], measures: Sequence[tuple[str, str]]) -> 
     """A category's items and, per measured share, how many of them its verdicts count."""
     return {
         "items": sum(verdicts.values()),
-        "counts": {outcomes: sum(verdicts[o] for o in outcomes.split("+")) for outcomes, _ in measures},
+        "counts": {
+            counted_verdicts: sum(verdicts[o] for o in counted_verdicts.split("+")) for counted_verdicts, _ in measures
+        },
     }
 
 
@@ -86,7 +88,7 @@ def _own_figures(own: Mapping[str, Any], categories: Sequence[str]) -> dict[str,
     rows = [own["by_category"][c] for c in categories if c in own["by_category"]]
     items = sum(row["items"] for row in rows)
     return {
-        m["outcomes"]: round(sum(row["counts"][m["outcomes"]] for row in rows) / items, 4)
+        m["verdicts"]: round(sum(row["counts"][m["verdicts"]] for row in rows) / items, 4)
         for m in own["measures"]
         if items
     }
@@ -110,14 +112,14 @@ def health_report(
     their figure, `own`, where it carries them), and each run's
     accuracy on all items (published) and on valid items, with paired differences. With `predictions`
     (a prediction set's name), the invalid shares also prediction-powered (`prediction_powered`).
-    `consensus` says how validations become an item's outcome (`CONSENSUS`; the report records it).
+    `consensus` says how validations become an item's verdict (`CONSENSUS`; the report records it).
     The blind text-only audit fits on every item of the dataset: with `fit_audit` False (the page) only
     a stored one is shown, and `hackability` is None until a command (or the page's button) fits it."""
     # read (or refused) before the sample: a name that is not there fails at once
     found = store.get_predictions(db, dataset, predictions) if predictions is not None else {}
     sample = read_sample(db, dataset, consensus)
     view = by_strata(sample)  # the strata and decided items the estimates stand on
-    batches, sizes, counts = sample.batches, sample.sizes, replace(sample, outcomes=view.outcomes).counts()
+    batches, sizes, counts = sample.batches, sample.sizes, replace(sample, verdicts=view.verdicts).counts()
     strata_of = _strata_of(view)
     if not batches:
         raise HealthError(f"{dataset} has no health sample yet; draw one with `./foil health sample {dataset}`")
@@ -132,7 +134,7 @@ def health_report(
         # how many decided items the rule chosen decides otherwise than the majority (None for the majority)
         "differs_from_majority": _differs_from_majority(db, dataset, sample) if consensus != "majority" else None,
         "design": _design_summary(batches, sizes, sample.counts(), _answers_by_batch(db, sample, screened_out)),
-        # annotators screened out by their gold answers, whose answers no outcome counts
+        # annotators screened out by their gold answers, whose answers no verdict counts
         "screened_out": sorted({name for names in screened_out.values() for name in names}),
         "agreement": [_agreement_row(db, b["name"]) for b in batches],
         "own_verdicts": None if own is None else own["measures"],
@@ -153,7 +155,7 @@ def health_report(
     elif decided:
         decided_strata = [name for name, c in (view.category_of or {c: c for c in sizes}).items() if c in decided]
         report["leaderboard"] = _leaderboard(
-            db, dataset, runs, decided_strata, view.drawn, view.outcomes, view.sizes, ties, n_boot, seed
+            db, dataset, runs, decided_strata, view.drawn, view.verdicts, view.sizes, ties, n_boot, seed
         )
         if report["prediction_powered"] is not None:
             report["prediction_powered"]["leaderboard"] = powered_leaderboard(
@@ -164,8 +166,8 @@ def health_report(
 
 
 def _differs_from_majority(db: sqlite_utils.Database, dataset: str, sample: Any) -> int:
-    majority = item_outcomes(db, dataset)
-    return sum(majority.get(item) != outcome for item, outcome in sample.outcomes.items())
+    majority = item_verdicts(db, dataset)
+    return sum(majority.get(item) != verdict for item, verdict in sample.verdicts.items())
 
 
 def _human_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
@@ -226,7 +228,10 @@ ACTIVE_LEADERBOARD = (
 
 def _round_shares(sample: HealthSample) -> dict[str, dict[str, RoundEstimate]]:
     """Per share of the report, per category with a decided item, its estimate from the rounds."""
-    return {key: round_estimates(sample, frozenset(outcomes.split("+"))) for outcomes, (key, _) in SHARES.items()}
+    return {
+        key: round_estimates(sample, frozenset(counted_verdicts.split("+")))
+        for counted_verdicts, (key, _) in SHARES.items()
+    }
 
 
 # a category's strata: each one's size, counts and share of the category's extra item at an edge
@@ -254,15 +259,15 @@ def _strata_of(view: HealthSample) -> dict[str, StrataCounts]:
 _NO_COUNTS = {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0}
 
 
-def _counted(counts: Mapping[str, int], outcomes: str) -> int:
-    """The decided items whose outcome is among `outcomes` ("invalid", "invalid+ambiguous", ...)."""
-    return sum(counts[o] for o in outcomes.split("+"))
+def _counted(counts: Mapping[str, int], counted_verdicts: str) -> int:
+    """The decided items whose verdict is among `counted_verdicts` ("invalid", "invalid+ambiguous", ...)."""
+    return sum(counts[o] for o in counted_verdicts.split("+"))
 
 
-def _binned_share(bins: StrataCounts, outcomes: str) -> dict[str, Any]:
-    """The share of `outcomes` over prediction bins (one category's, or every sampled one's), each bin a
+def _binned_share(bins: StrataCounts, counted_verdicts: str) -> dict[str, Any]:
+    """The share of `counted_verdicts` over prediction bins (one category's, or every sampled one's), each bin a
     stratum with its edge weight."""
-    counted = [_counted(counts, outcomes) for _, counts, _ in bins]
+    counted = [_counted(counts, counted_verdicts) for _, counts, _ in bins]
     decided = [counts["decided"] for _, counts, _ in bins]
     sizes, pseudo = [size for size, _, _ in bins], [weight for _, _, weight in bins]
     return h.stratified_share(counted, decided, sizes, pseudo=pseudo).as_dict()
@@ -282,11 +287,11 @@ def _stratum_row(
         for key, estimates in by_rounds.items():
             row[key] = active.stratum_share(estimates[category], size).as_dict()
     elif counts["decided"] and bins is not None and len(bins) > 1:
-        for outcomes, (key, _) in SHARES.items():
-            row[key] = _binned_share(bins, outcomes)
+        for counted_verdicts, (key, _) in SHARES.items():
+            row[key] = _binned_share(bins, counted_verdicts)
     elif counts["decided"]:
-        for outcomes, (key, _) in SHARES.items():
-            found = sum(counts[o] for o in outcomes.split("+"))
+        for counted_verdicts, (key, _) in SHARES.items():
+            found = sum(counts[o] for o in counted_verdicts.split("+"))
             row[key] = h.stratum_share(found, counts["decided"], size).as_dict()
     if own is not None:
         row["own"] = _own_figures(own, [category])
@@ -309,14 +314,14 @@ def _overall(
     n = [counts[c]["decided"] for c in decided]
     size = [sizes[c] for c in decided]
     overall |= {"covers": sum(size), "categories_without_decided_items": sorted(set(sizes) - set(decided))}
-    for outcomes, (key, _) in SHARES.items():
+    for counted_verdicts, (key, _) in SHARES.items():
         if by_rounds is not None:
             overall[key] = active.stratified_share([by_rounds[key][c] for c in decided], size).as_dict()
             continue
         if strata_of:
-            overall[key] = _binned_share([part for c in decided for part in strata_of[c]], outcomes)
+            overall[key] = _binned_share([part for c in decided for part in strata_of[c]], counted_verdicts)
             continue
-        found = [_counted(counts[c], outcomes) for c in decided]
+        found = [_counted(counts[c], counted_verdicts) for c in decided]
         overall[key] = h.stratified_share(found, n, size).as_dict()
     if own is not None:
         overall["own"] = _own_figures(own, decided)
@@ -382,7 +387,7 @@ def _answers_by_batch(
             for label in store.batch_labels(db, batch["id"])
             if not label["is_gold"] and label["part"] == 0 and label["annotator"] not in left_out
         )
-        decided = sorted(i for i in sample.outcomes if sample.batch_of[i] == batch["id"])
+        decided = sorted(i for i in sample.verdicts if sample.batch_of[i] == batch["id"])
         found[batch["id"]] = [votes[i] for i in decided]
     return found
 
@@ -407,7 +412,7 @@ def _leaderboard(
     runs: Sequence[str] | None,
     decided: list[str],
     drawn: Mapping[int, str],
-    outcomes: Mapping[int, str],
+    verdicts: Mapping[int, str],
     sizes: Mapping[str, int],
     ties: str | None,
     n_boot: int,
@@ -424,19 +429,19 @@ def _leaderboard(
             if runs:
                 raise
             skipped[name] = str(error)
-    items = sorted(i for i in outcomes if drawn[i] in decided)
+    items = sorted(i for i in verdicts if drawn[i] in decided)
     found = {name: credits_at(*columns[name], items) for name in columns}
     credit = {name: given for name, given in found.items() if given is not None}
     scored = list(credit)
     skipped.update({n: "did not score every drawn item" for n in columns if n not in scored})
     if not scored:
         return {"runs": [], "skipped": skipped}
-    if not any(outcomes[i] == "valid" for i in items):  # 0 of 0: no accuracy on valid items, not nan
+    if not any(verdicts[i] == "valid" for i in items):  # 0 of 0: no accuracy on valid items, not nan
         return {"runs": [], "skipped": skipped, "undefined": NO_VALID_ITEM}
     published = [float(np.mean(columns[name][1])) for name in scored]  # the all-items accuracy
     board = h.valid_accuracy(
         [drawn[i] for i in items],
-        np.array([outcomes[i] == "valid" for i in items]),
+        np.array([verdicts[i] == "valid" for i in items]),
         np.array([[credit[name][i] for name in scored] for i in items]),
         {c: sizes[c] for c in decided},
         scored,

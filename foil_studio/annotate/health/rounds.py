@@ -28,7 +28,7 @@ def category_rounds(
     sample: HealthSample, category: str, counted: frozenset[str], groups: list[tuple[set[int], bool]]
 ) -> list[Round]:
     """The category's rounds (`round_groups`), oldest first: positions in `sample.frame[category]`,
-    inclusion probabilities given the rounds before, and outcomes (1 where the outcome is in
+    inclusion probabilities given the rounds before, and outcomes (1 where the verdict is in
     `counted`, nan undecided)."""
     items = sample.frame[category]
     position = {item: p for p, item in enumerate(items)}
@@ -40,7 +40,7 @@ def category_rounds(
         # a random round is a simple random sample of what the rounds before it left
         recorded = [sample.inclusion[i] for i in drawn] if active else [len(drawn) / left] * len(drawn)
         inclusion = np.array(recorded)
-        outcomes = np.array([float(sample.outcomes[i] in counted) if i in sample.outcomes else np.nan for i in drawn])
+        outcomes = np.array([float(sample.verdicts[i] in counted) if i in sample.verdicts else np.nan for i in drawn])
         rounds.append(Round(np.array([position[i] for i in drawn]), inclusion, outcomes))
         left -= len(drawn)
     return rounds
@@ -49,7 +49,7 @@ def category_rounds(
 def round_estimates(
     sample: HealthSample, counted: frozenset[str], predictions: Mapping[int, float] | None = None
 ) -> dict[str, RoundEstimate]:
-    """Per category with a decided item, the share of outcomes in `counted` from its rounds, with the
+    """Per category with a decided item, the share of verdicts in `counted` from its rounds, with the
     predictions on every item (prediction-powered) or without (plain)."""
     found = {}
     groups = round_groups(sample)

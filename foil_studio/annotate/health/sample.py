@@ -1,5 +1,5 @@
 """A dataset's health sample: stratified draws of its negatives sent to validate_negative batches
-(each batch records its design) and each drawn item's outcome from its validations.
+(each batch records its design) and each drawn item's verdict from its validations.
 
 Several health batches of one dataset make one sample: each draws, per category, at random from
 the items no earlier health batch drew, so the union is a simple random sample per stratum and
@@ -41,7 +41,7 @@ from foil_studio.data.reading import whole_number_problem
 
 VALIDATION = negative_validation()  # the task health batches ask, and the verdict each answer gives
 TASK = VALIDATION.name
-# One negative per item, so that an item's outcome is its negative's (a retrieval item's several
+# One negative per item, so that an item's verdict is its negative's (a retrieval item's several
 # negatives would each need a share of their own).
 HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
@@ -52,7 +52,7 @@ TARGETS = ("share", "rank")
 # (`analysis.active_sampling`; measured wider than a random draw, kept for the samples that have one).
 STRATEGIES = ("neyman", "predicted", "active")
 STRATEGY_WORDS = {"neyman": "at random", "predicted": "by prediction", "active": "actively"}  # the page's words
-# The shares the report estimates, by the outcomes each counts (the names `TruthKey.measures` uses),
+# The shares the report estimates, by the verdicts each counts (the names `TruthKey.measures` uses),
 # with the report's key and the words for it.
 SHARES = {
     "invalid": ("invalid_share", "invalid"),
@@ -155,11 +155,11 @@ def batch_design(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any]:
     return {**batch["config"][DESIGN_KEY], "items": items}
 
 
-def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
+def item_verdicts(db: sqlite_utils.Database, dataset: str) -> dict[int, str]:
     """Item -> valid / invalid / ambiguous for every drawn item its validations decide: the
     majority answer (annotators screened out by gold left out), an admin's decision where one was
     made, a tie or a majority of "Unsure" counting as ambiguous. Undecided items are absent."""
-    return _outcomes(db, health_batches(db, dataset))
+    return _decided_verdicts(db, health_batches(db, dataset))
 
 
 def _drawn(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> dict[int, str]:
@@ -180,12 +180,12 @@ def is_binned(batch: store.BatchRow) -> bool:
     return batch["config"][DESIGN_KEY].get("strategy") == "predicted"
 
 
-# How an item's validations become its outcome: the majority answer, or the answer Dawid and Skene's
+# How an item's validations become its verdict: the majority answer, or the answer Dawid and Skene's
 # model gives it from every annotator's estimated confusion (crowd-kit); an admin's decision wins in both.
 CONSENSUS = ("majority", "dawid-skene")
 
 
-def _outcomes(
+def _decided_verdicts(
     db: sqlite_utils.Database, batches: Sequence[store.BatchRow], consensus: str = "majority"
 ) -> dict[int, str]:
     if consensus not in CONSENSUS:
@@ -207,13 +207,13 @@ def _outcomes(
 @dataclass(frozen=True)
 class HealthSample:
     """What the store holds of a dataset's health sample, read once: the sampling frame (category
-    -> item ids), the health batches, the drawn items (item -> category) and their outcomes."""
+    -> item ids), the health batches, the drawn items (item -> category) and their verdicts."""
 
     dataset: str
     frame: dict[str, list[int]]
     batches: list[store.BatchRow]
     drawn: dict[int, str]
-    outcomes: dict[int, str]
+    verdicts: dict[int, str]
     batch_of: dict[int, int]  # item -> the id of the batch that drew it
     inclusion: dict[int, float]  # item -> its recorded inclusion probability
     bins: dict[int, int] = field(default_factory=dict)  # item -> its prediction bin, once a batch drew by them
@@ -224,7 +224,7 @@ class HealthSample:
     def answered(self) -> list[store.BatchRow]:
         """The batches with a decided item, oldest first: the estimates stand on these alone, so that a
         batch nobody has answered yet changes no interval of the answers already given."""
-        decided = {self.batch_of[item] for item in self.outcomes}
+        decided = {self.batch_of[item] for item in self.verdicts}
         return [b for b in self.batches if b["id"] in decided]
 
     @property
@@ -244,18 +244,18 @@ class HealthSample:
         for item, category in self.drawn.items():
             row = counts.setdefault(category, {"drawn": 0, "decided": 0, "valid": 0, "invalid": 0, "ambiguous": 0})
             row["drawn"] += 1
-            if item in self.outcomes:
+            if item in self.verdicts:
                 row["decided"] += 1
-                row[self.outcomes[item]] += 1
+                row[self.verdicts[item]] += 1
         return counts
 
 
 def read_sample(db: sqlite_utils.Database, dataset: str, consensus: str = "majority") -> HealthSample:
     """The dataset's health sample as the store holds it now (empty before the first batch), each
-    decided item's outcome by `consensus` (`CONSENSUS`), and each item's prediction bin once a
+    decided item's verdict by `consensus` (`CONSENSUS`), and each item's prediction bin once a
     batch drew by prediction."""
     batches = health_batches(db, dataset)
-    outcomes = _outcomes(db, batches, consensus)
+    verdicts = _decided_verdicts(db, batches, consensus)
     draws = _draws(db, batches)
     frame = sampling_frame(db, dataset)
     return HealthSample(
@@ -263,7 +263,7 @@ def read_sample(db: sqlite_utils.Database, dataset: str, consensus: str = "major
         frame,
         batches,
         {item: category for _, item, category, _ in draws},
-        outcomes,
+        verdicts,
         {item: batch for batch, item, _, _ in draws},
         {item: p for _, item, _, p in draws},
         _item_bins(db, dataset, batches, frame),
@@ -328,8 +328,8 @@ def by_strata(sample: HealthSample) -> HealthSample:
             name = stratum_name(category, number, count)
             strata[name], category_of[name] = [i for i in items if sample.bins[i] == number], category
     drawn = {item: stratum_name(c, sample.bins[item], len(bins[c]["sizes"])) for item, c in sample.drawn.items()}
-    sampled = {sample.drawn[item] for item in sample.outcomes}
-    decided = {drawn[item] for item in sample.outcomes}
+    sampled = {sample.drawn[item] for item in sample.verdicts}
+    decided = {drawn[item] for item in sample.verdicts}
     empty = [name for name in strata if category_of[name] in sampled and name not in decided]
     if not empty:
         return replace(sample, frame=strata, drawn=drawn, category_of=category_of)
@@ -339,8 +339,8 @@ def by_strata(sample: HealthSample) -> HealthSample:
         f"the answers of batch {batch} and after it enter the estimates once every prediction bin of a category "
         f"with a decided item has one ({empty[0]} has none yet)"
     )
-    outcomes = {item: o for item, o in sample.outcomes.items() if sample.batch_of[item] in before}
-    return replace(sample, outcomes=outcomes, waiting=waiting)
+    verdicts = {item: o for item, o in sample.verdicts.items() if sample.batch_of[item] in before}
+    return replace(sample, verdicts=verdicts, waiting=waiting)
 
 
 def stratum_name(category: str, bin_number: int, bins: int) -> str:
@@ -410,13 +410,13 @@ def plan_sample(
 
 def _check_earlier_decided(sample: HealthSample) -> None:
     """Refuse a draw that would follow an active batch, or be one, while earlier drawn items are
-    undecided: each round's estimate counts the outcomes of the items drawn before it."""
-    open_items = [item for item in sample.drawn if item not in sample.outcomes]
+    undecided: each round's estimate counts the verdicts of the items drawn before it."""
+    open_items = [item for item in sample.drawn if item not in sample.verdicts]
     if open_items:
         names = sorted({b["name"] for b in sample.batches if b["id"] in {sample.batch_of[i] for i in open_items}})
         raise HealthError(
             f"{len(open_items)} item(s) drawn earlier are not decided yet (batch {', '.join(names)}): an active draw, "
-            "and any draw after one, builds on the outcomes of every item drawn before it; let those validations "
+            "and any draw after one, builds on the verdicts of every item drawn before it; let those validations "
             "finish (or decide them on Annotation batches) first"
         )
 
@@ -528,9 +528,9 @@ def _new_bins(sample: HealthSample, found: Mapping[int, float], wanted: Mapping[
     """Each category's bins of the predictions, cut where they rank the decided items better than chance
     (`ranks_better_than_chance`; each category one bin where they do not), as many as this draw's items
     for the category give each its `MIN_PER_BIN` (`wanted`); how the ranking was judged with each."""
-    decided = list(sample.outcomes)
+    decided = list(sample.verdicts)
     ranking = ranks_better_than_chance(
-        [float(sample.outcomes[i] == "invalid") for i in decided], [found[i] for i in decided]
+        [float(sample.verdicts[i] == "invalid") for i in decided], [found[i] for i in decided]
     )
     return {
         c: _cut(items, found, max(1, wanted.get(c, 0) // MIN_PER_BIN) if ranking.better else 1, ranking.reason)
@@ -607,8 +607,8 @@ def _difference_spreads(db: sqlite_utils.Database, sample: HealthSample, runs: S
     largest a difference of credits in [0, 1] can have, where fewer than two are known)."""
     credit = [run_credits(db, sample.dataset, run) for run in runs]
     differences: dict[str, list[float]] = {}
-    for item, outcome in sample.outcomes.items():
-        if outcome == "valid" and all(item in c for c in credit):
+    for item, verdict in sample.verdicts.items():
+        if verdict == "valid" and all(item in c for c in credit):
             differences.setdefault(sample.drawn[item], []).append(credit[0][item] - credit[1][item])
     spread = {c: float(np.std(d, ddof=1)) for c, d in differences.items() if len(d) > 1}
     return {c: spread.get(c, 1.0) for c in sample.frame}
