@@ -185,7 +185,8 @@ GLOSSARY_WORDS += ("sample", "prediction")
 # Second meanings renamed away, which may not come back: pattern -> the word to use.
 SECOND_MEANINGS = {
     r"\bverdict\s*=\s*is_correct\(": "whether one answer is right is `right`; a verdict is a negative's validity",
-    r"\b(?:sample|view|read_sample\([^)]*\))\.outcomes\b|\bhealth\.item_outcomes\b|\bm\[\"outcomes\"\]|\{\"outcomes\": |\boutcomes=view\b": (
+    r"\b(?:sample|view|read_sample\([^)]*\))\.outcomes\b|\bhealth\.item_outcomes\b"
+    r"|\bm\[\"outcomes\"\]|\{\"outcomes\": |\boutcomes=view\b": (
         "an item's decided valid / invalid / ambiguous is its verdict (`HealthSample.verdicts`); an outcome is a credit"
     ),
     r"\bsample_fixture\b|\bsample=|\]\.sample\(|\bfmt\.sample\b|\bsample_items\b": (
