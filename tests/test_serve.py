@@ -109,3 +109,105 @@ def test_a_free_port_passes_the_check(tmp_path):
 
     server.check_port(free_port())
     server.check_port(free_port(), "127.0.0.1")
+
+
+# --- `server.serve` in this process: the signal rules without Streamlit ----------------------------
+
+SLEEPER = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+
+
+def python(code: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-c", code]
+
+
+def signal_soon(number: int, delay: float = 0.5) -> None:
+    """Send `number` to this process from a thread after `delay` (the handler runs in the main thread)."""
+    import threading
+
+    threading.Timer(delay, os.kill, (os.getpid(), number)).start()
+
+
+def group_of(app_pid: int) -> set[int]:
+    return {pid for pid, (_, group) in process_table().items() if group == app_pid}
+
+
+def test_serve_returns_the_apps_own_exit_code_and_puts_the_handlers_back():
+    from foil_studio import server
+
+    before = {number: signal.getsignal(number) for number in server.STOP_SIGNALS}
+    assert server.serve(python("import sys; sys.exit(3)"), os.environ) == 3
+    assert {number: signal.getsignal(number) for number in server.STOP_SIGNALS} == before
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_stop_signal_during_serve_ends_the_app_and_what_it_started_with_128_plus_its_number(monkeypatch, stop):
+    from foil_studio import server
+
+    started: list[int] = []
+    popen = subprocess.Popen
+
+    def recorded(*args, **kwargs):
+        app = popen(*args, **kwargs)
+        started.append(app.pid)
+        return app
+
+    monkeypatch.setattr(server.subprocess, "Popen", recorded)
+    before = signal.getsignal(stop)
+    signal_soon(stop)
+    code = server.serve(python(SLEEPER + "time.sleep(60)"), os.environ)
+    assert code == 128 + stop
+    assert group_of(started[0]) == set(), "the app's process group outlived serve"
+    assert signal.getsignal(stop) == before
+
+
+def test_a_signal_ignored_when_serve_starts_stays_ignored():
+    from foil_studio import server
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        signal_soon(signal.SIGHUP, 0.3)
+        assert server.serve(python("import time; time.sleep(1.5)"), os.environ) == 0  # the app ran to its end
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_an_app_that_ignores_sigterm_is_killed_after_the_grace_time(monkeypatch):
+    from foil_studio import server
+
+    monkeypatch.setattr(server, "GRACE_SECONDS", 0.5)
+    stubborn = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    )
+    with subprocess.Popen(python(stubborn), start_new_session=True, stdout=subprocess.PIPE) as app:
+        assert app.stdout.readline().strip() == b"ready"
+        started = time.monotonic()
+        server.stop_group(app)
+        assert app.returncode == -signal.SIGKILL
+        assert 0.4 < time.monotonic() - started < 10
+
+
+def test_the_command_and_environment_the_app_is_served_with(tmp_path, monkeypatch):
+    import sys
+
+    from foil_studio import server
+
+    command = server.streamlit_command(sys.executable, 8765)
+    assert command[:5] == [sys.executable, "-m", "streamlit", "run", str(server.APP_SCRIPT)]
+    assert "--server.port=8765" in command and "--server.headless=true" in command
+    assert not any(flag.startswith("--server.address") for flag in command)
+    assert server.streamlit_command(sys.executable, 8765, "127.0.0.1")[-1] == "--server.address=127.0.0.1"
+    monkeypatch.chdir(tmp_path)
+    assert server.app_environment("app.db")["FOIL_DB"] == str(tmp_path / "app.db")
+    url = "postgresql://foil@localhost/foil"
+    environment = server.app_environment(url)
+    assert environment["FOIL_DB"] == url and environment["PATH"] == os.environ["PATH"]
+
+
+def test_an_address_this_machine_does_not_have_is_refused_naming_it():
+    from foil_studio import server
+
+    with pytest.raises(OSError, match=r"cannot serve on no-such-host\.invalid: not an address of this machine"):
+        server.check_port(free_port(), "no-such-host.invalid")
