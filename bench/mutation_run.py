@@ -29,6 +29,8 @@ def main(globs: list[str]) -> int:
     # many sessions would otherwise delete the folders of a test run going on beside it
     temp_root = REPO / ".mutation-tmp"
     temp_root.mkdir(exist_ok=True)
+    # made before Python starts: a PYTHONPATH entry missing at start-up is never searched (below)
+    (REPO / "mutants").mkdir(exist_ok=True)
     server = PostgresServer(max_connections=200).start()
     env = {
         **os.environ,

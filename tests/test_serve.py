@@ -154,12 +154,16 @@ def test_a_stop_signal_during_serve_ends_the_app_and_what_it_started_with_128_pl
         return app
 
     monkeypatch.setattr(server.subprocess, "Popen", recorded)
-    before = signal.getsignal(stop)
-    signal_soon(stop)
-    code = server.serve(python(SLEEPER + "time.sleep(60)"), os.environ)
+    # as from a terminal: a suite started in the background ignores SIGINT, which serve rightly keeps
+    previous = signal.signal(stop, signal.SIG_DFL)
+    try:
+        signal_soon(stop)
+        code = server.serve(python(SLEEPER + "time.sleep(60)"), os.environ)
+        assert signal.getsignal(stop) is signal.SIG_DFL, "serve did not put the handler back"
+    finally:
+        signal.signal(stop, previous)
     assert code == 128 + stop
     assert group_of(started[0]) == set(), "the app's process group outlived serve"
-    assert signal.getsignal(stop) == before
 
 
 def test_a_signal_ignored_when_serve_starts_stays_ignored():
