@@ -1382,6 +1382,28 @@ COMMAND_CASES = [
         ("refine", HEALTH, "--scorers", "stats", "ngram", "--grid", "3", "--out", "x"),
         ("--grid", "even"),
     ),
+    # scoring on a cluster (issue 54): each setting out of bounds, or given without --cluster
+    CommandCase(
+        "score-actors-zero", ("score", HEALTH, "--model", "ViT-B-32", "--actors", "0"), ("--actors", "from 1 to")
+    ),
+    CommandCase(
+        "score-actor-cpus-zero",
+        ("score", HEALTH, "--model", "ViT-B-32", "--actor-cpus", "0"),
+        ("--actor-cpus", "from 1"),
+    ),
+    CommandCase(
+        "score-actor-gpus-negative", ("score", HEALTH, "--model", "ViT-B-32", "--actor-gpus", "-1"), ("--actor-gpus",)
+    ),
+    CommandCase(
+        "score-actors-without-a-cluster",
+        ("score", HEALTH, "--model", "ViT-B-32", "--actors", "2"),
+        ("--actors, --actor-cpus and --actor-gpus are for --cluster",),
+    ),
+    CommandCase(
+        "score-a-family-on-a-cluster",
+        ("score", HEALTH, "--model", "blip-itm:Salesforce/blip-itm-base-coco", "--cluster", "local"),
+        ("--cluster scores open_clip models", "blip-itm"),
+    ),
     *past_the_bound_cases(),
 ]
 

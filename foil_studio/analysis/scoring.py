@@ -6,6 +6,10 @@ from the last finished batch. Similarities are then read off the cached vectors 
 kind (see ``item_scores``). The next batch of images is decoded and preprocessed on a loader
 thread while the current one is encoded (``prepared_ahead``: PIL's decoding releases the GIL);
 batches, their order and so the embeddings are those of decoding in turn.
+
+What encodes the batches is an ``Encoder``: the model loaded in this process (``LocalEncoder``), or
+actors on a Ray cluster each holding it (``analysis.cluster``); either way the driver stores each
+batch's vectors as it arrives.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import sqlite_utils
@@ -40,6 +44,70 @@ from foil_studio.data.item_kinds import item_kind
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 Chunk = TypeVar("Chunk")
 Prepared = TypeVar("Prepared")
+ImageSource = tuple[str, list[float] | None]  # an image's path under the dataset's root, and its crop
+Encoded = Generator[
+    tuple[int, np.ndarray], None, None
+]  # (the batch's place in the list given, its vectors), as each is done
+
+
+class Encoder(Protocol):
+    """What scores a dataset with an open_clip model: its identity, spec and stamp, and the batches
+    of images and captions it encodes (in any order: each comes back with its place)."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def spec(self) -> ModelSpec: ...
+
+    @property
+    def precision_reason(self) -> str: ...
+
+    def stamp(self) -> dict[str, Any]: ...
+
+    def image_batches(self, root: Path | None, batches: list[list[ImageSource]]) -> Encoded: ...
+
+    def text_batches(self, batches: list[list[str]]) -> Encoded: ...
+
+    def token_lengths(self, texts: list[str]) -> list[int]: ...
+
+
+class LocalEncoder:
+    """An `Encoder` on the model loaded in this process: the next batch of images decoded and
+    preprocessed on a loader thread while this one is encoded."""
+
+    def __init__(self, loaded: LoadedModel) -> None:
+        self.loaded = loaded
+
+    @property
+    def identity(self) -> str:
+        return self.loaded.identity
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.loaded.spec
+
+    @property
+    def precision_reason(self) -> str:
+        return self.loaded.precision_reason
+
+    def stamp(self) -> dict[str, Any]:
+        return self.loaded.stamp()
+
+    def image_batches(self, root: Path | None, batches: list[list[ImageSource]]) -> Encoded:
+        ready = prepared_ahead(
+            batches, lambda batch: preprocess_images(self.loaded, [load_image(root, *s) for s in batch])
+        )
+        with closing(ready):
+            for index, pixels in enumerate(ready):
+                yield index, encode_images(self.loaded, pixels)
+
+    def text_batches(self, batches: list[list[str]]) -> Encoded:
+        for index, batch in enumerate(batches):
+            yield index, encode_texts(self.loaded, batch)
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return token_lengths(self.loaded, texts)
 
 
 @dataclass(frozen=True)
@@ -83,51 +151,46 @@ def image_key(sha256: str, bbox: list[float] | None) -> str:
 def score_dataset(
     db: sqlite_utils.Database,
     dataset: str,
-    loaded: LoadedModel,
+    loaded: LoadedModel | Encoder,
     *,
     run: str | None = None,
     batch_size: int = 64,
     limit: int | None = None,
     progress: Progress | None = None,
 ) -> ScoreReport:
-    """Score the dataset's items with `loaded`, store them as a run, report what was encoded
-    (NothingToScoreError, before anything is stored, when no item has its images)."""
+    """Score the dataset's items with `loaded` (a model loaded here, or any `Encoder`), store them
+    as a run, report what was encoded (NothingToScoreError, before anything is stored, when no item
+    has its images)."""
     started = time.perf_counter()
+    encoder = LocalEncoder(loaded) if isinstance(loaded, LoadedModel) else loaded
     require_scorable(db, dataset, limit=limit)
     row = store.get_dataset(db, dataset)
     root = Path(row["image_root"]) if row["image_root"] else None
     items = store.list_items(db, row["id"], limit=limit if limit is not None else 1 << 62)
     hashes = store.image_hashes(db, row["id"])
     plans, image_sources, text_sources = plan_items(items, hashes)
-    model_id = loaded.identity
+    model_id = encoder.identity
     image_vectors, image_hits, n_images = _embed(
-        db,
-        model_id,
-        "image",
-        image_sources,
-        lambda pixels: encode_images(loaded, pixels),
-        batch_size,
-        progress,
-        prepare=lambda batch: preprocess_images(loaded, [load_image(root, *src) for src in batch]),
+        db, model_id, "image", image_sources, lambda batches: encoder.image_batches(root, batches), batch_size, progress
     )
     text_vectors, text_hits, n_texts = _embed(
         db,
         model_id,
         "text",
         text_sources,
-        lambda batch: encode_texts(loaded, list(batch)),
+        encoder.text_batches,
         batch_size,
         progress,
-        order=lambda keys: _by_token_length(loaded, keys, text_sources),
+        order=lambda keys: _by_token_length(encoder, keys, text_sources),
     )
     scores = [(plan.item_id, item_scores(plan, image_vectors, text_vectors)) for plan in plans]
-    name = run or loaded.spec.run_name
+    name = run or encoder.spec.run_name
     with store.transaction(db):
         run_id = store.ensure_run(
-            db, row["id"], name, run_type="scores", model=loaded.spec.arch, pretrained=loaded.spec.pretrained
+            db, row["id"], name, run_type="scores", model=encoder.spec.arch, pretrained=encoder.spec.pretrained
         )
         store.put_scores(db, run_id, scores)
-        store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
+        store.update_run_meta(db, run_id, {**encoder.stamp(), "batch_size": batch_size})
     store.keep_run_copies(db, row["id"])
     return ScoreReport(
         run=name,
@@ -186,9 +249,9 @@ def load_image(root: Path | None, path: str, bbox: list[float] | None = None) ->
     return image
 
 
-def _by_token_length(loaded: LoadedModel, keys: list[str], texts: dict[str, str]) -> list[str]:
+def _by_token_length(encoder: Encoder, keys: list[str], texts: dict[str, str]) -> list[str]:
     """Caption keys ordered by token count, so that each trimmed batch wastes little padding."""
-    lengths = token_lengths(loaded, [texts[k] for k in keys]) if keys else []
+    lengths = encoder.token_lengths([texts[k] for k in keys]) if keys else []
     return [keys[i] for i in np.argsort(lengths, kind="stable")]
 
 
@@ -197,27 +260,24 @@ def _embed(
     model_id: str,
     modality: str,
     sources: dict[str, Any],
-    encode: Callable[[list[Any]], np.ndarray],
+    encode_batches: Callable[[list[list[Any]]], Encoded],
     batch_size: int,
     progress: Progress | None,
     order: Callable[[list[str]], list[str]] | None = None,
-    prepare: Callable[[list[Any]], Any] | None = None,
 ) -> tuple[dict[str, np.ndarray], int, int]:
-    """Vectors for every key: cached ones read, the rest encoded in batches (in `order`) and cached.
-    With `prepare`, `encode` takes `prepare(batch)`, made for the next batch on a loader thread
-    while this one is encoded."""
+    """Vectors for every key: cached ones read, the rest encoded in batches (in `order`) and each
+    batch cached as it comes back, so that a run stopped anywhere resumes with what is missing."""
     cached = store.get_embeddings(db, model_id, modality, list(sources))
     vectors = {key: np.frombuffer(blob, dtype=np.float32) for key, blob in cached.items()}
     missing = [key for key in sources if key not in vectors]
     if order is not None:
         missing = order(missing)  # only what is encoded: a warm run tokenizes nothing
     batches = [missing[start : start + batch_size] for start in range(0, len(missing), batch_size)]
-    inputs = [[sources[k] for k in keys] for keys in batches]
     done = 0
-    ready = prepared_ahead(inputs, prepare) if prepare else (batch for batch in inputs)
-    with closing(ready):
-        for keys, batch in zip(batches, ready):
-            encoded = encode(batch).astype(np.float32)
+    encoded_batches = encode_batches([[sources[k] for k in keys] for keys in batches])
+    with closing(encoded_batches):  # a generator: its loader thread (or its actors' work) stops with it
+        for index, encoded in encoded_batches:
+            keys, encoded = batches[index], encoded.astype(np.float32)
             store.put_embeddings(db, model_id, modality, [(k, v.tobytes()) for k, v in zip(keys, encoded)])
             vectors.update(zip(keys, encoded))
             done += len(keys)
@@ -258,7 +318,8 @@ def score_with_model(
 ) -> dict[str, Any]:
     """Load the model `spec` names (precision `auto` resolved) and score the dataset: the report of
     `./foil score --json`, with the precision it ran in and why. Items without image files are
-    said through `notify` before the model loads, and refused when no item has them."""
+    said through `notify` before the model loads, and refused when no item has them. (On a Ray
+    cluster: `analysis.cluster.score_on_cluster`.)"""
     if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
         notify(skipped)
     loaded = load_model(spec, device=device, cache_dir=cache_dir)

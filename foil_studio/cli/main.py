@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import psycopg
 
+from foil_studio.analysis.cluster import ClusterError
 from foil_studio.analysis.model_spec import ModelUnavailableError
 from foil_studio.annotate.task_types import TaskError
 from foil_studio.cli.base import COMMANDS, GROUP_DEFAULT, GROUP_HELP, Command, UsageError
@@ -146,6 +147,7 @@ EXPECTED_ERRORS = (
     TaskError,
     OSError,
     ModelUnavailableError,
+    ClusterError,
 )
 
 

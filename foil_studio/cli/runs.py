@@ -8,6 +8,7 @@ from typing import Any
 
 import sqlite_utils
 
+from foil_studio.analysis.cluster import CLUSTER_INSTALL, MAX_ACTORS, ClusterSpec
 from foil_studio.analysis.metrics import TIE_RULES
 from foil_studio.analysis.model_spec import PRECISIONS
 from foil_studio.analysis.scorers import pair_families, split_family
@@ -24,6 +25,8 @@ from foil_studio.cli.base import (
     UsageError,
     arg,
     command,
+    count,
+    whole_number,
 )
 from foil_studio.cli.text import metrics_text, parity_text
 from foil_studio.data import store
@@ -77,6 +80,18 @@ def cmd_runs_delete(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
     arg("--run", metavar="NAME", help="run name (default: model-tag, with -bf16 when run in bf16)"),
     DEVICE,
     CACHE_DIR,
+    arg(
+        "--cluster",
+        metavar="ADDRESS",
+        help="score on a Ray cluster: local (one started on this machine for the run), auto (the cluster this "
+        f"machine joined) or ray://HEAD:10001; needs Ray ({CLUSTER_INSTALL}). Each actor loads the model once; "
+        "what is scored is stored as it comes back, so a stopped run resumes with the rest",
+    ),
+    arg("--actors", type=count(MAX_ACTORS), default=1, metavar="N", help="actors on the cluster (with --cluster)"),
+    arg("--actor-cpus", type=count(256), default=1, metavar="N", help="CPUs each actor takes (with --cluster)"),
+    arg(
+        "--actor-gpus", type=whole_number(0, 17), default=0, metavar="N", help="GPUs each actor takes (with --cluster)"
+    ),
 )
 def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Score every item with an open_clip model (cached, batched, de-duplicated); precision `auto`
@@ -86,7 +101,16 @@ def cmd_score(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, 
     processor) or a hub name already in the Hugging Face cache; --model's help names each family
     (its rule and source: docs/scoring.md). Each pair is scored once and cached; the run records its
     family, rule and weights."""
+    if args.cluster is None and (args.actors, args.actor_cpus, args.actor_gpus) != (1, 1, 0):
+        raise UsageError("--actors, --actor-cpus and --actor-gpus are for --cluster")
     return _score_in(db, args, args.precision, run=args.run, limit=args.limit)
+
+
+def _cluster(args: argparse.Namespace) -> ClusterSpec | None:
+    """The cluster `foil score` was asked to score on (None: this process)."""
+    if getattr(args, "cluster", None) is None:
+        return None
+    return ClusterSpec(args.cluster, actors=args.actors, cpus=args.actor_cpus, gpus=args.actor_gpus)
 
 
 @command(
@@ -152,19 +176,24 @@ def _score_in(
     from foil_studio.analysis.scoring import score_with_model
 
     if family := split_family(args.model):
+        if _cluster(args) is not None:
+            raise UsageError(
+                f"--cluster scores open_clip models; {family[0]}, a cross-encoder family, scores on this machine "
+                "only, for now"
+            )
         return _score_family(db, args, family, precision, run=run, limit=limit)
-    return score_with_model(
-        db,
-        args.dataset,
-        ModelSpec(args.model, args.pretrained, args.checkpoint, precision),
-        device=args.device,
-        cache_dir=args.cache_dir,
-        run=run,
-        batch_size=args.batch_size,
-        limit=limit,
-        progress=TerminalProgress(),
-        notify=lambda sentence: print(sentence, file=sys.stderr),
-    )
+    spec = ModelSpec(args.model, args.pretrained, args.checkpoint, precision)
+    settings: dict[str, Any] = {"device": args.device, "cache_dir": args.cache_dir, "run": run, "limit": limit}
+    settings |= {"batch_size": args.batch_size, "progress": TerminalProgress()}
+    if (cluster := _cluster(args)) is not None:
+        from foil_studio.analysis.cluster import score_on_cluster
+
+        return score_on_cluster(db, args.dataset, spec, cluster, notify=_to_stderr, **settings)
+    return score_with_model(db, args.dataset, spec, notify=_to_stderr, **settings)
+
+
+def _to_stderr(sentence: str) -> None:
+    print(sentence, file=sys.stderr)
 
 
 def _score_family(

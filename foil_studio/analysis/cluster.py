@@ -1,0 +1,292 @@
+"""Scoring on a Ray cluster (`foil score --cluster ADDRESS`): the images and captions a run still
+lacks (the embeddings cache knows which) go in batches to Ray actors, each of which loads the model
+once on its own CPU or GPU slot; the driver stores each batch's vectors as it comes back.
+
+So a run stopped anywhere resumes with only what is missing: the driver killed (what it stored
+stays), an actor killed (its batches run again on a fresh actor, up to `ClusterSpec.retries`
+times), the cluster gone (run the command again). Nothing is written twice: a batch is stored once,
+when its vectors arrive. The actors import this package, so every node needs foil-studio installed
+(the same version as the driver) and the dataset's image root at the same path.
+
+Ray is an optional extra (`pip install 'foil-studio[cluster]'`), imported only here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from foil_studio.analysis.model_spec import ModelSpec
+
+if TYPE_CHECKING:  # the CLI imports this module for its error: torch loads only in the actors and the driver's run
+    import numpy as np
+    import sqlite_utils
+
+    from foil_studio.analysis.scoring import Encoded, ImageSource, Progress
+
+CLUSTER_INSTALL = "pip install 'foil-studio[cluster]'"
+LOCAL = "local"  # a cluster of this machine, started for the run and stopped after it
+MAX_ACTORS = 1024
+MAX_RETRIES = 100
+
+
+class ClusterError(RuntimeError):
+    """Scoring on a cluster cannot start or cannot finish as asked (one line: what and the way out)."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where and on what to score: Ray's `address` ("local", "auto" for the cluster this machine
+    belongs to, "ray://HEAD:10001" for a remote one), how many actors, and each one's CPUs and GPUs."""
+
+    address: str
+    actors: int = 1
+    cpus: float = 1
+    gpus: float = 0
+    retries: int = 3  # how many times one batch may be sent again after its actor died
+    in_flight: int = 2  # batches waiting on each actor: the next is ready when one comes back
+
+    def __post_init__(self) -> None:
+        if not self.address.strip():
+            raise ClusterError("the cluster's address is empty; give local, auto or ray://HEAD:10001")
+        if not 1 <= self.actors <= MAX_ACTORS:
+            raise ClusterError(f"actors must be from 1 to {MAX_ACTORS}, not {self.actors}")
+        if not (0 < self.cpus <= 256 and 0 <= self.gpus <= 16):
+            raise ClusterError(
+                f"each actor needs more than 0 and at most 256 CPUs and 0 to 16 GPUs, not {self.cpus} and {self.gpus}"
+            )
+        if not 0 <= self.retries <= MAX_RETRIES or self.in_flight < 1:
+            raise ClusterError(f"retries must be from 0 to {MAX_RETRIES} and in_flight at least 1")
+
+
+def ray_module() -> Any:
+    """Ray, or a one-line refusal that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError(f"scoring on a cluster needs Ray, which is not installed: {CLUSTER_INSTALL}") from None
+    return ray
+
+
+class OpenClipWorker:
+    """What each actor runs: one open_clip model loaded once, encoding the batches it is sent."""
+
+    def __init__(self, spec: ModelSpec, device: str, cache_dir: str | None, threads: int) -> None:
+        import torch
+
+        from foil_studio.analysis.models import load_model
+
+        torch.set_num_threads(max(1, threads))
+        self.loaded = load_model(spec, device=device, cache_dir=cache_dir)
+
+    def describe(self) -> dict[str, Any]:
+        """What the driver records of the model: its identity (the cache's key), spec and stamp."""
+        loaded = self.loaded
+        return {
+            "identity": loaded.identity,
+            "spec": loaded.spec,
+            "stamp": loaded.stamp(),
+            "reason": loaded.precision_reason,
+        }
+
+    def images(self, root: str | None, sources: list[ImageSource]) -> np.ndarray:
+        from foil_studio.analysis.models import encode_images, preprocess_images
+        from foil_studio.analysis.scoring import load_image
+
+        images = [load_image(Path(root) if root else None, *source) for source in sources]
+        return encode_images(self.loaded, preprocess_images(self.loaded, images))
+
+    def texts(self, captions: list[str]) -> np.ndarray:
+        from foil_studio.analysis.models import encode_texts
+
+        return encode_texts(self.loaded, captions)
+
+    def token_lengths(self, captions: list[str]) -> list[int]:
+        from foil_studio.analysis.models import token_lengths
+
+        return token_lengths(self.loaded, captions)
+
+
+class ActorPool:
+    """`size` actors made by `make`; batches are spread over them with `in_flight` waiting on each,
+    and a batch whose actor died runs again on a fresh one (at most `retries` times a batch)."""
+
+    def __init__(self, ray: Any, make: Any, size: int, retries: int, in_flight: int) -> None:
+        self.ray, self.make, self.retries, self.in_flight = ray, make, retries, in_flight
+        self.actors = [make() for _ in range(size)]
+
+    def call_first(self, method: str, *args: Any) -> Any:
+        """`method(*args)` on one actor, waited for (with the same retries as a batch)."""
+        return next(result for _, result in self.map(method, [args], actors=1))
+
+    def on_every_actor(self, method: str) -> list[Any]:
+        """`method()` on each actor, waited for: what each one loaded."""
+        return self.ray.get([getattr(actor, method).remote() for actor in self.actors])
+
+    def map(self, method: str, calls: list[tuple[Any, ...]], actors: int | None = None) -> Encoded:
+        """`method(*call)` for each call, yielded as (the call's place, its result) as each comes back."""
+        ray, slots = self.ray, list(range(actors or len(self.actors)))
+        waiting: dict[Any, tuple[int, int]] = {}  # the result's ref -> (call, slot)
+        tries = [0] * len(calls)
+        queue: Iterator[int] = iter(range(len(calls)))
+        again: list[int] = []
+
+        def send(call: int, slot: int) -> None:
+            waiting[getattr(self.actors[slot], method).remote(*calls[call])] = (call, slot)
+
+        def fill(slot: int) -> None:
+            while sum(1 for _, s in waiting.values() if s == slot) < self.in_flight:
+                call = again.pop() if again else next(queue, None)
+                if call is None:
+                    return
+                send(call, slot)
+
+        for slot in slots:
+            fill(slot)
+        while waiting:
+            [ref], _ = ray.wait(list(waiting), num_returns=1)
+            call, slot = waiting.pop(ref)
+            try:
+                result = ray.get(ref)
+            except ray.exceptions.RayActorError as error:
+                tries[call] += 1
+                if tries[call] > self.retries:
+                    raise ClusterError(
+                        f"a batch failed {tries[call]} times, its actor lost each time ({_first_line(error)}); "
+                        "what was scored is stored: run the command again to score the rest"
+                    ) from None
+                self._replace_dead(slot)
+                again.append(call)
+            else:
+                yield call, result
+            fill(slot)
+
+    def _replace_dead(self, slot: int) -> None:
+        """A fresh actor in `slot`, unless one already replaced the dead one (its other batches fail too)."""
+        try:
+            self.ray.get(self.actors[slot].describe.remote())
+        except self.ray.exceptions.RayActorError:
+            self.actors[slot] = self.make()
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+class ClusterEncoder:
+    """A `scoring.Encoder` whose batches run on the actors of `pool`."""
+
+    def __init__(self, pool: ActorPool, described: dict[str, Any]) -> None:
+        self.pool = pool
+        self.identity: str = described["identity"]
+        self.spec: ModelSpec = described["spec"]
+        self.precision_reason: str = described["reason"]
+        self._stamp: dict[str, Any] = described["stamp"]
+
+    def stamp(self) -> dict[str, Any]:
+        return {**self._stamp, "actors": len(self.pool.actors)}
+
+    def image_batches(self, root: Path | None, batches: list[list[ImageSource]]) -> Encoded:
+        return self.pool.map("images", [(str(root) if root else None, batch) for batch in batches])
+
+    def text_batches(self, batches: list[list[str]]) -> Encoded:
+        return self.pool.map("texts", [(batch,) for batch in batches])
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return list(self.pool.call_first("token_lengths", texts))
+
+
+@contextmanager
+def open_clip_on_cluster(
+    cluster: ClusterSpec, spec: ModelSpec, device: str = "auto", cache_dir: str | None = None
+) -> Generator[ClusterEncoder, None, None]:
+    """An encoder whose actors each hold `spec`'s model, for the time of the `with` block; refused
+    in one line when the actors loaded different models (`auto` precision on different devices)."""
+    ray = ray_module()
+    started = connect(ray, cluster)
+    pool = None
+    try:
+        options: dict[str, Any] = {"num_cpus": cluster.cpus, "num_gpus": cluster.gpus, "max_restarts": 0}
+        threads = max(1, int(cluster.cpus))  # torch's threads in each actor: the CPUs it holds, no more
+        worker = ray.remote(OpenClipWorker).options(**options)
+        pool = ActorPool(
+            ray,
+            lambda: worker.remote(spec, device, cache_dir, threads),
+            cluster.actors,
+            cluster.retries,
+            cluster.in_flight,
+        )
+        described = pool.on_every_actor("describe")
+        if len({d["identity"] for d in described}) > 1:
+            precisions = sorted({d["spec"].precision for d in described})
+            raise ClusterError(
+                f"the actors loaded the model differently (precisions {', '.join(precisions)}: `auto` chose per "
+                "device); give --precision"
+            )
+        yield ClusterEncoder(pool, described[0])
+    finally:
+        if pool is not None:
+            pool.close()
+        if started:
+            ray.shutdown()
+
+
+def connect(ray: Any, cluster: ClusterSpec) -> bool:
+    """Join the cluster at `cluster.address` (or start one here for "local"); True when this call
+    started Ray (and so stops it)."""
+    if ray.is_initialized():
+        return False
+    quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    try:
+        if cluster.address == LOCAL:
+            # the actors are the run's work: Ray's default niceness for its workers (15) starves
+            # them on a machine that is busy with anything else (imports alone took 3x as long)
+            os.environ.setdefault("RAY_worker_niceness", "0")
+            needed = cluster.actors * cluster.cpus
+            ray.init(num_cpus=max(needed, os.cpu_count() or 1), num_gpus=None, **quiet)
+        else:
+            ray.init(address=cluster.address, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ClusterError(f"cannot reach the Ray cluster at {cluster.address}: {_first_line(error)}") from None
+    return True
+
+
+def score_on_cluster(
+    db: sqlite_utils.Database,
+    dataset: str,
+    spec: ModelSpec,
+    cluster: ClusterSpec,
+    *,
+    device: str = "auto",
+    cache_dir: str | None = None,
+    run: str | None = None,
+    batch_size: int = 64,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """`scoring.score_with_model` with the model loaded on the cluster's actors, which encode the
+    batches: the report of `foil score --cluster ADDRESS --json`, with the cluster and its actors."""
+    from foil_studio.analysis.scorable import require_scorable
+    from foil_studio.analysis.scoring import score_dataset
+
+    if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
+        notify(skipped)
+    with open_clip_on_cluster(cluster, spec, device, cache_dir) as encoder:
+        report = score_dataset(db, dataset, encoder, run=run, batch_size=batch_size, limit=limit, progress=progress)
+        actors = len(encoder.pool.actors)
+    return {
+        **report.to_dict(),
+        "precision": encoder.spec.precision,
+        "precision_reason": encoder.precision_reason,
+        "cluster": cluster.address,
+        "actors": actors,
+    }
