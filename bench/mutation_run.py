@@ -29,8 +29,6 @@ def main(globs: list[str]) -> int:
     # many sessions would otherwise delete the folders of a test run going on beside it
     temp_root = REPO / ".mutation-tmp"
     temp_root.mkdir(exist_ok=True)
-    # made before Python starts: a PYTHONPATH entry missing at start-up is never searched (below)
-    (REPO / "mutants").mkdir(exist_ok=True)
     server = PostgresServer(max_connections=200).start()
     env = {
         **os.environ,
@@ -42,9 +40,6 @@ def main(globs: list[str]) -> int:
         # mutmut forks each mutant from a process that has run torch: a forked child whose parent
         # started OpenMP's thread pool hangs in its first torch call (every demo-store test did)
         "OMP_NUM_THREADS": "1",
-        # a test that starts `foil` (or `foil serve`) in a process of its own must run the mutant too:
-        # the venv's editable install would import the checkout's code, which no mutant changes
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "mutants"), os.environ.get("PYTHONPATH")])),
         "MKL_NUM_THREADS": "1",
     }
     try:
