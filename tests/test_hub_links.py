@@ -1,0 +1,122 @@
+"""What `import hf` rests on, pinned where mutation testing found it unpinned (issue 53): how the
+Hub is reached (`data.hub`: its address through a proxy, the offline switch, the error line) and the
+refusals of a README's `configs:` section and of a Hub id that fails to load (`formats.hf`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from foil_studio import api
+from foil_studio.data import hub
+from foil_studio.data.formats import BadInputError
+
+
+@pytest.mark.parametrize(
+    ("environment", "address"),
+    [
+        ({}, ("huggingface.co", 443)),
+        ({"HF_ENDPOINT": "http://mirror.example"}, ("mirror.example", 80)),
+        ({"HF_ENDPOINT": "https://mirror.example:8443"}, ("mirror.example", 8443)),
+        ({"https_proxy": "http://proxy.example:3128"}, ("proxy.example", 3128)),
+        ({"https_proxy": "proxy.example:3128"}, ("proxy.example", 3128)),  # a proxy written without its scheme
+        ({"https_proxy": "http://proxy.example:3128", "no_proxy": "huggingface.co"}, ("huggingface.co", 443)),
+        ({"HF_ENDPOINT": "http://mirror.example", "http_proxy": "http://proxy.example"}, ("proxy.example", 80)),
+    ],
+)
+def test_the_hub_is_reached_at_its_endpoint_or_through_the_proxy_that_serves_its_scheme(
+    monkeypatch, environment, address
+):
+    for name in ("HF_ENDPOINT", "https_proxy", "http_proxy", "HTTPS_PROXY", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert hub._hub_address() == address
+
+
+@pytest.mark.parametrize(
+    ("value", "offline"), [("1", True), ("on", True), (" yes ", True), ("TRUE", True), ("0", False), ("", False)]
+)
+def test_the_offline_switch_reads_as_the_hugging_face_libraries_read_it(monkeypatch, value, offline):
+    for name in hub.OFFLINE:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(hub.OFFLINE[-1], value)
+    assert hub.offline_requested() is offline
+
+
+def test_an_unreachable_hub_is_said_to_be_unreachable(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert hub.hub_endpoint() == "http://127.0.0.1:9"
+    assert hub.hub_reachable(timeout=1) is False
+
+
+def test_an_error_line_is_the_first_line_cut_between_words():
+    assert hub.error_line(ValueError("")) == "ValueError"
+    assert hub.error_line(OSError("first\nsecond")) == "first"
+    assert hub.error_line(OSError("a " * 200)) == ("a " * 150).strip() + " ..."
+    assert hub.error_line(OSError("x" * 300)) == "x" * 300
+
+
+def readme(repo, body: str) -> None:
+    repo.mkdir(exist_ok=True)
+    (repo / "README.md").write_text(f"---\nconfigs:\n{body}---\n")
+
+
+def test_a_readme_config_whose_pattern_finds_no_file_is_refused_naming_the_card_the_config_and_split(tmp_path):
+    repo = tmp_path / "repo"
+    readme(repo, "- config_name: swap_obj\n  data_files:\n  - split: test\n    path: data/swap_obj*.parquet\n")
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(tmp_path / "foil.db").import_file("hf", repo)
+    said = str(refused.value)
+    assert str(repo / "README.md") in said
+    assert "config 'swap_obj' split 'test': no file matches ['data/swap_obj*.parquet']" in said
+
+
+def test_a_readme_pattern_that_leaves_the_repository_is_refused_naming_the_file(tmp_path):
+    repo = tmp_path / "repo"
+    (tmp_path / "elsewhere.parquet").write_bytes(b"PAR1")
+    readme(repo, "- config_name: swap_obj\n  data_files: ../elsewhere.parquet\n")
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(tmp_path / "foil.db").import_file("hf", repo)
+    said = str(refused.value)
+    assert str(repo / "README.md") in said and "config 'swap_obj'" in said and "is outside" in said
+    assert "elsewhere.parquet" in said
+
+
+def test_a_readme_config_with_data_files_of_no_known_shape_is_refused(tmp_path):
+    repo = tmp_path / "repo"
+    readme(repo, "- config_name: swap_obj\n  data_files:\n    test: data/x.parquet\n")
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(tmp_path / "foil.db").import_file("hf", repo)
+    assert str(repo / "README.md") in str(refused.value)
+    assert "config 'swap_obj': data_files expected a pattern, a list of them, or [{split, path}]" in str(refused.value)
+
+
+def test_a_hub_id_that_fails_to_load_online_is_one_line_naming_the_id(tmp_path, monkeypatch):
+    import datasets
+
+    for name in hub.OFFLINE:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("foil_studio.data.formats.hf.hub_reachable", lambda: True)
+
+    def refuse(path, **_):
+        raise ValueError(f"Dataset '{path}' doesn't exist on the Hub\nmore lines of the library")
+
+    monkeypatch.setattr(datasets, "get_dataset_config_names", refuse)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(tmp_path / "foil.db").import_file("hf", "some-org/some-set")
+    said = str(refused.value)
+    assert said.startswith("some-org/some-set") and "\n" not in said
+    assert "could not load from the Hub: Dataset 'some-org/some-set' doesn't exist on the Hub" in said
+
+
+def test_both_offline_switches_are_named_when_both_are_set(tmp_path, monkeypatch):
+    for name in hub.OFFLINE:
+        monkeypatch.setenv(name, "1")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(tmp_path / "foil.db").import_file("hf", "no-such-org/no-such-set")
+    assert f"the Hub is switched off ({' or '.join(hub.OFFLINE)})" in str(refused.value)
+    assert str(refused.value).startswith("no-such-org/no-such-set")
