@@ -4,6 +4,7 @@ process it started, and the exit code says which signal it was."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -215,3 +216,65 @@ def test_an_address_this_machine_does_not_have_is_refused_naming_it():
 
     with pytest.raises(OSError, match=r"cannot serve on no-such-host\.invalid: not an address of this machine"):
         server.check_port(free_port(), "no-such-host.invalid")
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [
+        (
+            errno.EADDRINUSE,
+            "port {port} is taken by another program ({where}); stop it, or serve on another port with --port N",
+        ),
+        (
+            errno.EACCES,
+            "port {port} needs privileges this user lacks ({where}); serve on a port from 1024 up with --port N",
+        ),
+        (errno.EADDRNOTAVAIL, "cannot serve on port {port} {where}: Cannot assign requested address"),
+    ],
+    ids=["taken", "privileged", "not-available"],
+)
+@pytest.mark.parametrize(("address", "where"), [(None, "on every interface"), ("127.0.0.1", "on 127.0.0.1")])
+def test_each_reason_a_port_cannot_be_served_is_its_own_line(monkeypatch, number, said, address, where):
+    """The probe binds as the app's server does (SO_REUSEADDR, then the address); each failure of
+    the bind is said in one line naming the port and where, and what to do."""
+    from foil_studio import server
+
+    probes = []
+
+    class Refusing(socket.socket):
+        def bind(self, place):
+            probes.append((self.family, self.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR), place))
+            raise OSError(number, os.strerror(number))
+
+    port = free_port()
+    monkeypatch.setattr(server.socket, "socket", Refusing)
+    with pytest.raises(OSError) as refused:
+        server.check_port(port, address)
+    assert str(refused.value) == said.format(port=port, where=where)
+    assert probes and probes[0][0] == socket.AF_INET and probes[0][1] != 0  # SO_REUSEADDR set before the bind
+    assert probes[0][2][1] == port
+
+
+def test_an_ipv6_wildcard_this_machine_cannot_bind_is_left_to_the_app(monkeypatch):
+    """An IPv6 address that will not bind (a machine without IPv6) is skipped, as the app's server
+    skips it; IPv4 still decides."""
+    from foil_studio import server
+
+    class NoIpv6(socket.socket):
+        def bind(self, place):
+            if self.family == socket.AF_INET6:
+                assert self.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) != 0
+                raise OSError(errno.EADDRNOTAVAIL, os.strerror(errno.EADDRNOTAVAIL))
+            return super().bind(place)
+
+    port = free_port()
+    monkeypatch.setattr(server.socket, "socket", NoIpv6)
+    monkeypatch.setattr(
+        server.socket,
+        "getaddrinfo",
+        lambda *a, **k: [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::", a[1], 0, 0)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("0.0.0.0", a[1])),
+        ],
+    )
+    server.check_port(port)  # no error: IPv4 binds

@@ -426,3 +426,18 @@ def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_peopl
     mine = [label for label in labels if label["annotator"] == "ada" and label["flags"] == ["ungrammatical"]]
     assert len(labels) == 6 and len(mine) == 2 and not any(label["simulated"] for label in mine)
     assert all(label["simulated"] and label["flags"] == [] for label in labels if label not in mine)
+
+
+def test_the_item_index_lists_ids_kinds_categories_and_source_ids_by_id_filtered_and_cut(demo_db):
+    """`store.item_index` (what `foil items` prints), against the items as `list_items` decodes them."""
+    dataset_id = store.get_dataset(demo_db, "demo-sugarcrepe")["id"]
+    items = sorted(store.list_items(demo_db, dataset_id, limit=100_000), key=lambda item: item["id"])
+    every = store.item_index(demo_db, dataset_id)
+    assert every == [(i["id"], i["kind"], i["category"], i["source_id"]) for i in items]
+    assert all(isinstance(field, int if n == 0 else str) for row in every for n, field in enumerate(row))
+    category = items[-1]["category"]
+    chosen = store.item_index(demo_db, dataset_id, category=category)
+    assert chosen == [row for row in every if row[2] == category] and 0 < len(chosen) < len(every)
+    assert store.item_index(demo_db, dataset_id, category=category, limit=3) == chosen[:3]
+    assert store.item_index(demo_db, dataset_id, limit=1) == every[:1]
+    assert store.item_index(demo_db, dataset_id, category="no-such-category") == []

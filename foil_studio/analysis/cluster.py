@@ -251,7 +251,7 @@ def connect(ray: Any, cluster: ClusterSpec) -> bool:
             # them on a machine that is busy with anything else (imports alone took 3x as long)
             os.environ.setdefault("RAY_worker_niceness", "0")
             needed = cluster.actors * cluster.cpus
-            ray.init(num_cpus=max(needed, os.cpu_count() or 1), num_gpus=None, **quiet)
+            ray.init(address="local", num_cpus=max(needed, os.cpu_count() or 1), **quiet)  # never one found here
         else:
             ray.init(address=cluster.address, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as error:
