@@ -677,3 +677,31 @@ def test_a_reassigned_item_starts_its_lease_and_clocks_anew(demo_db):
         [state.task.item_id, store.get_batch(demo_db, batch)["id"]],
     ).fetchone()
     assert tuple(row) == (ben, None, None)  # ben's lease and reading clock start when he sees it, not at ada's times
+
+
+def test_the_places_of_a_study_count_each_holders_answered_and_unopened_units_and_when_they_were_active(demo_db):
+    """`store.place_holders`, what the admission rule reads: a participant holds a place while any
+    unit is unanswered; `answered`, `unopened`, `last_active` and `latest_opened` per holder."""
+    batch, token = crowd(demo_db, n=6, overlap=1, per_worker=3, idle_minutes=10)
+    busy, idle = crowd_studies.join_crowd(demo_db, token, pid(1)), crowd_studies.join_crowd(demo_db, token, pid(2))
+    batch_id = store.get_batch(demo_db, batch)["id"]
+    assert store.place_holders(demo_db, batch_id) == []  # joined, nothing dealt yet
+    queues.draw(demo_db, idle["id"], batch)  # one item opened, two dealt behind it
+    state = queues.draw(demo_db, busy["id"], batch)
+    queues.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
+    held = {row["annotator_id"]: row for row in store.place_holders(demo_db, batch_id)}
+    assert [row["annotator_id"] for row in store.place_holders(demo_db, batch_id)] == sorted(held)
+    units = store.batch_assignments(demo_db, batch_id)  # counted again, from the assignments themselves
+    for who, answered in ((idle, 0), (busy, 1)):
+        mine = [a for a in units if a["annotator_id"] == who["id"]]
+        unopened = sum(1 for a in mine if not a["done"] and a["opened_at"] is None)
+        assert (held[who["id"]]["answered"], held[who["id"]]["unopened"]) == (answered, unopened)
+    assert held[idle["id"]]["unopened"] == 1 and held[busy["id"]]["unopened"] >= 1
+    assert held[idle["id"]]["latest_opened"] is not None and held[busy["id"]]["latest_opened"] is None
+    answered_at = max(label["submitted_at"] for label in labels_of(demo_db, batch))
+    assert held[busy["id"]]["last_active"] >= answered_at
+    assert held[idle["id"]]["last_active"] >= held[idle["id"]]["latest_opened"]
+    for _ in range(2):  # busy answers the rest: it no longer holds a place
+        state = queues.draw(demo_db, busy["id"], batch)
+        queues.submit_answer(demo_db, busy["id"], batch, state.task, first_option(state.task))
+    assert [row["annotator_id"] for row in store.place_holders(demo_db, batch_id)] == [idle["id"]]
