@@ -120,3 +120,100 @@ def test_both_offline_switches_are_named_when_both_are_set(tmp_path, monkeypatch
         api.open_store(tmp_path / "foil.db").import_file("hf", "no-such-org/no-such-set")
     assert f"the Hub is switched off ({' or '.join(hub.OFFLINE)})" in str(refused.value)
     assert str(refused.value).startswith("no-such-org/no-such-set")
+
+
+# --- README data_files forms and save_to_disk folders, as `datasets` writes them ---------------------
+
+
+def scpp_rows(colour: str, n: int = 2) -> dict[str, list]:
+    """SugarCrepe++'s columns (its category comes from the config or the file name), images as paths;
+    ids apart per colour."""
+    first = 100 * len(colour)
+    return {
+        "id": list(range(first, first + n)),
+        "image": [f"coco/{colour}.png"] * n,
+        "caption": [f"a {colour} cup {i}" for i in range(n)],
+        "caption2": [f"a cup that is {colour} {i}" for i in range(n)],
+        "negative_caption": [f"a grey cup {i}" for i in range(n)],
+    }
+
+
+def scpp_part(tmp_path, colour: str, n: int = 2):
+    import datasets
+    from PIL import Image
+
+    (tmp_path / "coco").mkdir(exist_ok=True)
+    Image.new("RGB", (4, 4), colour).save(tmp_path / "coco" / f"{colour}.png")
+    return datasets.Dataset.from_dict(scpp_rows(colour, n)).cast_column("image", datasets.Image())
+
+
+@pytest.mark.parametrize(
+    "data_files",
+    [
+        "data/*.parquet",  # one pattern: the train split
+        "\n  - data/red.parquet\n  - data/green.parquet",  # a list of patterns: the train split
+        # one split given twice
+        "\n  - split: test\n    path: data/red.parquet\n  - split: test\n    path: data/green.parquet",
+        "\n  - split: test\n    path:\n    - data/red.parquet\n    - data/green.parquet",  # a split with a list
+    ],
+    ids=["pattern", "patterns", "split-twice", "split-with-a-list"],
+)
+def test_each_form_of_a_readme_configs_data_files_reads_every_file_it_names(tmp_path, monkeypatch, data_files):
+    monkeypatch.chdir(tmp_path)  # the library stores each image path as it was given
+    repo = tmp_path / "repo"
+    for colour in ("red", "green"):
+        scpp_part(tmp_path, colour).to_parquet(str(repo / "data" / f"{colour}.parquet"))
+    readme(repo, f"- config_name: swap_object\n  data_files: {data_files}\n")
+    report = api.open_store(tmp_path / "foil.db").import_file("hf", repo, images=tmp_path)
+    assert report["n_items"] == 4 and report["by_category"] == {"swap_obj": 4}
+
+
+def test_a_saved_split_of_several_files_reads_them_all_and_takes_its_config_from_dataset_info(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    saved = tmp_path / "saved"
+    part = scpp_part(tmp_path, "red", n=6)
+    part.info.config_name = "replace_attribute"  # what load_dataset records for the config it loaded
+    part.save_to_disk(str(saved), num_shards=3)
+    assert len(list(saved.glob("*.arrow"))) == 3
+    report = api.open_store(tmp_path / "foil.db").import_file("hf", saved, images=tmp_path)
+    assert report["n_items"] == 6 and report["by_category"] == {"replace_att": 6}
+
+
+@pytest.mark.parametrize(
+    ("document", "said"),
+    [
+        ({"splits": "test"}, "expected {'splits': [names of split folders]}"),
+        ({"splits": ["test", " "]}, "expected {'splits': [names of split folders]}"),
+        ({"splits": [".."]}, "'..'"),
+        ({"splits": ["a/b"]}, "'a/b'"),
+        ({"splits": ["a\\\\b"]}, "is not a"),
+    ],
+    ids=["not-a-list", "a-blank-name", "parent", "a-path", "a-backslash"],
+)
+def test_a_dataset_dict_json_that_names_no_split_folders_is_refused_naming_it(tmp_path, document, said):
+    import json
+
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "dataset_dict.json").write_text(json.dumps(document))
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(tmp_path / "foil.db").import_file("hf", saved)
+    assert str(saved / "dataset_dict.json") in str(refused.value) and said in str(refused.value)
+
+
+def test_a_split_folder_without_its_state_or_with_a_bad_one_is_refused_naming_it(tmp_path):
+    import json
+
+    saved = tmp_path / "saved"
+    (saved / "test").mkdir(parents=True)
+    (saved / "dataset_dict.json").write_text(json.dumps({"splits": ["test"]}))
+    store_file = tmp_path / "foil.db"
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(store_file).import_file("hf", saved)
+    assert str(saved / "test") in str(refused.value)
+    assert "no state.json; expected a split folder written by save_to_disk" in str(refused.value)
+    (saved / "test" / "state.json").write_text(json.dumps({"_data_files": [{"name": "x.arrow"}]}))
+    with pytest.raises(BadInputError) as refused:
+        api.open_store(store_file).import_file("hf", saved)
+    assert str(saved / "test" / "state.json") in str(refused.value)
+    assert "expected '_data_files': [{'filename': ...}]" in str(refused.value)
