@@ -3,11 +3,12 @@
     .venv/bin/python bench/bench_cluster.py [--items 1000] [--batch-size 64] [--arch ViT-B-32]
 
 `--items` generated 640x480 JPEGs, one SugarCrepe-style pair each (two image-caption pairs an
-item), scored with ViT-B-32 (random weights: speed does not depend on them, `--precision auto`)
-three ways, each into its own copy of the store (an empty cache): in this process
-(`score_with_model`), on a local cluster with one actor of 2 CPUs, and with two actors of 1 CPU.
-A cluster run is timed in two parts: starting (Ray, and each actor importing torch and loading the
-model) and scoring (the batches). All figures come from one run: compare them with each other.
+item), scored in random weights (speed does not depend on them; `auto` precision) three ways, each
+into its own copy of the store (an empty cache): in this process (`score_dataset` on the model
+loaded here), on a local cluster with one actor of 2 CPUs, and with two actors of 1 CPU. Each run
+is timed in two parts: starting (loading the model; on a cluster, Ray's start and each actor
+importing torch and loading it) and scoring (the batches). All figures come from one run: compare
+them with each other.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foil_studio.analysis.cluster import ClusterSpec, connect, open_clip_on_cluster
 from foil_studio.analysis.model_spec import ModelSpec
-from foil_studio.analysis.scoring import score_dataset, score_with_model
+from foil_studio.analysis.models import load_model
+from foil_studio.analysis.scoring import score_dataset
 from foil_studio.data import store
 from foil_studio.data.demo_photos import photo_dataset
 
@@ -62,18 +64,21 @@ def main() -> None:
         source = folder / "source.db"
         photo_dataset(store.open_db(source), folder / "files", args.items)
         started = time.perf_counter()
-        here = score_with_model(
-            store.open_db(fresh_copy(source, folder, "here")), "photos", spec, device="cpu", batch_size=args.batch_size
+        loaded = load_model(spec, device="cpu")
+        loading = time.perf_counter() - started
+        started = time.perf_counter()
+        here = score_dataset(
+            store.open_db(fresh_copy(source, folder, "here")), "photos", loaded, batch_size=args.batch_size
         )
         alone = time.perf_counter() - started
-        pairs = 2 * here["n_items"]
+        pairs = 2 * here.n_items
         print(
-            f"{args.items} items ({pairs} image-caption pairs), {args.arch} in {here['precision']}, "
+            f"{args.items} items ({pairs} image-caption pairs), {args.arch} in {loaded.spec.precision}, "
             f"batch {args.batch_size}"
         )
         print("| how | start (s) | score (s) | ms per pair | score time / one process |")
         print("| --- | ---: | ---: | ---: | ---: |")
-        print(f"| one process (`foil score`) | - | {alone:.1f} | {1000 * alone / pairs:.2f} | 1.00 |")
+        print(f"| one process (`foil score`) | {loading:.1f} | {alone:.1f} | {1000 * alone / pairs:.2f} | 1.00 |")
         for actors, cpus in ((1, 2), (2, 1)):
             start, score, scored = on_cluster(
                 fresh_copy(source, folder, f"c{actors}"), spec, actors, cpus, args.batch_size
