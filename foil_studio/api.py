@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
+from foil_studio.analysis.cluster import ClusterSpec
 from foil_studio.analysis.model_spec import ModelSpec, demo_model_spec
 from foil_studio.analysis.results import BOOTSTRAP
 from foil_studio.analysis.scorers import split_family
@@ -129,11 +130,13 @@ class Studio:
         run: str | None = None,
         device: str = "auto",
         limit: int | None = None,
+        cluster: ClusterSpec | None = None,
     ) -> dict[str, Any]:
         """Score a dataset (`foil score`): `model` is an open_clip architecture (``"ViT-B-32"`` with
         ``pretrained="openai"``), a `ModelSpec`, ``"demo"`` for the shipped demo model, or another
         family's ``"FAMILY:FOLDER_OR_NAME"`` (``"blip-itm:/models/blip"``: the family table of docs/scoring.md).
-        Returns the report `foil score --json` prints."""
+        `cluster` (``ClusterSpec("local", actors=2)``) scores an open_clip model on Ray actors
+        (`foil score --cluster`). Returns the report `foil score --json` prints."""
         from foil_studio.analysis.scoring import score_with_model
 
         family = split_family(model) if isinstance(model, str) else None
@@ -142,6 +145,8 @@ class Studio:
 
             if pretrained or checkpoint:
                 raise ValueError(f"pretrained and checkpoint are open_clip's; {family[0]} reads its folder or name")
+            if cluster is not None:
+                raise ValueError(f"a cluster scores open_clip models; {family[0]} scores on this machine only, for now")
             return score_with_family(
                 self.db, dataset, *family, precision=precision, device=device, run=run, limit=limit
             )
@@ -151,6 +156,10 @@ class Studio:
             spec = demo_model_spec()
         else:
             spec = ModelSpec(model, pretrained, checkpoint, precision)
+        if cluster is not None:
+            from foil_studio.analysis.cluster import score_on_cluster
+
+            return score_on_cluster(self.db, dataset, spec, cluster, device=device, run=run, limit=limit)
         return score_with_model(self.db, dataset, spec, device=device, run=run, limit=limit)
 
     def import_file(

@@ -146,3 +146,13 @@ def test_the_cluster_settings_are_refused_in_one_line_when_out_of_bounds():
     ]:
         with pytest.raises(ClusterError, match=said):
             ClusterSpec(**settings)
+
+
+def test_the_python_api_scores_on_a_cluster_as_the_command_does(demo_db, local_cluster):
+    from foil_studio import api
+
+    studio = api.Studio(demo_db)
+    report = studio.score(DATASET, RANDOM_DEMO, run="api", limit=8, cluster=ClusterSpec("local"))
+    assert (report["cluster"], report["actors"], report["n_items"]) == ("local", 1, 8)
+    with pytest.raises(ValueError, match="a cluster scores open_clip models; blip-itm"):
+        studio.score(DATASET, "blip-itm:Salesforce/blip-itm-base-coco", cluster=ClusterSpec("local"))
