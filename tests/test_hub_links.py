@@ -51,6 +51,18 @@ def test_an_unreachable_hub_is_said_to_be_unreachable(monkeypatch):
     assert hub.hub_reachable(timeout=1) is False
 
 
+def test_a_hub_that_takes_connections_is_reachable(monkeypatch):
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listening.getsockname()[1]}")
+        for name in ("http_proxy", "HTTP_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+        assert hub.hub_reachable(timeout=5) is True
+
+
 def test_an_error_line_is_the_first_line_cut_between_words():
     assert hub.error_line(ValueError("")) == "ValueError"
     assert hub.error_line(OSError("first\nsecond")) == "first"

@@ -138,7 +138,8 @@ def test_serve_returns_the_apps_own_exit_code_and_puts_the_handlers_back():
     from foil_studio import server
 
     before = {number: signal.getsignal(number) for number in server.STOP_SIGNALS}
-    assert server.serve(python("import sys; sys.exit(3)"), os.environ) == 3
+    exits_with = "import os, sys; sys.exit(int(os.environ['FOIL_TEST_EXIT']))"  # the environment serve was given
+    assert server.serve(python(exits_with), {**os.environ, "FOIL_TEST_EXIT": "3"}) == 3
     assert {number: signal.getsignal(number) for number in server.STOP_SIGNALS} == before
 
 
