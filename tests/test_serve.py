@@ -203,6 +203,7 @@ def test_the_command_and_environment_the_app_is_served_with(tmp_path, monkeypatc
     command = server.streamlit_command(sys.executable, 8765)
     assert command[:5] == [sys.executable, "-m", "streamlit", "run", str(server.APP_SCRIPT)]
     assert "--server.port=8765" in command and "--server.headless=true" in command
+    assert "--browser.gatherUsageStats=false" in command  # no usage report leaves the machine
     assert not any(flag.startswith("--server.address") for flag in command)
     assert server.streamlit_command(sys.executable, 8765, "127.0.0.1")[-1] == "--server.address=127.0.0.1"
     monkeypatch.chdir(tmp_path)
