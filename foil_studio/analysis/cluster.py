@@ -118,6 +118,7 @@ class ActorPool:
     def __init__(self, ray: Any, make: Any, size: int, retries: int, in_flight: int) -> None:
         self.ray, self.make, self.retries, self.in_flight = ray, make, retries, in_flight
         self.actors = [make() for _ in range(size)]
+        self.identity: str | None = None  # the model every actor must hold, once the first ones said it
 
     def call_first(self, method: str, *args: Any) -> Any:
         """`method(*args)` on one actor, waited for (with the same retries as a batch)."""
@@ -170,7 +171,14 @@ class ActorPool:
         try:
             self.ray.get(self.actors[slot].describe.remote())
         except self.ray.exceptions.RayActorError:
-            self.actors[slot] = self.make()
+            fresh = self.make()
+            found = self.ray.get(fresh.describe.remote())["identity"]
+            if self.identity is not None and found != self.identity:  # another node, another `auto` precision
+                raise ClusterError(
+                    "a fresh actor loaded the model differently from the others (`auto` precision chose per "
+                    "device); give --precision"
+                ) from None
+            self.actors[slot] = fresh
 
     def close(self) -> None:
         for actor in self.actors:
@@ -231,6 +239,7 @@ def open_clip_on_cluster(
                 f"the actors loaded the model differently (precisions {', '.join(precisions)}: `auto` chose per "
                 "device); give --precision"
             )
+        pool.identity = described[0]["identity"]
         yield ClusterEncoder(pool, described[0])
     finally:
         if pool is not None:
