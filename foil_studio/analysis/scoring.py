@@ -45,9 +45,8 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 Chunk = TypeVar("Chunk")
 Prepared = TypeVar("Prepared")
 ImageSource = tuple[str, list[float] | None]  # an image's path under the dataset's root, and its crop
-Encoded = Generator[
-    tuple[int, np.ndarray], None, None
-]  # (the batch's place in the list given, its vectors), as each is done
+# (the batch's place in the list given, its vectors), as each batch is done
+Encoded = Generator[tuple[int, np.ndarray], None, None]
 
 
 class Encoder(Protocol):
