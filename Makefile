@@ -20,7 +20,7 @@ $(VENV)/.runtime: requirements.txt pyproject.toml
 	$(UV) --no-deps -e .
 	touch $@
 
-$(VENV)/.testing: $(VENV)/.runtime requirements-test.txt
+$(VENV)/.testing: $(VENV)/.runtime requirements-test.txt requirements-cluster.txt
 	$(UV) -r requirements-test.txt
 	touch $@
 
