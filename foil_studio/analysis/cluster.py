@@ -284,18 +284,9 @@ def score_on_cluster(
 ) -> dict[str, Any]:
     """`scoring.score_with_model` with the model loaded on the cluster's actors, which encode the
     batches: the report of `foil score --cluster ADDRESS --json`, with the cluster and its actors."""
-    from foil_studio.analysis.scorable import require_scorable
-    from foil_studio.analysis.scoring import score_dataset
+    from foil_studio.analysis.scoring import say_skipped, scored_report
 
-    if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
-        notify(skipped)
+    say_skipped(db, dataset, limit, notify)
     with open_clip_on_cluster(cluster, spec, device, cache_dir) as encoder:
-        report = score_dataset(db, dataset, encoder, run=run, batch_size=batch_size, limit=limit, progress=progress)
-        actors = len(encoder.pool.actors)
-    return {
-        **report.to_dict(),
-        "precision": encoder.spec.precision,
-        "precision_reason": encoder.precision_reason,
-        "cluster": cluster.address,
-        "actors": actors,
-    }
+        report = scored_report(db, dataset, encoder, run=run, batch_size=batch_size, limit=limit, progress=progress)
+        return {**report, "cluster": cluster.address, "actors": len(encoder.pool.actors)}

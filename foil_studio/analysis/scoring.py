@@ -319,11 +319,34 @@ def score_with_model(
     `./foil score --json`, with the precision it ran in and why. Items without image files are
     said through `notify` before the model loads, and refused when no item has them. (On a Ray
     cluster: `analysis.cluster.score_on_cluster`.)"""
+    say_skipped(db, dataset, limit, notify)
+    loaded = load_model(spec, device=device, cache_dir=cache_dir)
+    return scored_report(db, dataset, loaded, run=run, batch_size=batch_size, limit=limit, progress=progress)
+
+
+def say_skipped(
+    db: sqlite_utils.Database, dataset: str, limit: int | None, notify: Callable[[str], None] | None
+) -> None:
+    """Say through `notify` which items have no image files, before any model loads (and refuse
+    a dataset where none has them)."""
     if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
         notify(skipped)
-    loaded = load_model(spec, device=device, cache_dir=cache_dir)
-    report = score_dataset(db, dataset, loaded, run=run, batch_size=batch_size, limit=limit, progress=progress)
-    return {**report.to_dict(), "precision": loaded.spec.precision, "precision_reason": loaded.precision_reason}
+
+
+def scored_report(
+    db: sqlite_utils.Database,
+    dataset: str,
+    encoder: LoadedModel | Encoder,
+    *,
+    run: str | None,
+    batch_size: int,
+    limit: int | None,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """Score the dataset with `encoder`: the report `foil score --json` prints, with the precision
+    it ran in and why."""
+    report = score_dataset(db, dataset, encoder, run=run, batch_size=batch_size, limit=limit, progress=progress)
+    return {**report.to_dict(), "precision": encoder.spec.precision, "precision_reason": encoder.precision_reason}
 
 
 def score_demo(db: sqlite_utils.Database, datasets: list[str], progress: Progress | None = None) -> list[ScoreReport]:
