@@ -15,9 +15,10 @@ Seven categories of 500 items, n answers in each, drawn three ways:
 Each cites what the report cites: the narrower of the plain interval (`health.stratified_share`, the
 bins as strata with their edge weights) and the prediction-powered one (`prediction_powered` over the
 same strata). Table 1: worlds built for the question (`WORLDS`) and VALSE's real votes (one of its
-three votes as the predictor; the authors' outcome), n = 40: coverage and mean width of each, and the
-ratio to random. Table 2 (`--grid`): coverage of the cited interval per category and overall for the
-predictors of `health_adversarial.py` at invalid shares 1-30% and n/N 0.02-0.3. Table 3
+three votes as the predictor; the authors' outcome), n per category (`--per-category`, default 40):
+coverage and mean width of each, and the ratio to random. Table 2 (`--grid`): coverage of the cited
+interval per category and overall for the predictors of `health_adversarial.py` at invalid shares
+1-30% and n/N 0.02-0.3 (and, named in `--predictors` only, `confident_misses`). Table 3
 (`--attainable`): in the concentrated world, the width the same draws would give with the bins'
 variances pooled over the categories' like bins, and with their true variances (an oracle), to
 separate what the plan costs from what the variance estimate costs.
@@ -67,6 +68,15 @@ def concentrated(rng: np.random.Generator) -> Category:
     return y[order], f[order]
 
 
+def concentrated_calibrated(rng: np.random.Generator) -> Category:
+    """The concentrated world with a calibrated predictor: each item's prediction its band's true share
+    (1.2% in the bottom 85%, 26.7% in the top 15%) times a factor drawn from 0.8 to 1.2."""
+    y, f = concentrated(rng)
+    top = f >= 0.2
+    share = np.where(top, y[top].mean(), y[~top].mean())
+    return y, share * rng.uniform(0.8, 1.2, len(y))
+
+
 def labels_30(rng: np.random.Generator) -> Category:
     """30% invalid; a 0/1 label agreeing with people on 90% of items."""
     y = (rng.random(SIZE) < 0.3).astype(float)
@@ -82,6 +92,7 @@ def useless(share: float) -> Callable[[np.random.Generator], Category]:
 
 WORLDS: dict[str, Callable[[np.random.Generator], Category]] = {
     "5%, top 15% hold 80%": concentrated,
+    "5%, top 15% hold 80%, calibrated": concentrated_calibrated,
     "30%, 0/1 label agreeing 90%": labels_30,
     "5%, useless (uniform)": useless(0.05),
     "30%, useless (uniform)": useless(0.30),
@@ -171,24 +182,32 @@ def noisy_copies(pieces: list[Category], rng: np.random.Generator) -> list[Categ
     return copies
 
 
-def width_table(reps: int) -> str:
+def width_table(reps: int, per_category: tuple[int, ...] = (PER_CATEGORY,)) -> str:
     lines = [
-        "| world | random: coverage, width | by prediction in one batch: coverage, width, ratio "
-        "| half random, half by prediction: coverage, width, ratio |",
-        "|---|---|---|---|",
+        "| world | answers per category | random: coverage, width | by prediction in one batch: coverage, width, "
+        "ratio | half random, half by prediction: coverage, width, ratio |",
+        "|---|---|---|---|---|",
     ]
     makers = {name: (lambda rng, w=world: [w(rng) for _ in range(CATEGORIES)]) for name, world in WORLDS.items()}
     pieces = valse_pieces()
-    makers["VALSE, one vote as predictor (40 per piece)"] = lambda rng: pieces
-    makers["VALSE, the outcome flipped at 5-25% per piece (40 per piece)"] = lambda rng: noisy_copies(pieces, rng)
+    makers["VALSE, one vote as predictor"] = lambda rng: pieces
+    makers["VALSE, the outcome flipped at 5-25% per piece"] = lambda rng: noisy_copies(pieces, rng)
     for number, (name, make) in enumerate(makers.items()):
-        (rc, rw), (pc, pw), (tc, tw) = compare(make, PER_CATEGORY, reps, seed=number).values()
-        lines.append(
-            f"| {name} | {rc:.3f}, {100 * rw:.2f} | {pc:.3f}, {100 * pw:.2f}, {pw / rw:.2f} "
-            f"| {tc:.3f}, {100 * tw:.2f}, {tw / rw:.2f} |"
-        )
-        print(lines[-1], file=sys.stderr, flush=True)
+        for n in per_category:
+            (rc, rw), (pc, pw), (tc, tw) = compare(make, n, reps, seed=number).values()
+            lines.append(
+                f"| {name} | {n} | {rc:.3f}, {100 * rw:.2f} | {pc:.3f}, {100 * pw:.2f}, {pw / rw:.2f} "
+                f"| {tc:.3f}, {100 * tw:.2f}, {tw / rw:.2f} |"
+            )
+            print(lines[-1], file=sys.stderr, flush=True)
     return "\n".join(lines)
+
+
+def confident_misses(y: np.ndarray, category: int, rng: np.random.Generator) -> np.ndarray:
+    """Sure and wrong about a fifth of the invalid items: 0.9 on 80% of them and on 10% of the valid ones,
+    0.001 on the rest (so the bin it calls clean holds invalid items its plan takes for none)."""
+    hit = np.where(y == 1, rng.random(len(y)) < 0.8, rng.random(len(y)) < 0.1)
+    return np.where(hit, 0.9, 0.001)
 
 
 GRID_SHARES, GRID_FRACTIONS = (0.01, 0.02, 0.05, 0.10, 0.30), (0.02, 0.08, 0.3)
@@ -198,12 +217,13 @@ def grid_table(reps: int, predictors: list[str] | None = None, shares=GRID_SHARE
     """Coverage of the cited intervals of the two designs by prediction, per category and overall."""
     from bench.health_adversarial import PREDICTORS, SHARE_FACTORS
 
+    chosen = PREDICTORS | {"confident misses": confident_misses}
     lines = [
         "| predictor | invalid share | n/N | one batch: per category, overall | half and half: per category, overall |",
         "|---|---|---|---|---|",
     ]
-    for number, (name, predictor) in enumerate(PREDICTORS.items()):
-        if predictors and name not in predictors:
+    for number, (name, predictor) in enumerate(chosen.items()):
+        if name not in (predictors or PREDICTORS):
             continue
         for share in shares:
             for fraction in fractions:
@@ -304,13 +324,14 @@ def main() -> None:
     parser.add_argument("--predictors", nargs="*", help="the grid's predictors (default: all)")
     parser.add_argument("--shares", nargs="*", type=float, default=GRID_SHARES)
     parser.add_argument("--fractions", nargs="*", type=float, default=GRID_FRACTIONS)
+    parser.add_argument("--per-category", nargs="*", type=int, default=[PER_CATEGORY], help="the widths' budgets")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.attainable:
         print(attainable_table(args.reps or 400))
         return
     if not args.grid:
-        print(width_table(args.reps or 400))
+        print(width_table(args.reps or 400, tuple(args.per_category)))
         print()
     if not args.widths:
         print(grid_table(args.reps or 200, args.predictors, args.shares, args.fractions))

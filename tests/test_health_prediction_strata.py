@@ -48,8 +48,24 @@ def test_each_bin_gets_its_minimum_then_neyman_shares_the_rest_as_worked_by_hand
     assert ps.allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
     assert ps.allocate_bins({0: 3, 1: 100}, {0: 0.5, 1: 0.1}, 20, {0: 2}) == {0: 1, 1: 19}  # room left: 1
     assert ps.allocate_bins({0: 50, 1: 50, 2: 50}, {0: 0.1, 1: 0.3, 2: 0.6}, 3, {}) == {0: 0, 1: 1, 2: 2}
-    assert ps.planned_share(0.0) == pytest.approx(0.5 / 3)  # a bin called clean is still drawn from
-    assert ps.planned_share(0.2) == pytest.approx(0.9 / 3) and ps.planned_share(1.0) == pytest.approx(2.5 / 3)
+    assert ps.planned_share(0.0) == ps.PLANNED_FLOOR == 0.02  # a bin called clean still has a spread
+    assert ps.planned_share(0.2) == 0.2 and ps.planned_share(1.0) == pytest.approx(0.98)
+    assert ps.planned_share(0.019) == 0.02 and ps.planned_share(0.021) == 0.021 and ps.planned_share(0.981) == 0.98
+    assert ps.edge_share(0.0) == pytest.approx(0.5 / 3) and ps.edge_share(0.2) == pytest.approx(0.9 / 3)
+    assert ps.edge_share(1.0) == pytest.approx(2.5 / 3)
+
+
+def test_a_bins_plan_is_neyman_on_its_mean_prediction_kept_off_zero():
+    """Bins of 425 and 75 items predicted 0.03 and 0.25 on average, 40 items: 2 each, then 36 by N S =
+    425 * sqrt(0.03 * 0.97) = 72.50 and 75 * sqrt(0.25 * 0.75) = 32.48: 24.86 and 11.14 of 36, so 25 and 11.
+    Pulled a third of the way to one half (`edge_share`, the plan before) the top bin would get 6 of the 36.
+    A bin predicted 0.005 is planned at the floor, 0.02: 425 * 0.14 = 59.5 against 32.48, 23.29 of 36."""
+    shares = {0: ps.planned_share(0.03), 1: ps.planned_share(0.25)}
+    assert ps.allocate_bins({0: 425, 1: 75}, shares, 40, {}) == {0: 27, 1: 13}
+    pulled = {0: ps.edge_share(0.03), 1: ps.edge_share(0.25)}
+    assert ps.allocate_bins({0: 425, 1: 75}, pulled, 40, {}) == {0: 32, 1: 8}
+    floored = {0: ps.planned_share(0.005), 1: ps.planned_share(0.25)}
+    assert ps.allocate_bins({0: 425, 1: 75}, floored, 40, {}) == {0: 25, 1: 15}
 
 
 def test_a_bin_at_an_edge_adds_its_share_of_the_categorys_extra_item_to_the_variance():

@@ -10,8 +10,8 @@ The contract (docs/statistics.md, "Sampling stratified by the prediction"):
   (the random design). Each bin holds the items with cuts[k - 1] <= f < cuts[k].
 * **Allocation.** A category's draw gives every bin `MIN_PER_BIN` items first (so that every bin has
   a decided item to estimate from), the rest by Neyman's rule over the bins: in proportion to
-  N_h S_h, S_h = sqrt(p_h (1 - p_h)), p_h = (2 F_h + 0.5) / 3 the bin's mean prediction F_h pulled
-  a third of the way to one half (`planned_share`; never 0 or 1). Not the bin's answers so far: an
+  N_h S_h, S_h = sqrt(p_h (1 - p_h)), p_h the bin's mean prediction F_h kept within
+  [`PLANNED_FLOOR`, 1 - `PLANNED_FLOOR`] (`planned_share`). Not the bin's answers so far: an
   allocation that follows the outcomes drawn so far undercovers (`planned_share` says how much).
 * **Ranking first.** Where people already decided items of both outcomes, the bins are cut only if
   the predictions rank them better than chance (Mann-Whitney's one-sided test at 5%, pooled over the
@@ -22,7 +22,7 @@ The contract (docs/statistics.md, "Sampling stratified by the prediction"):
   the bins are strata: `health.stratified_share` over them. A bin that showed no invalid item (or
   only invalid ones) enters the variance as if a_h more of each outcome had been drawn, the
   category's one item of each spread over its bins as the predictions place its invalid items,
-  a_h = N_h F~_h / sum_k N_k F~_k with F~_h = `planned_share(F_h)` (never 0): the random
+  a_h = N_h F~_h / sum_k N_k F~_k with F~_h = `edge_share(F_h)` (never 0): the random
   design adds one to a category; one to each of its bins would add a category's worth several
   times over, most of it in the bins of few invalid items where the draw put few answers.
 
@@ -42,6 +42,7 @@ MAX_BINS = 4  # bins per category
 CLASSES = 100  # equal classes of f's range for the cumulative square-root rule
 SMALLEST_BIN = 5  # items a bin keeps at least; a cut that leaves fewer is dropped
 MIN_PER_BIN = 2  # items every bin gets in a draw before Neyman's rule shares the rest
+PLANNED_FLOOR = 0.02  # the least invalid share a bin is planned with (and 1 minus it the most)
 
 
 def cut_points(predicted: Sequence[float] | np.ndarray, bins: int = MAX_BINS) -> list[float]:
@@ -87,14 +88,32 @@ def bin_of(predicted: Sequence[float] | np.ndarray, cuts: Sequence[float]) -> np
 
 
 def planned_share(mean_prediction: float) -> float:
-    """A bin's invalid share for planning a draw: its mean prediction pulled a third of the way to one
-    half, (2 F + 0.5) / 3, never 0 or 1, so that a bin the predictions call clean is still drawn from.
-    Not its answers: an allocation that follows the outcomes drawn so far gives fewer new items to a bin
-    whose first ones happened to look clean, and its interval covered 0.937 (0.953 on predictions only).
+    """A bin's invalid share for planning a draw: its mean prediction, kept within [`PLANNED_FLOOR`,
+    1 - `PLANNED_FLOOR`] so that a bin the predictions call clean still has a spread to plan with.
+    Taken as the predictions say: pulling it towards one half (as `edge_share` does for the variance)
+    plans a rare bin like a common one and loses most of what the bins could save (a calibrated
+    predictor's 5% world at 100 answers per category: 0.81 of the random draw's width pulled a third
+    of the way, 0.76 as said). Not its answers: an allocation that follows the outcomes drawn so far
+    gives fewer new items to a bin whose first ones happened to look clean, and its interval covered
+    0.937 (0.953 on predictions only).
 
     >>> planned_share(0.0)
+    0.02
+    >>> planned_share(0.6)
+    0.6
+    """
+    return min(max(mean_prediction, PLANNED_FLOOR), 1 - PLANNED_FLOOR)
+
+
+def edge_share(mean_prediction: float) -> float:
+    """A bin's invalid share for sharing its category's extra items among the bins at an edge
+    (`edge_weights`): its mean prediction pulled a third of the way to one half, (2 F + 0.5) / 3, so
+    that a bin the predictions call clean still takes a real part of the smoothing when it shows no
+    invalid item.
+
+    >>> edge_share(0.0)
     0.16666666666666666
-    >>> round(planned_share(0.6), 4)
+    >>> round(edge_share(0.6), 4)
     0.5667
     """
     return (2 * mean_prediction + 0.5) / 3
@@ -124,12 +143,12 @@ def allocate_bins(
 
 def edge_weights(sizes: Sequence[int], means: Sequence[float]) -> list[float]:
     """Each bin's share a_h of its category's one extra item of each outcome in the variance of a bin
-    at an edge: N_h F~_h / sum_k N_k F~_k, F~_h the bin's planned share with no answers.
+    at an edge: N_h F~_h / sum_k N_k F~_k, F~_h the bin's `edge_share` with no answers.
 
     >>> [round(a, 3) for a in edge_weights([425, 75], [0.1, 0.6])]
     [0.7, 0.3]
     """
-    weighted = [n * planned_share(mean) for n, mean in zip(sizes, means, strict=True)]
+    weighted = [n * edge_share(mean) for n, mean in zip(sizes, means, strict=True)]
     return [w / sum(weighted) for w in weighted]
 
 
