@@ -135,7 +135,7 @@ class Studio:
         """Score a dataset (`foil score`): `model` is an open_clip architecture (``"ViT-B-32"`` with
         ``pretrained="openai"``), a `ModelSpec`, ``"demo"`` for the shipped demo model, or another
         family's ``"FAMILY:FOLDER_OR_NAME"`` (``"blip-itm:/models/blip"``: the family table of docs/scoring.md).
-        `cluster` (``ClusterSpec("local", actors=2)``) scores an open_clip model on Ray actors
+        `cluster` (``ClusterSpec("local", actors=2)``) scores on Ray actors, any family
         (`foil score --cluster`). Returns the report `foil score --json` prints."""
         from foil_studio.analysis.scoring import score_with_model
 
@@ -145,11 +145,12 @@ class Studio:
 
             if pretrained or checkpoint:
                 raise ValueError(f"pretrained and checkpoint are open_clip's; {family[0]} reads its folder or name")
+            settings: dict[str, Any] = {"precision": precision, "device": device, "run": run, "limit": limit}
             if cluster is not None:
-                raise ValueError(f"a cluster scores open_clip models; {family[0]} scores on this machine only, for now")
-            return score_with_family(
-                self.db, dataset, *family, precision=precision, device=device, run=run, limit=limit
-            )
+                from foil_studio.analysis.cluster import score_family_on_cluster
+
+                return score_family_on_cluster(self.db, dataset, *family, cluster, **settings)
+            return score_with_family(self.db, dataset, *family, **settings)
         if isinstance(model, ModelSpec):
             spec = model
         elif model == "demo":

@@ -1400,9 +1400,9 @@ COMMAND_CASES = [
         ("--actors, --actor-cpus and --actor-gpus are for --cluster",),
     ),
     CommandCase(
-        "score-a-family-on-a-cluster",
-        ("score", HEALTH, "--model", "blip-itm:Salesforce/blip-itm-base-coco", "--cluster", "local"),
-        ("--cluster scores open_clip models", "blip-itm"),
+        "score-a-family-on-a-cluster-from-no-folder",
+        ("score", HEALTH, "--model", "blip-itm:/no/such/folder", "--cluster", "local", "--device", "cpu"),
+        ("the actors could not load the model", "model folder /no/such/folder does not exist"),
     ),
     *past_the_bound_cases(),
 ]

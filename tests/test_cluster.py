@@ -110,6 +110,7 @@ def test_a_driver_killed_mid_run_resumes_with_only_what_is_missing(demo_store, t
     store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
     before = embeddings_stored(db_file)
     command = [*FOIL_CLI, "score", DATASET, "--model", models.DEMO_ARCH, "--pretrained", "none", "--device", "cpu"]
+    command += ["--precision", "fp32"]  # as the reference: `auto` is bf16 on a CPU that computes it natively
     # every item, one image or caption a batch: a run of seconds, stopped after its first few batches
     command += ["--batch-size", "1", "--cluster", "local", "--actors", "1", "--db", str(db_file)]
     driver = subprocess.Popen(command, cwd=REPO, start_new_session=True, stderr=subprocess.PIPE, text=True)
@@ -154,5 +155,80 @@ def test_the_python_api_scores_on_a_cluster_as_the_command_does(demo_db, local_c
     studio = api.Studio(demo_db)
     report = studio.score(DATASET, RANDOM_DEMO, run="api", limit=8, cluster=ClusterSpec("local"))
     assert (report["cluster"], report["actors"], report["n_items"]) == ("local", 1, 8)
-    with pytest.raises(ValueError, match="a cluster scores open_clip models; blip-itm"):
-        studio.score(DATASET, "blip-itm:Salesforce/blip-itm-base-coco", cluster=ClusterSpec("local"))
+
+
+@pytest.fixture(scope="module")
+def tiny_blip(tmp_path_factory) -> str:
+    from foil_studio.analysis.scorers import blip_itm
+
+    return str(blip_itm.tiny_model(tmp_path_factory.mktemp("blip")))
+
+
+@pytest.mark.both_engines
+def test_a_family_run_on_the_cluster_equals_the_run_in_one_process_though_an_actor_was_killed_mid_run(
+    demo_db, fresh_db, local_cluster, tiny_blip, monkeypatch
+):
+    """A cross-encoder family through the same actors: a few images' pairs a call, each pair stored once."""
+    from foil_studio.analysis.cluster import ClusterPairs, FamilyWorker, actors_on_cluster
+    from foil_studio.analysis.scorers.pairwise import score_dataset_pairs, score_with_family
+
+    store.copy_store(demo_db, fresh_db)
+    here = score_with_family(
+        fresh_db, DATASET, "blip-itm", tiny_blip, precision="fp32", device="cpu", run="here", limit=24
+    )
+    stored: Counter[str] = Counter()
+    put = store.put_embeddings
+
+    def counted(db, model, modality, vectors):
+        vectors = list(vectors)
+        stored.update(f"{modality}:{key}" for key, _ in vectors)
+        return put(db, model, modality, vectors)
+
+    monkeypatch.setattr(store, "put_embeddings", counted)
+    killed = []
+    cluster = ClusterSpec("local", actors=2)
+    with actors_on_cluster(cluster, FamilyWorker, "blip-itm", tiny_blip, "fp32", "cpu") as (pool, described):
+        runner = ClusterPairs(pool, described)
+
+        def kill_once(stage: str, done: int, total: int) -> None:
+            if not killed:
+                killed.append(pool.actors[0])
+                ray.kill(pool.actors[0])
+
+        report = score_dataset_pairs(demo_db, DATASET, runner, run="there", batch_size=2, limit=24, progress=kill_once)
+        assert pool.actors[0] is not killed[0], "the dead actor was not replaced"
+        assert runner.facts() == {k: here[k] for k in ("family", "rule", "precision", "precision_reason")}
+    assert report.n_items == here["n_items"] == 24 and report.cache_hits == 0
+    assert max(stored.values()) == 1, "a pair was stored twice"
+    meta = store.get_run(demo_db, DATASET, "there")["meta"]
+    assert (
+        meta["actors"] == 2
+        and meta["model_identity"] == store.get_run(fresh_db, DATASET, "here")["meta"]["model_identity"]
+    )
+    same_scores(run_scores(demo_db, "there"), run_scores(fresh_db, "here"))
+    with actors_on_cluster(ClusterSpec("local"), FamilyWorker, "blip-itm", tiny_blip, "fp32", "cpu") as found:
+        again = score_dataset_pairs(demo_db, DATASET, ClusterPairs(*found), run="again", batch_size=2, limit=24)
+    assert again.cache_hits == len(stored) and again.n_images_encoded == 0  # every pair stored, none scored twice
+
+
+def test_the_python_api_and_the_command_score_a_family_on_a_cluster(demo_store, tmp_path, tiny_blip):
+    """The API through `score_family_on_cluster`; the command line on a local cluster of its own, taking
+    every pair the API stored from the cache."""
+    from foil_studio import api
+
+    db_file = tmp_path / "family.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    studio = api.Studio(store.open_db(db_file))
+    model = f"blip-itm:{tiny_blip}"
+    first = studio.score(
+        DATASET, model, precision="fp32", device="cpu", run="api", limit=8, cluster=ClusterSpec("local")
+    )
+    assert (first["cluster"], first["actors"], first["family"], first["n_items"]) == ("local", 1, "blip-itm", 8)
+    command = [*FOIL_CLI, "score", DATASET, "--model", model, "--precision", "fp32", "--device", "cpu", "--limit", "8"]
+    command += ["--cluster", "local", "--run", "cli", "--db", str(db_file), "--json"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    again = json.loads(done.stdout)
+    assert first["cache_hits"] == 0 and again["cache_hits"] > 0 and again["n_images_encoded"] == 0
+    db = store.open_db(db_file)
+    same_scores(run_scores(db, "cli"), run_scores(db, "api"))

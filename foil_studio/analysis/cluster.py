@@ -1,6 +1,7 @@
-"""Scoring on a Ray cluster (`foil score --cluster ADDRESS`): the images and captions a run still
-lacks (the embeddings cache knows which) go in batches to Ray actors, each of which loads the model
-once on its own CPU or GPU slot; the driver stores each batch's vectors as it comes back.
+"""Scoring on a Ray cluster (`foil score --cluster ADDRESS`): what a run still lacks (the cache knows
+which: an open_clip model's images and captions, a cross-encoder family's (image, caption) pairs, a
+few images' pairs at a time) goes in batches to Ray actors, each of which loads the model once on its
+own CPU or GPU slot; the driver stores each batch's vectors or scores as it comes back.
 
 So a run stopped anywhere resumes with only what is missing: the driver killed (what it stored
 stays), an actor killed (its batches run again on a fresh actor, up to `ClusterSpec.retries`
@@ -13,6 +14,7 @@ Ray is an optional extra (`pip install 'foil-studio[cluster]'`), imported only h
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
@@ -26,6 +28,7 @@ if TYPE_CHECKING:  # the CLI imports this module for its error: torch loads only
     import numpy as np
     import sqlite_utils
 
+    from foil_studio.analysis.scorers.pairwise import PairChunk
     from foil_studio.analysis.scoring import Encoded, ImageSource, Progress
 
 CLUSTER_INSTALL = "pip install 'foil-studio[cluster]'"
@@ -111,6 +114,43 @@ class OpenClipWorker:
         return token_lengths(self.loaded, captions)
 
 
+class FamilyWorker:
+    """What each actor runs for a cross-encoder family: its model loaded once, scoring the pairs of the
+    chunks it is sent."""
+
+    def __init__(self, family: str, ref: str, precision: str, device: str, threads: int) -> None:
+        import torch
+
+        from foil_studio.analysis.scorers import scorer_family
+        from foil_studio.analysis.scorers.pairwise import load_family
+
+        torch.set_num_threads(max(1, threads))
+        self.loaded = load_family(scorer_family(family), ref, precision, device)
+
+    def describe(self) -> dict[str, Any]:
+        """What the driver records of the model: its identity (the cache's key), run name and stamp."""
+        from foil_studio.analysis.scorers.pairwise import LocalPairs
+
+        local = LocalPairs(self.loaded)
+        return {
+            "identity": local.identity,
+            "run_name": local.run_name,
+            "model": local.model,
+            "stamp": local.stamp(),
+            "facts": local.facts(),
+        }
+
+    def score(self, root: str | None, chunk: PairChunk, batch_size: int) -> dict[str, float]:
+        from foil_studio.analysis.scorers.pairwise import chunk_scores
+        from foil_studio.analysis.scoring import load_image
+
+        decoded = [load_image(Path(root) if root else None, *source) for source, _ in chunk.images.values()]
+        scored: dict[str, float] = {}
+        for part in chunk_scores(self.loaded.scorer, chunk, decoded, batch_size):
+            scored |= part
+        return scored
+
+
 class ActorPool:
     """`size` actors made by `make`; batches are spread over them with `in_flight` waiting on each,
     and a batch whose actor died runs again on a fresh one (at most `retries` times a batch)."""
@@ -128,29 +168,31 @@ class ActorPool:
         """`method()` on each actor, waited for: what each one loaded."""
         return self.ray.get([getattr(actor, method).remote() for actor in self.actors])
 
-    def map(self, method: str, calls: list[tuple[Any, ...]], actors: int | None = None) -> Encoded:
+    def map(
+        self, method: str, calls: list[tuple[Any, ...]], actors: int | None = None
+    ) -> Generator[tuple[int, Any], None, None]:
         """`method(*call)` for each call, yielded as (the call's place, its result) as each comes back."""
         ray, slots = self.ray, list(range(actors or len(self.actors)))
         waiting: dict[Any, tuple[int, int]] = {}  # the result's ref -> (call, slot)
+        per_slot = [0] * len(self.actors)  # the calls waiting on each slot's actor
         tries = [0] * len(calls)
         queue: Iterator[int] = iter(range(len(calls)))
         again: list[int] = []
 
-        def send(call: int, slot: int) -> None:
-            waiting[getattr(self.actors[slot], method).remote(*calls[call])] = (call, slot)
-
         def fill(slot: int) -> None:
-            while sum(1 for _, s in waiting.values() if s == slot) < self.in_flight:
+            while per_slot[slot] < self.in_flight:
                 call = again.pop() if again else next(queue, None)
                 if call is None:
                     return
-                send(call, slot)
+                waiting[getattr(self.actors[slot], method).remote(*calls[call])] = (call, slot)
+                per_slot[slot] += 1
 
         for slot in slots:
             fill(slot)
         while waiting:
             [ref], _ = ray.wait(list(waiting), num_returns=1)
             call, slot = waiting.pop(ref)
+            per_slot[slot] -= 1
             try:
                 result = ray.get(ref)
             except ray.exceptions.RayActorError as error:
@@ -185,6 +227,12 @@ class ActorPool:
             self.ray.kill(actor)
 
 
+def _raised_in_actor(error: BaseException) -> str:
+    """The message of the error an actor raised, from the last line of Ray's report ("Type: message")."""
+    last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+    return last.split(": ", 1)[-1][:300]
+
+
 def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
@@ -212,40 +260,77 @@ class ClusterEncoder:
         return list(self.pool.call_first("token_lengths", texts))
 
 
+class ClusterPairs:
+    """A `pairwise.PairRunner` whose chunks of pairs are scored on the actors of `pool`."""
+
+    def __init__(self, pool: ActorPool, described: dict[str, Any]) -> None:
+        self.pool = pool
+        self.identity: str = described["identity"]
+        self.run_name: str = described["run_name"]
+        self.model: str = described["model"]
+        self._stamp: dict[str, Any] = described["stamp"]
+        self._facts: dict[str, str] = described["facts"]
+
+    def stamp(self) -> dict[str, Any]:
+        return {**self._stamp, "actors": len(self.pool.actors)}
+
+    def facts(self) -> dict[str, str]:
+        return self._facts
+
+    def scored_chunks(self, root: Path | None, chunks: list[PairChunk], batch_size: int) -> Iterator[dict[str, float]]:
+        for _, scored in self.pool.map("score", [(str(root) if root else None, chunk, batch_size) for chunk in chunks]):
+            yield scored
+
+
 @contextmanager
-def open_clip_on_cluster(
-    cluster: ClusterSpec, spec: ModelSpec, device: str = "auto", cache_dir: str | None = None
-) -> Generator[ClusterEncoder, None, None]:
-    """An encoder whose actors each hold `spec`'s model, for the time of the `with` block; refused
-    in one line when the actors loaded different models (`auto` precision on different devices)."""
+def actors_on_cluster(
+    cluster: ClusterSpec, worker: type, *arguments: Any
+) -> Generator[tuple[ActorPool, dict[str, Any]], None, None]:
+    """`cluster.actors` actors of `worker(*arguments, threads)`, each holding the model, for the time
+    of the `with` block, and what the first one described; refused in one line when the actors
+    loaded different models (`auto` precision on different devices)."""
     ray = ray_module()
     started = connect(ray, cluster)
     pool = None
     try:
         options: dict[str, Any] = {"num_cpus": cluster.cpus, "num_gpus": cluster.gpus, "max_restarts": 0}
         threads = max(1, int(cluster.cpus))  # torch's threads in each actor: the CPUs it holds, no more
-        worker = ray.remote(OpenClipWorker).options(**options)
+        remote = ray.remote(worker).options(**options)
         pool = ActorPool(
-            ray,
-            lambda: worker.remote(spec, device, cache_dir, threads),
-            cluster.actors,
-            cluster.retries,
-            cluster.in_flight,
+            ray, lambda: remote.remote(*arguments, threads), cluster.actors, cluster.retries, cluster.in_flight
         )
-        described = pool.on_every_actor("describe")
+        try:
+            described = pool.on_every_actor("describe")
+        except ray.exceptions.RayActorError as error:
+            if not getattr(error, "actor_init_failed", False):
+                raise
+            raise ClusterError(f"the actors could not load the model: {_raised_in_actor(error)}") from None
         if len({d["identity"] for d in described}) > 1:
-            precisions = sorted({d["spec"].precision for d in described})
+            precisions = sorted({_precision_of(d) for d in described})
             raise ClusterError(
                 f"the actors loaded the model differently (precisions {', '.join(precisions)}: `auto` chose per "
                 "device); give --precision"
             )
         pool.identity = described[0]["identity"]
-        yield ClusterEncoder(pool, described[0])
+        yield pool, described[0]
     finally:
         if pool is not None:
             pool.close()
         if started:
             ray.shutdown()
+
+
+def _precision_of(described: dict[str, Any]) -> str:
+    return str(described["spec"].precision if "spec" in described else described["facts"]["precision"])
+
+
+@contextmanager
+def open_clip_on_cluster(
+    cluster: ClusterSpec, spec: ModelSpec, device: str = "auto", cache_dir: str | None = None
+) -> Generator[ClusterEncoder, None, None]:
+    """A `scoring.Encoder` whose actors each hold `spec`'s open_clip model (`actors_on_cluster`)."""
+    with actors_on_cluster(cluster, OpenClipWorker, spec, device, cache_dir) as (pool, described):
+        yield ClusterEncoder(pool, described)
 
 
 def connect(ray: Any, cluster: ClusterSpec) -> bool:
@@ -259,6 +344,9 @@ def connect(ray: Any, cluster: ClusterSpec) -> bool:
             # the actors are the run's work: Ray's default niceness for its workers (15) starves
             # them on a machine that is busy with anything else (imports alone took 3x as long)
             os.environ.setdefault("RAY_worker_niceness", "0")
+            # Ray warns, before the command's own lines, that it enabled token authentication for the
+            # cluster it starts (its default, which stays); that is no news for the user of one run
+            logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
             needed = cluster.actors * cluster.cpus
             ray.init(address="local", num_cpus=max(needed, os.cpu_count() or 1), **quiet)  # never one found here
         else:
@@ -290,3 +378,31 @@ def score_on_cluster(
     with open_clip_on_cluster(cluster, spec, device, cache_dir) as encoder:
         report = scored_report(db, dataset, encoder, run=run, batch_size=batch_size, limit=limit, progress=progress)
         return {**report, "cluster": cluster.address, "actors": len(encoder.pool.actors)}
+
+
+def score_family_on_cluster(
+    db: sqlite_utils.Database,
+    dataset: str,
+    family: str,
+    ref: str,
+    cluster: ClusterSpec,
+    *,
+    precision: str = "auto",
+    device: str = "auto",
+    run: str | None = None,
+    batch_size: int = 64,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """`pairwise.score_with_family` with the model loaded on the cluster's actors, which score a few
+    images' pairs at a time: the report of `foil score --model FAMILY:REF --cluster ADDRESS --json`."""
+    from foil_studio.analysis.scorers.pairwise import check_family_run, score_dataset_pairs
+
+    check_family_run(db, dataset, family, precision, limit, notify)
+    with actors_on_cluster(cluster, FamilyWorker, family, ref, precision, device) as (pool, described):
+        runner = ClusterPairs(pool, described)
+        report = score_dataset_pairs(
+            db, dataset, runner, run=run, batch_size=batch_size, limit=limit, progress=progress
+        )
+        return {**report.to_dict(), **runner.facts(), "cluster": cluster.address, "actors": len(pool.actors)}

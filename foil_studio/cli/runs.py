@@ -175,17 +175,13 @@ def _score_in(
     from foil_studio.analysis.models import ModelSpec
     from foil_studio.analysis.scoring import score_with_model
 
+    cluster = _cluster(args)
     if family := split_family(args.model):
-        if _cluster(args) is not None:
-            raise UsageError(
-                f"--cluster scores open_clip models; {family[0]}, a cross-encoder family, scores on this machine "
-                "only, for now"
-            )
-        return _score_family(db, args, family, precision, run=run, limit=limit)
+        return _score_family(db, args, family, precision, cluster, run=run, limit=limit)
     spec = ModelSpec(args.model, args.pretrained, args.checkpoint, precision)
     settings: dict[str, Any] = {"device": args.device, "cache_dir": args.cache_dir, "run": run, "limit": limit}
     settings |= {"batch_size": args.batch_size, "progress": TerminalProgress()}
-    if (cluster := _cluster(args)) is not None:
+    if cluster is not None:
         from foil_studio.analysis.cluster import score_on_cluster
 
         return score_on_cluster(db, args.dataset, spec, cluster, notify=_to_stderr, **settings)
@@ -201,27 +197,23 @@ def _score_family(
     args: argparse.Namespace,
     family: tuple[str, str],
     precision: str,
+    cluster: ClusterSpec | None,
     *,
     run: str | None = None,
     limit: int | None = None,
 ) -> dict[str, Any]:
-    """`_score_in` for a family other than open_clip (`--model FAMILY:FOLDER_OR_NAME`)."""
+    """`_score_in` for a family other than open_clip (`--model FAMILY:FOLDER_OR_NAME`), here or on a cluster."""
     from foil_studio.analysis.scorers.pairwise import score_with_family
 
     if args.pretrained or args.checkpoint:
         raise UsageError(f"--pretrained and --checkpoint are open_clip's; {family[0]} reads its folder or hub name")
-    return score_with_family(
-        db,
-        args.dataset,
-        *family,
-        precision=precision,
-        device=args.device,
-        run=run,
-        batch_size=args.batch_size,
-        limit=limit,
-        progress=TerminalProgress(),
-        notify=lambda sentence: print(sentence, file=sys.stderr),
-    )
+    settings: dict[str, Any] = {"precision": precision, "device": args.device, "run": run, "limit": limit}
+    settings |= {"batch_size": args.batch_size, "progress": TerminalProgress(), "notify": _to_stderr}
+    if cluster is not None:
+        from foil_studio.analysis.cluster import score_family_on_cluster
+
+        return score_family_on_cluster(db, args.dataset, *family, cluster, **settings)
+    return score_with_family(db, args.dataset, *family, **settings)
 
 
 @command(

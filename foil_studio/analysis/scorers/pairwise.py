@@ -8,11 +8,11 @@ Each item's image-by-caption matrix is filled from the pair scores and read by i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import sqlite_utils
@@ -25,8 +25,9 @@ from foil_studio.analysis.models import pick_device, resolve_precision
 from foil_studio.analysis.scorable import require_scorable
 from foil_studio.analysis.scorers import scorer_family
 from foil_studio.analysis.scorers.base import LoadedFamily, weights_folder
-from foil_studio.analysis.scorers.record import ScorerFamily
+from foil_studio.analysis.scorers.record import PairScorer, ScorerFamily
 from foil_studio.analysis.scoring import (
+    ImageSource,
     ItemPlan,
     Progress,
     ScoreReport,
@@ -55,14 +56,22 @@ class PairWork:
         """How many pairs are to be scored."""
         return sum(len(texts) for texts in self.by_image.values())
 
+    def chunks(self, image_sources: dict[str, ImageSource], text_sources: dict[str, str], size: int) -> list[PairChunk]:
+        """The work in chunks of `size` images, each with the sources of its images and captions."""
+        keys = list(self.by_image)
+        return [
+            PairChunk(
+                {key: (image_sources[key], self.by_image[key]) for key in part},
+                {text: text_sources[text] for key in part for text in self.by_image[key]},
+            )
+            for part in (keys[start : start + size] for start in range(0, len(keys), size))
+        ]
+
 
 def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device: str = "auto") -> LoadedFamily:
     """Load `ref` (a save_pretrained folder or a cached hub name) with `family`, in the precision
     `auto` resolves to on the device."""
-    if not family.scores_pairs:
-        raise ValueError(f"{family.name} models load through analysis.models, not as a pair scorer")
-    if precision not in family.precisions:
-        raise ValueError(f"precision {precision!r}; expected one of {family.precisions}")
+    check_precision(family, precision)
     target = pick_device(device)
     chosen, reason = resolve_precision(precision, target)
     weights, files = folder_digests(weights_folder(ref))
@@ -74,6 +83,31 @@ def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device:
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:  # the library's, often many lines
         raise ModelUnavailableError(not_a_model(family, ref, error)) from error
     return LoadedFamily(family, ref, scorer, chosen, reason, target, weights, files)
+
+
+def check_precision(family: ScorerFamily, precision: str) -> None:
+    """ValueError unless `family` scores pairs and in `precision`."""
+    if not family.scores_pairs:
+        raise ValueError(f"{family.name} models load through analysis.models, not as a pair scorer")
+    if precision not in family.precisions:
+        raise ValueError(f"precision {precision!r}; expected one of {family.precisions}")
+
+
+def check_family_run(
+    db: sqlite_utils.Database,
+    dataset: str,
+    family: str,
+    precision: str,
+    limit: int | None,
+    notify: Callable[[str], None] | None,
+) -> None:
+    """What a family's run checks before its model loads for nothing (here or on a cluster's actors):
+    the dataset scorable (the items it skips said to `notify`), no item kind that needs caption-to-caption
+    scores (the dataset's kinds, not its items planned twice), the family known, the precision its own."""
+    if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
+        notify(skipped)
+    refuse_text_kinds(store.item_kind_counts(db, store.get_dataset(db, dataset)["id"]))
+    check_precision(scorer_family(family), precision)
 
 
 def not_a_model(family: ScorerFamily, ref: str, error: Exception) -> str:
@@ -99,39 +133,123 @@ def pair_key(image: str, text: str) -> str:
     return f"{image}|{text}"
 
 
+class PairRunner(Protocol):
+    """Where a run's pairs are scored: `LocalPairs` (a model loaded here) or a cluster's actors
+    (`analysis.cluster`); the run records the same either way."""
+
+    identity: str
+    run_name: str
+    model: str
+
+    def stamp(self) -> dict[str, Any]: ...
+
+    def facts(self) -> dict[str, str]:
+        """What `foil score --json` reports of the model: family, rule, precision and why."""
+        ...
+
+    def scored_chunks(self, root: Path | None, chunks: list[PairChunk], batch_size: int) -> Iterator[dict[str, float]]:
+        """Each chunk's pair scores (pair key -> score), in parts as they are scored."""
+        ...
+
+
+@dataclass(frozen=True)
+class PairChunk:
+    """A few images' pairs to score, with what is needed to read them: image key -> (its source, its
+    captions' keys), and caption key -> its text."""
+
+    images: dict[str, tuple[ImageSource, list[str]]]
+    texts: dict[str, str]
+
+    @property
+    def n_pairs(self) -> int:
+        return sum(len(captions) for _, captions in self.images.values())
+
+
+class LocalPairs:
+    """A `PairRunner` on a model loaded in this process: each chunk's images decoded ahead on
+    `scoring.prepared_ahead`'s loader thread while the one before is scored."""
+
+    def __init__(self, loaded: LoadedFamily) -> None:
+        self.loaded = loaded
+        self.identity, self.run_name = loaded.identity, loaded.run_name
+        self.model = f"{loaded.family.name}:{loaded.ref}"
+
+    def stamp(self) -> dict[str, Any]:
+        return self.loaded.stamp()
+
+    def facts(self) -> dict[str, str]:
+        loaded = self.loaded
+        return {
+            "family": loaded.family.name,
+            "rule": loaded.family.rule,
+            "precision": loaded.precision,
+            "precision_reason": loaded.precision_reason,
+        }
+
+    def scored_chunks(self, root: Path | None, chunks: list[PairChunk], batch_size: int) -> Iterator[dict[str, float]]:
+        def decode(chunk: PairChunk) -> list[Image.Image]:
+            return [load_image(root, *source) for source, _ in chunk.images.values()]
+
+        with closing(prepared_ahead(chunks, decode)) as decoded_ahead:
+            for chunk, decoded in zip(chunks, decoded_ahead):
+                yield from chunk_scores(self.loaded.scorer, chunk, decoded, batch_size)
+
+
+def chunk_scores(
+    scorer: PairScorer, chunk: PairChunk, decoded: list[Image.Image], batch_size: int
+) -> Iterator[dict[str, float]]:
+    """A chunk's pair scores, `batch_size` pairs at a time: its images and captions prepared once."""
+    images = dict(zip(chunk.images, scorer.prepare_images(decoded)))
+    texts = _prepare_texts(scorer, list(chunk.texts), chunk.texts, batch_size)
+    pairs = [(image, text) for image, (_, captions) in chunk.images.items() for text in captions]
+    for start in range(0, len(pairs), batch_size):
+        batch = pairs[start : start + batch_size]
+        values = scorer.score_pairs([images[i] for i, _ in batch], [texts[t] for _, t in batch])
+        yield {pair_key(i, t): float(v) for (i, t), v in zip(batch, values)}
+
+
 def score_dataset_pairs(
     db: sqlite_utils.Database,
     dataset: str,
-    loaded: LoadedFamily,
+    loaded: LoadedFamily | PairRunner,
     *,
     run: str | None = None,
     batch_size: int = 64,
     limit: int | None = None,
     progress: Progress | None = None,
 ) -> ScoreReport:
-    """Score the dataset's items with a cross-encoder, store them as a run, report what was scored."""
+    """Score the dataset's items with a cross-encoder (loaded here, or a `PairRunner`), store them as
+    a run, report what was scored. Each part of the scores is stored as it comes back, so a run
+    stopped anywhere resumes with only the pairs still missing."""
     started = time.perf_counter()
+    runner = LocalPairs(loaded) if isinstance(loaded, LoadedFamily) else loaded
     require_scorable(db, dataset, limit=limit)
     row, items, (plans, image_sources, text_sources) = dataset_plans(db, dataset, limit)
     refuse_text_scores(plans)
-    cached = cached_pairs(db, loaded.identity, plans)
+    cached = cached_pairs(db, runner.identity, plans)
     work = pairs_to_score(plans, cached)
     root = Path(row["image_root"]) if row["image_root"] else None
-    fresh, n_images, n_texts = _score_work(db, loaded, work, root, image_sources, text_sources, batch_size, progress)
+    chunks = work.chunks(image_sources, text_sources, batch_size)
+    fresh: dict[str, float] = {}
+    for part in runner.scored_chunks(root, chunks, batch_size):
+        store.put_embeddings(db, runner.identity, PAIR, [(k, np.float32(v).tobytes()) for k, v in part.items()])
+        fresh.update(part)
+        if progress:
+            progress("pairs", len(fresh), work.n_pairs)
     pair_scores = {**cached, **fresh}
     scores = [(plan.item_id, item_scores(plan, pair_scores)) for plan in plans]
-    name = run or loaded.run_name
+    name = run or runner.run_name
     with store.transaction(db):
-        run_id = store.ensure_run(db, row["id"], name, run_type="scores", model=f"{loaded.family.name}:{loaded.ref}")
+        run_id = store.ensure_run(db, row["id"], name, run_type="scores", model=runner.model)
         store.put_scores(db, run_id, scores)
-        store.update_run_meta(db, run_id, {**loaded.stamp(), "batch_size": batch_size})
+        store.update_run_meta(db, run_id, {**runner.stamp(), "batch_size": batch_size})
     store.keep_run_copies(db, row["id"])
     return ScoreReport(
         run=name,
         dataset=dataset,
         n_items=len(scores),
-        n_images_encoded=n_images,
-        n_texts_encoded=n_texts,
+        n_images_encoded=len(work.by_image),
+        n_texts_encoded=sum(len(chunk.texts) for chunk in chunks),
         cache_hits=len(cached),
         seconds=time.perf_counter() - started,
         n_skipped=len(items) - len(plans),
@@ -185,45 +303,6 @@ def item_scores(plan: ItemPlan, pair_scores: dict[str, float]) -> Any:
     return item_kind(plan.kind).scores_from(matrix)
 
 
-def _score_work(
-    db: sqlite_utils.Database,
-    loaded: LoadedFamily,
-    work: PairWork,
-    root: Path | None,
-    image_sources: dict[str, tuple[str, list[float] | None]],
-    text_sources: dict[str, str],
-    batch_size: int,
-    progress: Progress | None,
-) -> tuple[dict[str, float], int, int]:
-    """Score the pairs of `work`, a chunk of images at a time (the next chunk decoded meanwhile,
-    on `scoring.prepared_ahead`'s loader thread)."""
-    scorer, scored, done, n_texts = loaded.scorer, {}, 0, 0
-    chunks = [list(work.by_image)[start : start + batch_size] for start in range(0, len(work.by_image), batch_size)]
-
-    def decode(chunk: list[str]) -> list[Image.Image]:
-        return [load_image(root, *image_sources[key]) for key in chunk]
-
-    with closing(prepared_ahead(chunks, decode)) as decoded_ahead:
-        for chunk, decoded in zip(chunks, decoded_ahead):
-            images = dict(zip(chunk, scorer.prepare_images(decoded)))
-            text_keys = list(dict.fromkeys(t for image in chunk for t in work.by_image[image]))
-            texts = _prepare_texts(scorer, text_keys, text_sources, batch_size)
-            n_texts += len(text_keys)
-            pairs = [(image, text) for image in chunk for text in work.by_image[image]]
-            for start in range(0, len(pairs), batch_size):
-                batch = pairs[start : start + batch_size]
-                values = scorer.score_pairs([images[i] for i, _ in batch], [texts[t] for _, t in batch])
-                fresh = {pair_key(i, t): v for (i, t), v in zip(batch, values)}
-                store.put_embeddings(
-                    db, loaded.identity, PAIR, [(k, np.float32(v).tobytes()) for k, v in fresh.items()]
-                )
-                scored.update(fresh)
-                done += len(batch)
-                if progress:
-                    progress("pairs", done, work.n_pairs)
-    return scored, len(work.by_image), n_texts
-
-
 def _prepare_texts(scorer: Any, keys: list[str], sources: dict[str, str], batch_size: int) -> dict[str, Any]:
     """Prepared caption states by key, in batches."""
     states: dict[str, Any] = {}
@@ -251,16 +330,7 @@ def score_with_family(
     """Load `ref` with family `family` and score the dataset: the report of `./foil score --json`,
     with the family, its rule and the precision it ran in and why. `load` is `load_family` or one
     that keeps loaded models (the app's)."""
-    if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
-        notify(skipped)
-    # before a model loads for nothing; the dataset's kinds, not its items planned twice
-    refuse_text_kinds(store.item_kind_counts(db, store.get_dataset(db, dataset)["id"]))
-    loaded = load(scorer_family(family), ref, precision, device)
-    report = score_dataset_pairs(db, dataset, loaded, run=run, batch_size=batch_size, limit=limit, progress=progress)
-    return {
-        **report.to_dict(),
-        "family": family,
-        "rule": loaded.family.rule,
-        "precision": loaded.precision,
-        "precision_reason": loaded.precision_reason,
-    }
+    check_family_run(db, dataset, family, precision, limit, notify)
+    runner = LocalPairs(load(scorer_family(family), ref, precision, device))
+    report = score_dataset_pairs(db, dataset, runner, run=run, batch_size=batch_size, limit=limit, progress=progress)
+    return {**report.to_dict(), **runner.facts()}
