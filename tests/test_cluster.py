@@ -232,3 +232,34 @@ def test_the_python_api_and_the_command_score_a_family_on_a_cluster(demo_store, 
     assert first["cache_hits"] == 0 and again["cache_hits"] > 0 and again["n_images_encoded"] == 0
     db = store.open_db(db_file)
     same_scores(run_scores(db, "cli"), run_scores(db, "api"))
+
+
+class PerProcessWorker:
+    """An actor whose model differs from one process to the next, as `auto` precision does on different devices."""
+
+    def __init__(self, threads: int) -> None:
+        self.pid = os.getpid()
+
+    def describe(self) -> dict[str, str]:
+        return {"identity": str(self.pid), "precision": f"p{self.pid}"}
+
+
+class UnloadableWorker:
+    """An actor whose model does not load: Ray reports the error raised, its last line the message."""
+
+    def __init__(self, threads: int) -> None:
+        raise ValueError("no weights on this node")
+
+    def describe(self) -> dict[str, str]:
+        return {}
+
+
+def test_actors_that_loaded_the_model_differently_or_not_at_all_are_refused_in_one_line(local_cluster):
+    from foil_studio.analysis.cluster import actors_on_cluster
+
+    differently = pytest.raises(ClusterError, match="the actors loaded the model differently .*give --precision")
+    with differently, actors_on_cluster(ClusterSpec("local", actors=2), PerProcessWorker):
+        pass
+    unloaded = pytest.raises(ClusterError, match="the actors could not load the model: no weights on this node$")
+    with unloaded, actors_on_cluster(ClusterSpec("local"), UnloadableWorker):
+        pass

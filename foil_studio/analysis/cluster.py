@@ -87,10 +87,11 @@ class OpenClipWorker:
         self.loaded = load_model(spec, device=device, cache_dir=cache_dir)
 
     def describe(self) -> dict[str, Any]:
-        """What the driver records of the model: its identity (the cache's key), spec and stamp."""
+        """What the driver records of the model: its identity (the cache's key), precision, spec and stamp."""
         loaded = self.loaded
         return {
             "identity": loaded.identity,
+            "precision": loaded.spec.precision,
             "spec": loaded.spec,
             "stamp": loaded.stamp(),
             "reason": loaded.precision_reason,
@@ -134,6 +135,7 @@ class FamilyWorker:
         local = LocalPairs(self.loaded)
         return {
             "identity": local.identity,
+            "precision": self.loaded.precision,
             "run_name": local.run_name,
             "model": local.model,
             "stamp": local.stamp(),
@@ -306,7 +308,7 @@ def actors_on_cluster(
                 raise
             raise ClusterError(f"the actors could not load the model: {_raised_in_actor(error)}") from None
         if len({d["identity"] for d in described}) > 1:
-            precisions = sorted({_precision_of(d) for d in described})
+            precisions = sorted({d["precision"] for d in described})
             raise ClusterError(
                 f"the actors loaded the model differently (precisions {', '.join(precisions)}: `auto` chose per "
                 "device); give --precision"
@@ -318,10 +320,6 @@ def actors_on_cluster(
             pool.close()
         if started:
             ray.shutdown()
-
-
-def _precision_of(described: dict[str, Any]) -> str:
-    return str(described["spec"].precision if "spec" in described else described["facts"]["precision"])
 
 
 @contextmanager

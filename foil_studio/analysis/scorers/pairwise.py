@@ -160,10 +160,6 @@ class PairChunk:
     images: dict[str, tuple[ImageSource, list[str]]]
     texts: dict[str, str]
 
-    @property
-    def n_pairs(self) -> int:
-        return sum(len(captions) for _, captions in self.images.values())
-
 
 class LocalPairs:
     """A `PairRunner` on a model loaded in this process: each chunk's images decoded ahead on
