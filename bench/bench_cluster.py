@@ -4,7 +4,8 @@
     .venv/bin/python bench/bench_cluster.py --family blip-itm --items 300   # a cross-encoder family
 
 `--items` generated 640x480 JPEGs, one SugarCrepe-style pair each (two image-caption pairs an
-item), scored in random weights (speed does not depend on them; `auto` precision) three ways, each
+item), scored in random weights (speed does not depend on them; open_clip in `auto` precision, a
+family in fp32) three ways, each
 into its own copy of the store (an empty cache): in this process (`score_dataset` on the model
 loaded here), on a local cluster with one actor of 2 CPUs, and with two actors of 1 CPU. Each run
 is timed in two parts: starting (loading the model; on a cluster, Ray's start and each actor

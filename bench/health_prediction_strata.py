@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its packages and tests
 
+from bench.health_adversarial import PREDICTORS, SHARE_FACTORS
 from foil_studio.analysis import health as h
 from foil_studio.analysis.health import Share
 from foil_studio.analysis.prediction_powered import powered_stratified_share, powered_stratum_share
@@ -46,7 +47,6 @@ from foil_studio.analysis.prediction_strata import (
     bin_of,
     cut_points,
     edge_weights,
-    planned_share,
     ranks_better_than_chance,
 )
 
@@ -118,8 +118,8 @@ def _by_bins(y: np.ndarray, f: np.ndarray, n: int, first: np.ndarray, ranks: boo
     bins = bin_of(f, cut_points(f, most))
     members = {b: np.flatnonzero(bins == b) for b in np.unique(bins)}
     taken = {b: int(np.isin(m, first).sum()) for b, m in members.items()}
-    shares = {b: planned_share(float(f[m].mean())) for b, m in members.items()}
-    wanted = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
+    means = {b: float(f[m].mean()) for b, m in members.items()}
+    wanted = allocate_bins({b: len(m) for b, m in members.items()}, means, n, taken)
     drawn = {}
     for b, m in members.items():
         new = rng.choice(np.setdiff1d(m, first), wanted[b], replace=False) if wanted[b] else np.array([], int)
@@ -215,8 +215,6 @@ GRID_SHARES, GRID_FRACTIONS = (0.01, 0.02, 0.05, 0.10, 0.30), (0.02, 0.08, 0.3)
 
 def grid_table(reps: int, predictors: list[str] | None = None, shares=GRID_SHARES, fractions=GRID_FRACTIONS) -> str:
     """Coverage of the cited intervals of the two designs by prediction, per category and overall."""
-    from bench.health_adversarial import PREDICTORS, SHARE_FACTORS
-
     chosen = PREDICTORS | {"confident misses": confident_misses}
     lines = [
         "| predictor | invalid share | n/N | one batch: per category, overall | half and half: per category, overall |",
@@ -321,7 +319,12 @@ def main() -> None:
     parser.add_argument("--grid", action="store_true", help="the coverage grid only")
     parser.add_argument("--widths", action="store_true", help="the width table only")
     parser.add_argument("--attainable", action="store_true", help="the width with pooled and true variances only")
-    parser.add_argument("--predictors", nargs="*", help="the grid's predictors (default: all)")
+    parser.add_argument(
+        "--predictors",
+        nargs="*",
+        choices=[*PREDICTORS, "confident misses"],
+        help="the grid's predictors (default: the eight of health_adversarial.py)",
+    )
     parser.add_argument("--shares", nargs="*", type=float, default=GRID_SHARES)
     parser.add_argument("--fractions", nargs="*", type=float, default=GRID_FRACTIONS)
     parser.add_argument("--per-category", nargs="*", type=int, default=[PER_CATEGORY], help="the widths' budgets")

@@ -1399,11 +1399,6 @@ COMMAND_CASES = [
         ("score", HEALTH, "--model", "ViT-B-32", "--actors", "2"),
         ("--actors, --actor-cpus and --actor-gpus are for --cluster",),
     ),
-    CommandCase(
-        "score-a-family-on-a-cluster-from-no-folder",
-        ("score", HEALTH, "--model", "blip-itm:/no/such/folder", "--cluster", "local", "--device", "cpu"),
-        ("the actors could not load the model", "model folder /no/such/folder does not exist"),
-    ),
     *past_the_bound_cases(),
 ]
 

@@ -57,13 +57,14 @@ def test_scoring_bench_compares_auto_with_the_reference_and_reports_parity():
 def test_cluster_bench_scores_the_same_items_in_one_process_and_on_one_and_two_actors():
     from foil_studio.analysis.models import DEMO_ARCH
 
-    out = run_bench("bench/bench_cluster.py", "--items", "4", "--batch-size", "2", "--arch", DEMO_ARCH)
-    assert "4 items (8 image-caption pairs)" in out
-    assert re.search(r"\| one process \(`foil score`\) \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 1.00 \|", out)
-    assert (
-        len(re.findall(r"\| local Ray cluster, \d actors? x \d CPUs? \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|", out))
-        == 2
-    )
+    for model in (("--arch", DEMO_ARCH), ("--family", "blip-itm")):
+        out = run_bench("bench/bench_cluster.py", "--items", "4", "--batch-size", "2", *model)
+        assert "4 items (8 image-caption pairs)" in out and ("blip-itm (tiny, random) in fp32" in out) == (
+            model[0] == "--family"
+        )
+        assert re.search(r"\| one process \(`foil score`\) \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 1.00 \|", out)
+        row = r"\| local Ray cluster, \d actors? x \d CPUs? \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|"
+        assert len(re.findall(row, out)) == 2
 
 
 def test_health_bench_times_the_estimates_against_the_budget():

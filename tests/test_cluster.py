@@ -263,3 +263,18 @@ def test_actors_that_loaded_the_model_differently_or_not_at_all_are_refused_in_o
     unloaded = pytest.raises(ClusterError, match="the actors could not load the model: no weights on this node$")
     with unloaded, actors_on_cluster(ClusterSpec("local"), UnloadableWorker):
         pass
+
+
+def test_a_family_on_a_cluster_from_a_folder_that_does_not_exist_is_refused_in_one_line(demo_store, tmp_path):
+    """`foil score --model blip-itm:/no/such/folder --cluster local`: the actor's own reason, on one line,
+    and no run or score stored (a bad input of `--cluster`, here because it starts Ray)."""
+    db_file = tmp_path / "refused.db"
+    store.open_db(demo_store).conn.execute("VACUUM INTO ?", [str(db_file)])
+    before = (store.run_names(store.open_db(db_file), DATASET), embeddings_stored(db_file))
+    command = [*FOIL_CLI, "score", DATASET, "--model", "blip-itm:/no/such/folder", "--cluster", "local"]
+    done = subprocess.run([*command, "--device", "cpu", "--db", str(db_file)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode != 0 and not done.stdout
+    assert done.stderr == (
+        "error: the actors could not load the model: model folder /no/such/folder does not exist\n"
+    ), done.stderr[-2000:]
+    assert (store.run_names(store.open_db(db_file), DATASET), embeddings_stored(db_file)) == before

@@ -43,29 +43,37 @@ def test_a_bin_holds_the_items_from_its_lower_cut_up_to_its_upper():
 
 
 def test_each_bin_gets_its_minimum_then_neyman_shares_the_rest_as_worked_by_hand():
-    """Bins of 400 and 100, planned shares 0.01 and 0.4, 20 items: 2 each, then 16 by N S: 400 * 0.0995 = 39.8
-    and 100 * 0.4899 = 49.0, so 7.2 and 8.8 of 16, rounded by largest remainder to 7 and 9."""
-    assert ps.allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
+    """Bins of 400 and 100 predicted 0.01 and 0.4 on average, 20 items: fair answers 16 and 4, planned shares
+    (16 * 0.01 + 2) / 20 = 0.108 and (4 * 0.4 + 2) / 8 = 0.45; 2 each, then 16 by N S: 400 * 0.3104 = 124.2
+    and 100 * 0.4975 = 49.7, so 11.4 and 4.6 of 16, rounded by largest remainder to 11 and 5."""
+    assert ps.allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 13, 1: 7}
     assert ps.allocate_bins({0: 3, 1: 100}, {0: 0.5, 1: 0.1}, 20, {0: 2}) == {0: 1, 1: 19}  # room left: 1
     assert ps.allocate_bins({0: 50, 1: 50, 2: 50}, {0: 0.1, 1: 0.3, 2: 0.6}, 3, {}) == {0: 0, 1: 1, 2: 2}
-    assert ps.planned_share(0.0) == ps.PLANNED_FLOOR == 0.02  # a bin called clean still has a spread
-    assert ps.planned_share(0.2) == 0.2 and ps.planned_share(1.0) == pytest.approx(0.98)
-    assert ps.planned_share(0.019) == 0.02 and ps.planned_share(0.021) == 0.021 and ps.planned_share(0.981) == 0.98
+
+
+def test_a_bins_planned_share_weighs_its_mean_prediction_as_its_fair_answers_against_four_at_one_half():
+    assert ps.PLAN_PSEUDO_ANSWERS == 4 and ps.PLANNED_FLOOR == 0.02
+    assert ps.planned_share(0.0, 36) == pytest.approx(2 / 40)  # (36 * 0 + 2) / (36 + 4)
+    assert ps.planned_share(0.25, 6) == pytest.approx(3.5 / 10) and ps.planned_share(1.0, 4) == pytest.approx(6 / 8)
+    assert ps.planned_share(0.0, 0) == 0.5  # no answers to weigh: one half
+    assert ps.planned_share(0.0, 96) == 0.02 and ps.planned_share(0.0, 95) == pytest.approx(2 / 99)  # the floor
+    assert ps.planned_share(1.0, 1000) == 0.98
     assert ps.edge_share(0.0) == pytest.approx(0.5 / 3) and ps.edge_share(0.2) == pytest.approx(0.9 / 3)
     assert ps.edge_share(1.0) == pytest.approx(2.5 / 3)
 
 
-def test_a_bins_plan_is_neyman_on_its_mean_prediction_kept_off_zero():
-    """Bins of 425 and 75 items predicted 0.03 and 0.25 on average, 40 items: 2 each, then 36 by N S =
-    425 * sqrt(0.03 * 0.97) = 72.50 and 75 * sqrt(0.25 * 0.75) = 32.48: 24.86 and 11.14 of 36, so 25 and 11.
-    Pulled a third of the way to one half (`edge_share`, the plan before) the top bin would get 6 of the 36.
-    A bin predicted 0.005 is planned at the floor, 0.02: 425 * 0.14 = 59.5 against 32.48, 23.29 of 36."""
-    shares = {0: ps.planned_share(0.03), 1: ps.planned_share(0.25)}
-    assert ps.allocate_bins({0: 425, 1: 75}, shares, 40, {}) == {0: 27, 1: 13}
-    pulled = {0: ps.edge_share(0.03), 1: ps.edge_share(0.25)}
-    assert ps.allocate_bins({0: 425, 1: 75}, pulled, 40, {}) == {0: 32, 1: 8}
-    floored = {0: ps.planned_share(0.005), 1: ps.planned_share(0.25)}
-    assert ps.allocate_bins({0: 425, 1: 75}, floored, 40, {}) == {0: 25, 1: 15}
+def test_a_bins_plan_follows_its_prediction_more_the_more_answers_it_will_have():
+    """Bins of 425 and 75 items predicted 0.03 and 0.25 on average, 40 items: fair answers 34 and 6, planned
+    (34 * 0.03 + 2) / 38 = 0.0795 and (6 * 0.25 + 2) / 10 = 0.35; 2 each, then 36 by N S = 425 * 0.2705 = 114.9
+    and 75 * 0.4770 = 35.8: 27.5 and 8.5 of 36, rounded to 27 and 9. Pulled a third of the way whatever the
+    budget (`edge_share`, the plan before) the top bin would get 6 of the 36; taken as said, 11. At 400
+    items the plan is nearly the predictions' (0.0108 and 0.266): the top bin takes all its 75."""
+    assert ps.allocate_bins({0: 425, 1: 75}, {0: 0.03, 1: 0.25}, 40, {}) == {0: 29, 1: 11}
+    assert ps.allocate_bins({0: 425, 1: 75}, {0: 0.005, 1: 0.25}, 400, {}) == {0: 325, 1: 75}
+    # the answers a bin already has count in its fair answers: 20 new after 20 plan on 40 (0.0795 and 0.35:
+    # 2 each, then 16 as 114.9 to 35.8, 12.2 and 3.8: 14 and 6), 20 alone on 20 (0.120 and 0.393: 15 and 5)
+    assert ps.allocate_bins({0: 425, 1: 75}, {0: 0.03, 1: 0.25}, 20, {0: 10, 1: 10}) == {0: 14, 1: 6}
+    assert ps.allocate_bins({0: 425, 1: 75}, {0: 0.03, 1: 0.25}, 20, {}) == {0: 15, 1: 5}
 
 
 def test_a_bin_at_an_edge_adds_its_share_of_the_categorys_extra_item_to_the_variance():
@@ -306,10 +314,10 @@ def test_the_allocation_over_bins_is_all_of_the_budget_within_each_bins_room():
         bins = int(rng.integers(1, 5))
         sizes = {b: int(rng.integers(1, 60)) for b in range(bins)}
         taken = {b: int(rng.integers(0, sizes[b] + 1)) for b in range(bins)}
-        shares = {b: float(rng.uniform(0.01, 0.9)) for b in range(bins)}
+        means = {b: float(rng.uniform(0.01, 0.9)) for b in range(bins)}
         room = sum(sizes[b] - taken[b] for b in sizes)
         budget = int(rng.integers(0, room + 1))
-        found = ps.allocate_bins(sizes, shares, budget, taken)
+        found = ps.allocate_bins(sizes, means, budget, taken)
         assert sum(found.values()) == budget and all(0 <= found[b] <= sizes[b] - taken[b] for b in sizes)
         if budget >= ps.MIN_PER_BIN * bins:
             assert all(found[b] >= min(ps.MIN_PER_BIN, sizes[b] - taken[b]) for b in sizes)
@@ -352,15 +360,16 @@ def test_cut_points_follow_the_cumulative_square_root_rule_and_one_bin_is_no_cut
 
 
 def test_bins_get_two_items_each_then_neymans_share_of_the_rest():
-    """400 items planned at 1% and 100 at 40%, 20 answers: 2 each, then 16 by N_h sqrt(p_h (1 - p_h)):
-    39.8 and 49.0, i.e. 7.2 and 8.8 of 16, rounded to 7 and 9."""
+    """400 items predicted at 1% and 100 at 40%, 20 answers: planned 0.108 and 0.45 (above), 2 each, then 16
+    by N_h sqrt(p_h (1 - p_h)): 124.2 and 49.7, i.e. 11.4 and 4.6 of 16, rounded to 11 and 5."""
     from foil_studio.analysis.prediction_strata import allocate_bins
 
-    assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 9, 1: 11}
+    assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 20, {}) == {0: 13, 1: 7}
     assert allocate_bins({0: 400, 1: 100}, {0: 0.01, 1: 0.4}, 3, {}) == {0: 1, 1: 2}  # the likelier bin first
     assert allocate_bins({0: 400, 1: 3}, {0: 0.01, 1: 0.4}, 10, {1: 2}) == {0: 9, 1: 1}  # one item left there
-    # 100 and 100 planned at 1% and 90%: 16 by 9.95 and 30.0 (not by sqrt(p (2 - p)), which gives 2 and 14)
-    assert allocate_bins({0: 100, 1: 100}, {0: 0.01, 1: 0.9}, 20, {}) == {0: 6, 1: 14}
+    # 100 and 100 predicted at 1% and 90%, fair answers 10 each: planned 2.1 / 14 = 0.15 and 11 / 14 = 0.786,
+    # 16 by 35.7 and 41.0 (sqrt(p (1 - p)), not sqrt(p (2 - p)), which gives 6 and 10): 7 and 9
+    assert allocate_bins({0: 100, 1: 100}, {0: 0.01, 1: 0.9}, 20, {}) == {0: 9, 1: 11}
     assert allocate_bins({0: 2, 1: 100}, {0: 0.5, 1: 0.1}, 10, {}) == {0: 2, 1: 8}  # a bin of two gives both
 
 
@@ -378,7 +387,7 @@ def test_no_predictions_give_one_bin():
 
 
 def test_a_bin_one_item_over_its_minimum_gets_that_item_from_neymans_share():
-    """3 and 100 items, both planned at 50%, 40 answers: 2 each first, then 36 by N_h S_h (1.5 and
+    """3 and 100 items, both predicted (and so planned) at 50%, 40 answers: 2 each first, then 36 by N_h S_h (1.5 and
     50): the small bin's share, 1.05, takes its last undrawn item; the rest goes to the other."""
     assert ps.allocate_bins({0: 3, 1: 100}, {0: 0.5, 1: 0.5}, 40, {}) == {0: 3, 1: 37}
 

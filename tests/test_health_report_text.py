@@ -283,8 +283,8 @@ def test_the_paragraph_says_which_batches_drew_at_random_and_which_on_which_pred
         "the items so that none is left out; batch health-4 drew by prediction, on the predictions votes: each "
         "category cut into bins of f (the predicted probability that the negative is invalid) by Dalenius and "
         "Hodges' cumulative square-root rule, every bin given a few items first and the rest shared by Neyman's rule "
-        "on its mean prediction (kept between 0.02 and 0.98), the items drawn at random within each bin. "
-        "Annotators judged"
+        "on its mean prediction (weighed as the bin's share of the answers against 4 answers at one half), the items "
+        "drawn at random within each bin. Annotators judged"
     )
     assert [row["draw"] for row in card.design_table(report)] == ["random", "neyman", "active", "predicted", ""]
     report["design"]["batches"] = report["design"]["batches"][3:]

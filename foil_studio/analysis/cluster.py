@@ -143,12 +143,10 @@ class FamilyWorker:
         }
 
     def score(self, root: str | None, chunk: PairChunk, batch_size: int) -> dict[str, float]:
-        from foil_studio.analysis.scorers.pairwise import chunk_scores
-        from foil_studio.analysis.scoring import load_image
+        from foil_studio.analysis.scorers.pairwise import LocalPairs
 
-        decoded = [load_image(Path(root) if root else None, *source) for source, _ in chunk.images.values()]
         scored: dict[str, float] = {}
-        for part in chunk_scores(self.loaded.scorer, chunk, decoded, batch_size):
+        for part in LocalPairs(self.loaded).scored_chunks(Path(root) if root else None, [chunk], batch_size):
             scored |= part
         return scored
 
@@ -166,9 +164,15 @@ class ActorPool:
         """`method(*args)` on one actor, waited for (with the same retries as a batch)."""
         return next(result for _, result in self.map(method, [args], actors=1))
 
-    def on_every_actor(self, method: str) -> list[Any]:
-        """`method()` on each actor, waited for: what each one loaded."""
-        return self.ray.get([getattr(actor, method).remote() for actor in self.actors])
+    def describe(self, actors: list[Any]) -> list[dict[str, Any]]:
+        """What each of `actors` loaded, waited for; refused in one line, with the reason an actor
+        gave, when one could not load the model."""
+        try:
+            return list(self.ray.get([actor.describe.remote() for actor in actors]))
+        except self.ray.exceptions.RayActorError as error:
+            if not getattr(error, "actor_init_failed", False):
+                raise
+            raise ClusterError(f"the actors could not load the model: {_raised_in_actor(error)}") from None
 
     def map(
         self, method: str, calls: list[tuple[Any, ...]], actors: int | None = None
@@ -216,7 +220,7 @@ class ActorPool:
             self.ray.get(self.actors[slot].describe.remote())
         except self.ray.exceptions.RayActorError:
             fresh = self.make()
-            found = self.ray.get(fresh.describe.remote())["identity"]
+            [found] = [described["identity"] for described in self.describe([fresh])]
             if self.identity is not None and found != self.identity:  # another node, another `auto` precision
                 raise ClusterError(
                     "a fresh actor loaded the model differently from the others (`auto` precision chose per "
@@ -232,7 +236,7 @@ class ActorPool:
 def _raised_in_actor(error: BaseException) -> str:
     """The message of the error an actor raised, from the last line of Ray's report ("Type: message")."""
     last = (str(error).strip().splitlines() or [type(error).__name__])[-1]
-    return last.split(": ", 1)[-1][:300]
+    return last.split(": ", 1)[-1]
 
 
 def _first_line(error: BaseException) -> str:
@@ -301,12 +305,7 @@ def actors_on_cluster(
         pool = ActorPool(
             ray, lambda: remote.remote(*arguments, threads), cluster.actors, cluster.retries, cluster.in_flight
         )
-        try:
-            described = pool.on_every_actor("describe")
-        except ray.exceptions.RayActorError as error:
-            if not getattr(error, "actor_init_failed", False):
-                raise
-            raise ClusterError(f"the actors could not load the model: {_raised_in_actor(error)}") from None
+        described = pool.describe(pool.actors)
         if len({d["identity"] for d in described}) > 1:
             precisions = sorted({d["precision"] for d in described})
             raise ClusterError(

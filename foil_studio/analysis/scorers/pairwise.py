@@ -71,7 +71,7 @@ class PairWork:
 def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device: str = "auto") -> LoadedFamily:
     """Load `ref` (a save_pretrained folder or a cached hub name) with `family`, in the precision
     `auto` resolves to on the device."""
-    check_precision(family, precision)
+    check_pair_family(family, precision)
     target = pick_device(device)
     chosen, reason = resolve_precision(precision, target)
     weights, files = folder_digests(weights_folder(ref))
@@ -85,7 +85,7 @@ def load_family(family: ScorerFamily, ref: str, precision: str = "auto", device:
     return LoadedFamily(family, ref, scorer, chosen, reason, target, weights, files)
 
 
-def check_precision(family: ScorerFamily, precision: str) -> None:
+def check_pair_family(family: ScorerFamily, precision: str) -> None:
     """ValueError unless `family` scores pairs and in `precision`."""
     if not family.scores_pairs:
         raise ValueError(f"{family.name} models load through analysis.models, not as a pair scorer")
@@ -107,7 +107,7 @@ def check_family_run(
     if (skipped := require_scorable(db, dataset, limit=limit).skipped_sentence()) and notify:
         notify(skipped)
     refuse_text_kinds(store.item_kind_counts(db, store.get_dataset(db, dataset)["id"]))
-    check_precision(scorer_family(family), precision)
+    check_pair_family(scorer_family(family), precision)
 
 
 def not_a_model(family: ScorerFamily, ref: str, error: Exception) -> str:
@@ -207,7 +207,7 @@ def chunk_scores(
 def score_dataset_pairs(
     db: sqlite_utils.Database,
     dataset: str,
-    loaded: LoadedFamily | PairRunner,
+    runner: LoadedFamily | PairRunner,
     *,
     run: str | None = None,
     batch_size: int = 64,
@@ -218,7 +218,7 @@ def score_dataset_pairs(
     a run, report what was scored. Each part of the scores is stored as it comes back, so a run
     stopped anywhere resumes with only the pairs still missing."""
     started = time.perf_counter()
-    runner = LocalPairs(loaded) if isinstance(loaded, LoadedFamily) else loaded
+    runner = LocalPairs(runner) if isinstance(runner, LoadedFamily) else runner
     require_scorable(db, dataset, limit=limit)
     row, items, (plans, image_sources, text_sources) = dataset_plans(db, dataset, limit)
     refuse_text_scores(plans)

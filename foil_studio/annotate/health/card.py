@@ -92,8 +92,8 @@ def _how_drawn(batch: Mapping[str, Any]) -> str:
         return (
             f"drew by prediction, {on}: each category cut into bins of f (the predicted probability that the "
             "negative is invalid) by Dalenius and Hodges' cumulative square-root rule, every bin given a few items "
-            "first and the rest shared by Neyman's rule on its mean prediction (kept between 0.02 and 0.98), the "
-            "items drawn at random within each bin"
+            "first and the rest shared by Neyman's rule on its mean prediction (weighed as the bin's share of the "
+            "answers against 4 answers at one half), the items drawn at random within each bin"
         )
     if strategy != "active":
         return f"drew {on} ({strategy})"

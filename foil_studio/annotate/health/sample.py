@@ -28,7 +28,6 @@ from foil_studio.analysis.prediction_strata import (
     allocate_bins,
     bin_of,
     cut_points,
-    planned_share,
     ranks_better_than_chance,
 )
 from foil_studio.analysis.results import load_run, run_family, source_format
@@ -566,8 +565,8 @@ def _draw_in_bins(
     which = bin_of([found[i] for i in items], cuts)
     members = {b: [i for i, w in zip(items, which, strict=True) if w == b] for b in range(len(cuts) + 1)}
     taken = {b: sum(i in sample.drawn for i in m) for b, m in members.items()}
-    shares = {b: planned_share(float(np.mean([found[i] for i in m]))) for b, m in members.items()}
-    counts = allocate_bins({b: len(m) for b, m in members.items()}, shares, n, taken)
+    means = {b: float(np.mean([found[i] for i in m])) for b, m in members.items()}
+    counts = allocate_bins({b: len(m) for b, m in members.items()}, means, n, taken)
     picked: dict[int, float] = {}
     for b, k in counts.items():
         fraction = (taken[b] + k) / len(members[b]) if members[b] else 0.0
