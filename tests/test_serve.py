@@ -134,6 +134,16 @@ def group_of(app_pid: int) -> set[int]:
     return {pid for pid, (_, group) in process_table().items() if group == app_pid}
 
 
+def group_ended(app_pid: int, within: float = 5.0) -> bool:
+    """Whether the app's group is gone within `within` seconds: serve has signalled the whole group and
+    waited for the app, but a grandchild killed in the same instant may still be exiting on a loaded
+    machine (it failed once in a full suite with SIGHUP: signalled, not yet gone)."""
+    deadline = time.monotonic() + within
+    while group_of(app_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not group_of(app_pid)
+
+
 def test_serve_returns_the_apps_own_exit_code_and_puts_the_handlers_back():
     from foil_studio import server
 
@@ -165,7 +175,7 @@ def test_a_stop_signal_during_serve_ends_the_app_and_what_it_started_with_128_pl
     finally:
         signal.signal(stop, previous)
     assert code == 128 + stop
-    assert group_of(started[0]) == set(), "the app's process group outlived serve"
+    assert group_ended(started[0]), "the app's process group outlived serve"
 
 
 def test_a_signal_ignored_when_serve_starts_stays_ignored():
