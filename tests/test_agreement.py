@@ -595,3 +595,48 @@ def test_a_bivlc_baselines_intervals_are_clopper_pearsons_overall_and_per_type(d
         right = round(figures["group"] * figures["n"] / 100)
         low, high = proportion_confint(right, figures["n"], method="beta")
         assert result["type_intervals"][kind_of_edit]["group"] == pytest.approx([100 * low, 100 * high], abs=1e-6)
+
+
+@pytest.mark.parametrize("annotators", [("ada", "ben"), ("ada", "ben", "cleo")], ids=["two", "three"])
+def test_a_questions_outcome_is_the_strict_majority_of_its_answers(db, annotators):
+    """Each (item, part) is right where more of its answers are right than wrong, counted here from the
+    stored labels: a 1-1 tie of two annotators is wrong, 2-1 of three is right and 1-2 wrong."""
+    from foil_studio.annotate.baselines import question_outcomes
+    from foil_studio.annotate.task_types import is_correct
+
+    spec = batches.BatchSpec("demo-bivlc", "baseline_i2t", annotators, len(annotators), 30, seed=8)
+    created = batches.create_batch(db, spec)
+    simulation.simulate(db, created["batch"], accuracies=0.6, seed=8)
+    batch = store.get_batch(db, created["batch"])
+    labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
+    items = store.items_by_id(db, {label["item"] for label in labels})
+    tally: dict[tuple[int, int], tuple[int, int]] = {}
+    for label in labels:
+        right = is_correct(batch["task"], items[label["item"]], label["part"], label["answer"])
+        said, against = tally.get((label["item"], label["part"]), (0, 0))
+        tally[(label["item"], label["part"])] = (said + bool(right), against + (not right))
+    assert question_outcomes(db, created["batch"]) == {unit: said > against for unit, (said, against) in tally.items()}
+    splits = set(tally.values())
+    assert {(1, 1)} <= splits if len(annotators) == 2 else {(2, 1), (1, 2)} <= splits
+
+
+def test_a_human_figure_says_one_item_in_the_singular_and_no_interval_where_there_is_none():
+    from foil_studio.annotate.baselines import figure_text
+
+    assert figure_text(100.0, (2.5, 100.0), 1) == (
+        "100.00 from 1 item (95% CI 2.50 to 100.00); too few for a baseline (30 needed)"
+    )
+    assert figure_text(50.0, None, 40) == "50.00 from 40 items"
+
+
+def test_a_baseline_of_batches_on_two_datasets_or_with_no_answer_is_refused_saying_which(db):
+    from foil_studio.annotate.baselines import BaselineError, human_baseline
+
+    bivlc = batches.create_batch(db, batches.BatchSpec("demo-bivlc", "baseline_i2t", ("ada",), 1, 5, seed=1))
+    pairs = batches.create_batch(db, batches.BatchSpec("demo-sugarcrepe", "validate_negative", ("ada",), 1, 5, seed=1))
+    with pytest.raises(BaselineError, match=r"baseline batches must share one dataset, got \['demo-"):
+        human_baseline(db, [bivlc["batch"], pairs["batch"]])
+    with pytest.raises(
+        BaselineError, match=f"^no question of {bivlc['batch']} has an answer yet: a baseline needs one$"
+    ):
+        human_baseline(db, [bivlc["batch"]])
