@@ -57,12 +57,8 @@ def same_scores(got: dict[int, np.ndarray], expected: dict[int, np.ndarray]) -> 
         np.testing.assert_allclose(got[item], scores, atol=1e-5)
 
 
-@pytest.mark.both_engines
-def test_a_run_on_the_cluster_equals_the_run_in_one_process_though_an_actor_was_killed_mid_run(
-    demo_db, fresh_db, local_cluster, monkeypatch
-):
-    store.copy_store(demo_db, fresh_db)
-    expected = scored_here(fresh_db)
+def count_stored(monkeypatch) -> Counter[str]:
+    """How many times each embedding or pair score ("modality:key") is written to the store from now on."""
     stored: Counter[str] = Counter()
     put = store.put_embeddings
 
@@ -72,6 +68,16 @@ def test_a_run_on_the_cluster_equals_the_run_in_one_process_though_an_actor_was_
         return put(db, model, modality, vectors)
 
     monkeypatch.setattr(store, "put_embeddings", counted)
+    return stored
+
+
+@pytest.mark.both_engines
+def test_a_run_on_the_cluster_equals_the_run_in_one_process_though_an_actor_was_killed_mid_run(
+    demo_db, fresh_db, local_cluster, monkeypatch
+):
+    store.copy_store(demo_db, fresh_db)
+    expected = scored_here(fresh_db)
+    stored = count_stored(monkeypatch)
     killed = []
     with open_clip_on_cluster(ClusterSpec("local", actors=2), RANDOM_DEMO, device="cpu") as encoder:
 
@@ -176,15 +182,7 @@ def test_a_family_run_on_the_cluster_equals_the_run_in_one_process_though_an_act
     here = score_with_family(
         fresh_db, DATASET, "blip-itm", tiny_blip, precision="fp32", device="cpu", run="here", limit=24
     )
-    stored: Counter[str] = Counter()
-    put = store.put_embeddings
-
-    def counted(db, model, modality, vectors):
-        vectors = list(vectors)
-        stored.update(f"{modality}:{key}" for key, _ in vectors)
-        return put(db, model, modality, vectors)
-
-    monkeypatch.setattr(store, "put_embeddings", counted)
+    stored = count_stored(monkeypatch)
     killed = []
     cluster = ClusterSpec("local", actors=2)
     with actors_on_cluster(cluster, FamilyWorker, "blip-itm", tiny_blip, "fp32", "cpu") as (pool, described):

@@ -243,18 +243,26 @@ def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
-class ClusterEncoder:
-    """A `scoring.Encoder` whose batches run on the actors of `pool`."""
+class OnActors:
+    """What a run on the actors of `pool` records of the model the first actor described: its identity
+    (the cache's key) and its stamp, with how many actors scored."""
 
     def __init__(self, pool: ActorPool, described: dict[str, Any]) -> None:
         self.pool = pool
         self.identity: str = described["identity"]
-        self.spec: ModelSpec = described["spec"]
-        self.precision_reason: str = described["reason"]
         self._stamp: dict[str, Any] = described["stamp"]
 
     def stamp(self) -> dict[str, Any]:
         return {**self._stamp, "actors": len(self.pool.actors)}
+
+
+class ClusterEncoder(OnActors):
+    """A `scoring.Encoder` whose batches run on the actors of `pool`."""
+
+    def __init__(self, pool: ActorPool, described: dict[str, Any]) -> None:
+        super().__init__(pool, described)
+        self.spec: ModelSpec = described["spec"]
+        self.precision_reason: str = described["reason"]
 
     def image_batches(self, root: Path | None, batches: list[list[ImageSource]]) -> Encoded:
         return self.pool.map("images", [(str(root) if root else None, batch) for batch in batches])
@@ -266,19 +274,14 @@ class ClusterEncoder:
         return list(self.pool.call_first("token_lengths", texts))
 
 
-class ClusterPairs:
+class ClusterPairs(OnActors):
     """A `pairwise.PairRunner` whose chunks of pairs are scored on the actors of `pool`."""
 
     def __init__(self, pool: ActorPool, described: dict[str, Any]) -> None:
-        self.pool = pool
-        self.identity: str = described["identity"]
+        super().__init__(pool, described)
         self.run_name: str = described["run_name"]
         self.model: str = described["model"]
-        self._stamp: dict[str, Any] = described["stamp"]
         self._facts: dict[str, str] = described["facts"]
-
-    def stamp(self) -> dict[str, Any]:
-        return {**self._stamp, "actors": len(self.pool.actors)}
 
     def facts(self) -> dict[str, str]:
         return self._facts
