@@ -127,26 +127,36 @@ def test_a_good_predictor_is_worth_more_answers_than_were_given_and_narrows_the_
     assert found.as_dict()["reported"] == "prediction-powered"
 
 
+LABEL = r"\(a probability or a 0/1 label\)"
+
+
 @pytest.mark.parametrize(
     ("outcomes", "predicted", "population", "message"),
     [
-        ([1, 0], [1], [1, 0, 0], "2 outcomes but 1 predictions"),
-        ([], [], [1, 0], "at least one decided item"),
+        ([1, 0], [1], [1, 0, 0], "2 outcomes but 1 predictions of the decided items"),
+        ([], [], [1, 0], "a stratum needs at least one decided item for an estimate"),
         ([1, 0, 1], [1, 0, 1], [1, 0], "3 decided items in a stratum of 2"),
-        ([1, 0], [1.5, 0], [1.5, 0, 0], "between 0 and 1"),
-        ([1, 0], [1, 0], [1, 0, -0.2], "between 0 and 1"),
-        ([1, 2], [1, 0], [1, 0, 0], "must be 0 .valid or ambiguous. or 1"),
+        ([1, 0], [1.5, 0], [1, 0, 0], "decided items' predictions must lie between 0 and 1 " + LABEL),
+        ([1, 0], [1, 0], [1, 0, -0.2], "predictions must lie between 0 and 1 " + LABEL),
+        ([1, 2], [1, 0], [1, 0, 0], "outcomes must be 0 .valid or ambiguous. or 1 .invalid."),
     ],
 )
 def test_bad_inputs_are_refused_naming_what_was_expected(outcomes, predicted, population, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
         powered_stratum_share(outcomes, predicted, population)
 
 
+def test_one_decided_item_is_enough_for_a_stratum_and_a_census_is_allowed():
+    one = powered_stratum_share([1], [0.5], [0.5, 0.2, 0.0])
+    assert one.plain.decided == 1 and one.plain.low < one.plain.estimate == 1.0
+    assert powered_stratum_share([1, 0], [1, 0], [1, 0]).share.low == 0.5
+
+
 def test_strata_must_be_the_same_in_all_three_maps():
-    with pytest.raises(ValueError, match="the same strata"):
+    message = "^outcomes, predictions of the decided items and of every item need the same strata$"
+    with pytest.raises(ValueError, match=message):
         powered_stratified_share({"a": [1]}, {"b": [1]}, {"a": [1, 0]})
-    with pytest.raises(ValueError, match="the same strata"):
+    with pytest.raises(ValueError, match=message):
         powered_stratified_share({}, {}, {})
 
 
@@ -292,30 +302,34 @@ def test_valid_accuracy_intervals_cover_the_truth(agreement):
     assert held / 200 >= 0.93
 
 
-def brute_force_width(invalid: int, n: int, size: int) -> float:
+def brute_force_width(invalid: int, n: int, size: int, level: float = 0.95) -> float:
     """The exact interval's width for sampling without replacement, every K tried in turn (no bisection)."""
     from scipy import stats
 
+    tail = (1 - level) / 2
     k = np.arange(size + 1)
-    kept = k[(stats.hypergeom.sf(invalid - 1, size, k, n) > 0.025) & (stats.hypergeom.cdf(invalid, size, k, n) > 0.025)]
+    kept = k[(stats.hypergeom.sf(invalid - 1, size, k, n) > tail) & (stats.hypergeom.cdf(invalid, size, k, n) > tail)]
     return (kept.max() - kept.min()) / size
 
 
-@pytest.mark.parametrize(("share", "n", "size", "width"), [(0.3, 100, 1000, 0.1), (0.05, 40, 141, 0.09)])
-def test_the_worth_is_the_fewest_answers_whose_exact_plain_interval_is_as_narrow(share, n, size, width):
+@pytest.mark.parametrize(
+    ("share", "n", "size", "width", "level"),
+    [(0.3, 100, 1000, 0.1, 0.95), (0.05, 40, 141, 0.09, 0.95), (0.3, 100, 1000, 0.1, 0.8)],
+)
+def test_the_worth_is_the_fewest_answers_whose_exact_plain_interval_is_as_narrow(share, n, size, width, level):
     """Not n (w_plain / w)^2: exact intervals shrink faster than 1 / sqrt(n) as a sample nears a census.
-    Pinned to every m tried in turn with a brute-force hypergeometric interval."""
+    Pinned to every m tried in turn with a brute-force hypergeometric interval, at the level asked."""
     from foil_studio.analysis.health import Share
     from foil_studio.analysis.prediction_powered import worth
 
     x = round(share * n)
     cited = Share(share, share - width / 2, share + width / 2, x, n, size)
-    found = worth(cited, [x], [n], [size])
-    widths = {m: brute_force_width(round(x / n * m), m, size) for m in range(n, size + 1)}
-    assert brute_force_width(x, n, size) > width
+    found = worth(cited, [x], [n], [size], level)
+    widths = {m: brute_force_width(round(x / n * m), m, size, level) for m in range(n, size + 1)}
+    assert brute_force_width(x, n, size, level) > width
     assert widths[int(found)] <= width + 1e-12 and widths[int(found) - 1] > width
     assert found <= size
-    assert found < n * (brute_force_width(x, n, size) / width) ** 2  # the square-root rule overstates
+    assert found < n * (brute_force_width(x, n, size, level) / width) ** 2  # the square-root rule overstates
 
 
 def test_the_worth_is_the_answers_given_where_the_cited_interval_is_the_plain_one_and_at_most_every_item():
@@ -466,18 +480,19 @@ def test_the_predictor_is_described_by_its_ranking_and_calibration_not_only_its_
 
 
 @pytest.mark.parametrize(
-    ("x", "n", "size", "width"), [(30, 100, 1000, 0.1), (2, 40, 141, 0.09), (30, 100, 100_000, 0.04)]
+    ("x", "n", "size", "width", "level"),
+    [(30, 100, 1000, 0.1, 0.95), (2, 40, 141, 0.09, 0.95), (30, 100, 100_000, 0.04, 0.95), (30, 100, 5000, 0.05, 0.8)],
 )
-def test_the_worths_bisection_starts_from_a_narrow_bracket_that_holds_the_answer(x, n, size, width):
+def test_the_worths_bisection_starts_from_a_narrow_bracket_that_holds_the_answer(x, n, size, width, level):
     """One stratum: `_bracket` guesses from Clopper-Pearson on the effective size, then widens to the
     answers given or a census where the exact widths say the guess missed; the bracket holds the answer
     (the plain width above the wanted one at its low end, not at its high end) and is a tenth of the guess
     (at least 5 answers) each way, not the whole range."""
     from foil_studio.analysis.prediction_powered import _bracket, plain_width
 
-    widest = plain_width(n, [x], [n], [size])
-    low, high = _bracket(width, widest, [x], [n], [size], 0.95)
-    assert plain_width(low, [x], [n], [size]) > width >= plain_width(high, [x], [n], [size])
+    widest = plain_width(n, [x], [n], [size], level)
+    low, high = _bracket(width, widest, [x], [n], [size], level)
+    assert plain_width(low, [x], [n], [size], level) > width >= plain_width(high, [x], [n], [size], level)
     middle = (low + high) / 2
     assert high - low <= 2 * max(5, middle // 10) + 2 and n <= low < high < size
     assert _bracket(width, widest, [x, 1], [n, 40], [size, 500], 0.95) == (n + 40, size + 500)  # strata: no guess
@@ -511,16 +526,19 @@ def test_the_difference_interval_takes_n_minus_k_degrees_of_freedom_and_stays_wi
     assert _difference(parts, 0, 1, n=2, n_strata=1, level=0.999999)[1:] == (-1.0, 1.0)
 
 
-def korn_graubard_by_hand(estimate: float, variance: float, n: int, strata: int) -> tuple[float, float]:
+def korn_graubard_by_hand(
+    estimate: float, variance: float, n: int, strata: int, level: float = 0.95
+) -> tuple[float, float]:
     """Korn and Graubard's interval written out with scipy's beta and t: Clopper-Pearson on the
     effective size p (1 - p) / v (t_{n-1} / t_{n-K})^2, p kept within 1 / (n + 2) of 0 and 1."""
+    tail = (1 - level) / 2
     p = min(max(estimate, 0.0), 1.0)
     centre = min(max(p, 1 / (n + 2)), 1 - 1 / (n + 2))
-    size = centre * (1 - centre) / variance * (stats.t.ppf(0.975, n - 1) / stats.t.ppf(0.975, n - strata)) ** 2
-    size = max(size, 1.0)
+    t_ratio = stats.t.ppf(1 - tail, n - 1) / stats.t.ppf(1 - tail, n - strata)
+    size = max(centre * (1 - centre) / variance * t_ratio**2, 1.0)
     x = p * size
-    low = 0.0 if x <= 0 else float(stats.beta.ppf(0.025, x, size - x + 1))
-    high = 1.0 if x >= size else float(stats.beta.ppf(0.975, x + 1, size - x))
+    low = 0.0 if x <= 0 else float(stats.beta.ppf(tail, x, size - x + 1))
+    high = 1.0 if x >= size else float(stats.beta.ppf(1 - tail, x + 1, size - x))
     return low, high
 
 
@@ -580,3 +598,190 @@ def test_valid_accuracy_variance_is_the_linearised_one_written_out():
         spread_total += size**2 * (1 - n / size) / n * spread
         valid_total += slope * float(p.sum()) + size / n * float(np.sum(y - slope * g))
     assert found.variance[0] == pytest.approx(spread_total / valid_total**2, rel=1e-9)
+
+
+# --- what the report stores, and the level asked -----------------------------------------------------
+
+
+def test_the_json_form_stores_every_figure_rounded_to_four_decimals():
+    """Every key of `Powered.as_dict`, recomputed apart: the weight, ranking (scikit-learn's AUC),
+    calibration and agreement to four decimals, the variance as it is, the worth to one decimal;
+    "plain" where the predictor does not narrow the interval; no weight for strata combined."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(21)
+    truth = (rng.random(700) < 0.3).astype(float)
+    f = np.clip(np.where(truth == 1, 0.7, 0.2) + rng.normal(0, 0.2, 700), 0, 1)
+    drawn = rng.choice(700, 90, replace=False)
+    y, fd = truth[drawn], f[drawn]
+    found = powered_stratum_share(y, fd, f)
+    stored = found.as_dict()
+    assert found.used and stored["reported"] == "prediction-powered"
+    assert stored["prediction_powered"] == found.powered.as_dict() and stored["plain"] == found.plain.as_dict()
+    assert stored["variance"] == found.variance
+    expected = {
+        "weight": found.weight,
+        "ranking_auc": roc_auc_score(y, fd),
+        "mean_prediction": fd.mean(),
+        "observed_share": y.mean(),
+        "agreement": np.mean((fd >= 0.5) == (y == 1)),
+    }
+    for key, value in expected.items():
+        assert stored[key] == round(float(value), 4), key
+    assert stored["weight"] != round(found.weight, 5)  # the data shows the fifth decimal is cut
+    assert stored["ranking_auc"] != round(float(roc_auc_score(y, fd)), 5)
+    assert stored["worth_human_answers"] == round(found.worth, 1) > 90
+    assert set(stored) == {"reported", "prediction_powered", "plain", "variance", *expected, "worth_human_answers"}
+    useless = powered_stratum_share(y, np.full(90, 0.3), np.full(700, 0.3)).as_dict()
+    assert useless["reported"] == "plain" and useless["weight"] == 0.0
+    combined = powered_stratified_share({"a": y}, {"a": fd}, {"a": f}).as_dict()
+    assert combined["weight"] is None and combined["reported"] == "prediction-powered"
+
+
+@pytest.mark.parametrize(
+    ("estimate", "variance", "n", "strata", "size", "level"),
+    [
+        (0.0, 0.0004, 40, 1, 200, 0.95),  # at 0: the effective size at 1 / (n + 2)
+        (1.0, 0.0004, 40, 2, 200, 0.9),  # at 1: at 1 - 1 / (n + 2), and the interval stops at 1
+        (1.3, 0.0004, 40, 1, 200, 0.95),  # a difference estimate past 1 is clipped
+        (-0.1, 0.001, 60, 3, 500, 0.95),
+        (0.3, 0.004, 60, 3, 500, 0.8),
+    ],
+)
+def test_the_difference_interval_is_korn_graubards_by_hand_widened_one_item_each_way(
+    estimate, variance, n, strata, size, level
+):
+    from foil_studio.analysis.prediction_powered import difference_interval
+
+    found = difference_interval(estimate, variance, n, strata, 7, size, level)
+    low, high = korn_graubard_by_hand(estimate, variance, n, strata, level)
+    assert found.estimate == min(max(estimate, 0.0), 1.0)
+    assert (found.low, found.high) == pytest.approx((max(low - 1 / size, 0.0), min(high + 1 / size, 1.0)), abs=1e-9)
+    assert (found.count, found.decided, found.size) == (7, n, size)
+
+
+def test_a_difference_estimate_without_variance_is_the_point_itself():
+    from foil_studio.analysis.health import Share
+    from foil_studio.analysis.prediction_powered import difference_interval
+
+    assert difference_interval(0.25, 0.0, 30, 1, 7, 100) == Share(0.25, 0.25, 0.25, 7, 30, 100)
+    assert difference_interval(1.2, 0.0, 30, 1, 30, 100) == Share(1.0, 1.0, 1.0, 30, 30, 100)
+
+
+def test_one_stratum_at_another_level_takes_that_level_for_both_intervals():
+    """At 80%: the plain interval is `health.stratum_share`'s at 80% and the prediction-powered one
+    Korn and Graubard's at 80% (both narrower than at 95%); where both are equally wide (a census)
+    the plain one is reported."""
+    from foil_studio.analysis.health import stratum_share
+    from foil_studio.analysis.prediction_powered import difference_interval
+
+    outcomes, predicted, drawn = drawn_population(9)
+    found = powered_stratum_share(outcomes[drawn], predicted[drawn], predicted, level=0.8)
+    invalid = int(outcomes[drawn].sum())
+    assert found.plain == stratum_share(invalid, 60, 400, 0.8)
+    expected = difference_interval(found.powered.estimate, found.variance, 60, 1, invalid, 400, 0.8)
+    assert found.powered == expected
+    wider = powered_stratum_share(outcomes[drawn], predicted[drawn], predicted)
+    assert wider.powered.high - wider.powered.low > expected.high - expected.low
+    census = powered_stratum_share(outcomes, predicted, predicted)
+    assert census.powered.high == census.powered.low and not census.used and census.share is census.plain
+
+
+def test_booleans_are_taken_as_zero_and_one():
+    """Outcomes, 0/1 predictions and credits may come as booleans (a label, right or wrong): the
+    figures are those of the same values as floats."""
+    from foil_studio.analysis.prediction_powered import powered_valid_accuracy
+
+    world = valid_world(6)
+    y = {c: v[d] for c, (v, k, p, d) in world.items()}
+    g = {c: p[d] for c, (v, k, p, d) in world.items()}
+    whole = {c: p for c, (v, k, p, d) in world.items()}
+    twice = {c: np.hstack([k, 1 - k]) for c, (v, k, p, d) in world.items()}
+    decided = {c: twice[c][d] for c, (v, k, p, d) in world.items()}
+
+    def as_bools(values):
+        return {c: np.asarray(v).astype(bool) for c, v in values.items()}
+
+    floats = powered_valid_accuracy(y, g, decided, whole, twice, ["a", "b"])
+    bools = powered_valid_accuracy(*map(as_bools, (y, g, decided, whole, twice)), ["a", "b"])
+    assert bools.estimate == pytest.approx(floats.estimate) and bools.variance == pytest.approx(floats.variance)
+    assert bools.difference[("a", "b")] == pytest.approx(floats.difference[("a", "b")])
+    labels = np.tile([True, False, False, True], 6)
+    assert power_weight(labels, labels) == power_weight(labels.astype(float), labels.astype(float)) == 1.0
+
+
+def test_valid_accuracy_names_each_run_and_compares_each_pair_once_at_the_level_asked():
+    """Three runs: the runs as given, the differences (a, b), (a, c), (b, c) and no other; at 80%
+    every run's interval is Korn and Graubard's at 80% on its reported variance."""
+    from foil_studio.analysis.prediction_powered import powered_valid_accuracy
+
+    world = valid_world(7)
+    rng = np.random.default_rng(7)
+    third = {c: (rng.random(len(v)) < 0.6).astype(float)[:, None] for c, (v, k, p, d) in world.items()}
+    runs = {c: np.hstack([k, 1 - k, third[c]]) for c, (v, k, p, d) in world.items()}
+    found = powered_valid_accuracy(
+        {c: v[d] for c, (v, k, p, d) in world.items()},
+        {c: p[d] for c, (v, k, p, d) in world.items()},
+        {c: runs[c][d] for c, (v, k, p, d) in world.items()},
+        {c: p for c, (v, k, p, d) in world.items()},
+        runs,
+        ("a", "b", "c"),
+        level=0.8,
+    )
+    assert found.runs == ["a", "b", "c"]
+    assert list(found.difference) == [("a", "b"), ("a", "c"), ("b", "c")]
+    for r in range(3):
+        low, high = korn_graubard_by_hand(float(found.estimate[r]), float(found.variance[r]), 100, 2, 0.8)
+        assert (found.low[r], found.high[r]) == pytest.approx((low, high), abs=1e-9)
+
+
+def test_a_run_right_on_no_valid_item_has_its_interval_from_one_over_n_plus_two():
+    """An accuracy of 0: the effective size is taken at 1 / (n + 2), not at 0 (which would make the
+    interval the point 0)."""
+    world = {c: (v, np.zeros_like(k), p, d) for c, (v, k, p, d) in valid_world(8).items()}
+    found = accuracy_of(world)
+    assert found.estimate[0] == 0.0 and found.variance[0] > 0
+    low, high = korn_graubard_by_hand(0.0, float(found.variance[0]), 100, 2)
+    assert (found.low[0], found.high[0]) == pytest.approx((low, high), abs=1e-9) and high > 0
+
+
+def test_the_ratio_variance_of_a_stratum_whose_weight_is_zero_spends_one_degree_of_freedom():
+    """A weight of 0 (the plain ratio): the residual is y (c - A) alone, its variance on n - 1 degrees
+    of freedom (none spent on a weight; at n = 2 that is 1, not 0) plus two disagreements' worth; no
+    valid item decided anywhere leaves no variance to state (0), not a division by nothing."""
+    from foil_studio.analysis.prediction_powered import _ratio_variance, disagreements_worth
+
+    y, f, c = np.array([1.0, 1.0]), np.array([0.5, 0.5]), np.array([[1.0], [0.0]])
+    whole = np.full(10, 0.5)
+    parts = [(y, f, c, whole, np.zeros((10, 1)))]
+    residual = y * (c[:, 0] - 0.5)
+    spread = float(np.var(residual, ddof=1)) + disagreements_worth(2, 2)
+    expected = 10**2 * (1 - 2 / 10) / 2 * spread / (10 / 2 * 2) ** 2
+    assert _ratio_variance(parts, 0, [0.0], 0.5) == pytest.approx(expected)
+    nothing_valid = [(np.zeros(2), f, c, whole, np.zeros((10, 1)))]
+    assert _ratio_variance(nothing_valid, 0, [0.0], 0.5) == 0.0
+
+
+def test_the_plain_width_at_other_answers_scales_every_stratum_alike_keeping_its_share():
+    """`plain_width(m, ...)`: m answers spread over the strata as the decided ones are (n_c m / n, at
+    least 1 and at most the stratum), each stratum's observed share kept; one stratum takes the exact
+    hypergeometric interval of a whole count, several Korn and Graubard's stratified one."""
+    from foil_studio.analysis.health import stratified_share, stratum_share
+    from foil_studio.analysis.prediction_powered import plain_width
+
+    def width(share):
+        return share.high - share.low
+
+    assert plain_width(50, [6], [20], [400]) == width(stratum_share(15, 50, 400))
+    assert plain_width(50, [6], [20], [400], 0.8) == width(stratum_share(15, 50, 400, 0.8))
+    assert plain_width(0, [6], [20], [400]) == width(stratum_share(0, 1, 400))  # at least one answer
+    assert plain_width(90, [3, 6], [10, 20], [100, 400], 0.9) == width(
+        stratified_share([9.0, 18.0], [30.0, 60.0], [100.0, 400.0], 0.9)
+    )
+    scaled = np.array([3 / 21, 60 / 21])  # 3 answers over strata decided 1 and 20: the first keeps one
+    assert plain_width(3, [1, 6], [1, 20], [100, 400]) == pytest.approx(
+        width(stratified_share([1.0, 6 / 20 * scaled[1]], [1.0, scaled[1]], [100.0, 400.0]))
+    )
+    assert plain_width(1000, [3, 6], [10, 20], [100, 400]) == width(
+        stratified_share([30.0, 120.0], [100.0, 400.0], [100.0, 400.0])
+    )  # never more than a stratum holds: a census

@@ -27,9 +27,10 @@ The contract (docs/statistics.md, "Prediction-powered estimates"):
   side: the true share moves in steps of one item, which matters when few are left undrawn.
   Where that interval is not narrower than the plain one (`health.stratum_share`,
   `health.stratified_share`), the plain one is reported: a useless predictor never widens it.
-* **Worth.** The human answers the reported interval is worth: n (w_plain / w_reported)^2, the
-  answers a plain interval of the reported width would need (widths shrink as 1 / sqrt(n)); n
-  where the plain interval is reported.
+* **Worth.** The human answers the reported interval is worth: the fewest answers with which the
+  plain design's exact interval is no wider (`worth`, never more than the items there are); n where
+  the plain interval is reported. The leaderboard, whose intervals are bootstrapped, keeps
+  n (w_plain / w_reported)^2 (`worth_of_widths`).
 
 Pure functions of arrays; `annotate.health` reads the outcomes and predictions off the store.
 """
@@ -59,6 +60,11 @@ OVERALL_DISAGREEMENTS = 4  # the overall share's variance floor, in disagreement
 # calibrated for a 10% share, used at 30%, had the overall interval cover 0.933 of the time (0.977 with
 # the plain estimate there; 0.959 at 20 per category; bench/health_adversarial.py).
 FITTED_FROM = 20
+
+
+def _floats(values: Any) -> np.ndarray:
+    """Outcomes, predictions or credits as an array of floats (they may come as 0/1 or booleans)."""
+    return np.asarray(values, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -128,10 +134,10 @@ def ranking_auc(outcomes: np.ndarray, predicted: np.ndarray) -> float | None:
     """
     from sklearn.metrics import roc_auc_score  # here: a second of start-up for every `foil` command
 
-    y = np.asarray(outcomes, dtype=float)
+    y = _floats(outcomes)
     if len(np.unique(y)) < 2:
         return None
-    return float(roc_auc_score(y, np.asarray(predicted, dtype=float)))
+    return float(roc_auc_score(y, _floats(predicted)))
 
 
 @dataclass(frozen=True)
@@ -149,7 +155,7 @@ def power_weight(outcomes: np.ndarray, predicted: np.ndarray) -> float:
     >>> power_weight(np.tile([0.0, 1.0, 1.0, 0.0], 5), np.tile([0.0, 1.0, 1.0, 0.0], 5))
     1.0
     """
-    y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
+    y, f = _floats(outcomes), _floats(predicted)
     if len(y) < FITTED_FROM or np.ptp(f) == 0:
         return 0.0
     return float(np.cov(y, f, ddof=1)[0, 1] / np.var(f, ddof=1))
@@ -167,11 +173,11 @@ def disagreements_worth(count: int, n: int) -> float:
 
 
 def _stratum(
-    outcomes: np.ndarray, predicted: np.ndarray, population_mean: float, size: int, smallest: float | None = None
+    y: np.ndarray, f: np.ndarray, population_mean: float, size: int, smallest: float | None = None
 ) -> _Stratum:
-    """A stratum's difference estimate and its design variance (`smallest`: the floor added to the
-    residual variance, two disagreements' worth among its own items unless given)."""
-    y, f = np.asarray(outcomes, dtype=float), np.asarray(predicted, dtype=float)
+    """A stratum's difference estimate and its design variance from people's outcomes y and the
+    predictions f on its decided items, as floats (`smallest`: the floor added to the residual
+    variance, two disagreements' worth among its own items unless given)."""
     n = len(y)
     weight = power_weight(y, f)
     estimate = float(np.mean(y) + weight * (population_mean - np.mean(f)))
@@ -183,9 +189,9 @@ def _stratum(
         variance, _ = stratified_variance(y.sum(keepdims=True), np.array([float(n)]), np.array([float(size)]))
         return _Stratum(estimate, variance, weight)
     residuals = y - weight * f
-    spent = 2 if weight != 0 else 1  # lambda estimated from the same items
     floor = disagreements_worth(2, n) if smallest is None else smallest
-    spread = float(np.sum((residuals - residuals.mean()) ** 2)) / max(n - spent, 1) + floor
+    # n - 2 degrees of freedom, one spent on the weight; a weight is fitted from FITTED_FROM items or more
+    spread = float(np.sum((residuals - residuals.mean()) ** 2)) / (n - 2) + floor
     return _Stratum(estimate, (1 - n / size) * spread / n, weight)
 
 
@@ -213,7 +219,7 @@ def powered_stratum_share(outcomes: Any, predicted: Any, population: Any, level:
     >>> round(found.powered.estimate, 3), found.agreement
     (0.375, 1.0)
     """
-    y, f, everything = (np.asarray(v, dtype=float) for v in (outcomes, predicted, population))
+    y, f, everything = _floats(outcomes), _floats(predicted), _floats(population)
     _check(y, f, everything)
     size, n, invalid = len(everything), len(y), int(y.sum())
     found = _stratum(y, f, float(everything.mean()), size)
@@ -231,9 +237,9 @@ def powered_stratified_share(
     strata = list(population)
     if not strata or set(outcomes) != set(strata) or set(predicted) != set(strata):
         raise ValueError("outcomes, predictions of the decided items and of every item need the same strata")
-    ys = [np.asarray(outcomes[c], dtype=float) for c in strata]
-    fs = [np.asarray(predicted[c], dtype=float) for c in strata]
-    everything = [np.asarray(population[c], dtype=float) for c in strata]
+    ys = [_floats(outcomes[c]) for c in strata]
+    fs = [_floats(predicted[c]) for c in strata]
+    everything = [_floats(population[c]) for c in strata]
     for y, f, whole in zip(ys, fs, everything, strict=True):
         _check(y, f, whole)
     sizes = np.array([len(whole) for whole in everything], dtype=float)
@@ -329,7 +335,7 @@ def plain_width(
     """The plain interval's width with `answers` decided items in all, spread over the strata as
     `decided` is (at most each stratum's size) and each stratum's share `invalid / decided` kept:
     the exact hypergeometric interval for one stratum, Korn and Graubard's for several."""
-    x, n, size = (np.asarray(v, dtype=float) for v in (invalid, decided, sizes))
+    x, n, size = _floats(invalid), _floats(decided), _floats(sizes)
     scaled = np.minimum(n * answers / n.sum(), size)
     if len(n) == 1:
         m = max(int(round(scaled[0])), 1)
@@ -383,11 +389,11 @@ def powered_valid_accuracy(
     strata = list(population)
     parts = [
         (
-            np.asarray(outcomes[c], dtype=float),
-            np.asarray(predicted[c], dtype=float),
-            np.asarray(credits[c], dtype=float).reshape(len(outcomes[c]), len(runs)),
-            np.asarray(population[c], dtype=float),
-            np.asarray(population_credits[c], dtype=float).reshape(len(population[c]), len(runs)),
+            _floats(outcomes[c]),
+            _floats(predicted[c]),
+            _floats(credits[c]).reshape(len(outcomes[c]), len(runs)),
+            _floats(population[c]),
+            _floats(population_credits[c]).reshape(len(population[c]), len(runs)),
         )
         for c in strata
     ]
