@@ -137,7 +137,11 @@ def test_a_draw_by_prediction_records_its_bins_and_draws_within_them(demo_db, tm
         which = ps.bin_of(values, bins["cuts"])
         assert bins["means"] == [pytest.approx(values[which == b].mean(), abs=1e-6) for b in range(len(bins["sizes"]))]
         assert bins["ranking"] == "AUC 1.00 on 70 decided items, one-sided p = 0.000"
+        new = [predictions[int(i)] for i, entry in design["items"].items() if entry["category"] == category]
+        counted = np.bincount(ps.bin_of(np.array(new), bins["cuts"]), minlength=len(bins["sizes"])).tolist()
+        assert design["per_bin"][category] == counted  # what each bin gave this draw, as recorded
     assert any(len(b["sizes"]) > 1 for b in design["bins"].values())
+    assert design["plan"] == {"rule": "neyman", "pseudo_answers": ps.PLAN_PSEUDO_ANSWERS, "floor": ps.PLANNED_FLOOR}
     sample = health.read_sample(demo_db, DATASET)
     for item, entry in design["items"].items():
         category, number = entry["category"], sample.bins[int(item)]

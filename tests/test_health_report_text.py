@@ -28,7 +28,7 @@ def share(estimate: float, low: float, high: float, count: int, decided: int, si
 
 
 # a batch drawn at random within its categories, as the report's design lists it
-RANDOM_DRAW = {"strategy": "random", "predictions": None, "floor_share": None}
+RANDOM_DRAW = {"strategy": "random", "predictions": None, "floor_share": None, "plan": None}
 
 REPORT = {
     "dataset": "toy-bench",
@@ -270,7 +270,8 @@ def test_a_human_baseline_from_too_few_items_is_not_cited_and_its_figures_say_so
 def test_the_paragraph_says_which_batches_drew_at_random_and_which_on_which_predictions():
     report = copy.deepcopy(REPORT)
     third = {**report["design"]["batches"][1], "batch": "health-3", "strategy": "active", "predictions": "judge"}
-    fourth = {**third, "batch": "health-4", "strategy": "predicted", "predictions": "votes"}
+    plan = {"rule": "neyman", "pseudo_answers": 4, "floor": 0.02}
+    fourth = {**third, "batch": "health-4", "strategy": "predicted", "predictions": "votes", "plan": plan}
     report["design"]["batches"] = [*report["design"]["batches"], {**third, "floor_share": 0.1}, fourth]
     report["design"]["batches"][1]["strategy"] = "neyman"  # a random draw, by name
     paragraph = card.methods_paragraph(report)
@@ -283,9 +284,11 @@ def test_the_paragraph_says_which_batches_drew_at_random_and_which_on_which_pred
         "the items so that none is left out; batch health-4 drew by prediction, on the predictions votes: each "
         "category cut into bins of f (the predicted probability that the negative is invalid) by Dalenius and "
         "Hodges' cumulative square-root rule, every bin given a few items first and the rest shared by Neyman's rule "
-        "on its mean prediction (weighed as the bin's share of the answers against 4 answers at one half), the items "
-        "drawn at random within each bin. Annotators judged"
+        "on its mean prediction (weighed as the bin's share of the answers against 4 answers at one half, kept within "
+        "2-98%), the items drawn at random within each bin. Annotators judged"
     )
+    del report["design"]["batches"][3]["plan"]  # a batch drawn before batches recorded their plan
+    assert "Neyman's rule on its mean prediction, the items drawn at random" in card.methods_paragraph(report)
     assert [row["draw"] for row in card.design_table(report)] == ["random", "neyman", "active", "predicted", ""]
     report["design"]["batches"] = report["design"]["batches"][3:]
     assert (

@@ -92,8 +92,8 @@ def _how_drawn(batch: Mapping[str, Any]) -> str:
         return (
             f"drew by prediction, {on}: each category cut into bins of f (the predicted probability that the "
             "negative is invalid) by Dalenius and Hodges' cumulative square-root rule, every bin given a few items "
-            "first and the rest shared by Neyman's rule on its mean prediction (weighed as the bin's share of the "
-            "answers against 4 answers at one half), the items drawn at random within each bin"
+            f"first and the rest shared by Neyman's rule on its mean prediction{_plan_clause(batch.get('plan'))}, "
+            "the items drawn at random within each bin"
         )
     if strategy != "active":
         return f"drew {on} ({strategy})"
@@ -102,6 +102,18 @@ def _how_drawn(batch: Mapping[str, Any]) -> str:
         "probability that grows with the predictions' uncertainty (sqrt(f (1 - f)), f the predicted probability "
         f"that the negative is invalid), {figure(100 * batch['floor_share'], 0)}% of each probability spread evenly "
         "over the items so that none is left out"
+    )
+
+
+def _plan_clause(plan: Mapping[str, Any] | None) -> str:
+    """How a draw by prediction weighed each bin's mean prediction, as its batch recorded it ("" for a
+    batch drawn before batches recorded it)."""
+    if not plan:
+        return ""
+    floor = plan["floor"]
+    return (
+        f" (weighed as the bin's share of the answers against {plan['pseudo_answers']} answers at one half, "
+        f"kept within {figure(100 * floor, 0)}-{figure(100 * (1 - floor), 0)}%)"
     )
 
 

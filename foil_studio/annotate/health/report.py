@@ -345,6 +345,7 @@ def _design_summary(
                 "strategy": d.get("strategy", "random"),
                 "predictions": d.get("predictions"),
                 "floor_share": d.get("floor_share"),
+                "plan": d.get("plan"),
                 "target": d["target"],
                 "seed": d["seed"],
                 "drawn": sum(s["drawn"] for s in d["strata"].values()),

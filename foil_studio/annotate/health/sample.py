@@ -25,6 +25,8 @@ from foil_studio.analysis.active_sampling import FLOOR_SHARE, active_inclusion, 
 from foil_studio.analysis.prediction_strata import (
     MAX_BINS,
     MIN_PER_BIN,
+    PLAN_PSEUDO_ANSWERS,
+    PLANNED_FLOOR,
     allocate_bins,
     bin_of,
     cut_points,
@@ -80,6 +82,7 @@ class SamplePlan:
     inclusion: dict[int, float] | None = None  # an active draw's probabilities given the batches before
     expected: dict[str, int] | None = None  # an active draw's allocation: the items expected per category
     bins: dict[str, dict[str, Any]] | None = None  # a draw by prediction's bins: category -> cuts and sizes
+    per_bin: dict[str, list[int]] | None = None  # a draw by prediction's new items: category -> each bin's
 
     @property
     def item_ids(self) -> list[int]:
@@ -99,7 +102,13 @@ class SamplePlan:
             for c in self.sizes
         }
         active = {"strategy": "active", "predictions": self.predictions, "floor_share": FLOOR_SHARE}
-        binned = {"strategy": "predicted", "predictions": self.predictions, "bins": self.bins}
+        binned = {
+            "strategy": "predicted",
+            "predictions": self.predictions,
+            "bins": self.bins,
+            "per_bin": self.per_bin,
+            "plan": {"rule": "neyman", "pseudo_answers": PLAN_PSEUDO_ANSWERS, "floor": PLANNED_FLOOR},
+        }
         return {
             "allocation": self.allocation,
             "target": self.target,
@@ -514,13 +523,24 @@ def _predicted_plan(
         )
     bins = recorded[2] if recorded is not None else _new_bins(sample, found, wanted)
     drawn: dict[str, list[int]] = {}
+    per_bin: dict[str, list[int]] = {}
     inclusion: dict[int, float] = {}
     for category, n in wanted.items():
         if n > 0:
-            picked = _draw_in_bins(sample, sample.frame[category], found, bins[category]["cuts"], n, rng)
+            picked, per_bin[category] = _draw_in_bins(
+                sample, sample.frame[category], found, bins[category]["cuts"], n, rng
+            )
             drawn[category] = sorted(picked)
             inclusion |= picked
-    return replace(plan, drawn=drawn, strategy="predicted", predictions=predictions, bins=bins, inclusion=inclusion)
+    return replace(
+        plan,
+        drawn=drawn,
+        strategy="predicted",
+        predictions=predictions,
+        bins=bins,
+        per_bin=per_bin,
+        inclusion=inclusion,
+    )
 
 
 def _new_bins(sample: HealthSample, found: Mapping[int, float], wanted: Mapping[str, int]) -> dict[str, dict[str, Any]]:
@@ -558,10 +578,10 @@ def _draw_in_bins(
     cuts: Sequence[float],
     n: int,
     rng: random.Random,
-) -> dict[int, float]:
+) -> tuple[dict[int, float], list[int]]:
     """n of a category's undrawn items, allocated over its bins (`allocate_bins`) and drawn at random in
     each, with each one's inclusion probability in the sample as it stands after the draw (its bin's
-    drawn items over its items)."""
+    drawn items over its items); and how many each bin gave."""
     which = bin_of([found[i] for i in items], cuts)
     members = {b: [i for i, w in zip(items, which, strict=True) if w == b] for b in range(len(cuts) + 1)}
     taken = {b: sum(i in sample.drawn for i in m) for b, m in members.items()}
@@ -571,7 +591,7 @@ def _draw_in_bins(
     for b, k in counts.items():
         fraction = (taken[b] + k) / len(members[b]) if members[b] else 0.0
         picked |= dict.fromkeys(rng.sample([i for i in members[b] if i not in sample.drawn], k), fraction)
-    return picked
+    return picked, [counts[b] for b in range(len(cuts) + 1)]
 
 
 def _check_draw_sizes(budget: int | None, per_category: int | None) -> None:
