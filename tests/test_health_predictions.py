@@ -387,6 +387,7 @@ def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that
     (plain,) = report["leaderboard"]["runs"]
     assert row["run"] == "clip" and row["plain"] == plain["valid"] and row["plain_interval"] == plain["valid_interval"]
     assert row["interval"][0] <= row["prediction_powered"] <= row["interval"][1] and row["worth_human_answers"] > 0
+    assert row["worth_human_answers"] <= report["prediction_powered"]["overall"]["covers"]  # at most every item
     (shown,) = health.powered_leaderboard_table(report)
     low, high = row["interval"]
     assert f"clip {row['prediction_powered']:.2f}% (95% CI {low:.2f} to {high:.2f})" in report["methods"]

@@ -500,13 +500,15 @@ def test_the_worths_bisection_starts_from_a_narrow_bracket_that_holds_the_answer
     assert _bracket(width, widest, [x, 1], [n, 40], [size, 500], 0.95) == (n + 40, size + 500)  # strata: no guess
 
 
-def test_the_leaderboards_worth_keeps_the_square_root_rule_and_the_answers_given_where_not_narrower():
+def test_the_leaderboards_worth_keeps_the_square_root_rule_up_to_the_items_there_are():
     from foil_studio.analysis.prediction_powered import worth_of_widths
 
-    assert worth_of_widths(100, 0.2, 0.1) == pytest.approx(400.0)
-    assert worth_of_widths(100, 0.2, 0.15) == pytest.approx(100 * (0.2 / 0.15) ** 2)
-    assert worth_of_widths(100, 0.2, None) == worth_of_widths(100, 0.2, 0.2) == worth_of_widths(100, 0.2, 0.3) == 100.0
-    assert worth_of_widths(100, 0.2, 0.0) == 100.0  # a census: no width to compare
+    assert worth_of_widths(100, 0.2, 0.1, 1000) == pytest.approx(400.0)
+    assert worth_of_widths(100, 0.2, 0.15, 1000) == pytest.approx(100 * (0.2 / 0.15) ** 2)
+    same = worth_of_widths(100, 0.2, 0.2, 1000)
+    assert worth_of_widths(100, 0.2, None, 1000) == same == worth_of_widths(100, 0.2, 0.3, 1000) == 100.0
+    assert worth_of_widths(100, 0.2, 0.0, 1000) == 100.0  # a census: no width to compare
+    assert worth_of_widths(100, 0.2, 0.05, 500) == 500.0  # 1,600 by the rule, but only 500 items there
 
 
 def test_the_difference_interval_takes_n_minus_k_degrees_of_freedom_and_stays_within_minus_one_and_one():

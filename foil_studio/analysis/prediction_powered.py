@@ -346,13 +346,14 @@ def plain_width(
     return _width(share)
 
 
-def worth_of_widths(n: int, plain_width: float, powered_width: float | None) -> float:
+def worth_of_widths(n: int, plain_width: float, powered_width: float | None, items: int) -> float:
     """The answers an interval of `powered_width` is worth where the plain one of n answers has
     `plain_width` and no exact interval can be recomputed at other sizes (the leaderboard's
-    bootstrap): n (w_plain / w)^2, widths shrinking as 1 / sqrt(n); None, not narrower, or 0 gives n."""
+    bootstrap): n (w_plain / w)^2, widths shrinking as 1 / sqrt(n), never more than the `items`
+    there are; None, not narrower, or 0 gives n."""
     if powered_width is None or not 0 < powered_width < plain_width:
         return float(n)
-    return round(n * (plain_width / powered_width) ** 2, 6)
+    return min(round(n * (plain_width / powered_width) ** 2, 6), float(items))
 
 
 @dataclass(frozen=True)

@@ -306,14 +306,15 @@ def powered_leaderboard(
                 "prediction_powered": round(100 * float(found.estimate[r]), 2),
                 "interval": interval,
                 "reported": "prediction-powered" if narrower else "plain",
-                "worth_human_answers": round(worth_of_widths(n, plain_width, width), 1),
+                "worth_human_answers": round(worth_of_widths(n, plain_width, width, len(every)), 1),
             }
         )
-    return {"runs": rows, "pairs": _powered_pairs(found, board, n), "skipped": skipped}
+    return {"runs": rows, "pairs": _powered_pairs(found, board, n, len(every)), "skipped": skipped}
 
 
-def _powered_pairs(found: PoweredAccuracy, board: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
-    """Each pair's difference of accuracy on valid items, prediction-powered beside the plain one."""
+def _powered_pairs(found: PoweredAccuracy, board: Mapping[str, Any], n: int, items: int) -> list[dict[str, Any]]:
+    """Each pair's difference of accuracy on valid items, prediction-powered beside the plain one (`n`
+    decided of the sampled categories' `items`)."""
     rows = []
     for pair in board.get("pairs", []):
         key = (pair["a"], pair["b"])
@@ -331,7 +332,7 @@ def _powered_pairs(found: PoweredAccuracy, board: Mapping[str, Any], n: int) -> 
                 "prediction_powered": round(100 * estimate, 2),
                 "interval": interval,
                 "reported": "prediction-powered" if width < plain_width else "plain",
-                "worth_human_answers": round(worth_of_widths(n, plain_width, width), 1),
+                "worth_human_answers": round(worth_of_widths(n, plain_width, width, items), 1),
             }
         )
     return rows
