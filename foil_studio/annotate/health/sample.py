@@ -82,7 +82,7 @@ class SamplePlan:
     inclusion: dict[int, float] | None = None  # an active draw's probabilities given the batches before
     expected: dict[str, int] | None = None  # an active draw's allocation: the items expected per category
     bins: dict[str, dict[str, Any]] | None = None  # a draw by prediction's bins: category -> cuts and sizes
-    per_bin: dict[str, list[int]] | None = None  # a draw by prediction's new items: category -> each bin's
+    per_bin: dict[str, list[int]] | None = None  # a draw by prediction: category -> the new items each bin gave
 
     @property
     def item_ids(self) -> list[int]:
