@@ -337,12 +337,16 @@ def test_the_command_takes_one_source_of_predictions(demo_db, tmp_path, given, m
     assert refused.stderr.count("\n") == 1
 
 
+def frame_items_with_sources(db) -> list[tuple[int, str, str]]:
+    """(item, source id, category) of every item with a negative, in the store's order."""
+    return store.item_sources(db, store.get_dataset(db, DATASET)["id"], health.HEALTH_KINDS)
+
+
 def cheap_pass(db, accuracy: float = 0.85, answered: int | None = None) -> None:
     """One annotator's pass over every item with a negative (or the first `answered` of them)."""
     from foil_studio.annotate.batches import BatchSpec, create_batch
 
-    frame = store.item_sources(db, store.get_dataset(db, DATASET)["id"], health.HEALTH_KINDS)
-    items = tuple(item for item, _, _ in frame)[:answered]
+    items = tuple(item for item, _, _ in frame_items_with_sources(db))[:answered]
     create_batch(db, BatchSpec(DATASET, health.TASK, ("cheap",), overlap=1, item_ids=items, name="cheap"))
     simulate(db, "cheap", accuracies=accuracy, seed=4)
 
@@ -358,6 +362,9 @@ def test_one_annotators_answers_in_a_batch_become_predictions_on_every_item(demo
     expected = {"negative_true": 1.0, "negative_false": 0.0, "unsure": 0.5}
     assert values == {item: expected[answer] for item, answer in labels.items()}
     assert stored["items"] == len(values) == len(frame_items(demo_db))
+    (kept,) = store.list_prediction_sets(demo_db, DATASET)
+    assert (kept["name"], kept["source"]) == ("one-pass", "answers of cheap in cheap")
+    assert kept["meta"] == {"labels": False, "batch": "cheap", "annotator": "cheap"}
     sampled_and_answered(demo_db, budget=70)
     report = health.health_report(demo_db, DATASET, predictions="one-pass")
     assert report["prediction_powered"]["overall"]["agreement"] > 0.7
@@ -366,7 +373,11 @@ def test_one_annotators_answers_in_a_batch_become_predictions_on_every_item(demo
 def test_answers_that_cannot_be_predictions_are_refused(demo_db):
     cheap_pass(demo_db, answered=30)
     every = len(frame_items(demo_db))
-    with pytest.raises(health.HealthError, match=f"answered 30 of the {every} items with a negative in batch 'cheap'"):
+    first_left = next(source for _, source, _ in frame_items_with_sources(demo_db)[30:])
+    with pytest.raises(
+        health.HealthError,
+        match=f"answered 30 of the {every} items with a negative in batch 'cheap' .not '{first_left}', ...",
+    ):
         health.predictions_from_answers(demo_db, DATASET, "cheap", "cheap", "one-pass")
     with pytest.raises(health.HealthError, match="'nobody' gave no answer in batch 'cheap'"):
         health.predictions_from_answers(demo_db, DATASET, "cheap", "nobody", "one-pass")
@@ -455,3 +466,42 @@ def test_a_pair_of_runs_gets_its_difference_prediction_powered_beside_the_plain_
     assert shown["pair"] == f"{pair['a']} - {pair['b']}"
     assert f"{pair['a']} minus {pair['b']} {pair['prediction_powered']:.2f} points" in report["methods"]
     assert shown["prediction-powered difference, points (95% CI)"] in health.report_markdown(report)
+
+
+def test_each_pair_of_runs_is_its_difference_on_valid_items_beside_the_plain_one_in_percent():
+    """`_powered_pairs` on a board of three pairs, one not computed (skipped, not the end): each row the
+    prediction-powered difference and interval in percent to two decimals, reported where narrower,
+    and its worth by the square-root rule up to the items there are; a board without pairs gives none."""
+    from foil_studio.analysis.prediction_powered import PoweredAccuracy
+    from foil_studio.annotate.health.powered import _powered_pairs
+
+    no_runs = np.zeros(3)
+    found = PoweredAccuracy(
+        ["a", "b", "c"],
+        no_runs,
+        no_runs,
+        no_runs,
+        no_runs,
+        {("a", "b"): (0.101234, -0.051234, 0.253456), ("a", "c"): (0.2, 0.101, 0.301)},
+    )
+    board = {
+        "pairs": [
+            {"a": "a", "b": "b", "difference": 10.5, "interval": [-10.0, 30.0]},
+            {"a": "b", "b": "c", "difference": 1.0, "interval": [-5.0, 7.0]},
+            {"a": "a", "b": "c", "difference": 20.0, "interval": [15.0, 25.0]},
+        ]
+    }
+    narrower, wider = _powered_pairs(found, board, 40, 300)
+    assert narrower == {
+        "a": "a",
+        "b": "b",
+        "plain": 10.5,
+        "plain_interval": [-10.0, 30.0],
+        "prediction_powered": 10.12,
+        "interval": [-5.12, 25.35],
+        "reported": "prediction-powered",
+        "worth_human_answers": round(40 * (40 / (25.35 + 5.12)) ** 2, 1),
+    }
+    assert (wider["a"], wider["b"], wider["interval"], wider["reported"]) == ("a", "c", [10.1, 30.1], "plain")
+    assert wider["worth_human_answers"] == 40.0
+    assert _powered_pairs(found, {"runs": []}, 40, 300) == []
