@@ -310,3 +310,74 @@ def test_the_page_draws_the_next_batch_actively_and_shows_the_estimates_by_round
     expected = health.powered_table(health.health_report(demo_db, DATASET, predictions="judge"))
     table = next(d.value for d in at.dataframe if "prediction-powered invalid % (95% CI)" in d.value.columns)
     assert table.to_dict("records") == expected
+
+
+def test_the_prediction_powered_shares_of_a_sample_with_an_active_batch_are_its_rounds_written_out(demo_db, tmp_path):
+    """Two random batches (one round: each a random draw of what is left, together a simple random
+    sample of the category) and an active batch (a round of its own, at its recorded probabilities),
+    all answered: each category's prediction-powered share is `rounds_estimate` on those two rounds
+    built here from the batch designs, with the judge's predictions and a fitted weight, beside the
+    plain one (predictions 0, weight 0); overall, the categories combined with weights N_c / N."""
+    health.import_predictions(
+        demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", probability_rows(demo_db)), "judge"
+    )
+    for name, budget, seed in (("health-1", 40, 0), ("health-1b", 30, 5)):
+        health.create_sample_batch(
+            demo_db, health.plan_sample(demo_db, DATASET, budget, seed=seed), ANNOTATORS, overlap=3, name=name
+        )
+        simulate(demo_db, name, accuracies=1.0, seed=0)
+    active_batch(demo_db)
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
+    report = health.health_report(demo_db, DATASET, predictions="judge")
+    predictions = store.get_predictions(demo_db, DATASET, "judge")
+    frame = health.sampling_frame(demo_db, DATASET)
+    verdicts = health.read_sample(demo_db, DATASET).verdicts
+    random_items = {
+        int(i): e["category"]
+        for b in ("health-1", "health-1b")
+        for i, e in health.batch_design(demo_db, b)["items"].items()
+    }
+    active_items = {int(i): e for i, e in health.batch_design(demo_db, "health-2")["items"].items()}
+    plain, powered, sizes = [], [], []
+    rows = {row["category"]: row for row in report["prediction_powered"]["by_category"]}
+    for category, items in frame.items():
+        position = {item: p for p, item in enumerate(items)}
+        first = sorted(i for i, c in random_items.items() if c == category)
+        later = sorted(i for i, e in active_items.items() if e["category"] == category)
+        if not first:
+            continue
+        rounds = [
+            active.Round(
+                np.array([position[i] for i in first]),
+                np.full(len(first), len(first) / len(items)),
+                np.array([float(verdicts[i] == "invalid") for i in first]),
+            ),
+        ]
+        if later:
+            rounds.append(
+                active.Round(
+                    np.array([position[i] for i in later]),
+                    np.array([active_items[i]["inclusion"] for i in later]),
+                    np.array([float(verdicts[i] == "invalid") for i in later]),
+                )
+            )
+        with_predictions = active.rounds_estimate(rounds, np.array([predictions[i] for i in items]))
+        without = active.rounds_estimate(rounds, np.zeros(len(items)), weight=0.0)
+        row = rows[category]
+        assert row["prediction_powered"] == active.stratum_share(with_predictions, len(items)).as_dict()
+        assert row["plain"] == active.stratum_share(without, len(items)).as_dict()
+        assert (row["variance"], row["weight"]) == (with_predictions.variance, round(with_predictions.weight, 4))
+        plain.append(without)
+        powered.append(with_predictions)
+        sizes.append(len(items))
+    assert any(e.weight != 0 for e in powered) and len(powered) == len(rows)
+    overall = report["prediction_powered"]["overall"]
+    weights = np.array(sizes) / sum(sizes)
+    assert overall["covers"] == sum(sizes)
+    assert overall["prediction_powered"] == active.stratified_share(powered, sizes).as_dict()
+    assert overall["plain"] == active.stratified_share(plain, sizes).as_dict()
+    assert overall["variance"] == pytest.approx(float(weights**2 @ [e.variance for e in powered]), rel=1e-12)
+    assert overall["weight"] is None
+    for row in [*rows.values(), overall]:
+        narrower = np.diff(row["prediction_powered"]["interval"])[0] < np.diff(row["plain"]["interval"])[0]
+        assert row["reported"] == ("prediction-powered" if narrower else "plain")
