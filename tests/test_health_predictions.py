@@ -250,7 +250,7 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
     """A VLM asked whether the image shows the altered caption: its yes-probability is the predicted
     probability that the negative is invalid. Checked against the reference loop of the scorer's
     test (one pair at a time), item by item on two items; an open_clip run and a partial run are refused."""
-    from foil_studio.analysis.scorers import vqascore
+    from foil_studio.analysis.scorers import REGISTRY, vqascore
     from foil_studio.analysis.scorers.pairwise import score_with_family
     from foil_studio.analysis.scoring import load_image
 
@@ -265,6 +265,12 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
         assert stored[item_id] == pytest.approx(vqascore.reference_score(folder, image, item["captions"][1]), abs=1e-5)
     (listed,) = store.list_prediction_sets(demo_db, DATASET)
     assert listed["source"] == "run judge-run" and listed["meta"]["model"].startswith("vqascore:")
+    assert listed["meta"] == {
+        "labels": False,
+        "run": "judge-run",
+        "model": listed["meta"]["model"],
+        "rule": REGISTRY["vqascore"].rule,
+    }
     from foil_studio.analysis.models import demo_model_spec, load_model
     from foil_studio.analysis.scoring import score_dataset
 
@@ -272,25 +278,36 @@ def test_a_yes_probability_run_becomes_predictions_of_its_altered_captions(demo_
     with pytest.raises(health.HealthError, match="predictions need a run of flava-itm, blip2-itm, vqascore"):
         health.predictions_from_run(demo_db, DATASET, "clip", "clip")
     score_with_family(demo_db, DATASET, "vqascore", str(folder), device="cpu", run="partial", limit=5)
-    with pytest.raises(health.HealthError, match="scored 5 of the"):
+    first_left = frame_items_with_sources(demo_db)[5][1]
+    with pytest.raises(health.HealthError, match=f"scored 5 of the .* .not '{first_left}', ....; score the whole"):
         health.predictions_from_run(demo_db, DATASET, "partial", "partial")
 
 
-def judge_run(db, name: str, altered) -> None:
+def judge_run(db, name: str, altered, as_matrix: bool = False) -> None:
     """A stored vqascore run on every item with a negative: `altered(n)` is item n's score of its
-    altered caption (as the scorer stores it: [positive, altered] per pair)."""
+    altered caption (as the scorer stores it: [positive, altered] per pair; `as_matrix`: one image's
+    row of the two captions, as image-caption matrices are stored)."""
     dataset_id = store.get_dataset(db, DATASET)["id"]
     frame = store.item_sources(db, dataset_id, health.HEALTH_KINDS)
     with store.transaction(db):
         run_id = store.ensure_run(db, dataset_id, name, run_type="scores", model="vqascore:/models/judge")
-        store.put_scores(db, run_id, [(item, [0.9, altered(n)]) for n, (item, _, _) in enumerate(frame)])
+        rows = [(item, [0.9, altered(n)]) for n, (item, _, _) in enumerate(frame)]
+        store.put_scores(db, run_id, [(item, [pair]) for item, pair in rows] if as_matrix else rows)
+
+
+def test_a_run_stored_as_one_images_row_of_captions_gives_its_altered_captions_score(demo_db):
+    judge_run(demo_db, "judge", lambda n: n % 7 / 10, as_matrix=True)
+    health.predictions_from_run(demo_db, DATASET, "judge", "judge")
+    frame = frame_items_with_sources(demo_db)
+    found = store.get_predictions(demo_db, DATASET, "judge")
+    assert found == {item: pytest.approx(n % 7 / 10) for n, (item, _, _) in enumerate(frame)}
 
 
 @pytest.mark.parametrize(
     ("altered", "said"),
     [
         (lambda n: float("nan") if n == 3 else 0.25, "NaN (no score)"),
-        (lambda n: 3.5, "3.5"),
+        (lambda n: 1.5, "1.5"),
         (lambda n: -0.5 if n == 7 else 0.5, "-0.5"),
     ],
     ids=["nan", "above-one", "below-zero"],
@@ -317,6 +334,11 @@ def test_a_run_score_past_one_by_rounding_is_read_as_one(demo_db):
     judge_run(demo_db, "judge", lambda n: 1 + 1e-9 if n == 0 else 0.0)
     assert health.predictions_from_run(demo_db, DATASET, "judge", "judge")["items"] > 0
     assert max(store.get_predictions(demo_db, DATASET, "judge").values()) == 1.0
+    from foil_studio.annotate.health.powered import ROUNDING, _probability
+
+    assert _probability(-ROUNDING, "r", "s", "f") == 0.0 and _probability(1 + ROUNDING, "r", "s", "f") == 1.0
+    with pytest.raises(health.HealthError, match="scores item 's' 1.00001, not a probability"):
+        _probability(1 + 10 * ROUNDING, "r", "s", "f")
 
 
 @pytest.mark.parametrize(
@@ -388,17 +410,44 @@ def test_answers_that_cannot_be_predictions_are_refused(demo_db):
 
 def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that_scored_every_item(demo_db, tmp_path):
     from foil_studio.analysis.models import demo_model_spec, load_model
+    from foil_studio.analysis.prediction_powered import powered_valid_accuracy
     from foil_studio.analysis.scoring import score_dataset
 
-    score_dataset(demo_db, DATASET, load_model(demo_model_spec(), device="cpu"), run="clip")
+    loaded = load_model(demo_model_spec(), device="cpu")
+    score_dataset(demo_db, DATASET, loaded, run="clip")
+    score_dataset(demo_db, DATASET, loaded, run="part", limit=20)
     health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", predictor_rows(demo_db)), "judge")
     sampled_and_answered(demo_db, budget=60)
-    report = health.health_report(demo_db, DATASET, ["clip"], n_boot=50, predictions="judge")
+    report = health.health_report(demo_db, DATASET, ["clip", "part"], n_boot=50, predictions="judge")
     (row,) = report["prediction_powered"]["leaderboard"]["runs"]
-    (plain,) = report["leaderboard"]["runs"]
+    assert report["prediction_powered"]["leaderboard"]["skipped"] == {}  # "part" never reached the board
+    plain = next(r for r in report["leaderboard"]["runs"] if r["run"] == "clip")
     assert row["run"] == "clip" and row["plain"] == plain["valid"] and row["plain_interval"] == plain["valid_interval"]
     assert row["interval"][0] <= row["prediction_powered"] <= row["interval"][1] and row["worth_human_answers"] > 0
     assert row["worth_human_answers"] <= report["prediction_powered"]["overall"]["covers"]  # at most every item
+    # the figures from the store: people's "valid" as 1, the predicted validity 1 - f, the run's credits
+    sample = health.read_sample(demo_db, DATASET)
+    f = store.get_predictions(demo_db, DATASET, "judge")
+    credit = health.run_credits(demo_db, DATASET, "clip")
+    decided = {
+        c: sorted(i for i in sample.verdicts if sample.drawn[i] == c) for c in sorted(set(sample.drawn.values()))
+    }
+    found = powered_valid_accuracy(
+        {c: [float(sample.verdicts[i] == "valid") for i in items] for c, items in decided.items()},
+        {c: [1 - f[i] for i in items] for c, items in decided.items()},
+        {c: [[credit[i]] for i in items] for c, items in decided.items()},
+        {c: [1 - f[i] for i in sample.frame[c]] for c in decided},
+        {c: [[credit[i]] for i in sample.frame[c]] for c in decided},
+        ["clip"],
+    )
+    assert row["prediction_powered"] == round(100 * float(found.estimate[0]), 2)
+    assert row["interval"] == [round(100 * float(found.low[0]), 2), round(100 * float(found.high[0]), 2)]
+    from foil_studio.annotate.health.powered import powered_leaderboard
+
+    only_part = powered_leaderboard(demo_db, sample, f, {"runs": [{"run": "part"}]}, None)
+    assert only_part == {"runs": [], "skipped": {"part": "did not score every item of the sampled categories"}}
+    assert powered_leaderboard(demo_db, sample, f, {"runs": []}, None) is None
+    assert powered_leaderboard(demo_db, sample, f, None, None) is None
     (shown,) = health.powered_leaderboard_table(report)
     low, high = row["interval"]
     assert f"clip {row['prediction_powered']:.2f}% (95% CI {low:.2f} to {high:.2f})" in report["methods"]
