@@ -89,6 +89,18 @@ def test_a_bin_at_an_edge_adds_its_share_of_the_categorys_extra_item_to_the_vari
     assert ps.edge_weights([400, 100], [0.05, 0.5]) == pytest.approx([400 * 0.2 / 130, 100 * 0.5 / 130])  # F~ 0.2, 0.5
     plain, _ = h.stratified_variance(np.array([0.0]), np.array([20.0]), np.array([400.0]))
     assert plain == pytest.approx((1 - 20 / 400) * (1 / 22) * (21 / 22) / 19)  # one of each without bins
+    # the interval over the bins: Korn and Graubard's on that variance, its effective size at that centre
+    from scipy import stats
+
+    share = h.stratified_share([0, 5], [20, 20], [400, 100], pseudo=[0.7, 0.3])
+    estimate = 0.2 * 5 / 20
+    t_ratio = stats.t.ppf(0.975, 39) / stats.t.ppf(0.975, 38)
+    size = weights @ q * (1 - weights @ q) / expected * t_ratio**2
+    low, high = stats.beta.ppf(
+        [0.025, 0.975], [estimate * size, estimate * size + 1], [size - estimate * size + 1, size - estimate * size]
+    )
+    assert (share.estimate, share.low, share.high) == pytest.approx((estimate, low, high), rel=1e-9)
+    assert share != h.stratified_share([0, 5], [20, 20], [400, 100])  # one whole extra item each: another interval
 
 
 def test_predictions_that_rank_nothing_leave_each_category_one_bin():

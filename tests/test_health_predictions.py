@@ -554,3 +554,27 @@ def test_each_pair_of_runs_is_its_difference_on_valid_items_beside_the_plain_one
     assert (wider["a"], wider["b"], wider["interval"], wider["reported"]) == ("a", "c", [10.1, 30.1], "plain")
     assert wider["worth_human_answers"] == 40.0
     assert _powered_pairs(found, {"runs": []}, 40, 300) == []
+
+
+def test_prediction_powered_shares_need_a_prediction_on_every_item_and_stand_on_decided_items(demo_db):
+    """Before any answer there is nothing to estimate (no category, no overall figure, in every share);
+    predictions that leave an item out are refused, saying how many and what to do."""
+    drawn = health.plan_sample(demo_db, DATASET, 30)
+    health.create_sample_batch(demo_db, drawn, ("ann-a", "ann-b"), overlap=2, name="health-1")
+    sample = health.read_sample(demo_db, DATASET)
+    flat = {item: 0.5 for item, _, _ in frame_items_with_sources(demo_db)}
+    nothing = health.powered_shares(sample, flat, "flat")
+    assert (nothing["predictions"], nothing["by_category"], nothing["overall"], nothing["leaderboard"]) == (
+        "flat",
+        [],
+        None,
+        None,
+    )
+    assert [(o["by_category"], o["overall"]) for o in nothing["other_shares"]] == [([], None), ([], None)]
+    one_left = dict(list(flat.items())[1:])
+    message = (
+        f"the predictions 'flat' leave 1 item(s) of {DATASET} without a prediction (items were added after they "
+        "were imported?): import them again for every item"
+    )
+    with pytest.raises(health.HealthError, match=f"^{re.escape(message)}$"):
+        health.powered_shares(sample, one_left, "flat")

@@ -156,8 +156,8 @@ def powered_shares(sample: HealthSample, predictions: Mapping[int, float], name:
             f"the predictions {name!r} leave {len(left_out)} item(s) of {sample.dataset} without a prediction "
             "(items were added after they were imported?): import them again for every item"
         )
-    result: dict[str, Any] = {"predictions": name, "by_category": [], "overall": None, "leaderboard": None}
-    result |= _powered(sample, predictions, frozenset({"invalid"}))
+    result: dict[str, Any] = {"predictions": name, **_powered(sample, predictions, frozenset({"invalid"}))}
+    result["leaderboard"] = None  # set by the report, which has the board
     result["other_shares"] = [
         {"share": words, "key": key, **_powered(sample, predictions, frozenset(counted_verdicts.split("+")))}
         for counted_verdicts, (key, words) in SHARES.items()
