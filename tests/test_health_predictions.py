@@ -70,8 +70,15 @@ def sampled_and_answered(db, budget: int = 70) -> None:
 def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, tmp_path):
     rows = predictor_rows(demo_db)
     imported = health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", rows), "judge")
-    assert imported["items"] == len(rows) and imported["labels"] is True
-    assert imported["predicted_invalid"] == pytest.approx(np.mean([r["invalid"] for r in rows]), abs=1e-4)
+    share = float(np.mean([r["invalid"] for r in rows]))
+    assert imported == {
+        "dataset": DATASET,
+        "predictions": "judge",
+        "items": len(rows),
+        "predicted_invalid": round(share, 4),
+        "labels": True,
+    }
+    assert round(share, 4) != round(share, 5)  # the fifth decimal is cut
     sampled_and_answered(demo_db)
     report = health.health_report(demo_db, DATASET, n_boot=50, predictions="judge")
     powered = report["prediction_powered"]
@@ -578,3 +585,15 @@ def test_prediction_powered_shares_need_a_prediction_on_every_item_and_stand_on_
     )
     with pytest.raises(health.HealthError, match=f"^{re.escape(message)}$"):
         health.powered_shares(sample, one_left, "flat")
+
+
+def test_predictions_for_a_dataset_with_nothing_to_validate_are_refused(demo_db, tmp_path):
+    from foil_studio.data.formats.crepe import write_crepe_source
+    from foil_studio.data.loading import import_path
+
+    import_path(demo_db, "crepe", write_crepe_source(tmp_path / "crepe"), name="wino")
+    with pytest.raises(health.HealthError) as refused:
+        health.import_predictions(demo_db, "wino", write_jsonl(tmp_path / "p.jsonl", [{"id": "0", "invalid": 1}]), "p")
+    assert (
+        str(refused.value) == f"wino has no items with a negative to validate ({'/'.join(health.HEALTH_KINDS)} items)"
+    )

@@ -27,6 +27,7 @@ from foil_studio.annotate.health.sample import (
     VALIDATION,
     HealthError,
     HealthSample,
+    nothing_to_validate,
     run_credits,
 )
 from foil_studio.data import store
@@ -44,7 +45,7 @@ def _frame(db: sqlite_utils.Database, dataset: str) -> list[tuple[int, str, str]
     """(item id, source id, category) of every item a health sample can draw."""
     frame = store.item_sources(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS)
     if not frame:
-        raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(HEALTH_KINDS)} items)")
+        raise nothing_to_validate(dataset)
     return frame
 
 

@@ -131,11 +131,15 @@ class SamplePlan:
 
 def sampling_frame(db: sqlite_utils.Database, dataset: str) -> dict[str, list[int]]:
     """Category -> the ids of the dataset's items a validate_negative batch can ask about."""
-    kinds = HEALTH_KINDS
-    frame = store.item_strata(db, store.get_dataset(db, dataset)["id"], kinds)
+    frame = store.item_strata(db, store.get_dataset(db, dataset)["id"], HEALTH_KINDS)
     if not frame:
-        raise HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(kinds)} items)")
+        raise nothing_to_validate(dataset)
     return frame
+
+
+def nothing_to_validate(dataset: str) -> HealthError:
+    """The refusal of a dataset with no item a health sample can draw."""
+    return HealthError(f"{dataset} has no items with a negative to validate ({'/'.join(HEALTH_KINDS)} items)")
 
 
 def health_batches(db: sqlite_utils.Database, dataset: str) -> list[store.BatchRow]:
