@@ -70,6 +70,7 @@ def sampled_and_answered(db, budget: int = 70) -> None:
 def test_imported_predictions_power_the_report_beside_the_plain_shares(demo_db, tmp_path):
     rows = predictor_rows(demo_db)
     imported = health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "judge.jsonl", rows), "judge")
+    assert store.list_prediction_sets(demo_db, DATASET)[0]["source"] == str(tmp_path / "judge.jsonl")
     share = float(np.mean([r["invalid"] for r in rows]))
     assert imported == {
         "dataset": DATASET,
@@ -449,6 +450,12 @@ def test_the_leaderboard_on_valid_items_is_also_prediction_powered_for_runs_that
     )
     assert row["prediction_powered"] == round(100 * float(found.estimate[0]), 2)
     assert row["interval"] == [round(100 * float(found.low[0]), 2), round(100 * float(found.high[0]), 2)]
+    from foil_studio.analysis.prediction_powered import worth_of_widths
+
+    width, plain_width = np.diff(row["interval"])[0], np.diff(row["plain_interval"])[0]
+    assert row["reported"] == ("prediction-powered" if width < plain_width else "plain")
+    covers = report["prediction_powered"]["overall"]["covers"]
+    assert row["worth_human_answers"] == round(worth_of_widths(len(sample.verdicts), plain_width, width, covers), 1)
     from foil_studio.annotate.health.powered import powered_leaderboard
 
     only_part = powered_leaderboard(demo_db, sample, f, {"runs": [{"run": "part"}]}, None)
