@@ -6,6 +6,7 @@ with the bins as strata pinned to an independent stratified computation, the sta
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -170,7 +171,11 @@ def test_a_later_draw_keeps_the_first_bins_and_refuses_other_predictions(demo_db
     health.import_predictions(
         demo_db, DATASET, write_jsonl(tmp_path / "o.jsonl", probability_rows(demo_db, 5)), "other"
     )
-    with pytest.raises(health.HealthError, match="batch health-2 cut this sample's bins on the predictions 'judge'"):
+    kept = (
+        "batch health-2 cut this sample's bins on the predictions 'judge': every later draw by prediction keeps "
+        "them (--predictions judge)"
+    )
+    with pytest.raises(health.HealthError, match=f"^{re.escape(kept)}$"):
         predicted_batch(demo_db, 20, name="health-3", predictions="other")
     predicted_batch(demo_db, 20, name="health-3")
     assert health.batch_design(demo_db, "health-3")["bins"] == health.batch_design(demo_db, "health-2")["bins"]
@@ -265,7 +270,11 @@ def test_predictions_imported_again_since_the_draw_are_refused_naming_the_batch(
 def test_a_draw_by_prediction_is_refused_where_it_cannot_be_made(demo_db, tmp_path):
     answered_sample(demo_db, tmp_path)
     draw = dict(allocation="neyman", strategy="predicted")
-    with pytest.raises(health.HealthError, match="a draw by prediction needs predictions on every item"):
+    needs = (
+        "a draw by prediction needs predictions on every item (--predictions NAME): their bins set where the answers "
+        f"go; import some with `./foil health predictions {DATASET} FILE --name NAME`"
+    )
+    with pytest.raises(health.HealthError, match=f"^{re.escape(needs)}$"):
         health.plan_sample(demo_db, DATASET, 40, **draw)
     with pytest.raises(health.HealthError, match="a rank target draws at random"):
         health.plan_sample(demo_db, DATASET, 40, predictions="judge", target="rank", runs=("a", "b"), **draw)
@@ -273,7 +282,11 @@ def test_a_draw_by_prediction_is_refused_where_it_cannot_be_made(demo_db, tmp_pa
         health.plan_sample(demo_db, DATASET, 40, predictions="nope", **draw)
     active_batch(demo_db)
     simulate(demo_db, "health-2", accuracies=1.0, seed=0)
-    with pytest.raises(health.HealthError, match="this sample has an active batch"):
+    rounds = (
+        "this sample has an active batch, estimated round by round; a draw by prediction needs random draws before "
+        "it (draw --strategy neyman, or start a sample of another dataset copy)"
+    )
+    with pytest.raises(health.HealthError, match=f"^{re.escape(rounds)}$"):
         health.plan_sample(demo_db, DATASET, 40, predictions="judge", **draw)
 
 
