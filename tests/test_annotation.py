@@ -752,6 +752,8 @@ def test_a_participants_studies_count_their_own_units_and_answers_as_they_are_no
     store.return_study(db, batch["id"], worker["id"])  # the open units go back; the answer stays
     assert [(s["assigned"], s["done"]) for s in store.joined_studies(db, worker["id"])][0] == (1, 1)
     assert store.joined_studies(db, store.ensure_annotator(db, "nobody")["id"]) == []
+    assert store.crowd_quota(db, batch["id"], worker["id"]) == 3  # the units its completion code needs
+    assert store.crowd_quota(db, batch["id"], store.ensure_annotator(db, "nobody")["id"]) is None  # never joined
 
 
 def test_the_reading_time_runs_from_the_item_on_screen_and_the_minimum_is_the_batchs(db):

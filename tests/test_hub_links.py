@@ -63,11 +63,32 @@ def test_a_hub_that_takes_connections_is_reachable(monkeypatch):
         assert hub.hub_reachable(timeout=5) is True
 
 
+def test_the_probe_of_the_hub_gives_up_after_three_seconds_unless_told_otherwise(monkeypatch):
+    """A Hub behind a firewall that drops packets would hold `import hf` for the system's own timeout
+    (minutes) before it could say the Hub is out of reach."""
+    asked = []
+
+    def connect(address, timeout=None):
+        asked.append(timeout)
+        raise OSError("dropped")
+
+    monkeypatch.setattr(hub.socket, "create_connection", connect)
+    assert hub.hub_reachable() is False
+    assert hub.hub_reachable(timeout=0.5) is False
+    assert asked == [3.0, 0.5]
+
+
+def test_the_hub_is_huggingface_co_over_https_unless_hf_endpoint_says_otherwise(monkeypatch):
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert hub.hub_endpoint() == "https://huggingface.co"  # as messages print it
+
+
 def test_an_error_line_is_the_first_line_cut_between_words():
     assert hub.error_line(ValueError("")) == "ValueError"
     assert hub.error_line(OSError("first\nsecond")) == "first"
     assert hub.error_line(OSError("a " * 200)) == ("a " * 150).strip() + " ..."
     assert hub.error_line(OSError("x" * 300)) == "x" * 300
+    assert hub.error_line(OSError("x" * 299 + " y")) == "x" * 299 + " ..."  # 301 characters: cut at 300
 
 
 def readme(repo, body: str) -> None:
