@@ -5,6 +5,7 @@ or from exact arithmetic; none repeats the implementation."""
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from fractions import Fraction
 from math import comb
 
@@ -125,15 +126,46 @@ def test_the_overall_share_counts_its_strata_and_a_census_of_them_is_exact():
     assert (share.count, share.decided, share.size) == (10, 45, 560)
     census = h.stratified_share([1, 2], [5, 5], [5, 5])
     assert (census.count, census.decided, census.size) == (3, 10, 10)
-    assert census.estimate == census.low == census.high == pytest.approx(0.3, abs=1e-15)
+    assert census.estimate == census.low == census.high == 0.3  # to the last digit, as the items' own mean
+    bins = h.stratified_share([2, 7, 8, 21], [317, 100, 45, 38], [317, 100, 45, 38])
+    assert bins.estimate == bins.low == bins.high == 38 / 500
 
 
 def test_the_overall_share_at_another_level_is_clopper_pearson_on_the_design_effective_size():
-    """One stratum of 10**9 with 3 invalid of 11: the design variance is p (1 - p) (1 - f) / 10, so the
-    effective size is 10 / (1 - f) and the t ratio 1."""
-    share = h.stratified_share([3], [11], [10**9], level=0.9)
-    n_eff = 10 / (1 - 11 / 10**9)
+    """Two strata of 10**9 with 3 invalid of 11 each: the design variance is p (1 - p) (1 - f) / 20, so
+    the effective size is 20 / (1 - f) times the t ratio (t_21 / t_20)^2."""
+    share = h.stratified_share([3, 3], [11, 11], [10**9, 10**9], level=0.9)
+    t_ratio = (stats.t.ppf(0.95, 21) / stats.t.ppf(0.95, 20)) ** 2
+    n_eff = 20 / (1 - 11 / 10**9) * t_ratio
     assert (share.low, share.high) == pytest.approx(clopper_pearson(3 / 11 * n_eff, n_eff, 0.9), rel=1e-9)
+
+
+def test_strata_taken_whole_add_their_count_and_one_stratum_left_open_its_exact_interval():
+    """Found by the coverage grid at n/N 0.9: Neyman's plan counts the common bins whole and draws 266 of
+    the rare bin's 316, none invalid. The 50 undrawn may hold one invalid item (a draw missing it has
+    probability 50 / 316), so the truth 20 / 500 must be inside; Korn and Graubard's interval over all
+    four bins stopped at 19.5 / 500."""
+    share = h.stratified_share([0, 5, 4, 10], [266, 97, 55, 32], [316, 97, 55, 32])
+    low, high = h.hypergeometric_interval(0, 266, 316)
+    assert (share.low, share.high) == pytest.approx(((19 + 316 * low) / 500, (19 + 316 * high) / 500), abs=1e-15)
+    assert share.high == pytest.approx(20 / 500)
+    one = h.stratified_share([3], [11], [40])
+    assert (one.estimate, one.low, one.high) == pytest.approx(astuple(h.stratum_share(3, 11, 40))[:3], abs=1e-15)
+
+
+def test_a_rare_stratum_drawn_in_part_beside_common_ones_counted_whole_keeps_its_skewed_interval():
+    """Two strata left open and two counted whole: Korn and Graubard's interval of the open ones alone
+    (their own p (1 - p), their own degrees of freedom, an effective size of at most their 405 items),
+    shifted by the 61 counted. Truth 84 / 500 in the draw the coverage grid missed it on."""
+    share = h.stratified_share([0, 18, 26, 35], [124, 81, 52, 43], [318, 87, 52, 43], pseudo=[0.5, 0.2, 0.2, 0.1])
+    variance, centre = h.stratified_variance(
+        np.array([0.0, 18]), np.array([124.0, 81]), np.array([318.0, 87]), np.array([0.5, 0.2])
+    )
+    open_count = 87 * 18 / 81  # the second bin's share of its 87 items
+    low, high = h.korn_graubard(open_count / 405, variance, 205, 2, centre=centre, cap=405)
+    assert (share.low, share.high) == pytest.approx(((61 + 405 * low) / 500, (61 + 405 * high) / 500), rel=1e-12)
+    assert share.estimate == pytest.approx((61 + open_count) / 500, rel=1e-15)
+    assert share.low < 84 / 500 < share.high
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,12 @@ The contract (README, "Benchmark health"):
 * **Overall share.** p = sum W_c p_c with W_c = N_c / N and Korn and Graubard's (1998) interval as
   R's `survey::svyciprop(method="beta")` computes it: the design variance
   v = sum W_c^2 (1 - f_c) p_c (1 - p_c) / (n_c - 1), the effective size p (1 - p) / v scaled by
-  (t_{n-1} / t_{n-K})^2 (K strata), a Clopper-Pearson interval on it. One departure: a stratum
+  (t_{n-1} / t_{n-K})^2 (K strata), a Clopper-Pearson interval on it. Departures: a stratum
   that showed 0 or n_c invalid items would add no variance, so there (and only there) its share
-  in v and in p (1 - p) is (x_c + 1) / (n_c + 2).
+  in v and in p (1 - p) is (x_c + 1) / (n_c + 2); strata drawn whole add their count, and the
+  interval is that of the strata left open (one left open: its exact interval), with an effective
+  size of at most their items (the binomial shape on the corrected variance can claim more than
+  the undrawn items allow: past half a stratum drawn, or where rare and common strata mix).
 * **Accuracy on valid items.** A ratio estimator: sum_c (N_c / n_c) (valid and right) over
   sum_c (N_c / n_c) (valid), each run's credit as its metrics count it (ties by the benchmark's
   rule). Its interval is Clopper-Pearson on the effective size p (1 - p) / v, v the variance of
@@ -166,14 +169,34 @@ def stratified_share(
         raise ValueError("every stratum needs at least one decided item for an overall estimate")
     if (n > size).any() or (x < 0).any() or (x > n).any():
         raise ValueError(f"{invalid} of {decided} decided items in strata of {sizes}")
-    weights = size / size.sum()
-    estimate = float(weights @ (x / n))
+    # each stratum's size x / n summed, then one division: exactly the count over the size at a census
+    estimate = float(np.sum(size * x / n) / size.sum())
     total, population = int(n.sum()), int(size.sum())
     if total == population:
         return Share(estimate, estimate, estimate, int(x.sum()), total, population)
-    variance, centre = stratified_variance(x, n, size, None if pseudo is None else np.asarray(pseudo, dtype=float))
-    low, high = korn_graubard(estimate, variance, total, len(n), level, centre=centre)
-    return Share(estimate, float(low), float(high), int(x.sum()), total, population)
+    low, high = _interval_past_censuses(x, n, size, level, None if pseudo is None else np.asarray(pseudo, dtype=float))
+    return Share(estimate, low, high, int(x.sum()), total, population)
+
+
+def _interval_past_censuses(
+    x: np.ndarray, n: np.ndarray, size: np.ndarray, level: float, pseudo: np.ndarray | None
+) -> tuple[float, float]:
+    """The interval of the strata not taken whole (Korn and Graubard's, its effective size at most their
+    items; the exact one where one is left), plus the known count of those taken whole: a census adds
+    no variance, and its share in p (1 - p) would lend the open strata a symmetric interval they do not
+    have. Both, and the cap, from the coverage grid at n/N 0.6 to 0.9 (TESTING.md): a rare bin drawn
+    in part beside common ones counted whole covered 0.93."""
+    open_ = n < size
+    known, open_size = float(x[~open_].sum()), float(size[open_].sum())
+    xs, ns, sizes = x[open_], n[open_], size[open_]
+    if len(xs) == 1:  # one stratum left open: its exact interval (a binomial shape undercovers at high n / N)
+        low, high = hypergeometric_interval(round(xs[0]), int(ns[0]), int(sizes[0]), level)
+    else:
+        estimate = float(np.sum(sizes * xs / ns) / open_size)
+        variance, centre = stratified_variance(xs, ns, sizes, None if pseudo is None else pseudo[open_])
+        low, high = korn_graubard(estimate, variance, int(ns.sum()), len(ns), level, centre=centre, cap=open_size)
+    population = float(size.sum())
+    return (known + open_size * float(low)) / population, (known + open_size * float(high)) / population
 
 
 def stratified_variance(
