@@ -18,7 +18,7 @@ same strata). Table 1: worlds built for the question (`WORLDS`) and VALSE's real
 three votes as the predictor; the authors' outcome), n per category (`--per-category`, default 40):
 coverage and mean width of each, and the ratio to random. Table 2 (`--grid`): coverage of the cited
 interval per category and overall for the predictors of `health_adversarial.py` at invalid shares
-1-30% and n/N 0.02-0.3 (and, named in `--predictors` only, `confident_misses`). Table 3
+1-30% and n/N 0.02 to a census (and, named in `--predictors` only, `confident_misses`). Table 3
 (`--attainable`): in the concentrated world, the width the same draws would give with the bins'
 variances pooled over the categories' like bins, and with their true variances (an oracle), to
 separate what the plan costs from what the variance estimate costs.
@@ -210,7 +210,7 @@ def confident_misses(y: np.ndarray, category: int, rng: np.random.Generator) -> 
     return np.where(hit, 0.9, 0.001)
 
 
-GRID_SHARES, GRID_FRACTIONS = (0.01, 0.02, 0.05, 0.10, 0.30), (0.02, 0.08, 0.3)
+GRID_SHARES, GRID_FRACTIONS = (0.01, 0.02, 0.05, 0.10, 0.30), (0.02, 0.08, 0.3, 0.6, 0.9, 1.0)
 
 
 def grid_table(reps: int, predictors: list[str] | None = None, shares=GRID_SHARES, fractions=GRID_FRACTIONS) -> str:
