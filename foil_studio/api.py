@@ -104,7 +104,7 @@ class Studio:
         return pd.DataFrame(rows)
 
     def batches(self) -> pd.DataFrame:
-        """One row per annotation batch: name, dataset, task, creation time, assignments, labels."""
+        """One row per annotation batch: name, dataset, task type, creation time, assignments, labels."""
         return pd.DataFrame(store.list_batches(self.db))
 
     def labels(self, batch: str) -> pd.DataFrame:

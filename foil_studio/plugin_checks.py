@@ -122,50 +122,63 @@ def item_content(db: sqlite_utils.Database, dataset: str, by_bytes: bool = False
 # --- task types ---------------------------------------------------------------------------------
 
 
-def task_items(task: TaskType) -> list[Item]:
+def task_items(task_type: TaskType) -> list[Item]:
     """The example item of the task type's example item kind (what the task table lays out)."""
-    return [dict(item_kinds.item_kind(task.example_kind).example)]
+    return [dict(item_kinds.item_kind(task_type.example_kind).example)]
 
 
-def laid_out(task: TaskType, items: Sequence[Item], seed: str) -> list[tuple[Item, Any]]:
+def laid_out(task_type: TaskType, items: Sequence[Item], seed: str) -> list[tuple[Item, Any]]:
     """Every question of every item, built as an annotator sees it under `seed`."""
-    return [(item, task_types.build_task(task.name, item, part, seed)) for item in items for part in task.parts(item)]
+    return [
+        (item, task_types.build_task(task_type.name, item, part, seed))
+        for item in items
+        for part in task_type.parts(item)
+    ]
 
 
-def check_task_buttons(task: TaskType, items: Sequence[Item]) -> None:
+def check_task_buttons(task_type: TaskType, items: Sequence[Item]) -> None:
     """Each item shows the task type's buttons (`TaskType.buttons`), and items of one shape show the same ones."""
     by_shape: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for item, shown in laid_out(task, items, SEEDS[0]):
+    for item, shown in laid_out(task_type, items, SEEDS[0]):
         buttons = [(o.label, o.shortcut) for o in shown.options]
-        expect(buttons == list(task.buttons(item)), f"task {task.name}: item {item['id']}'s buttons moved")
+        expect(
+            buttons == list(task_type.buttons(item)), f"task type {task_type.name}: item {item['id']}'s buttons moved"
+        )
         shape = (len(item["images"]), len(item["captions"]))
-        expect(by_shape.setdefault(shape, buttons) == buttons, f"task {task.name}: buttons differ between items")
+        expect(
+            by_shape.setdefault(shape, buttons) == buttons, f"task type {task_type.name}: buttons differ between items"
+        )
 
 
-def check_task_layout(task: TaskType, items: Sequence[Item]) -> None:
-    """The same seed lays each item out the same way; a task that shuffles its stimuli shuffles them
+def check_task_layout(task_type: TaskType, items: Sequence[Item]) -> None:
+    """The same seed lays each item out the same way; a task type that shuffles its stimuli shuffles them
     per item and per seed (given items enough to show it), one that does not keeps the item's order."""
-    first, again, other = (laid_out(task, items, seed) for seed in (SEEDS[0], SEEDS[0], SEEDS[1]))
+    first, again, other = (laid_out(task_type, items, seed) for seed in (SEEDS[0], SEEDS[0], SEEDS[1]))
     orders = [t.displayed_order for _, t in first]
-    expect(orders == [t.displayed_order for _, t in again], f"task {task.name}: one seed, two layouts")
-    if not task.shuffles:
+    expect(orders == [t.displayed_order for _, t in again], f"task type {task_type.name}: one seed, two layouts")
+    if not task_type.shuffles:
         kept = {t.displayed_order for _, t in first + other}
-        expect(len(kept) == 1, f"task {task.name}: shuffles=False, yet its stimuli move")
+        expect(len(kept) == 1, f"task type {task_type.name}: shuffles=False, yet its stimuli move")
     elif len(orders) >= 8:
-        expect(len(set(orders)) > 1, f"task {task.name}: shuffles=True, yet every item has one order")
-        expect(orders != [t.displayed_order for _, t in other], f"task {task.name}: another seed, the same layouts")
+        expect(len(set(orders)) > 1, f"task type {task_type.name}: shuffles=True, yet every item has one order")
+        expect(
+            orders != [t.displayed_order for _, t in other],
+            f"task type {task_type.name}: another seed, the same layouts",
+        )
 
 
-def check_task_type(task: TaskType, items: Sequence[Item] | None = None) -> None:
+def check_task_type(task_type: TaskType, items: Sequence[Item] | None = None) -> None:
     """`check_task_buttons` and `check_task_layout` on `items` (default: the example item of its
     example item kind), and each answer it offers is one `check_answer` takes."""
-    items = list(items) if items else task_items(task)
-    expect(bool(task.item_kinds), f"task {task.name}: name the item kinds it takes")
-    for item_kind in task.item_kinds:
-        expect(item_kind in item_kinds.REGISTRY, f"task {task.name}: item kind {item_kind!r} is not registered")
-    check_task_buttons(task, items)
-    check_task_layout(task, items)
-    for _, shown in laid_out(task, items[:3], SEEDS[0]):
+    items = list(items) if items else task_items(task_type)
+    expect(bool(task_type.item_kinds), f"task type {task_type.name}: name the item kinds it takes")
+    for item_kind in task_type.item_kinds:
+        expect(
+            item_kind in item_kinds.REGISTRY, f"task type {task_type.name}: item kind {item_kind!r} is not registered"
+        )
+    check_task_buttons(task_type, items)
+    check_task_layout(task_type, items)
+    for _, shown in laid_out(task_type, items[:3], SEEDS[0]):
         for option in shown.options:
             task_types.check_answer(shown, {question: option.value for question in shown.questions})
 
@@ -266,8 +279,8 @@ def check_plugin(distribution: str, folder: Path) -> list[str]:
             check_metric_family(metric_families.METRIC_FAMILIES[name], item_kind)
         ran.append(f"metric family {name}")
     for name in plugin.adds.get(plugins.TASK_TYPES, []):
-        task = task_types.REGISTRY[name]
-        check_task_type(task, [item for item in sources if item["kind"] in task.item_kinds] or None)
+        task_type = task_types.REGISTRY[name]
+        check_task_type(task_type, [item for item in sources if item["kind"] in task_type.item_kinds] or None)
         ran.append(f"task type {name}")
     for name in plugin.adds.get(plugins.SCORERS, []):
         check_scorer_family(scorers.REGISTRY[name])

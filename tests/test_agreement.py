@@ -612,7 +612,7 @@ def test_a_questions_outcome_is_the_strict_majority_of_its_answers(db, annotator
     items = store.items_by_id(db, {label["item"] for label in labels})
     tally: dict[tuple[int, int], tuple[int, int]] = {}
     for label in labels:
-        right = is_correct(batch["task"], items[label["item"]], label["part"], label["answer"])
+        right = is_correct(batch["task_type"], items[label["item"]], label["part"], label["answer"])
         said, against = tally.get((label["item"], label["part"]), (0, 0))
         tally[(label["item"], label["part"])] = (said + bool(right), against + (not right))
     assert question_outcomes(db, created["batch"]) == {unit: said > against for unit, (said, against) in tally.items()}

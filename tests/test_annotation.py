@@ -180,7 +180,7 @@ def answer_next(db, name: str, batch: str, pick=0) -> queues.QueueState:
 
 def test_batch_create_matches_cli_contract_and_overlap(db):
     created = make_batch(db, n=12, overlap=2)
-    assert set(created) == {"batch", "task", "n_items", "overlap", "annotators"}
+    assert set(created) == {"batch", "task_type", "n_items", "overlap", "annotators"}
     assert sum(a["n_assigned"] for a in created["annotators"]) == 24
     rows = store.batch_assignments(db, store.get_batch(db, created["batch"])["id"])
     per_item = Counter(r["item_id"] for r in rows)
@@ -353,7 +353,7 @@ def test_pick_image_survivors_become_an_ambiguity_batch(db):
     survivors = construction.pick_image_survivors(db, created["batch"])
     assert [(item["id"], choice) for item, choice in survivors] == sorted((i["id"], i["truth"]["best"]) for i in kept)
     follow = construction.create_ambiguity_batch(db, created["batch"], annotators=("ada", "ben"), overlap=2)
-    assert follow["task"] == "ambiguity" and follow["n_items"] == len(kept)
+    assert follow["task_type"] == "ambiguity" and follow["n_items"] == len(kept)
     groups = store.list_items(db, store.get_dataset(db, "demo-bivlc-candidates-constructed")["id"], limit=100)
     by_source = {g["meta"]["candidate_item"]: g for g in groups}
     for item, choice in survivors:
@@ -711,7 +711,7 @@ def test_item_labels_lists_every_label_of_the_asked_items_once_in_item_then_answ
     assert [(row["item"], row["annotator"], row["answer"]) for row in found] == [
         (label["item"], label["annotator"], label["answer"]) for label in by_item
     ]
-    assert all(row["batch"] == created["batch"] and row["task"] == "pick_image" for row in found)
+    assert all(row["batch"] == created["batch"] and row["task_type"] == "pick_image" for row in found)
     assert all(row["part"] == 0 and row["flags"] == [] and row["comment"] in ("", None) for row in found)
     first = answered[0].task.item_id
     assert store.item_labels(db, [first]) == [row for row in found if row["item"] == first]
@@ -738,7 +738,7 @@ def test_a_participants_studies_count_their_own_units_and_answers_as_they_are_no
     crowd_studies.join_crowd(db, tokens[0], pid(2))  # someone else's units are not counted
     batch = store.get_batch(db, first["batch"])
     [study] = store.joined_studies(db, worker["id"])
-    assert (study["id"], study["name"], study["task"]) == (batch["id"], first["batch"], "pick_image")
+    assert (study["id"], study["name"], study["task_type"]) == (batch["id"], first["batch"], "pick_image")
     assert json.loads(study["config"]) == batch["config"]
     assert (study["assigned"], study["done"]) == (0, 0)  # joined: the place is taken by work, at the first draw
     state = queues.draw(db, worker["id"], first["batch"])
@@ -929,11 +929,11 @@ def test_the_store_names_what_it_cannot_find_or_make(db):
         store.get_batch(db, "no-such-batch")
     batch = store.get_batch(db, created["batch"])
     with pytest.raises(store.StoreError, match=f"a batch named '{created['batch']}' already exists"):
-        store.create_batch(db, created["batch"], batch["dataset_id"], batch["task"], batch["config"])
+        store.create_batch(db, created["batch"], batch["dataset_id"], batch["task_type"], batch["config"])
     with pytest.raises(store.InvalidNameError, match="an annotator name must be non-empty text"):
         store.ensure_annotator(db, " ")
     with pytest.raises(store.InvalidNameError, match="a batch name must be non-empty text"):
-        store.create_batch(db, "", batch["dataset_id"], batch["task"], batch["config"])
+        store.create_batch(db, "", batch["dataset_id"], batch["task_type"], batch["config"])
     with pytest.raises(store.NotFoundError, match="no assignment with id 987654"):
         store.open_assignment(db, 987654)
 
@@ -954,7 +954,7 @@ def test_the_batch_list_names_each_batch_with_its_dataset_task_and_counts(db):
     rows = {row["name"]: row for row in store.list_batches(db) if row["name"] not in before}
     assert list(rows) == [first["batch"], second["batch"]]  # in the order they were made
     one = rows[first["batch"]]
-    assert (one["dataset"], one["task"], one["n_assignments"], one["n_labels"]) == (
+    assert (one["dataset"], one["task_type"], one["n_assignments"], one["n_labels"]) == (
         "demo-bivlc-candidates",
         "pick_image",
         8,

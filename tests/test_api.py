@@ -42,7 +42,7 @@ def scored_demo_with_a_batch(demo_db):
         "batch",
         "create",
         "demo-sugarcrepe",
-        "--task",
+        "--task-type",
         "validate_negative",
         "--n",
         "20",
@@ -102,7 +102,18 @@ def test_the_notebook_example_says_why_a_coefficient_is_undefined(demo_db):
     said with its reason (it unpacked a None interval before)."""
     api.Studio(demo_db).score("demo-sugarcrepe", "demo", run="demo-clip")
     location = store.location(demo_db)
-    foil(location, "batch", "create", "demo-sugarcrepe", "--task", "validate_negative", "--n", "4", "--name", "fresh")
+    foil(
+        location,
+        "batch",
+        "create",
+        "demo-sugarcrepe",
+        "--task-type",
+        "validate_negative",
+        "--n",
+        "4",
+        "--name",
+        "fresh",
+    )
     printed = notebook_example(location)
     assert "fresh: 0 labels" in printed
     assert "percent_agreement  undefined: no item has two or more labels" in printed

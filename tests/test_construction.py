@@ -129,7 +129,7 @@ def test_construction_from_the_cli(demo_db, tmp_path):
         "batch",
         "create",
         "demo-bivlc-candidates",
-        "--task",
+        "--task-type",
         "pick_image",
         "--overlap",
         "2",
@@ -178,7 +178,7 @@ def test_adaptive_overlap_adds_one_annotator_to_disputed_items_only(demo_db):
 
 def test_construction_from_the_app(demo_db, admin_page):
     at = admin_page(store.location(demo_db), "views/batches.py")
-    at.selectbox(key="new_task").set_value("pick_image").run()
+    at.selectbox(key="new_task_type").set_value("pick_image").run()
     at.selectbox(key="new_dataset").set_value("demo-bivlc-candidates").run()
     at.number_input(key="new_n").set_value(20).run()
     at.text_input(key="new_names").set_value("ada, ben").run()
@@ -188,7 +188,7 @@ def test_construction_from_the_app(demo_db, admin_page):
     at.button(key="simulate").click().run()
     at.button(key="to_ambiguity").click().run()
     ambiguity = store.list_batches(demo_db)[-1]["name"]
-    assert store.get_batch(demo_db, ambiguity)["task"] == "ambiguity"
+    assert store.get_batch(demo_db, ambiguity)["task_type"] == "ambiguity"
     at.run()  # the batch list is drawn before the button creates the new batch
     at.selectbox(key="batch").set_value(ambiguity).run()
     at.button(key="simulate").click().run()

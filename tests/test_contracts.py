@@ -40,7 +40,7 @@ def test_cli_assignments_give_every_item_to_exactly_overlap_annotators(demo_db):
             "batch",
             "create",
             "demo-sugarcrepe",
-            "--task",
+            "--task-type",
             "validate_negative",
             "--n",
             "12",

@@ -216,7 +216,7 @@ def test_inspect_page_on_demo_runs_and_imported_results(scored, fixtures, admin_
     _, total = inspection.failures(*tables, pattern="wrong for A, right for B")
     created = store.list_batches(scored)[-1]
     assert (
-        created["task"] == "validate_negative"
+        created["task_type"] == "validate_negative"
         and created["dataset"] == "bivlc"
         and created["n_assignments"] == 2 * total
     )

@@ -1,6 +1,6 @@
 """`kind` means the item kind (pair, triple, group...) and nothing else, in the code, the benches
 and the docs' scripts: a dataset's import format is its `source_format`, a run's type its
-`run_type`, a role's name `Role.role_name`, a notice's `level`, a task type a `task`.
+`run_type`, a role's name `Role.role_name`, a notice's `level`.
 
 Every line of foil_studio/**/*.py, bench/*.py and docs/*.py with the word `kind` must say it in
 one of the item-kind forms `ITEM_KIND_FORMS` lists; the old names of the other meanings
@@ -188,6 +188,10 @@ SECOND_MEANINGS = {
     r"\b(?:sample|view|read_sample\([^)]*\))\.outcomes\b|\bhealth\.item_outcomes\b"
     r"|\bm\[\"outcomes\"\]|\{\"outcomes\": |\boutcomes=view\b": (
         "an item's decided valid / invalid / ambiguous is its verdict (`HealthSample.verdicts`); an outcome is a credit"
+    ),
+    r"\[[\"']task[\"']\]|\b(?:spec|label|args)\.task\b|\bb\.task\b|--task\b(?!-)|\btask: TaskType\b"
+    r"|\btask = (?:task_type\(|REGISTRY\[)|\bfor name, task in REGISTRY\b": (
+        "a task type's name is `task_type` (a batch's, a label's, `--task-type`); a task is one laid-out question"
     ),
     r"\bsample_fixture\b|\bsample=|\]\.sample\(|\bfmt\.sample\b|\bsample_items\b": (
         "a format's round-trip source is `Format.write_source` / `source_fixture`; a sample is Benchmark health's"

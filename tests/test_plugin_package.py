@@ -160,7 +160,7 @@ def test_its_format_model_family_and_task_work_through_foil(python, tmp_path):
             "batch",
             "create",
             "eqben",
-            "--task",
+            "--task-type",
             "grammatical_negative",
             "--annotators",
             "ada",

@@ -346,7 +346,7 @@ class StudioMachine(RuleBasedStateMachine):
             else:
                 assert_true_text(f"agreement {name}", [out])
         batch = store.get_batch(self.db, name)
-        if batch["task"].startswith("baseline") or batch["task"] == "rank_captions":
+        if batch["task_type"].startswith("baseline") or batch["task_type"] == "rank_captions":
             code, out, err = run_cli("baseline", name, where)
             assert code == 0 or (err.startswith("error: ") and not out), err
             assert_true_text(f"baseline {name}", [out])

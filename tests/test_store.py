@@ -209,7 +209,9 @@ def test_migration_9_hashes_the_tokens_of_an_older_store(new_store):
     assert "plain-token-of-ada-123" not in every_row(db)
 
 
-UNDO_MIGRATIONS_21_TO_16 = (
+UNDO_MIGRATIONS_22_TO_16 = (
+    "ALTER TABLE batches RENAME COLUMN task_type TO task; ALTER TABLE labels RENAME COLUMN task_type TO task;"
+    "DELETE FROM schema_migrations WHERE version = 22;"
     "DROP TABLE run_copies; DELETE FROM schema_migrations WHERE version = 21;"
     "DELETE FROM schema_migrations WHERE version = 20;"
     "DROP TABLE item_counts; DELETE FROM schema_migrations WHERE version = 19;"
@@ -241,10 +243,10 @@ def test_migration_10_marks_the_answered_assignments_of_an_older_store(demo_stor
         queues.submit_answer(
             old, ada, created["batch"], queues.draw(old, ada, created["batch"]).task, {"answer": "unsure"}
         )
-    # back to version 9 (20 to 11 undone first): labels stored, and assignments that know nothing of them
+    # back to version 9 (22 to 11 undone first): labels stored, and assignments that know nothing of them
     with store.transaction(old):
         for statement in (
-            UNDO_MIGRATIONS_21_TO_16
+            UNDO_MIGRATIONS_22_TO_16
             + "ALTER TABLE labels DROP COLUMN simulated; DELETE FROM schema_migrations WHERE version = 15;"
             "DROP TABLE health_items; DELETE FROM schema_migrations WHERE version = 14;"
             "ALTER TABLE assignments DROP COLUMN shown_at; DELETE FROM schema_migrations WHERE version = 13;"
@@ -413,8 +415,8 @@ def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_peopl
         task = queues.draw(old, ada, created["batch"]).task
         queues.submit_answer(old, ada, created["batch"], task, {"answer": "unsure"}, flags=["ungrammatical"])
     simulation.simulate(old, created["batch"], accuracies=1.0, seed=0)
-    with store.transaction(old):  # back to version 14 (21 to 16 undone first): the flag among the flags, no column
-        for statement in UNDO_MIGRATIONS_21_TO_16.split(";"):
+    with store.transaction(old):  # back to version 14 (22 to 16 undone first): the flag among the flags, no column
+        for statement in UNDO_MIGRATIONS_22_TO_16.split(";"):
             if statement.strip():
                 old.conn.execute(statement)
         old.conn.execute("UPDATE labels SET flags = '[\"simulated\"]' WHERE simulated = 1")
@@ -426,6 +428,10 @@ def test_migration_15_moves_the_simulated_flag_to_its_column_and_keeps_the_peopl
     mine = [label for label in labels if label["annotator"] == "ada" and label["flags"] == ["ungrammatical"]]
     assert len(labels) == 6 and len(mine) == 2 and not any(label["simulated"] for label in mine)
     assert all(label["simulated"] and label["flags"] == [] for label in labels if label not in mine)
+    # migration 22: the task type a batch and its labels were asked under keeps its value under its new name
+    assert store.get_batch(db, created["batch"])["task_type"] == "validate_negative"
+    assert {label["task_type"] for label in labels} == {"validate_negative"}
+    assert {row["task_type"] for row in store.item_labels(db, [labels[0]["item"]])} == {"validate_negative"}
 
 
 def test_the_item_index_lists_ids_kinds_categories_and_source_ids_by_id_filtered_and_cut(demo_db):

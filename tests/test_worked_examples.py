@@ -251,7 +251,7 @@ GENERIC_TESTS = [
 # The pages whose generated tables the toys add a row to (README.md's pages aside).
 GENERATED_IN = {
     "format": "docs/formats.md",
-    "task": "docs/annotation.md",
+    "task_type": "docs/annotation.md",
     "commands": "docs/commands.md",
     "family": "docs/scoring.md",
 }
@@ -320,7 +320,7 @@ def test_a_format_a_task_type_a_page_and_a_model_family_need_one_file_and_one_re
     assert docs.returncode == 0, docs.stderr
     readme = (root / "README.md").read_text()
     assert "| `toy-pairs` |" in (root / GENERATED_IN["format"]).read_text()
-    assert "| `grammar_check` |" in (root / GENERATED_IN["task"]).read_text()
+    assert "| `grammar_check` |" in (root / GENERATED_IN["task_type"]).read_text()
     assert "toy-pairs\\|" in (root / GENERATED_IN["commands"]).read_text()  # `export --format` choices
     assert "**Toy page**: counts a dataset's long captions." in readme
     assert "| `toy-match` | `toy-match:models/toy` |" in (root / GENERATED_IN["family"]).read_text()

@@ -38,30 +38,30 @@ KAPPA_PARADOX = (
 )
 
 
-def coded_label(task: str, answer: Mapping[str, Any], question: str = "answer") -> str:
+def coded_label(type_name: str, answer: Mapping[str, Any], question: str = "answer") -> str:
     """The label agreement is computed on, for one question of an answer, as the task type codes
     it: pick_image is "image" vs "none", as BiVLC reports; other answers are taken as given.
 
     >>> coded_label("pick_image", {"answer": "2"}), coded_label("rank_captions", {"rank_0": "1", "rank_1": "3"}, "rank_1")
     ('image', '3')
     """  # noqa: E501
-    return task_type(task).agreement_code(str(answer[question]))
+    return task_type(type_name).agreement_code(str(answer[question]))
 
 
 def ratings_table(
-    labels: Sequence[Mapping[str, Any]], task: str, questions: tuple[str, ...] | None = None
+    labels: Sequence[Mapping[str, Any]], type_name: str, questions: tuple[str, ...] | None = None
 ) -> pd.DataFrame:
     """Units by annotators, holding each annotator's label or NaN.
 
     A unit is (item, part) for single-question tasks and (item, part, question) when several
     questions are asked (rank_captions, compare_negatives): each question is a rating of its own.
     """
-    questions = questions or answer_questions(task)
+    questions = questions or answer_questions(type_name)
     rows = [
         {
             "unit": (label["item"], label["part"], *((q,) if len(questions) > 1 else ())),
             "annotator": label["annotator"],
-            "label": coded_label(task, label["answer"], q),
+            "label": coded_label(type_name, label["answer"], q),
         }
         for label in labels
         for q in questions
@@ -75,18 +75,18 @@ def ratings_table(
 
 
 def task_agreement(
-    labels: Sequence[Mapping[str, Any]], task: str, *, n_boot: int = 500, seed: int = 0
+    labels: Sequence[Mapping[str, Any]], type_name: str, *, n_boot: int = 500, seed: int = 0
 ) -> dict[str, Any]:
-    """`agreement_report` of a task's labels on the task's scale (ordinal for ranks).
+    """`agreement_report` of a task type's labels on its scale (ordinal for ranks).
 
-    Tasks that ask several questions report the coefficients over all their questions together
+    Task types that ask several questions report the coefficients over all their questions together
     (each question of each item one unit) and, under ``by_question``, for each question alone.
     """
-    questions, level = answer_questions(task), task_type(task).agreement_level
-    report = agreement_report(ratings_table(labels, task), level=level, n_boot=n_boot, seed=seed)
+    questions, level = answer_questions(type_name), task_type(type_name).agreement_level
+    report = agreement_report(ratings_table(labels, type_name), level=level, n_boot=n_boot, seed=seed)
     if len(questions) > 1:
         report["by_question"] = {
-            q: agreement_report(ratings_table(labels, task, (q,)), level=level, n_boot=n_boot, seed=seed)
+            q: agreement_report(ratings_table(labels, type_name, (q,)), level=level, n_boot=n_boot, seed=seed)
             for q in questions
         }
     return {**report, "level": level}

@@ -23,11 +23,13 @@ from foil_studio.annotate.task_types import REGISTRY, Baseline, is_correct
 from foil_studio.data import formats, store
 from foil_studio.data.plain_text import figure, interval_text
 
-BASELINE_TASKS = tuple(name for name, task in REGISTRY.items() if task.baseline is not None)
+BASELINE_TASKS = tuple(name for name, task_type in REGISTRY.items() if task_type.baseline is not None)
 # Tasks where an annotator answers the model's own question (which caption / image / ranking).
-MODEL_LIKE_TASKS = tuple(name for name, task in REGISTRY.items() if task.model_like)
+MODEL_LIKE_TASKS = tuple(name for name, task_type in REGISTRY.items() if task_type.model_like)
 # Tasks whose baseline is measured by the models' own metrics, drawn beside their runs.
-BESIDE_MODELS_TASKS = tuple(name for name, task in REGISTRY.items() if task.baseline and task.baseline.beside_models)
+BESIDE_MODELS_TASKS = tuple(
+    name for name, task_type in REGISTRY.items() if task_type.baseline and task_type.baseline.beside_models
+)
 
 
 Outcomes = dict[tuple[int, int], bool]  # (item, part) -> the majority answer is right
@@ -48,7 +50,7 @@ def question_outcomes(db: sqlite_utils.Database, batch_name: str) -> dict[tuple[
     items = store.items_by_id(db, {label["item"] for label in labels})
     votes: dict[tuple[int, int], Counter[bool]] = {}
     for label in labels:
-        right = is_correct(batch["task"], items[label["item"]], label["part"], label["answer"])
+        right = is_correct(batch["task_type"], items[label["item"]], label["part"], label["answer"])
         if right is not None:
             votes.setdefault((label["item"], label["part"]), Counter())[right] += 1
     return {unit: counts[True] > counts[False] for unit, counts in votes.items()}
@@ -63,9 +65,9 @@ def human_baseline(
     datasets = {b["dataset"] for b in batches}
     if len(datasets) != 1:
         raise BaselineError(f"baseline batches must share one dataset, got {sorted(datasets)}")
-    by_task = {b["task"]: question_outcomes(db, b["name"]) for b in batches if b["task"] in BASELINE_TASKS}
+    by_task = {b["task_type"]: question_outcomes(db, b["name"]) for b in batches if b["task_type"] in BASELINE_TASKS}
     if not by_task:
-        raise BaselineError(f"none of {batch_names} is a baseline task {BASELINE_TASKS}")
+        raise BaselineError(f"none of {batch_names} is a baseline task type {BASELINE_TASKS}")
     if not any(by_task.values()):  # no figure is defined before the first majority answer
         raise BaselineError(f"no question of {', '.join(batch_names)} has an answer yet: a baseline needs one")
     items = store.items_by_id(db, {item for outcomes in by_task.values() for item, _ in outcomes})
@@ -105,7 +107,7 @@ def figure_sentence(humans: Mapping[str, Any], key: str) -> str:
 def _asks_several_parts(by_task: dict[str, Outcomes], items: Iterable[store.ItemRow]) -> bool:
     """Whether the tasks ask more than one question of these items (`TaskType.parts`: a BiVLC
     group's two captions or two images), whose outcomes then combine per item as the models' do."""
-    return any(len(REGISTRY[task].parts(item)) > 1 for task in by_task for item in items)
+    return any(len(REGISTRY[task_type].parts(item)) > 1 for task_type in by_task for item in items)
 
 
 def _single_baseline(
@@ -113,11 +115,11 @@ def _single_baseline(
 ) -> dict[str, Any]:
     """Pairs and triples: the first task's metric per category (`Baseline.metric`: accuracy, or
     ranking points for hard positives), with its mean over categories where it has one."""
-    task, outcomes = next(iter(by_task.items()))
+    task_type, outcomes = next(iter(by_task.items()))
     units = sorted(outcomes)
     categories = np.array([items[item]["category"] for item, _ in units])
     correct = np.array([outcomes[u] for u in units])
-    baseline = REGISTRY[task].baseline
+    baseline = REGISTRY[task_type].baseline
     assert baseline is not None  # by_task holds baseline tasks only
     macro = (baseline.metric, baseline.macro) if baseline.macro else None
     return m.summarize({baseline.metric: correct}, categories, macro=macro, n_boot=n_boot, seed=seed, exact=True)
@@ -156,7 +158,7 @@ def _group_baseline(
 def _directions(by_task: dict[str, Outcomes]) -> list[tuple[Baseline, Outcomes]]:
     """The answered BiVLC directions among the tasks (`Baseline.part_outcomes`), each with its
     questions' outcomes."""
-    asked = [(REGISTRY[task].baseline, outcomes) for task, outcomes in by_task.items() if outcomes]
+    asked = [(REGISTRY[task_type].baseline, outcomes) for task_type, outcomes in by_task.items() if outcomes]
     return [(b, outcomes) for b, outcomes in asked if b is not None and b.part_outcomes]
 
 
@@ -165,7 +167,7 @@ def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, bool]:
     of the item is right, over the dataset's baseline and ranking batches (gold excluded)."""
     outcomes: dict[int, bool] = {}
     for batch in store.list_batches(db):
-        if batch["dataset"] == dataset and batch["task"] in MODEL_LIKE_TASKS:
+        if batch["dataset"] == dataset and batch["task_type"] in MODEL_LIKE_TASKS:
             for (item, _), right in question_outcomes(db, batch["name"]).items():
                 outcomes[item] = outcomes.get(item, True) and right
     return outcomes
@@ -173,7 +175,9 @@ def item_outcomes(db: sqlite_utils.Database, dataset: str) -> dict[int, bool]:
 
 def dataset_baseline(db: sqlite_utils.Database, dataset: str) -> dict[str, Any] | None:
     """The human baseline from every baseline batch of a dataset, or None if there is none yet."""
-    names = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] in BESIDE_MODELS_TASKS]
+    names = [
+        b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task_type"] in BESIDE_MODELS_TASKS
+    ]
     if not names:
         return None
     try:

@@ -34,7 +34,7 @@ def batch_progress(db: sqlite_utils.Database, batch_name: str) -> list[dict[str,
             lab["seconds"] for lab in answered if lab["seconds"] is not None and not lab["simulated"]
         ]  # a person's time only
         judged = [
-            is_correct(batch["task"], items[lab["item"]], lab["part"], lab["answer"])
+            is_correct(batch["task_type"], items[lab["item"]], lab["part"], lab["answer"])
             for lab in answered
             if lab["is_gold"]
         ]
@@ -64,7 +64,7 @@ def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any
 
     batch = store.get_batch(db, batch_name)
     labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
-    report = task_agreement(labels, batch["task"], n_boot=AGREEMENT_BOOTSTRAP, seed=AGREEMENT_SEED)
+    report = task_agreement(labels, batch["task_type"], n_boot=AGREEMENT_BOOTSTRAP, seed=AGREEMENT_SEED)
     if "by_question" in report:
         report["question_words"] = _question_words(db, batch)
     return {"batch": batch_name, **report, "bootstrap": {"resamples": AGREEMENT_BOOTSTRAP, "seed": AGREEMENT_SEED}}
@@ -73,12 +73,12 @@ def batch_agreement(db: sqlite_utils.Database, batch_name: str) -> dict[str, Any
 def _question_words(db: sqlite_utils.Database, batch: store.BatchRow) -> dict[str, str]:
     """Each question of the batch's task in the words of its items ("rank of the negative caption",
     not rank_2): the questions name caption roles, which are the same on every item of a dataset."""
-    task = task_type(batch["task"])
+    asked = task_type(batch["task_type"])
     first = store.first_assigned_item(db, batch["id"])
-    if task.question_words is None or first is None:
-        return {q: q for q in task.questions}
+    if asked.question_words is None or first is None:
+        return {q: q for q in asked.questions}
     item = store.items_by_id(db, [first])[first]
-    return {q: task.question_words(item, q) for q in task.questions}
+    return {q: asked.question_words(item, q) for q in asked.questions}
 
 
 BY_CATEGORY_COEFFICIENTS = ("percent_agreement", "cohen_mean", "krippendorff_alpha", "gwet_ac1")
@@ -93,7 +93,7 @@ def agreement_by_category(db: sqlite_utils.Database, batch_name: str) -> list[di
     labels = [label for label in store.batch_labels(db, batch["id"]) if not label["is_gold"]]
     rows = []
     for category in sorted({label["category"] for label in labels}):
-        report = task_agreement([x for x in labels if x["category"] == category], batch["task"], n_boot=0)
+        report = task_agreement([x for x in labels if x["category"] == category], batch["task_type"], n_boot=0)
         rows.append(
             {
                 "category": category,

@@ -85,7 +85,7 @@ class BatchSpec:
     """What the admin asks for when creating a batch."""
 
     dataset: str
-    task: str
+    task_type: str
     annotators: tuple[str, ...]
     overlap: int = 2
     n: int | None = None
@@ -126,8 +126,8 @@ def setting(config: Mapping[str, Any], key: str) -> Any:
 
 def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     """Choose items, assign them, store the batch; return the `batch create` JSON (README, Command line)."""
-    if spec.task not in TASK_TYPES:
-        raise BatchError(f"unknown task {spec.task!r}; expected one of {TASK_TYPES}")
+    if spec.task_type not in TASK_TYPES:
+        raise BatchError(f"unknown task {spec.task_type!r}; expected one of {TASK_TYPES}")
     if not spec.annotators and spec.crowd_items is None:
         raise BatchError("a batch needs at least one annotator (or crowd mode)")
     if spec.crowd_items is not None and (
@@ -136,7 +136,7 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
         raise BatchError(
             "a crowd study needs a completion URL with {code} in it, a window of 1 or more units, and a consent text"
         )
-    name = store.check_name("batch", spec.name or f"{spec.task}-{spec.dataset}-{secrets.token_hex(3)}")
+    name = store.check_name("batch", spec.name or f"{spec.task_type}-{spec.dataset}-{secrets.token_hex(3)}")
     for annotator in spec.annotators:
         store.check_name("annotator", annotator)
     if spec.crowd_items is None:  # before any annotator is created: a refused batch stores nothing
@@ -146,14 +146,16 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     rng = random.Random(f"batch:{spec.seed}")
     chosen = candidates if spec.n is None else rng.sample(candidates, min(spec.n, len(candidates)))
     if not chosen:
-        raise BatchError(f"no {'/'.join(task_type(spec.task).item_kinds)} items in {spec.dataset} match this batch")
+        raise BatchError(
+            f"no {'/'.join(task_type(spec.task_type).item_kinds)} items in {spec.dataset} match this batch"
+        )
     gold_items = _pick_gold(chosen, spec, rng)
     annotators = [store.ensure_annotator(db, annotator) for annotator in spec.annotators]
     drawn = (spec.health or {}).get("items", {})  # a health design's items go to rows, not into the config
     config = {
         **{k: v for k, v in asdict(spec).items() if k not in ("name", "annotators", "item_ids", "health")},
         **({"health": {k: v for k, v in spec.health.items() if k != "items"}} if spec.health else {}),
-        "instructions": spec.instructions or task_type(spec.task).instructions,
+        "instructions": spec.instructions or task_type(spec.task_type).instructions,
         "completion_code": secrets.token_hex(4).upper(),
         "n_items": len(chosen),
     }
@@ -161,7 +163,7 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     if spec.crowd_items is not None:
         config.update(_crowd_config(chosen, gold_items, candidates, spec, rng))
     with store.transaction(db):
-        batch_id = store.create_batch(db, name, dataset["id"], spec.task, config)
+        batch_id = store.create_batch(db, name, dataset["id"], spec.task_type, config)
         store.add_assignments(db, batch_id, rows)
         store.add_health_items(db, batch_id, [(int(i), e["category"], e["inclusion"]) for i, e in drawn.items()])
         # Each batch hands out a link per annotator; links issued before stay valid.
@@ -169,7 +171,7 @@ def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     counts = Counter(annotator for _, _, annotator, _, _ in rows)
     result = {
         "batch": name,
-        "task": spec.task,
+        "task_type": spec.task_type,
         "n_items": len(chosen),
         "overlap": spec.overlap,
         "annotators": [
@@ -191,10 +193,10 @@ def _crowd_config(
     chosen: list[store.ItemRow], gold: set[int], candidates: list[store.ItemRow], spec: BatchSpec, rng: random.Random
 ) -> dict[str, Any]:
     """The unit pool crowd workers draw from, practice items outside the batch, the codes and the cap."""
-    units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task, i)]
+    units = [[i["id"], part, i["id"] in gold] for i in chosen for part in parts_for(spec.task_type, i)]
     in_batch = {i["id"] for i in chosen}
     practice_pool = [
-        i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task, i) is not None
+        i["id"] for i in candidates if i["id"] not in in_batch and expected_answer(spec.task_type, i) is not None
     ]
     n_regular = sum(not is_gold for _, _, is_gold in units)
     needed = max(1, math.ceil(n_regular * spec.overlap / max(1, spec.crowd_items or 1)))
@@ -208,7 +210,7 @@ def _crowd_config(
 
 
 def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec) -> list[store.ItemRow]:
-    kinds = task_type(spec.task).item_kinds
+    kinds = task_type(spec.task_type).item_kinds
     if spec.item_ids:  # only these decoded (a health batch of 100 decoded a million items: 40 s)
         chosen = store.items_by_id(db, spec.item_ids, dataset_id=dataset_id)
         listed = [chosen[item_id] for item_id in sorted(chosen)]  # in import order, as list_items gives them
@@ -221,7 +223,7 @@ def _eligible_items(db: sqlite_utils.Database, dataset_id: int, spec: BatchSpec)
 
 
 def _pick_gold(items: list[store.ItemRow], spec: BatchSpec, rng: random.Random) -> set[int]:
-    knowable = [i["id"] for i in items if expected_answer(spec.task, i) is not None]
+    knowable = [i["id"] for i in items if expected_answer(spec.task_type, i) is not None]
     n_gold = min(len(knowable), round(spec.gold_share * len(items)))
     return set(rng.sample(knowable, n_gold))
 
@@ -229,7 +231,7 @@ def _pick_gold(items: list[store.ItemRow], spec: BatchSpec, rng: random.Random) 
 def _assignment_rows(
     annotators: list[int], items: list[store.ItemRow], gold: set[int], spec: BatchSpec
 ) -> list[tuple[int, int, int, int, bool]]:
-    units = [(item["id"], part) for item in items for part in parts_for(spec.task, item)]
+    units = [(item["id"], part) for item in items for part in parts_for(spec.task_type, item)]
     regular = [u for u in units if u[0] not in gold]
     plan = plan_assignments(len(regular), annotators, spec.overlap, spec.seed)
     queues: dict[int, list[tuple[Unit, bool]]] = {a: [] for a in annotators}

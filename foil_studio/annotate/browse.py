@@ -127,7 +127,7 @@ def _card(item: store.ItemRow, root: Path | None) -> ItemCard:
 
 
 def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[int, list[str]]:
-    """Per item card, one plain-text line per human label: batch, task, annotator, the answer in
+    """Per item card, one plain-text line per human label: batch, task type, annotator, the answer in
     words (`TaskType.answer_words`, as the answer charts say it), right or wrong where the truth
     is known, flags and comment."""
     lines: dict[int, list[str]] = {card.id: [] for card in cards}
@@ -135,9 +135,9 @@ def human_label_lines(db: sqlite_utils.Database, cards: list[ItemCard]) -> dict[
     items = store.items_by_id(db, {label["item"] for label in labels})
     for label in labels:
         item = items[label["item"]]
-        answer = task_type(label["task"]).answer_words(item, label["part"], label["answer"])
-        right = is_correct(label["task"], item, label["part"], label["answer"])
-        text = f"human · {label['batch']} ({label['task']}) · {label['annotator']}: {answer}"
+        answer = task_type(label["task_type"]).answer_words(item, label["part"], label["answer"])
+        right = is_correct(label["task_type"], item, label["part"], label["answer"])
+        text = f"human · {label['batch']} ({label['task_type']}) · {label['annotator']}: {answer}"
         text += "" if right is None else (" (right)" if right else " (wrong)")
         text += " · simulated" if label["simulated"] else ""
         text += f" · flags: {', '.join(label['flags'])}" if label["flags"] else ""
@@ -152,8 +152,8 @@ def answers_in_words(db: sqlite_utils.Database, batch_name: str) -> list[dict[st
     batch = store.get_batch(db, batch_name)
     labels = store.batch_labels(db, batch["id"])
     items = store.items_by_id(db, {label["item"] for label in labels})
-    task = task_type(batch["task"])
-    words = [task.answer_words(items[label["item"]], label["part"], label["answer"]) for label in labels]
+    asked = task_type(batch["task_type"])
+    words = [asked.answer_words(items[label["item"]], label["part"], label["answer"]) for label in labels]
     return [{"annotator": label["annotator"], "answer": answer} for label, answer in zip(labels, words)]
 
 

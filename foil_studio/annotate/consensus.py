@@ -80,9 +80,12 @@ class Exclusion:
         )
 
 
-def vote_words(task: TaskType, item: Mapping[str, Any], decision: Decision) -> dict[str, str]:
+def vote_words(task_type: TaskType, item: Mapping[str, Any], decision: Decision) -> dict[str, str]:
     """Each answer voted on the decision's question, in words (`TaskType.answer_words`)."""
-    return {key: task.answer_words(item, decision.part, answer_from_key(key, task.questions)) for key in decision.votes}
+    return {
+        key: task_type.answer_words(item, decision.part, answer_from_key(key, task_type.questions))
+        for key in decision.votes
+    }
 
 
 def votes_text(words: Mapping[str, str], decision: Decision) -> str:

@@ -38,8 +38,8 @@ def pick_image_survivors(db: sqlite_utils.Database, batch_name: str) -> list[tup
     """(candidate item, chosen candidate index) for every item the batch keeps: a batch of a task
     type with a next step (`TaskType.next_step`: pick_image)."""
     batch = store.get_batch(db, batch_name)
-    if task_type(batch["task"]).next_step is None:
-        raise BatchError(f"{batch_name} is a {batch['task']} batch, not {' or '.join(STEP_TASKS)}")
+    if task_type(batch["task_type"]).next_step is None:
+        raise BatchError(f"{batch_name} is a {batch['task_type']} batch, not {' or '.join(STEP_TASKS)}")
     answers: dict[int, list[str]] = {}
     for label in store.batch_labels(db, batch["id"]):
         if not label["is_gold"]:
@@ -97,7 +97,7 @@ def create_ambiguity_batch(
     picked = store.get_batch(db, pick_batch)
     holders = annotators or tuple(sorted({a["annotator"] for a in store.batch_assignments(db, picked["id"])}))
     overlap = overlap or min(SPEC_DEFAULTS["overlap"], len(holders))
-    follow = task_type(picked["task"]).next_step or ""  # ambiguity
+    follow = task_type(picked["task_type"]).next_step or ""  # ambiguity
     return create_batch(db, BatchSpec(target, follow, holders, overlap, item_ids=ids, seed=seed, name=name))
 
 

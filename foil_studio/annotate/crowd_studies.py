@@ -366,7 +366,7 @@ def practice_tasks(
     """The crowd batch's practice questions (items outside the batch with known answers)."""
     items = store.items_by_id(db, batch["config"].get("practice_items", []))
     return [
-        (build_task(batch["task"], items[i], 0, seed=f"practice:{annotator_id}"), items[i])
+        (build_task(batch["task_type"], items[i], 0, seed=f"practice:{annotator_id}"), items[i])
         for i in batch["config"].get("practice_items", [])
     ]
 

@@ -34,7 +34,7 @@ from foil_studio.data.images import resolve_image
 from foil_studio.data.plain_text import count_range, figure
 
 # The construction task types: those whose record names the layout of their cleaned benchmark.
-CONSTRUCTION_TASKS = tuple(name for name, task in REGISTRY.items() if task.clean_format)
+CONSTRUCTION_TASKS = tuple(name for name, task_type in REGISTRY.items() if task_type.clean_format)
 
 
 def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
@@ -42,8 +42,8 @@ def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
     when that format writes every item kind the dataset holds, else the task type's
     (validate_negative: SugarCrepe's, ambiguity: BiVLC's); None for tasks that clean nothing."""
     batch = store.get_batch(db, batch_name)
-    task = REGISTRY[batch["task"]]
-    if not task.clean_format:
+    task_type = REGISTRY[batch["task_type"]]
+    if not task_type.clean_format:
         return None
     row = store.get_dataset(db, batch["dataset"])
     source = formats.REGISTRY.get(row["source_format"])
@@ -53,19 +53,19 @@ def clean_layout(db: sqlite_utils.Database, batch_name: str) -> str | None:
         and source.writes
         and set(store.item_kind_counts(db, row["id"])) <= set(source.writes)
     )
-    return row["source_format"] if own else task.clean_format
+    return row["source_format"] if own else task_type.clean_format
 
 
 def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, out: Path) -> dict[str, Any]:
     """Write the kept items plus provenance.json; return a summary. The layout is `clean_layout`'s;
     `fmt`, if given, must be that one."""
     batch = store.get_batch(db, batch_name)
-    if batch["task"] not in CONSTRUCTION_TASKS:
-        raise BatchError(f"export-clean needs a {' or '.join(CONSTRUCTION_TASKS)} batch, not {batch['task']}")
-    task = REGISTRY[batch["task"]]
+    if batch["task_type"] not in CONSTRUCTION_TASKS:
+        raise BatchError(f"export-clean needs a {' or '.join(CONSTRUCTION_TASKS)} batch, not {batch['task_type']}")
+    task_type = REGISTRY[batch["task_type"]]
     layout = clean_layout(db, batch_name)
     if fmt not in (None, layout):
-        raise BatchError(f"a {task.name} batch on {batch['dataset']} leaves a {layout} benchmark, not {fmt}")
+        raise BatchError(f"a {task_type.name} batch on {batch['dataset']} leaves a {layout} benchmark, not {fmt}")
     fmt = layout
     outcome = {d.item: d for d in decisions(db, batch_name)}
     items = store.items_by_id(db, outcome)
@@ -75,7 +75,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
             "keeps negative by negative; "
             f"`./foil export {batch['dataset']} --format negclip-csv` writes the validated negatives"
         )
-    kept = [items[i] for i, d in outcome.items() if d.answer in task.keep]
+    kept = [items[i] for i, d in outcome.items() if d.answer in task_type.keep]
     removed = [
         {
             "item": i,
@@ -83,10 +83,10 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
             "batch": batch_name,
             "decision": d.answer,
             "votes": d.votes,
-            "rule": task.drop_reasons.get(d.answer or "", "unresolved: no majority and no admin decision"),
+            "rule": task_type.drop_reasons.get(d.answer or "", "unresolved: no majority and no admin decision"),
         }
         for i, d in sorted(outcome.items())
-        if d.answer not in task.keep
+        if d.answer not in task_type.keep
     ]
     removed += _dropped_upstream(db, batch, kept)
     out.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def export_clean(db: sqlite_utils.Database, batch_name: str, fmt: str | None, ou
     )
     provenance = {
         "batch": batch_name,
-        "task": batch["task"],
+        "task_type": batch["task_type"],
         "dataset": batch["dataset"],
         "n_decided": len(outcome),
         "n_kept": len(kept),
@@ -182,14 +182,14 @@ def _who_labelled(batch: store.BatchRow, labels: list[store.LabelRow], regular: 
     planned = batch["config"]["n_items"]
     n_gold = len({label["item"] for label in labels if label["is_gold"]})
     scope = f"{len(items):,} items" if len(items) + n_gold == planned else f"{len(items):,} of the {planned:,} items"
-    task = batch["task"].replace("_", " ")
+    asked = batch["task_type"].replace("_", " ")
     if not labels:
-        return f"No labels have been stored for this {task} batch on {batch['dataset']} yet."
+        return f"No labels have been stored for this {asked} batch on {batch['dataset']} yet."
     per_item = count_range(min(per_unit.values()), max(per_unit.values())) if per_unit else "0"
     return (
         f"{len(annotators)} annotator{'s' if len(annotators) != 1 else ''} labelled {scope} of {batch['dataset']} "
-        f"({task}); each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, and each annotator "
-        f"labelled {count_range(min(annotators.values()), max(annotators.values()))} items"
+        f"({asked}); each item was labelled by {per_item} annotator{'s' if per_item != '1' else ''}, "
+        f"and each annotator labelled {count_range(min(annotators.values()), max(annotators.values()))} items"
         + (
             f", including {n_gold:,} gold item{'s' if n_gold != 1 else ''} with known answers shown to every annotator."
             if n_gold
@@ -284,18 +284,20 @@ def validated_negatives(db: sqlite_utils.Database, dataset: str) -> tuple[dict[i
     negative k): those decided by `export-clean`'s keep rule (the negative is wrong for the image)
     in every validate_negative batch that decided them. Returns them with the batches read;
     refused when there is no such batch."""
-    task = negative_validation()
-    batches = [b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task"] == task.name]
+    task_type = negative_validation()
+    batches = [
+        b["name"] for b in store.list_batches(db) if b["dataset"] == dataset and b["task_type"] == task_type.name
+    ]
     if not batches:
         raise BatchError(
-            f"{dataset} has no {task.name} batch, so no negative of it is validated yet "
-            f"(./foil batch create {dataset} --task {task.name} ..., or Benchmark health's sample)"
+            f"{dataset} has no {task_type.name} batch, so no negative of it is validated yet "
+            f"(./foil batch create {dataset} --task-type {task_type.name} ..., or Benchmark health's sample)"
         )
     kept: dict[tuple[int, int], bool] = {}
     for batch in batches:
         for decision in decisions(db, batch):
             unit = (decision.item, decision.part)
-            kept[unit] = kept.get(unit, True) and decision.answer in task.keep
+            kept[unit] = kept.get(unit, True) and decision.answer in task_type.keep
     validated: dict[int, list[int]] = {}
     for (item, part), keep in sorted(kept.items()):
         if keep:

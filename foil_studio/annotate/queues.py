@@ -54,7 +54,7 @@ def _queue_state(db: sqlite_utils.Database, annotator_id: int, batch: store.Batc
         return QueueState(batch, None, None, None, done, assigned)
     nxt = upcoming[0]
     item = store.items_by_id(db, [nxt["item_id"]])[nxt["item_id"]]
-    task = build_task(batch["task"], item, nxt["part"], seed=_task_seed(batch, annotator_id))
+    task = build_task(batch["task_type"], item, nxt["part"], seed=_task_seed(batch, annotator_id))
     return QueueState(batch, task, nxt["id"], nxt["opened_at"], done, assigned)
 
 
@@ -156,7 +156,7 @@ def upcoming_images(db: sqlite_utils.Database, annotator_id: int, batch_name: st
     following = store.unanswered_assignments(db, annotator_id, batch["id"], limit=ahead + 1)[1:]
     items = store.items_by_id(db, [a["item_id"] for a in following])
     tasks = [
-        build_task(batch["task"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id))
+        build_task(batch["task_type"], items[a["item_id"]], a["part"], seed=_task_seed(batch, annotator_id))
         for a in following
     ]
     return [path for task in tasks for _, path in task_images(db, batch, task) if path is not None]

@@ -21,7 +21,7 @@ from foil_studio.data.reading import read_text
 @command(
     "batch create",
     arg("dataset"),
-    arg("--task", required=True, choices=TASK_TYPES),
+    arg("--task-type", required=True, choices=TASK_TYPES),
     arg("--category", action="append", metavar="CAT", help="only items of this category (repeatable)"),
     arg("--n", type=AT_LEAST_ONE, metavar="N", help="sample this many items (default: all)"),
     arg("--overlap", type=PEOPLE, default=SPEC_DEFAULTS["overlap"], metavar="K", help="annotators per item"),
@@ -89,7 +89,7 @@ def cmd_batch_create(db: sqlite_utils.Database, args: argparse.Namespace) -> dic
     crowd = args.crowd_items is not None
     spec = BatchSpec(
         dataset=args.dataset,
-        task=args.task,
+        task_type=args.task_type,
         annotators=() if crowd else annotators,
         overlap=args.overlap,
         n=args.n,

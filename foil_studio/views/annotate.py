@@ -87,7 +87,7 @@ def batch_label(name: str) -> str:
     the browser hands back the label chosen, so a label that changes with each answer would send
     the next key press to the first batch."""
     number = list(progress_of).index(name) + 1
-    return f"Batch {number}: {progress_of[name]['task'].replace('_', ' ')}"
+    return f"Batch {number}: {progress_of[name]['task_type'].replace('_', ' ')}"
 
 
 def batch_progress() -> str:

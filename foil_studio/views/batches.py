@@ -63,10 +63,10 @@ def create(spec: batches.BatchSpec) -> None:
 
 
 with st.expander("New batch", expanded=not store.list_batches(db)):
-    task = st.selectbox("Task", TASK_TYPES, key="new_task")
-    fitting = browse.datasets_holding(db, task_type(task).item_kinds)
+    asked = st.selectbox("Task type", TASK_TYPES, key="new_task_type")
+    fitting = browse.datasets_holding(db, task_type(asked).item_kinds)
     if not fitting:
-        st.warning(f"No dataset has {' or '.join(task_type(task).item_kinds)} items for this task.")
+        st.warning(f"No dataset has {' or '.join(task_type(asked).item_kinds)} items for this task type.")
     else:
         dataset = st.selectbox("Dataset", fitting, key="new_dataset")
         categories = st.multiselect(
@@ -84,7 +84,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
         names = tuple(dict.fromkeys([*chosen, *(x.strip() for x in extra.split(",") if x.strip())]))
         batch_name = (
             st.text_input(
-                "Batch name (optional; default: task, dataset and a random suffix)", key="new_batch_name"
+                "Batch name (optional; default: task type, dataset and a random suffix)", key="new_batch_name"
             ).strip()
             or None
         )
@@ -126,7 +126,7 @@ with st.expander("New batch", expanded=not store.list_batches(db)):
             )
         spec = batches.BatchSpec(
             dataset,
-            task,
+            asked,
             () if crowd else names,
             int(overlap),
             int(n),
@@ -238,8 +238,8 @@ if "by_question" in report and report["n_labels"]:
     shown = questions.assign(**{k: text.figure_cells(questions[k]) for k in agreement.COEFFICIENTS})
     st.dataframe(shown, hide_index=True, width="stretch")  # an empty cell: undefined for that question
     st.caption(
-        "Each question of this task is agreed on separately; the table above pools them (each question of each item "
-        "one unit)."
+        "Each question of this task type is agreed on separately; the table above pools them (each question of "
+        "each item one unit)."
     )
 if report["cohen_pairs"]:
     left, right = st.columns(2)
@@ -294,7 +294,7 @@ st.caption(
     "recorded."
 )
 shown = queue[:5]
-batch_task = task_type(batch_row["task"])
+batch_task = task_type(batch_row["task_type"])
 cards = {card.id: card for card in browse.cards_for(db, batch_row["dataset"], [d.item for d in shown])}
 items = store.items_by_id(db, [d.item for d in shown])
 for decision in shown:
@@ -356,7 +356,7 @@ if layout and right.button(f"Export the cleaned benchmark ({layout})", key="expo
     )
     st.caption("Annotation protocol (for a paper's appendix):")
     st.code(export.protocol_paragraph(db, name), language=None, wrap_lines=True)
-next_step = task_type(batch_row["task"]).next_step
+next_step = task_type(batch_row["task_type"]).next_step
 if next_step:
     st.subheader("Next construction step")
     survivors = construction.pick_image_survivors(db, name)

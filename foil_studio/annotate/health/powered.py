@@ -121,9 +121,9 @@ def predictions_from_answers(
     """Store one annotator's answers in a validate_negative batch of the dataset (a cheap pass over
     every item) as prediction set `name`: invalid 1, valid 0, unsure 0.5; their last answer per item."""
     row = store.get_batch(db, batch)
-    if row["dataset"] != dataset or row["task"] != VALIDATION.name:
+    if row["dataset"] != dataset or row["task_type"] != VALIDATION.name:
         raise HealthError(
-            f"batch {batch!r} is a {row['task']} batch of {row['dataset']}; predictions from answers need a "
+            f"batch {batch!r} is a {row['task_type']} batch of {row['dataset']}; predictions from answers need a "
             f"{VALIDATION.name} batch of {dataset}"
         )
     answers = {

@@ -1,6 +1,6 @@
 """The annotation task types: one module each, listed once in ``REGISTRY``.
 
-Batches, agreement, cleaned exports, human baselines, the CLI's ``--task`` choices, the
+Batches, agreement, cleaned exports, human baselines, the CLI's ``--task-type`` choices, the
 Batches page's select box and the task table of docs/annotation.md (``task_table``) all read this registry; a
 new task type is a new module defining a ``TASK_TYPE`` record (``base.TaskType``) and one line below,
 or an installed package's entry point in group ``foil_studio.task_types`` (docs/plugins.md).
@@ -73,15 +73,15 @@ def task_type(name: str) -> TaskType:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise TaskError(f"unknown task {name!r}; expected one of {tuple(REGISTRY)}") from None
+        raise TaskError(f"unknown task type {name!r}; expected one of {tuple(REGISTRY)}") from None
 
 
 def build_task(name: str, item: Item, part: int, seed: str) -> Task:
     """The task for one stored item (`store.list_items` row); same seed, same layout."""
-    task = task_type(name)
-    if item["kind"] not in task.item_kinds:
-        raise TaskError(f"{name} needs items of kind {task.item_kinds}, got {item['kind']}")
-    return task.build(item, part, random.Random(f"{seed}:{item['id']}:{part}"))
+    asked = task_type(name)
+    if item["kind"] not in asked.item_kinds:
+        raise TaskError(f"{name} needs items of kind {asked.item_kinds}, got {item['kind']}")
+    return asked.build(item, part, random.Random(f"{seed}:{item['id']}:{part}"))
 
 
 def parts_for(name: str, item: Item) -> tuple[int, ...]:
@@ -127,17 +127,17 @@ def task_table() -> str:
     them out on its example item.
 
     >>> task_table().splitlines()[0]
-    '| task | items | asks | answers (keys) |'
+    '| task type | items | asks | answers (keys) |'
     """
-    rows = ["| task | items | asks | answers (keys) |", "| --- | --- | --- | --- |"]
+    rows = ["| task type | items | asks | answers (keys) |", "| --- | --- | --- | --- |"]
     for t in REGISTRY.values():
         name = plugins.marked(plugins.TASK_TYPES, t.name)
         rows.append(f"| {name} | {', '.join(t.item_kinds)} | {t.summary} | {_answers_in_words(t)} |")
     return "\n".join(rows)
 
 
-def _answers_in_words(task: TaskType) -> str:
-    """ "Left `1`, Right `2`, Both `3`" (label and key); a task of several questions names them."""
-    shown = task.build(item_kind(task.example_kind).example, 0, random.Random(0))
+def _answers_in_words(asked: TaskType) -> str:
+    """ "Left `1`, Right `2`, Both `3`" (label and key); a task type of several questions names them."""
+    shown = asked.build(item_kind(asked.example_kind).example, 0, random.Random(0))
     answers = ", ".join(f"{o.label} `{o.shortcut}`" if o.shortcut else o.label for o in shown.options)
     return answers if shown.questions == ("answer",) else f"{answers}, for each of: {' / '.join(shown.question_labels)}"

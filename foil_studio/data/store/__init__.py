@@ -22,7 +22,7 @@ Schema (version 17)
 ``annotators``    ``name``; ``external_id`` for crowd workers (``token`` is a placeholder since 9).
 ``annotator_tokens`` (since 9) the SHA-256 hash of every link token an annotator holds (several:
                   each batch and each crowd visit issues one); the token itself is never stored.
-``batches``       an annotation batch over a dataset: ``task`` and JSON ``config`` (overlap,
+``batches``       an annotation batch over a dataset: ``task_type`` (``task`` until 22) and JSON ``config`` (overlap,
                   gold share, seed, instructions, completion code...); ``closed_at`` (since 8): a
                   closed crowd study takes no new participants.
 ``health_items``  (since 14) a health sample batch's drawn items: ``category`` (its stratum) and
@@ -33,7 +33,7 @@ Schema (version 17)
                   ``opened_at`` (the lease and the item timer: when the item was first drawn for them).
                   ``part`` tells apart the independent questions one item yields.
 ``labels``        one answer per (batch, item, part, annotator), unique, so a resubmission
-                  cannot add a second: ``task``, JSON ``answer``, ``displayed_order`` and
+                  cannot add a second: ``task_type`` (``task`` until 22), JSON ``answer``, ``displayed_order`` and
                   ``flags``, ``comment``, ``started_at``, ``submitted_at``, ``seconds``,
                   ``simulated`` (since 15: written by ``annotate.simulation``, no person's);
                   ``LABEL_COLUMNS`` lists them, for migrate-store's checksum and the label export.

@@ -27,15 +27,15 @@ _ANSWERED = "a.answered"
 _OPEN = "a.answered = 0"
 
 
-def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task: str, config: dict[str, Any]) -> int:
+def create_batch(db: sqlite_utils.Database, name: str, dataset_id: int, task_type: str, config: dict[str, Any]) -> int:
     """Insert a batch; a taken name is a StoreError."""
     check_name("batch", name)
     if db.execute("SELECT 1 FROM batches WHERE name = ?", [name]).fetchone():
         raise StoreError(f"a batch named {name!r} already exists")
     return int(
         db.execute(
-            "INSERT INTO batches (name, dataset_id, task, config, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-            [name, dataset_id, task, json.dumps(config), _now()],
+            "INSERT INTO batches (name, dataset_id, task_type, config, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+            [name, dataset_id, task_type, json.dumps(config), _now()],
         ).fetchone()[0]
     )
 
@@ -84,9 +84,9 @@ def batch_by_crowd_token(db: sqlite_utils.Database, token: str) -> BatchRow | No
 
 
 def list_batches(db: sqlite_utils.Database) -> list[BatchSummary]:
-    """Every batch with its dataset, task and label counts."""
+    """Every batch with its dataset, task type and label counts."""
     rows = db.query(
-        "SELECT batches.id, batches.name, datasets.name AS dataset, task, batches.created_at,"
+        "SELECT batches.id, batches.name, datasets.name AS dataset, task_type, batches.created_at,"
         " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = batches.id) AS n_assignments,"
         " (SELECT COUNT(*) FROM labels l WHERE l.batch_id = batches.id) AS n_labels"
         " FROM batches JOIN datasets ON datasets.id = batches.dataset_id ORDER BY batches.id"
@@ -131,7 +131,7 @@ def annotator_batches(db: sqlite_utils.Database, annotator_id: int) -> list[dict
     temporary B-tree (165 ms a call with a 1,100-item health design, on every key press)."""
     return list(
         db.query(
-            "SELECT b.id, b.name, b.task, b.config, c.assigned, c.done FROM"
+            "SELECT b.id, b.name, b.task_type, b.config, c.assigned, c.done FROM"
             f" (SELECT a.batch_id, COUNT(*) AS assigned, SUM({_ANSWERED}) AS done FROM assignments a"
             "  WHERE a.annotator_id = ? GROUP BY a.batch_id) c"
             " JOIN batches b ON b.id = c.batch_id ORDER BY b.id",

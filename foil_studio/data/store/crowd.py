@@ -29,7 +29,7 @@ def joined_studies(db: sqlite_utils.Database, annotator_id: int) -> list[dict[st
     counts their assignments now, 0 when every unit went back to the pool)."""
     return list(
         db.query(
-            "SELECT b.id, b.name, b.task, b.config,"
+            "SELECT b.id, b.name, b.task_type, b.config,"
             " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id)"
             " AS assigned,"
             " (SELECT COUNT(*) FROM assignments a WHERE a.batch_id = b.id AND a.annotator_id = j.annotator_id"

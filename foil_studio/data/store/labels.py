@@ -31,7 +31,7 @@ LABEL_COLUMNS = (
     "item_id",
     "part",
     "annotator_id",
-    "task",
+    "task_type",
     "answer",
     "displayed_order",
     "flags",
@@ -79,7 +79,7 @@ class LabelWrite:
     item_id: int
     part: int
     annotator_id: int
-    task: str
+    task_type: str
     answer: dict[str, Any]
     displayed_order: list[int]
     flags: list[str]
@@ -137,12 +137,12 @@ def save_label(
                 "(a key held down or pressed twice?). Your answer was not stored: look, then answer.",
             )
         label_id = db.execute(
-            "INSERT INTO labels (batch_id, item_id, part, annotator_id, task, answer, displayed_order, flags,"
+            "INSERT INTO labels (batch_id, item_id, part, annotator_id, task_type, answer, displayed_order, flags,"
             " comment, started_at, submitted_at, seconds, simulated)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             [
                 *key,
-                label.task,
+                label.task_type,
                 json.dumps(label.answer),
                 json.dumps(label.displayed_order),
                 json.dumps(label.flags),
@@ -202,14 +202,14 @@ def batch_labels(db: sqlite_utils.Database, batch_id: int) -> list[LabelRow]:
 
 
 def item_labels(db: sqlite_utils.Database, item_ids: Iterable[int]) -> list[ItemLabel]:
-    """Every label given to these items in any batch: batch, task, annotator, answer, flags, comment,
+    """Every label given to these items in any batch: batch, task type, annotator, answer, flags, comment,
     and whether it was simulated."""
     wanted = sorted(set(item_ids))
     found: list[ItemLabel] = []
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         rows = db.query(
-            "SELECT l.item_id AS item, l.part, batches.name AS batch, l.task, annotators.name AS annotator,"
+            "SELECT l.item_id AS item, l.part, batches.name AS batch, l.task_type, annotators.name AS annotator,"
             " l.answer, l.flags, l.comment, l.simulated FROM labels l JOIN batches ON batches.id = l.batch_id"
             f" JOIN annotators ON annotators.id = l.annotator_id WHERE l.item_id IN ({','.join('?' * len(chunk))})"
             " ORDER BY l.item_id, l.id",

@@ -88,7 +88,7 @@ class BatchRow(TypedDict):
     name: str
     dataset_id: int
     dataset: str
-    task: str
+    task_type: str
     config: dict[str, Any]
     created_at: str
     closed_at: str | None
@@ -100,7 +100,7 @@ class BatchSummary(TypedDict):
     id: int
     name: str
     dataset: str
-    task: str
+    task_type: str
     created_at: str
     n_assignments: int
     n_labels: int
@@ -115,7 +115,7 @@ class LabelRow(TypedDict):
     source_id: str
     category: str
     part: int
-    task: str
+    task_type: str
     answer: dict[str, Any]
     displayed_order: list[int]
     flags: list[str]
@@ -133,7 +133,7 @@ class ItemLabel(TypedDict):
     item: int
     part: int
     batch: str
-    task: str
+    task_type: str
     annotator: str
     answer: dict[str, Any]
     flags: list[str]

@@ -360,6 +360,17 @@ def _m0021_run_copies(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m0022_task_type(db: sqlite_utils.Database) -> None:
+    # `task` meant one laid-out question (`Task`) and a task type's name at once: the name a batch
+    # and each of its labels are asked under is their `task_type`
+    db.executescript(
+        """
+        ALTER TABLE batches RENAME COLUMN task TO task_type;
+        ALTER TABLE labels RENAME COLUMN task TO task_type;
+        """
+    )
+
+
 _POSTGRES_ANSWERED_TRIGGERS = """
     CREATE FUNCTION labels_mark_assignment() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -399,6 +410,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("0019_item_counts", _m0019_item_counts),
     ("0020_items_by_kind_covers_ids", _m0020_items_by_kind_covers_ids),
     ("0021_run_copies", _m0021_run_copies),
+    ("0022_task_type", _m0022_task_type),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
