@@ -6,13 +6,14 @@ of a sample with an active batch."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from foil_studio.analysis import active_sampling as active
-from foil_studio.analysis.prediction_powered import powered_stratum_share
+from foil_studio.analysis.prediction_powered import difference_interval, disagreements_worth, powered_stratum_share
 from foil_studio.annotate import health
 from foil_studio.annotate.simulation import simulate
 from foil_studio.data import store
@@ -20,6 +21,7 @@ from tests.test_cli import run_cli
 from tests.test_health_predictions import DATASET, frame_items, predictor_rows, write_jsonl
 
 ANNOTATORS = ("ann-a", "ann-b", "ann-c")
+DRAWN_TWICE = "each round draws distinct items of the stratum that no earlier round drew"
 
 
 def test_inclusion_probabilities_follow_the_uncertainty_above_a_floor_and_sum_to_the_budget():
@@ -102,23 +104,102 @@ def test_a_census_round_leaves_no_variance_and_gives_the_true_share():
 @pytest.mark.parametrize(
     ("rounds", "message"),
     [
-        ([active.Round(np.array([0, 1]), np.array([0.5]), np.array([1.0, 0.0]))], "one inclusion probability"),
-        ([active.Round(np.array([0]), np.array([0.0]), np.array([1.0]))], "above 0"),
-        ([active.Round(np.array([0]), np.array([0.5]), np.array([2.0]))], "0, 1 or nan"),
+        (
+            [active.Round(np.array([0, 1]), np.array([0.5]), np.array([1.0, 0.0]))],
+            "a round needs one inclusion probability and one outcome per drawn item",
+        ),
+        (
+            [active.Round(np.array([0]), np.array([0.0]), np.array([1.0]))],
+            "every inclusion probability must be above 0 and at most 1",
+        ),
+        (
+            [active.Round(np.array([0]), np.array([1.5]), np.array([1.0]))],
+            "every inclusion probability must be above 0 and at most 1",
+        ),
+        ([active.Round(np.array([0]), np.array([0.5]), np.array([2.0]))], "outcomes must be 0, 1 or nan (undecided)"),
         (
             [
                 active.Round(np.array([0]), np.array([0.5]), np.array([1.0])),
                 active.Round(np.array([0]), np.array([0.5]), np.array([0.0])),
             ],
-            "no earlier round drew",
+            DRAWN_TWICE,
         ),
-        ([active.Round(np.array([7]), np.array([0.5]), np.array([1.0]))], "distinct items of the stratum"),
-        ([active.Round(np.array([0]), np.array([0.5]), np.array([np.nan]))], "at least one decided item"),
+        (  # the third round repeats the first's item: every earlier round counts, not the last alone
+            [
+                active.Round(np.array([0]), np.array([0.5]), np.array([1.0])),
+                active.Round(np.array([1]), np.array([0.5]), np.array([0.0])),
+                active.Round(np.array([0]), np.array([0.5]), np.array([0.0])),
+            ],
+            DRAWN_TWICE,
+        ),
+        ([active.Round(np.array([7]), np.array([0.5]), np.array([1.0]))], DRAWN_TWICE),
+        ([active.Round(np.array([4]), np.array([0.5]), np.array([1.0]))], DRAWN_TWICE),  # one past the last
+        (
+            [active.Round(np.array([0]), np.array([0.5]), np.array([np.nan]))],
+            "a stratum needs at least one decided item for an estimate",
+        ),
     ],
 )
 def test_rounds_that_do_not_fit_the_design_are_refused(rounds, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         active.rounds_estimate(rounds, np.full(4, 0.5))
+
+
+def test_a_round_nobody_decided_counts_its_items_at_the_stratums_fit_and_later_rounds_add_them():
+    """Three rounds, the middle one drawn but not yet decided: its items count at the stratum's fit
+    (lambda f + the decided items' mean of y - lambda f) among the items the third round's total
+    knows; only the decided rounds are weighed (lambda fixed at 0.5). The first round's unequal
+    probabilities make its Hajek level differ from its items' mean, so its outcomes, not its fit, must
+    be what the later totals know."""
+    predicted = np.array([0.1, 0.9, 0.5, 0.2, 0.8, 0.3, 0.6, 0.4, 0.7, 0.05])
+    first = active.Round(np.array([2, 5]), np.array([0.2, 0.4]), np.array([1.0, 0.0]))
+    undecided = active.Round(np.array([1, 4]), np.array([0.3, 0.3]), np.array([np.nan, np.nan]))
+    third = active.Round(np.array([0, 7, 9]), np.array([0.25, 0.5, 0.4]), np.array([0.0, 1.0, 0.0]))
+    found = active.rounds_estimate([first, undecided, third], predicted, weight=0.5)
+    lam = 0.5
+    decided_y, decided_f = np.array([1.0, 0.0, 0.0, 1.0, 0.0]), predicted[[2, 5, 0, 7, 9]]
+    fit = np.mean(decided_y - lam * decided_f)
+    pi1 = np.array([0.2, 0.4])
+    a1 = np.sum((np.array([1.0, 0.0]) - lam * predicted[[2, 5]]) / pi1) / np.sum(1 / pi1)
+    total1 = lam * predicted.sum() + 10 * a1
+    pi = np.array([0.25, 0.5, 0.4])
+    y, f = np.array([0.0, 1.0, 0.0]), predicted[[0, 7, 9]]
+    a3 = np.sum((y - lam * f) / pi) / np.sum(1 / pi)
+    known = 1.0 + np.sum(lam * predicted[[1, 4]] + fit)  # round 1's outcomes, round 2's items at the fit
+    rest = np.ones(10, bool)
+    rest[[2, 5, 1, 4]] = False
+    total3 = known + lam * predicted[rest].sum() + 6 * a3
+    d1, d3 = np.sum((1 - pi1) / pi1**2), np.sum((1 - pi) / pi**2)
+    w1, w3 = (1 / d1) / (1 / d1 + 1 / d3), (1 / d3) / (1 / d1 + 1 / d3)
+    assert found.estimate == pytest.approx((w1 * total1 + w3 * total3) / 10, rel=1e-12)
+    assert (found.weight, found.decided, found.count) == (0.5, 5, 2)
+
+
+def test_the_plain_estimate_of_one_round_spends_one_degree_of_freedom():
+    """lambda 0 (no predictions): the residuals' variance has n - 1 in its divisor, not n - 2."""
+    y = np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+    found = active.rounds_estimate([active.Round(np.arange(6), np.full(6, 0.3), y)], np.zeros(20), weight=0.0)
+    level = y.mean()
+    residual = np.sum((1 - 0.3) / 0.3**2 * (y - level) ** 2) * 6 / 5
+    floor = disagreements_worth(2, 6) * 20**2 * (1 - 6 / 20) / 6
+    assert found.estimate == pytest.approx(level, rel=1e-12)
+    assert found.variance == pytest.approx((residual + floor) / 20**2, rel=1e-12)
+
+
+def test_a_stratums_and_the_strata_combined_share_are_korn_and_graubards_on_the_rounds_estimates():
+    one = active.RoundEstimate(estimate=0.1, variance=0.0004, weight=0.3, decided=40, count=5)
+    two = active.RoundEstimate(estimate=0.3, variance=0.0009, weight=0.0, decided=25, count=8)
+    assert active.stratum_share(one, 200, level=0.9) == difference_interval(0.1, 0.0004, 40, 1, 5, 200, 0.9)
+    combined = active.stratified_share([one, two], [100, 300], level=0.9)
+    weights = np.array([0.25, 0.75])
+    expected = difference_interval(0.25 * 0.1 + 0.75 * 0.3, float(weights**2 @ [0.0004, 0.0009]), 65, 2, 13, 400, 0.9)
+    assert combined == expected
+    assert (combined.count, combined.decided, combined.size) == (13, 65, 400)
+    assert combined != active.stratified_share([one, two], [100, 300])  # the level is passed on
+
+
+def test_an_expected_draw_of_every_item_left_includes_each_for_certain():
+    assert active.active_inclusion(np.array([0.0, 0.5, 0.5, 0.0]), 4).tolist() == [1.0, 1.0, 1.0, 1.0]
 
 
 def test_random_then_active_rounds_cover_the_true_share_and_are_about_unbiased():
