@@ -127,7 +127,7 @@ def setting(config: Mapping[str, Any], key: str) -> Any:
 def create_batch(db: sqlite_utils.Database, spec: BatchSpec) -> dict[str, Any]:
     """Choose items, assign them, store the batch; return the `batch create` JSON (README, Command line)."""
     if spec.task_type not in TASK_TYPES:
-        raise BatchError(f"unknown task {spec.task_type!r}; expected one of {TASK_TYPES}")
+        raise BatchError(f"unknown task type {spec.task_type!r}; expected one of {TASK_TYPES}")
     if not spec.annotators and spec.crowd_items is None:
         raise BatchError("a batch needs at least one annotator (or crowd mode)")
     if spec.crowd_items is not None and (

@@ -294,12 +294,12 @@ st.caption(
     "recorded."
 )
 shown = queue[:5]
-batch_task = task_type(batch_row["task_type"])
+batch_task_type = task_type(batch_row["task_type"])
 cards = {card.id: card for card in browse.cards_for(db, batch_row["dataset"], [d.item for d in shown])}
 items = store.items_by_id(db, [d.item for d in shown])
 for decision in shown:
     card, item = cards[decision.item], items[decision.item]
-    words = consensus.vote_words(batch_task, item, decision)
+    words = consensus.vote_words(batch_task_type, item, decision)
     votes = consensus.votes_text(words, decision)
     draw_item_card(
         card, f"item {decision.item} ({card.category}); votes: {votes}", paths.thumbnail_dir(paths.db_path()), width=140
@@ -319,7 +319,7 @@ for decision in shown:
             batch_row["id"],
             decision.item,
             decision.part,
-            consensus.answer_from_key(choice, batch_task.questions),
+            consensus.answer_from_key(choice, batch_task_type.questions),
             by="admin",
         )
         st.rerun()
