@@ -20,6 +20,12 @@ METRIC_ROW = re.compile(r"^\s*(\S+)\s+(accuracy_\w+)\s+([\d.]+)\s+(\d+)\s+(\d+)\
 AGREEMENT_ROW = re.compile(r"^(\w+)\s+(-?[\d.]+)\s+95% interval (-?[\d.]+) to (-?[\d.]+)$")
 
 
+def validation_batch(location, name: str, n: int, *options: str) -> dict | list:
+    """`foil batch create` of a validate_negative batch of n items of demo-sugarcrepe called `name`."""
+    command = ("batch", "create", "demo-sugarcrepe", "--task-type", "validate_negative", "--n", str(n), "--name", name)
+    return foil(location, *command, *options)
+
+
 def foil(location, *args: str) -> dict | list:
     """`foil ARGS --json` on a store, as a subprocess."""
     done = subprocess.run(
@@ -37,21 +43,7 @@ def scored_demo_with_a_batch(demo_db):
     location = store.location(demo_db)
     for name in ("ada", "ben"):
         foil(location, "annotator", "add", name)
-    foil(
-        location,
-        "batch",
-        "create",
-        "demo-sugarcrepe",
-        "--task-type",
-        "validate_negative",
-        "--n",
-        "20",
-        "--name",
-        "check",
-        "--annotators",
-        "ada",
-        "ben",
-    )
+    validation_batch(location, "check", 20, "--annotators", "ada", "ben")
     foil(location, "simulate", "check")
     return studio
 
@@ -102,18 +94,7 @@ def test_the_notebook_example_says_why_a_coefficient_is_undefined(demo_db):
     said with its reason (it unpacked a None interval before)."""
     api.Studio(demo_db).score("demo-sugarcrepe", "demo", run="demo-clip")
     location = store.location(demo_db)
-    foil(
-        location,
-        "batch",
-        "create",
-        "demo-sugarcrepe",
-        "--task-type",
-        "validate_negative",
-        "--n",
-        "4",
-        "--name",
-        "fresh",
-    )
+    validation_batch(location, "fresh", 4)
     printed = notebook_example(location)
     assert "fresh: 0 labels" in printed
     assert "percent_agreement  undefined: no item has two or more labels" in printed
