@@ -4,8 +4,9 @@
 
 One category of N = 2,000 items. A first random batch of 40, then 60 more items: drawn at random
 (the two batches one random sample of 100, estimated prediction-powered as `health report` does)
-or actively (`health next --strategy active`: each item on its own coin, more likely where the
-predictions are unsure; the report's round-by-round estimate). Both use the same predictions on
+or actively (what `health next --strategy active` drew before it was retired during 0.10.0: each
+item on its own coin, more likely where the predictions are unsure; the report's round-by-round
+estimate). Both use the same predictions on
 every item. Worlds:
 
 * `calibrated q`: f = logistic(z + q (2y - 1) + offset), z standard normal: a calibrated-looking

@@ -1,12 +1,14 @@
-"""Sampling where it helps (`analysis/active_sampling.py`, `health next --strategy active`): inclusion
-probabilities that grow with a predictor's uncertainty, the round-by-round estimate pinned to
-independent computations, the draw recorded and refused where it cannot be made, and the report
-of a sample with an active batch."""
+"""Active sampling (`analysis/active_sampling.py`): inclusion probabilities that grow with a
+predictor's uncertainty, the round-by-round estimate pinned to independent computations, the report
+of a sample with an active batch (drawn before active draws were retired during 0.10.0; such batches
+are rebuilt here with the rule they drew by), and new active draws refused with the reason on the
+API, the command line and the page."""
 
 from __future__ import annotations
 
-import json
+import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +17,11 @@ import pytest
 from foil_studio.analysis import active_sampling as active
 from foil_studio.analysis.prediction_powered import difference_interval, disagreements_worth, powered_stratum_share
 from foil_studio.annotate import health
+from foil_studio.annotate.health.sample import ACTIVE_RETIRED
 from foil_studio.annotate.simulation import simulate
 from foil_studio.data import store
 from tests.test_cli import run_cli
-from tests.test_health_predictions import DATASET, frame_items, predictor_rows, write_jsonl
+from tests.test_health_predictions import DATASET, frame_items, write_jsonl
 
 ANNOTATORS = ("ann-a", "ann-b", "ann-c")
 DRAWN_TWICE = "each round draws distinct items of the stratum that no earlier round drew"
@@ -243,30 +246,44 @@ def answered_sample(db, tmp_path: Path) -> None:
     simulate(db, "health-1", accuracies=1.0, seed=0)
 
 
+def legacy_active_plan(db, budget: int = 60, seed: int = 1) -> health.SamplePlan:
+    """The draw `health next --strategy active --predictions judge` made before it was retired: the budget
+    allocated over categories as a random draw would, then every item not drawn before on its own coin
+    with `active_inclusion` probabilities of the judge's uncertainty."""
+    planned = health.plan_sample(db, DATASET, budget, allocation="neyman", seed=seed)
+    sample = health.read_sample(db, DATASET)
+    found = store.get_predictions(db, DATASET, "judge")
+    coins = random.Random(seed)
+    drawn: dict[str, list[int]] = {}
+    inclusion: dict[int, float] = {}
+    for category, items in planned.drawn.items():
+        rest = [i for i in sample.frame[category] if i not in sample.drawn]
+        probabilities = active.active_inclusion(active.uncertainty(np.array([found[i] for i in rest])), len(items))
+        picked = [(i, float(p)) for i, p in zip(rest, probabilities, strict=True) if coins.random() < p]
+        drawn[category] = [i for i, _ in picked]
+        inclusion.update(picked)
+    expected = {c: len(items) for c, items in planned.drawn.items()}
+    return replace(planned, drawn=drawn, strategy="active", predictions="judge", inclusion=inclusion, expected=expected)
+
+
 def active_batch(db, budget: int = 60, seed: int = 1) -> dict:
-    plan = health.plan_sample(
-        db, DATASET, budget, allocation="neyman", strategy="active", predictions="judge", seed=seed
-    )
-    return health.create_sample_batch(db, plan, ANNOTATORS, overlap=3, name="health-2")
+    return health.create_sample_batch(db, legacy_active_plan(db, budget, seed), ANNOTATORS, overlap=3, name="health-2")
 
 
 def test_an_active_batch_records_each_items_probability_given_the_batches_before(demo_db, tmp_path):
     answered_sample(demo_db, tmp_path)
-    created = active_batch(demo_db)
+    plan = legacy_active_plan(demo_db)
+    created = health.create_sample_batch(demo_db, plan, ANNOTATORS, overlap=3, name="health-2")
     design = health.batch_design(demo_db, "health-2")
     assert (design["strategy"], design["predictions"], design["floor_share"]) == ("active", "judge", 0.2)
     first = set(health.batch_design(demo_db, "health-1")["items"])
     assert not first & set(design["items"])
-    predictions = store.get_predictions(demo_db, DATASET, "judge")
-    for category, items in health.sampling_frame(demo_db, DATASET).items():
-        rest = [i for i in items if str(i) not in first]
-        expected = active.active_inclusion(
-            active.uncertainty(np.array([predictions[i] for i in rest])), design["strata"][category]["expected"]
-        )
-        by_item = dict(zip(rest, expected, strict=True))
-        drawn = {int(i): e["inclusion"] for i, e in design["items"].items() if e["category"] == category}
-        assert drawn == {i: pytest.approx(by_item[i], abs=1e-8) for i in drawn}
-        assert design["strata"][category]["drawn"] == len(drawn)
+    assert {int(i): e["inclusion"] for i, e in design["items"].items()} == {
+        i: pytest.approx(p, abs=1e-9) for i, p in plan.inclusion.items()
+    }
+    for category, stratum in design["strata"].items():
+        assert stratum["drawn"] == len(plan.drawn.get(category, []))
+        assert stratum["expected"] == plan.expected.get(category, 0)
     assert sum(s["expected"] for s in design["strata"].values()) == 60
     assert created["drawn"] == len(design["items"])
 
@@ -318,28 +335,19 @@ def test_a_sample_of_random_batches_only_keeps_the_exact_intervals(demo_db, tmp_
     assert "hypergeometric" in report["methods"] and "drew actively" not in report["methods"]
 
 
-def test_an_active_draw_is_refused_where_it_cannot_be_made(demo_db, tmp_path):
-    labels = write_jsonl(tmp_path / "labels.jsonl", predictor_rows(demo_db))
-    health.import_predictions(demo_db, DATASET, labels, "votes")
-    health.import_predictions(demo_db, DATASET, write_jsonl(tmp_path / "p.jsonl", probability_rows(demo_db)), "judge")
-    plan = health.plan_sample(demo_db, DATASET, 70)
-    health.create_sample_batch(demo_db, plan, ANNOTATORS, overlap=3, name="health-1")
-    draw = dict(allocation="neyman", strategy="active")
-    with pytest.raises(health.HealthError, match="needs predictions on every item"):
-        health.plan_sample(demo_db, DATASET, 40, **draw)
-    with pytest.raises(health.HealthError, match="are 0/1 labels"):
-        health.plan_sample(demo_db, DATASET, 40, predictions="votes", **draw)
-    undecided = "70 item\\(s\\) drawn earlier are not decided yet \\(batch health-1\\)"
-    with pytest.raises(health.HealthError, match=undecided):
-        health.plan_sample(demo_db, DATASET, 40, predictions="judge", **draw)
-    with pytest.raises(health.HealthError, match="a rank target draws at random"):
-        health.plan_sample(demo_db, DATASET, 40, predictions="judge", target="rank", runs=("a", "b"), **draw)
-    with pytest.raises(health.HealthError, match="unknown strategy 'greedy'"):
+def test_a_new_active_draw_is_refused_with_the_reason_and_the_draw_that_replaces_it(demo_db, tmp_path):
+    """Issue 52: active draws made every interval wider than a random draw of the same budget; the
+    draw by prediction replaces them."""
+    answered_sample(demo_db, tmp_path)
+    with pytest.raises(health.HealthError, match=f"^{re.escape(ACTIVE_RETIRED)}$"):
+        health.plan_sample(demo_db, DATASET, 40, allocation="neyman", strategy="active", predictions="judge")
+    assert "--strategy predicted --predictions NAME" in ACTIVE_RETIRED
+    with pytest.raises(
+        health.HealthError, match="unknown strategy 'greedy'; expected one of \\['neyman', 'predicted'\\]"
+    ):
         health.plan_sample(demo_db, DATASET, 40, strategy="greedy")
-    with pytest.raises(store.NotFoundError, match="nope"):
-        health.plan_sample(demo_db, DATASET, 40, predictions="nope", **draw)
-    simulate(demo_db, "health-1", accuracies=1.0, seed=0)
-    assert health.plan_sample(demo_db, DATASET, 40, predictions="judge", **draw).strategy == "active"
+    assert health.plan_sample(demo_db, DATASET, 40, strategy="predicted", predictions="judge").strategy == "predicted"
+    assert len(health.health_batches(demo_db, DATASET)) == 1
 
 
 def test_a_random_draw_after_an_active_batch_waits_for_its_outcomes(demo_db, tmp_path):
@@ -356,36 +364,30 @@ def test_a_random_draw_after_an_active_batch_waits_for_its_outcomes(demo_db, tmp
     assert report["overall"]["invalid_share"]["decided"] == report["design"]["drawn"]
 
 
-def test_the_command_line_draws_actively_and_refuses_predictions_without_it(demo_db, tmp_path):
+def test_the_command_line_refuses_an_active_draw_and_predictions_without_a_draw_by_prediction(demo_db, tmp_path):
     answered_sample(demo_db, tmp_path)
     db_file = demo_db.conn.execute("PRAGMA database_list").fetchone()[2]
-    drawn = run_cli(
-        "health", "next", DATASET, "--budget", "40", "--strategy", "active", "--predictions", "judge", "--json",
-        db=db_file,
-    )  # fmt: skip
-    assert drawn.returncode == 0, drawn.stderr
-    assert json.loads(drawn.stdout)["design"]["strategy"] == "active"
+    active_draw = ("--budget", "40", "--strategy", "active", "--predictions", "judge")
+    refused = run_cli("health", "next", DATASET, *active_draw, db=db_file)
+    assert refused.returncode == 2
+    assert f"argument --strategy: {ACTIVE_RETIRED}" in refused.stderr
     refused = run_cli("health", "next", DATASET, "--budget", "40", "--predictions", "judge", db=db_file)
     assert refused.returncode != 0
-    assert "--predictions goes with --strategy predicted or active" in refused.stderr
+    assert "--predictions goes with --strategy predicted (a random draw uses none)" in refused.stderr
+    assert len(health.health_batches(demo_db, DATASET)) == 1
 
 
-def test_the_page_draws_the_next_batch_actively_and_shows_the_estimates_by_rounds(app, demo_db, tmp_path):
+def test_the_page_offers_no_active_draw_and_shows_a_stored_active_batchs_estimates_by_rounds(app, demo_db, tmp_path):
     from tests.conftest import APP_ADMIN
 
     answered_sample(demo_db, tmp_path)
+    active_batch(demo_db)
+    simulate(demo_db, "health-2", accuracies=1.0, seed=0)
     at = app(APP_ADMIN)
     at.switch_page("views/health.py").run()
     at.selectbox(key="health_dataset").set_value(DATASET).run()
-    at.radio(key="health_strategy").set_value("active")
-    at.selectbox(key="health_draw_predictions").set_value("judge")
-    next(b for b in at.button if b.label == "Draw the next batch").click().run()
     assert not at.exception and not at.error
-    batches = health.health_batches(demo_db, DATASET)
-    assert health.batch_design(demo_db, batches[-1]["name"])["strategy"] == "active"
-    simulate(demo_db, batches[-1]["name"], accuracies=1.0, seed=0)
-    at.run()
-    assert not at.exception
+    assert at.radio(key="health_strategy").options == ["at random", "by prediction"]
     shown = " ".join(m.value for m in at.markdown)
     assert "drew actively" in shown and "estimated for samples drawn at random only" in shown
     expected = health.powered_table(health.health_report(demo_db, DATASET, predictions="judge"))

@@ -12,7 +12,7 @@ import sqlite_utils
 
 from foil_studio.analysis.health import ALLOCATIONS
 from foil_studio.analysis.metrics import TIE_RULES
-from foil_studio.annotate.health.sample import CONSENSUS, STRATEGIES
+from foil_studio.annotate.health.sample import ACTIVE_RETIRED, CONSENSUS, STRATEGIES
 from foil_studio.cli.base import AT_LEAST_ONE, BOOTSTRAP_RESAMPLES, PEOPLE, SEED, UsageError, arg, command
 from foil_studio.data import store
 
@@ -67,6 +67,13 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
     return _health_batch(db, args, allocation=args.allocation)
 
 
+def _strategy(text: str) -> str:
+    """`--strategy`'s value; the retired `active` refused with its reason, not as an unknown choice."""
+    if text == "active":
+        raise argparse.ArgumentTypeError(ACTIVE_RETIRED)
+    return text
+
+
 @command(
     "health next",
     *health_draw(
@@ -83,19 +90,18 @@ def cmd_health_sample(db: sqlite_utils.Database, args: argparse.Namespace) -> di
         "--strategy",
         choices=STRATEGIES,
         default="neyman",
-        help="within a category: at random (neyman); at random within bins of --predictions, more where they "
-        "place the invalid items (predicted); or more often where they are unsure (active; wider than a random "
-        "draw at the budgets measured, docs/statistics.md)",
+        type=_strategy,
+        help="within a category: at random (neyman); or at random within bins of --predictions, more where they "
+        "place the invalid items (predicted)",
     ),
-    arg("--predictions", metavar="NAME", help="with --strategy predicted or active: the predictions that draw"),
+    arg("--predictions", metavar="NAME", help="with --strategy predicted: the predictions that draw"),
 )
 def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str, Any]:
     """Benchmark health, step 2 and on: the next batch from items not yet drawn, where it helps most:
     Neyman allocation from the current estimates for the invalid share, or (--target rank) for the
     interval of two runs' accuracy difference on valid items, each item asked of as many annotators
     as the sample's latest batch asked (`--overlap`). `--strategy predicted` cuts each
-    category into bins of the predictions and draws more where they place the invalid items;
-    `--strategy active` draws each category's items on their own coins, more where they are unsure."""
+    category into bins of the predictions and draws more where they place the invalid items."""
     from foil_studio.annotate.health import HealthError, health_batches, sample_overlap
 
     if not health_batches(db, args.dataset):
@@ -104,7 +110,7 @@ def cmd_health_next(db: sqlite_utils.Database, args: argparse.Namespace) -> dict
             f"`./foil health sample {args.dataset} --budget N`"
         )
     if args.predictions is not None and args.strategy == "neyman":
-        raise UsageError("--predictions goes with --strategy predicted or active (a random draw uses none)")
+        raise UsageError("--predictions goes with --strategy predicted (a random draw uses none)")
     if args.overlap is None:
         args.overlap = sample_overlap(db, args.dataset)
     return _health_batch(

@@ -69,9 +69,7 @@ def draw_form(first: bool) -> None:
                     format_func=health.STRATEGY_WORDS.__getitem__,
                     help="By prediction: each category is cut into bins of the predictions (below) and each bin "
                     "drawn at random, more items where they place the invalid ones; the bins become strata of the "
-                    "estimates. Actively: an item is more likely to be drawn the nearer its prediction is to 0.5; "
-                    "it made the intervals wider at the budgets measured, and a sample with an active batch no "
-                    "longer estimates accuracy on valid items (docs/statistics.md).",
+                    "estimates (docs/statistics.md).",
                     key="health_strategy",
                 )
                 predicted = st.selectbox("Predictions (not for a random draw)", sets, key="health_draw_predictions")

@@ -3,10 +3,12 @@
 
 Several health batches of one dataset make one sample: each draws, per category, at random from
 the items no earlier health batch drew, so the union is a simple random sample per stratum and
-every drawn item's inclusion probability is (items drawn in its stratum) / (items in it). An
-active batch (`health next --strategy active`) draws instead with probabilities that grow with a
-predictor's uncertainty, each recorded given the batches before (`analysis.active_sampling`); a
-sample with one is estimated round by round (`rounds`).
+every drawn item's inclusion probability is (items drawn in its stratum) / (items in it). A draw
+by prediction (`health next --strategy predicted`) cuts each category into bins of a predictor's
+probability and draws at random within each bin, the bins becoming strata. An active batch, drawn
+before such draws were retired (during 0.10.0) with probabilities that grow with a predictor's
+uncertainty (each recorded given the batches before, `analysis.active_sampling`), is still estimated
+round by round (`rounds`); new active draws are refused (`ACTIVE_RETIRED`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 import sqlite_utils
 
 from foil_studio.analysis import health as h
-from foil_studio.analysis.active_sampling import FLOOR_SHARE, active_inclusion, uncertainty
+from foil_studio.analysis.active_sampling import FLOOR_SHARE
 from foil_studio.analysis.prediction_strata import (
     MAX_BINS,
     MIN_PER_BIN,
@@ -48,11 +50,17 @@ HEALTH_KINDS = CAPTION_PAIR_KINDS
 DESIGN_KEY = "health"  # the batch setting that holds a health sample's design
 TARGETS = ("share", "rank")
 # How `health next` draws within a category: at random (the categories' sizes by Neyman allocation),
-# at random within bins of a predictor's probability, the answers going where the invalid items are
-# (`analysis.prediction_strata`), or with probabilities that grow with a predictor's uncertainty
-# (`analysis.active_sampling`; measured wider than a random draw, kept for the samples that have one).
-STRATEGIES = ("neyman", "predicted", "active")
-STRATEGY_WORDS = {"neyman": "at random", "predicted": "by prediction", "active": "actively"}  # the page's words
+# or at random within bins of a predictor's probability, the answers going where the invalid items are
+# (`analysis.prediction_strata`).
+STRATEGIES = ("neyman", "predicted")
+STRATEGY_WORDS = {"neyman": "at random", "predicted": "by prediction"}  # the page's words
+# Issue 52: active draws (more often where a predictor is unsure) made every interval wider than a
+# random draw of the same budget, so new ones are refused; batches drawn so (`is_active`) stay readable.
+ACTIVE_RETIRED = (
+    "active draws are retired: in every case measured they made the intervals wider than a random draw "
+    "of the same size (docs/statistics.md); draw by prediction instead (--strategy predicted --predictions "
+    "NAME), which puts the answers where the predictions place the invalid items"
+)
 # The shares the report estimates, by the verdicts each counts (the names `TruthKey.measures` uses),
 # with the report's key and the words for it.
 SHARES = {
@@ -78,9 +86,11 @@ class SamplePlan:
     before: dict[str, int]
     drawn: dict[str, list[int]]
     strategy: str = "neyman"
-    predictions: str | None = None  # the prediction set an active draw followed
-    inclusion: dict[int, float] | None = None  # an active draw's probabilities given the batches before
-    expected: dict[str, int] | None = None  # an active draw's allocation: the items expected per category
+    predictions: str | None = None  # the prediction set the draw followed
+    # An active draw's (retired during 0.10.0; what its batches record): its probabilities given the
+    # batches before, and its allocation, the items expected per category.
+    inclusion: dict[int, float] | None = None
+    expected: dict[str, int] | None = None
     bins: dict[str, dict[str, Any]] | None = None  # a draw by prediction's bins: category -> cuts and sizes
     per_bin: dict[str, list[int]] | None = None  # a draw by prediction: category -> the new items each bin gave
 
@@ -183,7 +193,7 @@ def _draws(db: sqlite_utils.Database, batches: Sequence[store.BatchRow]) -> list
 
 
 def is_active(batch: store.BatchRow) -> bool:
-    """Whether a health batch drew with a predictor's uncertainty (`health next --strategy active`)."""
+    """Whether a health batch drew with a predictor's uncertainty (active draws were retired during 0.10.0)."""
     return batch["config"][DESIGN_KEY].get("strategy") == "active"
 
 
@@ -377,10 +387,11 @@ def plan_sample(
     each category, or `budget` items allocated `equal`, `proportional` or `neyman` (from the current
     estimates, 0.5 where none). `target="rank"` with two `runs` allocates to shrink the interval of
     their accuracy difference on valid items (Neyman on the spread of the paired difference).
-    `strategy="active"` draws each category's items (about as many as allocated) with
-    probabilities that grow with the uncertainty of the prediction set `predictions`."""
+    `strategy="predicted"` draws within bins of the prediction set `predictions` (`_predicted_plan`)."""
     if target not in TARGETS:
         raise HealthError(f"unknown target {target!r}; expected one of {list(TARGETS)}")
+    if strategy == "active":
+        raise HealthError(ACTIVE_RETIRED)
     if strategy not in STRATEGIES:
         raise HealthError(f"unknown strategy {strategy!r}; expected one of {list(STRATEGIES)}")
     if strategy != "neyman" and target == "rank":
@@ -404,11 +415,8 @@ def plan_sample(
         wanted = h.allocate(sizes, budget, "neyman" if target == "rank" else allocation, taken=before, spreads=spreads)
     rng = random.Random(f"health:{dataset}:{seed}:{len(sample.batches)}")
     allocated = "neyman" if target == "rank" else allocation
-    if any(is_active(b) for b in sample.batches) and strategy != "active":
+    if any(is_active(b) for b in sample.batches):
         _check_earlier_decided(sample)  # an active batch, answered or not, shaped what is left to draw
-    if strategy == "active":
-        plan = SamplePlan(dataset, allocated, target, seed, sizes, before, {})
-        return _active_plan(db, sample, wanted, predictions, rng, plan)
     if strategy == "predicted":
         plan = SamplePlan(dataset, allocated, target, seed, sizes, before, {})
         return _predicted_plan(db, sample, wanted, predictions, rng, plan)
@@ -421,72 +429,16 @@ def plan_sample(
 
 
 def _check_earlier_decided(sample: HealthSample) -> None:
-    """Refuse a draw that would follow an active batch, or be one, while earlier drawn items are
-    undecided: each round's estimate counts the verdicts of the items drawn before it."""
+    """Refuse a draw that would follow an active batch while earlier drawn items are undecided: each
+    round's estimate counts the verdicts of the items drawn before it."""
     open_items = [item for item in sample.drawn if item not in sample.verdicts]
     if open_items:
         names = sorted({b["name"] for b in sample.batches if b["id"] in {sample.batch_of[i] for i in open_items}})
         raise HealthError(
-            f"{len(open_items)} item(s) drawn earlier are not decided yet (batch {', '.join(names)}): an active draw, "
-            "and any draw after one, builds on the verdicts of every item drawn before it; let those validations "
+            f"{len(open_items)} item(s) drawn earlier are not decided yet (batch {', '.join(names)}): a draw "
+            "after an active batch builds on the verdicts of every item drawn before it; let those validations "
             "finish (or decide them on Annotation batches) first"
         )
-
-
-def _active_plan(
-    db: sqlite_utils.Database,
-    sample: HealthSample,
-    wanted: dict[str, int],
-    predictions: str | None,
-    rng: random.Random,
-    plan: SamplePlan,
-) -> SamplePlan:
-    """Each category's remaining items drawn on their own coins with `active_inclusion` probabilities
-    (about `wanted[c]` of them), from the predictions' uncertainty."""
-    if predictions is None:
-        raise HealthError(
-            "an active draw needs predictions on every item (--predictions NAME): their uncertainty sets each "
-            f"item's probability; import some with `./foil health predictions {sample.dataset} FILE --name NAME`"
-        )
-    if not any(n > 0 for n in wanted.values()):
-        raise HealthError(f"every item of {sample.dataset} with a negative is in a health sample already")
-    if recorded_bins(sample.batches) is not None:
-        raise HealthError(
-            "this sample drew by prediction, estimated with the bins as strata; an active draw would break them "
-            "(draw --strategy predicted or neyman)"
-        )
-    found = store.get_predictions(db, sample.dataset, predictions)
-    if all(value in (0.0, 1.0) for value in found.values()):
-        raise HealthError(
-            f"the predictions {predictions!r} are 0/1 labels: every item is as certain as every other, so an active "
-            "draw would draw at random; use --strategy neyman, or predictions that are probabilities"
-        )
-    _check_earlier_decided(sample)
-    drawn: dict[str, list[int]] = {}
-    inclusion: dict[int, float] = {}
-    for category, n in wanted.items():
-        rest = [i for i in sample.frame[category] if i not in sample.drawn]
-        missing = [i for i in rest if i not in found]
-        if missing:
-            raise HealthError(
-                f"the predictions {predictions!r} leave {len(missing)} item(s) of {category} without a prediction; "
-                "import them again for every item"
-            )
-        if n <= 0:
-            continue
-        probabilities = active_inclusion(uncertainty(np.array([found[i] for i in rest])), n)
-        picked = [(i, float(p)) for i, p in zip(rest, probabilities, strict=True) if rng.random() < p]
-        if picked:
-            drawn[category] = [i for i, _ in picked]
-            inclusion.update(picked)
-    if not drawn:
-        raise HealthError(
-            f"the active draw from {sample.dataset} drew no item (each is drawn on its own coin): draw again with "
-            "another seed or a larger budget"
-        )
-    return replace(
-        plan, drawn=drawn, strategy="active", predictions=predictions, inclusion=inclusion, expected=dict(wanted)
-    )
 
 
 def _predicted_plan(
