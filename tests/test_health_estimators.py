@@ -5,6 +5,7 @@ or from exact arithmetic; none repeats the implementation."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import astuple
 from fractions import Fraction
 from math import comb
@@ -151,6 +152,10 @@ def test_strata_taken_whole_add_their_count_and_one_stratum_left_open_its_exact_
     assert share.high == pytest.approx(20 / 500)
     one = h.stratified_share([3], [11], [40])
     assert (one.estimate, one.low, one.high) == pytest.approx(astuple(h.stratum_share(3, 11, 40))[:3], abs=1e-15)
+    at_90 = h.stratified_share([3, 2], [11, 5], [40, 5], level=0.9)
+    low, high = h.hypergeometric_interval(3, 11, 40, level=0.9)
+    assert (at_90.low, at_90.high) == pytest.approx(((2 + 40 * low) / 45, (2 + 40 * high) / 45), abs=1e-15)
+    assert at_90.high < h.stratified_share([3, 2], [11, 5], [40, 5]).high
 
 
 def test_a_rare_stratum_drawn_in_part_beside_common_ones_counted_whole_keeps_its_skewed_interval():
@@ -234,6 +239,15 @@ def test_korn_graubard_with_a_centre_takes_its_p_1_minus_p_and_the_estimate_as_t
     # p (1 - p) of the centre 0.5 over 0.01: 25 effective items (one stratum, t ratio 1)
     low, high = h.korn_graubard(0.2, 0.01, 40, 1, centre=0.5)
     assert (float(low), float(high)) == pytest.approx(clopper_pearson(5, 25), rel=1e-12)
+
+
+def test_korn_graubard_with_no_variance_or_an_edge_centre_warns_of_nothing():
+    """A census, a zero variance and a centre of 0 divide by zero on purpose (the cap or the estimate
+    takes over): no RuntimeWarning may reach a command's output."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h.korn_graubard(np.array([0.3, 0.0]), np.array([0.0, 0.0]), 50, 1)
+        h.korn_graubard(np.array([0.0, 0.4]), np.array([0.0, 0.01]), 50, 1, cap=40.0, centre=np.array([0.0, 0.4]))
 
 
 def test_korn_graubard_with_no_variance_and_no_cap_is_the_estimate_itself():
