@@ -21,7 +21,8 @@ Per family, in one process and one run:
   `auto`) on a store with an empty cache;
 * warm: the same again, every embedding or pair score read from the cache.
 
-Model loading is outside every timing; each path is warmed by one call first. For open_clip the
+Model loading is outside every timing; each path is warmed by one call first (the cold path by
+a call at its batch size). For open_clip the
 cold run is also taken apart: decoding and preprocessing alone, image and caption encoding alone,
 and the cold run with the loader thread off (batches decoded in turn), and the compute floors
 of both paths (torch's FLOP counter, at this machine's measured fp32 and bf16 matmul speeds).
@@ -102,14 +103,16 @@ def score(family: str, db: Any, loaded: Any, batch_size: int) -> scoring.ScoreRe
     return score_dataset_pairs(db, DATASET, loaded, run="bench", batch_size=batch_size)
 
 
-def warm_up(family: str, loaded: Any, image: Any, caption: str) -> None:
-    """One call through the model (first-call costs such as kernel selection, out of the timings)."""
+def warm_up(family: str, loaded: Any, image: Any, caption: str, copies: int = 1) -> None:
+    """One call through the model on `copies` of one pair (first-call costs such as kernel selection
+    for that batch's shapes, out of the timings: without it the first cold run of a batch size paid
+    them, and an on/off comparison measured the order of its runs)."""
     if family == OPEN_CLIP:
-        models.encode_images(loaded, [image])
-        models.encode_texts(loaded, [caption])
+        models.encode_images(loaded, [image] * copies)
+        models.encode_texts(loaded, [caption] * copies)
     else:
         scorer = loaded.scorer
-        scorer.score_pairs(scorer.prepare_images([image]), scorer.prepare_texts([caption]))
+        scorer.score_pairs(scorer.prepare_images([image] * copies), scorer.prepare_texts([caption] * copies))
 
 
 def cross_encoder_reference(reference: Any, folder: Path, items: list[store.ItemRow], root: Path) -> float:
@@ -233,7 +236,7 @@ def main() -> int:
             reference = cross_encoder_reference(reference_fn, folder, items, root)
         loaded = load(family, folder, "auto")
         precision = loaded.spec.precision if family == OPEN_CLIP else loaded.precision
-        warm_up(family, loaded, first_image, first_caption)
+        warm_up(family, loaded, first_image, first_caption, copies=min(args.batch_size, len(items)))
         db = pristine_copy(pristine, work / f"{index}.db")
         cold = score(family, db, loaded, args.batch_size)
         warm = score(family, db, loaded, args.batch_size)
