@@ -1,8 +1,8 @@
 """Active sampling (`analysis/active_sampling.py`): inclusion probabilities that grow with a
 predictor's uncertainty, the round-by-round estimate pinned to independent computations, the report
 of a sample with an active batch (drawn before active draws were retired during 0.10.0; such batches
-are rebuilt here with the rule they drew by), and new active draws refused with the reason on the
-API, the command line and the page."""
+are rebuilt here with the rule they drew by), and new active draws refused with the reason by
+`health.plan_sample`, the command line and the page."""
 
 from __future__ import annotations
 
