@@ -42,7 +42,7 @@ def get_dataset(db: sqlite_utils.Database, name: str) -> DatasetRow:
     """The dataset row named `name`, or NotFoundError listing the names that exist."""
     rows = list(db.query("SELECT * FROM datasets WHERE name = ?", [name]))
     if not rows:
-        known = ", ".join(r["name"] for r in db.query("SELECT name FROM datasets")) or "none"
+        known = ", ".join(r["name"] for r in db.query("SELECT name FROM datasets ORDER BY name")) or "none"
         raise NotFoundError(f"no dataset named {name!r} (datasets: {known})")
     return cast(DatasetRow, rows[0])
 
@@ -289,6 +289,8 @@ def known_image_paths(db: sqlite_utils.Database, dataset_id: int) -> dict[str, s
 def item_ids_by_category(db: sqlite_utils.Database, dataset_id: int, categories: Iterable[str]) -> dict[int, str]:
     """Item id -> source id of the dataset's items in the given categories."""
     wanted = list(categories)
+    if not wanted:  # `IN ()` is an error on PostgreSQL
+        return {}
     marks = ",".join("?" * len(wanted))
     sql = f"SELECT id, source_id FROM items WHERE dataset_id = ? AND category IN ({marks})"
     return dict(db.execute(sql, [dataset_id, *wanted]).fetchall())
@@ -314,6 +316,8 @@ def item_sources(db: sqlite_utils.Database, dataset_id: int, kinds: Iterable[str
     """(item id, source id, category) of the dataset's items of the given kinds, by id: how a file
     that names items by the benchmark's own ids finds them."""
     wanted = list(kinds)
+    if not wanted:
+        return []
     marks = ",".join("?" * len(wanted))
     sql = f"SELECT id, source_id, category FROM items WHERE dataset_id = ? AND kind IN ({marks}) ORDER BY id"
     return [(int(i), str(s), str(c)) for i, s, c in db.execute(sql, [dataset_id, *wanted]).fetchall()]
@@ -341,6 +345,8 @@ def item_truths(
     reached, so a caller that stops at the first item without a verdict reads no other (sorting a
     million rows first took a second; decoding them, ten)."""
     wanted = list(kinds)
+    if not wanted:
+        return
     marks = ",".join("?" * len(wanted))
     sql = f"SELECT id, category, truth FROM items WHERE dataset_id = ? AND kind IN ({marks})"
     for _, category, truth in _rows_as_read(db, sql, [dataset_id, *wanted], dataset_id):
