@@ -139,8 +139,8 @@ def test_an_aggregate_needs_two_configs_beside_it_and_counts_repeated_rows():
         [split("a", "test", rows("1")), split("b", "test", rows("1"))],
         [],
     )
-    # the same rows once fewer, or once more, are not the others together
-    for held in (rows("1", "2"), rows("1", "2", "2", "3")):
+    # the same rows once fewer, or once more, or as many rows of another content, are not the others together
+    for held in (rows("1", "2"), rows("1", "2", "2", "3"), rows("1", "2", "4")):
         splits = [split("a", "test", rows("1")), split("all", "test", held), split("b", "test", rows("2", "3"))]
         assert hf.without_aggregates(splits) == (splits, [])
 
@@ -182,6 +182,13 @@ def test_two_items_of_one_category_and_source_id_are_refused_naming_both_rows():
     )
     parsed.items[1] = Item("pair", "swap_obj", "7", ("a", "b"), ("x.png",))
     hf._check_unique_ids(parsed, Path("copy"))
+
+
+def test_items_and_their_origins_never_fall_out_of_step():
+    parsed = Parsed("sugarcrepe", "sugarcrepe", items=[Item("pair", "c", "1", ("a", "b"), ("x.png",))], origins=[])
+    for check in (hf._check_unique_ids, hf.place_images):
+        with pytest.raises(ValueError, match="zip"):
+            check(parsed, Path("copy"))
 
 
 # --- image paths -----------------------------------------------------------------------------------
@@ -317,8 +324,19 @@ def test_a_cards_configs_are_read_and_bad_ones_refused(tmp_path):
         card.write_text(f"---\n{configs}\n---\n")
         assert refusal(hf._card_configs, tmp_path) == f"{card}: configs: expected a list of {{config_name, data_files}}"
     card.write_text("---\nconfigs: [a\n---\n")
+    import yaml
+
+    with pytest.raises(yaml.YAMLError) as error:
+        yaml.safe_load("\nconfigs: [a\n")
+    assert len(str(error.value).splitlines()) > 1
     said = refusal(hf._card_configs, tmp_path)
-    assert said.startswith(f"{card}: its YAML header cannot be read: ") and "\n" not in said
+    assert said == f"{card}: its YAML header cannot be read: {str(error.value).splitlines()[0]}"
+
+
+def test_a_card_is_read_whatever_its_body_holds(tmp_path):
+    header = "---\nconfigs:\n- config_name: a\n  data_files: x.parquet\n---\n"
+    (tmp_path / "README.md").write_bytes(header.encode() + b"# A set\n\xff not UTF-8\n\n---\n\nlicense: below a rule\n")
+    assert hf._card_configs(tmp_path) == [{"config_name": "a", "data_files": "x.parquet"}]
 
 
 @pytest.mark.parametrize(
@@ -366,6 +384,9 @@ def test_declared_configs_read_their_files_in_order_and_refuse_what_they_cannot(
         hf._declared_splits, tmp_path, [{"config_name": "x", "data_files": f"../{tmp_path.name}-out.parquet"}]
     )
     assert said == f"{card}: config 'x': {outside} is outside {tmp_path}"
+    said = refusal(hf._declared_splits, tmp_path, [{"config_name": "x", "data_files": "/x/*.parquet"}])
+    assert said.startswith(f"{card}: data_files pattern '/x/*.parquet': ")
+    assert said.endswith("; expected a path inside the repository")
     assert refusal(hf._declared_splits, tmp_path, [{"config_name": " ", "data_files": "x"}]) == (
         f"{card}: config_name is empty; expected text"
     )
@@ -397,7 +418,7 @@ def test_a_saved_splits_name_and_config_come_from_its_state_and_info(tmp_path):
     document = json.loads(state.read_text())
     assert document["_split"] is None
     read = hf._arrow_split(tmp_path / "saved_as", "saved_as", None)
-    assert (read.config, read.name, read.rows) == ("saved_as", None, [SCPP])
+    assert (read.config, read.name, read.file, read.rows) == ("saved_as", None, tmp_path / "saved_as", [SCPP])
     assert hf._arrow_split(tmp_path / "saved_as", "default", "given").config is None
     state.write_text(json.dumps({**document, "_split": "swap_obj"}))
     assert hf._arrow_split(tmp_path / "saved_as", "saved_as", None).name == "swap_obj"
@@ -412,6 +433,25 @@ def test_a_saved_splits_name_and_config_come_from_its_state_and_info(tmp_path):
     assert hf._arrow_split(tmp_path / "saved_as", "default", None).config == "swap_att"
     info.write_text(json.dumps({"config_name": "default"}))
     assert hf._arrow_split(tmp_path / "saved_as", "saved_as", None).config == "saved_as"
+    info.write_text(json.dumps(["not", "an", "object"]))
+    assert hf._arrow_split(tmp_path / "saved_as", "saved_as", None).config == "saved_as"
+    info.write_text(json.dumps({"config_name": 3}))
+    assert refusal(hf._arrow_split, tmp_path / "saved_as", "saved_as", None) == (
+        f"{info}: config_name is 3 (int); expected text"
+    )
+    info.unlink()  # `from_dict` and older releases record no info
+    assert hf._arrow_split(tmp_path / "saved_as", "saved_as", None).config == "saved_as"
+
+
+def test_a_split_folder_without_a_readable_state_is_refused_naming_it(tmp_path):
+    assert refusal(hf._arrow_split, tmp_path, "saved", None) == (
+        f"{tmp_path}: no state.json; expected a split folder written by save_to_disk"
+    )
+    for state in ([{"filename": "x.arrow"}], {"_data_files": [{"name": "x.arrow"}]}, {"_data_files": "x.arrow"}):
+        (tmp_path / "state.json").write_text(json.dumps(state))
+        assert refusal(hf._arrow_split, tmp_path, "saved", None) == (
+            f"{tmp_path / 'state.json'}: expected '_data_files': [{{'filename': ...}}]"
+        )
 
 
 def test_a_saved_file_that_is_no_arrow_stream_is_refused_naming_it(tmp_path):
@@ -509,12 +549,25 @@ def test_the_repositorys_own_folder_names_a_config_but_no_folder_above_it(tmp_pa
         ([(0, 3), (2, 3)], "['00000-of-00003', '00002-of-00003']; expected every shard 00000 to 00002 of 00003"),
         ([(0, 2), (1, 3)], "['00000-of-00002', '00001-of-00003']; expected every shard 00000 to 00002 of 00003"),
         ([(1, 2), (2, 2)], "['00001-of-00002', '00002-of-00002']; expected every shard 00000 to 00001 of 00002"),
+        (
+            [(0, 3), (1, 3), (2, 2)],
+            "['00000-of-00003', '00001-of-00003', '00002-of-00002']; expected every shard 00000 to 00002 of 00003",
+        ),
     ],
 )
 def test_a_split_missing_a_shard_is_refused_naming_the_shards_found(shards, said):
     places = {Path(f"{index}-{total}"): hf.Place("c", "test", index, total) for index, total in shards}
     places[Path("whole")] = hf.Place("c", "other", 0, None)
     assert refusal(hf._check_shards, places, Path("repo")) == f"repo: split 'test' of config 'c' has shards {said}"
+
+
+def test_a_splits_shards_are_one_split_named_by_its_first_file_with_their_rows_in_order(tmp_path):
+    files = [
+        parquet(tmp_path / "data" / f"test-0000{i}-of-00002.parquet", [{**SCPP, "caption": str(i)}]) for i in (0, 1)
+    ]
+    [read] = hf._parquet_splits(files, tmp_path)
+    assert (read.config, read.name, read.file) == (None, "test", files[0])
+    assert [row["caption"] for row in read.rows] == ["0", "1"]
 
 
 def test_every_shard_of_every_split_passes():
@@ -581,9 +634,34 @@ def test_a_hub_ids_configs_and_splits_are_read_with_class_labels_named(monkeypat
             {"train": datasets.Dataset.from_dict({"caption": ["y"], "label": [0]}, features=features)}
         ),
     }
-    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda hub_id: list(loaded))
-    monkeypatch.setattr(datasets, "load_dataset", lambda hub_id, config: loaded[config])
+    asked = []
+    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda hub_id: asked.append(hub_id) or list(loaded))
+    monkeypatch.setattr(
+        datasets, "load_dataset", lambda hub_id, config: asked.append((hub_id, config)) or loaded[config]
+    )
     assert hf._hub_splits("org/name") == [
         hf.Split(None, "test", Path("org/name"), [{"caption": "x", "label": "b"}]),
         hf.Split("swap", "train", Path("org/name"), [{"caption": "y", "label": "a"}]),
     ]
+    assert asked == ["org/name", ("org/name", "default"), ("org/name", "swap")]
+
+
+def test_an_offline_hub_id_is_read_with_the_libraries_switched_to_their_cache(monkeypatch):
+    """The libraries read HF_HUB_OFFLINE once, when imported: set later, it is passed on to them."""
+    import datasets
+    from huggingface_hub import constants
+
+    from foil_studio.data import hub
+
+    for name in hub.OFFLINE:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(hub.OFFLINE[0], "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    seen = []
+    monkeypatch.setattr(
+        datasets, "get_dataset_config_names", lambda hub_id: seen.append(constants.HF_HUB_OFFLINE) or ["c"]
+    )
+    part = datasets.DatasetDict({"test": datasets.Dataset.from_list([SCPP])})
+    monkeypatch.setattr(datasets, "load_dataset", lambda hub_id, config: seen.append(constants.HF_HUB_OFFLINE) or part)
+    assert [s.rows for s in hf._hub_splits("org/name")] == [[SCPP]]
+    assert seen == [True, True] and constants.HF_HUB_OFFLINE is False

@@ -156,7 +156,7 @@ def categories(splits: list[Split], path: Path, layout: HubLayout, given: str | 
                 f"{named[category].describe()} and {split.describe()} would both be category {category!r}; {EXPECTED}",
             )
         named[category] = split
-    return sorted(named.items(), key=lambda pair: pair[0])
+    return [(name, named[name]) for name in sorted(named)]
 
 
 def layout_of(splits: list[Split], path: Path) -> tuple[Format, HubLayout]:
@@ -279,15 +279,14 @@ def read_splits(path: Path) -> list[Split]:
 
 def _looks_local(path: Path) -> bool:
     """Whether a path that does not exist was meant as a local one: its first folder is here (a
-    mistyped `data/scpp` beside `data/`), or it starts as no Hub id does."""
-    text = str(path)
-    return text.startswith((".", "/", "~")) or Path(path.parts[0]).is_dir()
+    mistyped `data/scpp` beside `data/`, or `/` of an absolute path), or it starts as no Hub id does."""
+    return str(path).startswith((".", "~")) or Path(path.parts[0]).is_dir()
 
 
 def _where_local(path: Path) -> str:
     """Where the nearest existing folder above a missing path is, for its message."""
     for parent in path.parents:
-        if str(parent) not in ("", ".") and parent.is_dir():
+        if parent != Path(".") and parent.is_dir():
             return f" (in {parent}, which exists: a typing error? A Hub id is ORG/NAME with no such local folder)"
     return " (nor a Hub id such as ORG/NAME)"
 
@@ -392,7 +391,7 @@ def _dict_splits(folder: Path) -> list[str]:
     if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
         raise BadInputError(file, None, "expected {'splits': [names of split folders]}")
     for name in names:
-        if name in (".", "..") or Path(name).name != name or "\\" in name:
+        if name == ".." or Path(name).name != name or "\\" in name:  # `.` has no name
             raise BadInputError(
                 file,
                 None,
@@ -484,7 +483,7 @@ def _rows_with_names(table: pa.Table) -> list[dict[str, Any]]:
 def _class_names(metadata: dict[bytes, bytes]) -> dict[str, list[str]]:
     """{column: names} of the `ClassLabel` columns the `huggingface` schema metadata records."""
     try:
-        features = json.loads(metadata.get(b"huggingface", b"{}")).get("info", {}).get("features", {})
+        features = json.loads(metadata.get(b"huggingface", b"{}")).get("info", {}).get("features")
     except (ValueError, AttributeError):
         return {}
     return {
