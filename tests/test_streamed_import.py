@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from foil_studio.data import store
+from foil_studio.data import reading, store
 from foil_studio.data.formats import BadInputError, Parsed, jsonl
 from foil_studio.data.items import _digest, normalize_caption, texts_json
 from foil_studio.data.loading import import_path, read_ahead
@@ -155,6 +155,21 @@ def test_a_key_twice_is_refused_however_the_text_hides_it(text):
 )
 def test_json_without_a_key_twice_reads_as_it_is(text, value):
     assert parse_json(text, "f.jsonl", 3) == value
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(JSON)
+def test_the_keys_of_a_scored_line_are_counted_as_the_walk_counts_them(value):
+    """A line within the depth limit has its keys counted recursively (a scored export's lines); the
+    walk that also measures the depth counts the same keys, and a key twice is refused either way."""
+    assert reading._key_count(value) == reading._shape(value)[0]
+    assert parse_json(json.dumps(value), "f.jsonl", 1) == value
 
 
 def test_nesting_past_the_limit_is_refused_and_at_it_read(monkeypatch):
