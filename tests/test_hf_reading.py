@@ -117,6 +117,27 @@ def test_columns_of_no_benchmark_are_refused_naming_them_and_every_layout():
     assert said == f"copy: columns ['label', 'text'] match no known benchmark (expected {known})"
 
 
+def test_a_copy_that_names_its_categories_takes_no_category_and_an_aggregate_is_said(tmp_path):
+    aro = parquet(tmp_path / "aro" / "test-00000-of-00001.parquet", [{"image": "a.png", "bbox": [0, 0, 1, 1]}])
+    table = pa.Table.from_pylist([{"image": "a.png", "bbox": [0, 0, 1, 1], "true_caption": "a", "false_caption": "b"}])
+    pq.write_table(table, aro)
+    assert refusal(hf.parse_hf, aro.parent, "swap_att") == (
+        f"{aro.parent}: --category 'swap_att': this copy's rows name their own categories"
+    )
+    for config, captions in (("a", ["1"]), ("all", ["1", "2"]), ("b", ["2"])):
+        rows = [{**SCPP, "caption": caption, "filename": f"{caption}.jpg"} for caption in captions]
+        parquet(tmp_path / "scpp" / config / "test-00000-of-00001.parquet", rows)
+    parsed = hf.parse_hf(tmp_path / "scpp")
+    assert [(w.file, w.row, w.message) for w in parsed.warnings] == [
+        (
+            str(tmp_path / "scpp"),
+            None,
+            "config 'all' holds every other config's rows together: skipped (its folder alone imports it)",
+        )
+    ]
+    assert sorted(item.category for item in parsed.items) == ["a", "b"]
+
+
 # --- aggregates and row identity -------------------------------------------------------------------
 
 
@@ -491,7 +512,7 @@ def test_class_labels_are_read_as_their_names_where_the_number_names_one(tmp_pat
 
 @pytest.mark.parametrize(
     "recorded",
-    [b"not json", b'{"info": []}', b'{"info": {"features": []}}', b"[]"],
+    [b"not json", b"{}", b'{"info": {}}', b'{"info": []}', b'{"info": {"features": []}}', b"[]"],
 )
 def test_schema_metadata_that_records_no_features_names_no_class_labels(recorded):
     assert hf._class_names({b"huggingface": recorded}) == {}

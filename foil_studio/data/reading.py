@@ -15,7 +15,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -209,6 +209,7 @@ def _unique_keys(pairs: list[tuple[str, Any]], file: Path | str, row: int | str 
 def _key_count(value: Any) -> int:
     """The keys of all objects in JSON values nested no deeper than the depth limit (recursive: a
     fifth of `_shape`'s time, which it takes on every line of a scored export)."""
+    children: Iterable[Any]
     if isinstance(value, dict):
         keys, children = len(value), value.values()
     elif isinstance(value, list):

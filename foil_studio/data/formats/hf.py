@@ -305,12 +305,13 @@ def _card_configs(folder: Path) -> list[dict[str, Any]]:
     if not card.is_file():
         return []
     text = card.read_text(encoding="utf-8", errors="replace")
-    if not text.startswith("---"):
+    if not text.startswith("---") or text.count("---") < 2:
         return []
     import yaml
 
+    _, header_text, _ = text.split("---", 2)
     try:
-        header = yaml.safe_load(text.split("---", 2)[1]) if text.count("---") >= 2 else None
+        header = yaml.safe_load(header_text)
     except yaml.YAMLError as error:
         raise BadInputError(card, None, f"its YAML header cannot be read: {str(error).splitlines()[0]}") from None
     configs = header.get("configs") if isinstance(header, dict) else None
@@ -482,9 +483,12 @@ def _rows_with_names(table: pa.Table) -> list[dict[str, Any]]:
 
 def _class_names(metadata: dict[bytes, bytes]) -> dict[str, list[str]]:
     """{column: names} of the `ClassLabel` columns the `huggingface` schema metadata records."""
+    recorded = metadata.get(b"huggingface")
+    if recorded is None:
+        return {}
     try:
-        features = json.loads(metadata.get(b"huggingface", b"{}")).get("info", {}).get("features")
-    except (ValueError, AttributeError):
+        features = json.loads(recorded)["info"]["features"]
+    except (ValueError, KeyError, TypeError):
         return {}
     return {
         column: [str(name) for name in feature["names"]]
