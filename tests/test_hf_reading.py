@@ -138,6 +138,20 @@ def test_a_copy_that_names_its_categories_takes_no_category_and_an_aggregate_is_
     assert sorted(item.category for item in parsed.items) == ["a", "b"]
 
 
+WINOGROUND = {"image_0": "a.png", "image_1": "b.png", "caption_0": "x", "caption_1": "y", "collapsed_tag": "Object"}
+
+
+def test_a_copy_naming_its_categories_keeps_each_rows_file_and_row_and_refuses_an_id_twice(tmp_path):
+    files = [parquet(tmp_path / "wino" / f"{name}-00000-of-00001.parquet", [WINOGROUND]) for name in ("a", "b")]
+    parsed = hf.parse_hf(files[0])
+    assert parsed.origins == [(str(files[0]), 1)]
+    said = refusal(hf.parse_hf, tmp_path / "wino")
+    assert said == (
+        f"{tmp_path / 'wino'}: {files[1]} row 1 and {files[0]} row 1 are both item '0' of category 'Object'; "
+        "expected one split per category"
+    )
+
+
 # --- aggregates and row identity -------------------------------------------------------------------
 
 
@@ -310,6 +324,20 @@ def test_empty_splits_are_left_out_and_an_index_file_names_its_folder(tmp_path):
         assert [(s.config, s.name, s.rows) for s in hf.read_splits(path)] == [("saved", "swap_obj", [SCPP])]
     # one split's own folder is a saved `Dataset`: named by its folder, its split by its state (none recorded)
     assert [(s.config, s.name) for s in hf.read_splits(saved / "swap_obj" / "state.json")] == [("swap_obj", None)]
+
+
+def test_one_parquet_file_is_read_as_its_split(tmp_path):
+    file = parquet(tmp_path / "swap_obj" / "test-00000-of-00001.parquet", [SCPP])
+    assert hf.read_splits(file) == [hf.Split(None, "test", file, [SCPP])]
+
+
+def test_a_folder_named_as_an_index_file_is_read_as_itself_not_its_parent(tmp_path):
+    import datasets
+
+    for name in ("state.json", "other"):
+        datasets.Dataset.from_list([SCPP]).save_to_disk(str(tmp_path / name))
+    assert [s.config for s in hf.read_splits(tmp_path / "state.json")] == ["state.json"]
+    assert [s.config for s in hf.read_splits(tmp_path / "other" / "state.json")] == ["other"]
 
 
 @pytest.mark.parametrize(("name", "config"), [(None, None), ("default", None), ("data", None), ("swap", "swap")])
