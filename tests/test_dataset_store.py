@@ -305,6 +305,29 @@ def test_truths_are_every_item_of_the_kinds_read_in_pages_on_postgresql(fresh_db
     assert list(store.item_truths(fresh_db, empty, ["pair"])) == []
 
 
+def test_truths_come_a_page_at_a_time_on_postgresql_and_from_one_query_on_sqlite(fresh_db, monkeypatch):
+    """PostgreSQL sends a query's whole result at once: a caller that stops at the first truth
+    would wait for a million, so there the truths are read a page at a time."""
+    dataset_id = mixed(fresh_db)
+    monkeypatch.setattr(dataset_rows, "TRUTH_PAGE", 2)
+    sent = []
+    execute = fresh_db.execute
+    monkeypatch.setattr(fresh_db, "execute", lambda sql, *args: sent.append(sql) or execute(sql, *args))
+    truths = store.item_truths(fresh_db, dataset_id, ["pair", "triple"])
+    next(truths)
+    queries_for_the_first = len(sent)
+    assert len(list(truths)) == 4
+    if dialect.is_postgres(fresh_db):  # where the dataset starts, then pages of 2, 2 and 1
+        assert (queries_for_the_first, len(sent)) == (2, 4)
+    else:
+        assert (queries_for_the_first, len(sent)) == (1, 1)
+
+
+def test_a_page_of_items_is_fifty_unless_told_and_the_first_by_default(fresh_db):
+    dataset_id = stored(fresh_db, "many", [pair(str(n)) for n in range(60)])
+    assert [row["source_id"] for row in store.list_items(fresh_db, dataset_id)] == [str(n) for n in range(50)]
+
+
 def test_a_page_of_items_is_cut_filtered_by_category_and_by_a_truth_flag(fresh_db):
     dataset_id = mixed(fresh_db)
     every = [row["source_id"] for row in store.list_items(fresh_db, dataset_id)]
@@ -325,6 +348,8 @@ def test_items_by_id_reads_past_one_chunk_and_keeps_to_the_dataset(fresh_db):
     (foreign,) = (row["id"] for row in store.list_items(fresh_db, other))
     found = store.items_by_id(fresh_db, [*reversed(wanted), wanted[0], foreign])
     assert sorted(found) == sorted([*wanted, foreign]) and found[wanted[-1]]["source_id"] == "1000"
+    assert (found[foreign]["captions"], found[foreign]["images"]) == (["a cat x", "a dog x"], [])
+    assert (found[foreign]["truth"], found[foreign]["meta"]) == ({}, {})
     assert set(store.items_by_id(fresh_db, [wanted[0], foreign], dataset_id=many)) == {wanted[0]}
     assert store.items_by_id(fresh_db, []) == {}
 

@@ -350,7 +350,7 @@ def item_truths(
     marks = ",".join("?" * len(wanted))
     sql = f"SELECT id, category, truth FROM items WHERE dataset_id = ? AND kind IN ({marks})"
     for _, category, truth in _rows_as_read(db, sql, [dataset_id, *wanted], dataset_id):
-        yield str(category), json.loads(truth) if truth else {}
+        yield str(category), json.loads(truth)
 
 
 TRUTH_PAGE = 10_000  # rows a PostgreSQL page of `_rows_as_read` holds
@@ -404,8 +404,8 @@ def items_by_id(
     wanted = sorted(set(item_ids))
     found: dict[int, ItemRow] = {}
     within = "" if dataset_id is None else " AND dataset_id = ?"
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
+    for start in range(0, len(wanted), IDS_PER_QUERY):
+        chunk = wanted[start : start + IDS_PER_QUERY]
         rows = db.query(
             "SELECT id, kind, category, source_id, captions, images, truth, meta FROM items WHERE id IN "
             f"({','.join('?' * len(chunk))}){within}",
@@ -413,6 +413,9 @@ def items_by_id(
         )
         found.update({row["id"]: _decode(row, "captions", "images", "truth", "meta") for row in rows})
     return found
+
+
+IDS_PER_QUERY = 500  # item ids `items_by_id` names in one query
 
 
 def truth_flag_condition(db: sqlite_utils.Database, flag: str, table: str) -> str:
