@@ -207,8 +207,8 @@ def _unique_keys(pairs: list[tuple[str, Any]], file: Path | str, row: int | str 
 
 
 def _key_count(value: Any) -> int:
-    """The keys of all objects in JSON values nested no deeper than the depth limit (recursive: a
-    fifth of `_shape`'s time, which it takes on every line of a scored export)."""
+    """The keys of all objects in JSON values nested no deeper than the depth limit: recursive, as
+    the limit bounds it, in a fifth of `_shape`'s time on a scored export's line."""
     children: Iterable[Any]
     if isinstance(value, dict):
         keys, children = len(value), value.values()
