@@ -47,8 +47,9 @@ def test_a_dataset_is_made_once_and_a_newly_given_image_root_is_recorded(fresh_d
     row = store.get_dataset(fresh_db, "set")
     assert (row["id"], row["source_format"], row["image_root"]) == (made, "jsonl", str(tmp_path / "other"))
     assert other != made and store.get_dataset(fresh_db, "other")["image_root"] is None
-    with pytest.raises(store.InvalidNameError):
+    with pytest.raises(store.InvalidNameError) as refused:
         store.ensure_dataset(fresh_db, " ", "jsonl")
+    assert str(refused.value) == "a dataset name must be non-empty text, got ' '"
 
 
 def test_an_unknown_dataset_is_refused_listing_the_known_ones_or_none(fresh_db):
@@ -192,6 +193,22 @@ def test_two_datasets_holding_the_same_items_each_get_their_own_rows(fresh_db):
     assert all(fresh for _, fresh in written)
     assert {i for i, _ in written}.isdisjoint(row["id"] for row in store.list_items(fresh_db, first))
     assert [row["id"] for row in store.list_items(fresh_db, second)] == [i for i, _ in written]
+
+
+def test_identical_items_of_one_input_are_keyed_by_their_occurrence_from_zero(fresh_db):
+    """An import's keys are the item's content and text keys with the occurrence number: the same
+    file imported again, by this version or a later one, maps onto the same rows."""
+    twin = pair("1", images=("a.png",))
+    dataset_id = stored(fresh_db, "set", [twin, pair("2", images=("b.png",)), twin, twin])
+    keys = fresh_db.execute("SELECT item_key, text_key FROM items WHERE dataset_id = ? ORDER BY id", [dataset_id])
+    content, text = twin.keys()
+    other_content, other_text = pair("2", images=("b.png",)).keys()
+    assert [tuple(row) for row in keys.fetchall()] == [
+        (f"{content}#0", f"{text}#0"),
+        (f"{other_content}#0", f"{other_text}#0"),
+        (f"{content}#1", f"{text}#1"),
+        (f"{content}#2", f"{text}#2"),
+    ]
 
 
 def test_an_empty_chunk_writes_nothing(fresh_db):
