@@ -218,14 +218,19 @@ def test_an_empty_chunk_writes_nothing(fresh_db):
     assert store.count_items(fresh_db, dataset_id) == 0
 
 
-def test_copy_rows_inserts_every_row_on_either_engine(fresh_db):
+def test_copy_rows_inserts_every_row_with_copy_on_postgresql(fresh_db, monkeypatch):
     dataset_id = stored(fresh_db, "set", [])
     rows = [(dataset_id, f"{n}.png", "ok", None, n, None, None) for n in range(3)]
+    copied = []
+    if dialect.is_postgres(fresh_db):  # one stream, not a statement per row
+        copy = fresh_db.conn.copy_rows
+        monkeypatch.setattr(fresh_db.conn, "copy_rows", lambda *args: copied.append(args[0]) or copy(*args))
     with store.transaction(fresh_db):
         dataset_rows.copy_rows(
             fresh_db, "images", ("dataset_id", "path", "status", "sha256", "size", "width", "height"), rows
         )
     assert store.found_image_totals(fresh_db, dataset_id) == (3, 3)
+    assert copied == (["images"] if dialect.is_postgres(fresh_db) else [])
 
 
 def test_the_bulk_write_cache_is_given_back_after_the_write(fresh_db):
@@ -358,12 +363,16 @@ def test_a_page_of_items_is_cut_filtered_by_category_and_by_a_truth_flag(fresh_d
     assert str(refused.value) == 'truth flag "hard\'; --" is not a plain name'
 
 
-def test_items_by_id_reads_past_one_chunk_and_keeps_to_the_dataset(fresh_db):
+def test_items_by_id_reads_past_one_chunk_and_keeps_to_the_dataset(fresh_db, monkeypatch):
     many = stored(fresh_db, "many", [pair(str(n)) for n in range(1_001)])
     other = stored(fresh_db, "other", [pair("x")])
     wanted = [row["id"] for row in store.list_items(fresh_db, many, limit=2_000)]
     (foreign,) = (row["id"] for row in store.list_items(fresh_db, other))
+    queries = []
+    query = fresh_db.query
+    monkeypatch.setattr(fresh_db, "query", lambda sql, *args: queries.append(sql) or query(sql, *args))
     found = store.items_by_id(fresh_db, [*reversed(wanted), wanted[0], foreign])
+    assert len(queries) == 3  # 1,002 ids, 500 a query
     assert sorted(found) == sorted([*wanted, foreign]) and found[wanted[-1]]["source_id"] == "1000"
     assert (found[foreign]["captions"], found[foreign]["images"]) == (["a cat x", "a dog x"], [])
     assert (found[foreign]["truth"], found[foreign]["meta"]) == ({}, {})
