@@ -7,9 +7,9 @@ report and the two pages a large benchmark opens first, per size and engine, wit
 
 Per size: N generated pairs (seven categories) are written as a JSON-lines file and imported by
 `foil import jsonl` in a process of its own, as a user runs it (items a second, store size, the
-import's own peak memory: the file is streamed, a chunk at a time); a health sample of `--sample`
-items is drawn for three annotators (overlap 3, `health sample` timed); then one annotator answers
-`--answers` items through the page's own functions (`store.annotator_batches`, `queues.draw`,
+import's own peak memory with its reading process's: the file is streamed, a chunk at a time); a
+health sample of `--sample` items is drawn for three annotators (overlap 3, `health sample` timed);
+then one annotator answers `--answers` items through the page's own functions (`store.annotator_batches`, `queues.draw`,
 `queues.submit_answer`), each key press timed whole (p50 and p95); Datasets and Benchmark health are
 rendered through AppTest, first and again (a rerun that changes nothing), **before any report**, as
 a user opens them right after drawing; then `health report` is timed (its first call fits and stores
@@ -84,20 +84,23 @@ def generated(n: int, folder: Path, scored: bool = False) -> Path:
 
 
 # `foil import` run as a user runs it, telling its own peak: VmHWM, the peak of the process's own memory
-# (getrusage's ru_maxrss would carry the bench's memory, copied at the fork before the exec)
+# (getrusage's ru_maxrss would carry the bench's memory, copied at the fork before the exec), plus its
+# reading process's peak (a large file's: `loading.read_in_process`), counted whole though the fork
+# shares the importer's pages with it until either writes them
 IMPORT = """
-import sys
+import resource, sys
 from foil_studio.cli.main import main
 code = main(sys.argv[2:])
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-open(sys.argv[1], "w").write(peak.split()[1])
+reader = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+open(sys.argv[1], "w").write(str(int(peak.split()[1]) + reader))
 sys.exit(code)
 """
 
 
 def imported(path: Path, location: str) -> tuple[float, float]:
     """`foil import jsonl` in a process of its own, as a user runs it: its seconds and its own peak
-    resident memory in GB."""
+    resident memory in GB, its reading process's peak added."""
     with tempfile.NamedTemporaryFile() as errors, tempfile.NamedTemporaryFile() as peak_file:
         command = [sys.executable, "-c", IMPORT, peak_file.name, "import", "jsonl", str(path), "--db", location]
         started = time.perf_counter()

@@ -3,8 +3,13 @@ is stored, and said, is exactly what the whole file read at once gives."""
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import hashlib
 import json
+import multiprocessing
+import os
+import pickle
 import re
 import threading
 from pathlib import Path
@@ -14,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from foil_studio.data import reading, store
+from foil_studio.data import loading, reading, store
 from foil_studio.data.formats import BadInputError, Parsed, jsonl
 from foil_studio.data.items import _digest, normalize_caption, texts_json
 from foil_studio.data.loading import import_path, read_ahead
@@ -299,3 +304,152 @@ def test_truth_flags_finds_each_flag_some_item_holds_as_a_key_in_one_pass(fresh_
     assert store.truth_flags(fresh_db, mine_id, ["valid", "hard", "gold", "absent"]) == ["valid", "gold"]
     assert store.truth_flags(fresh_db, other_id, ["valid", "hard"]) == ["hard"]
     assert store.truth_flags(fresh_db, mine_id, []) == []
+
+
+def _reading_processes() -> list[str]:
+    return [child.name for child in multiprocessing.active_children() if child.name == "foil-import-reader"]
+
+
+@pytest.fixture
+def read_in_process(monkeypatch) -> list[Path]:
+    """Every streamed file read in a process of its own (`loading.read_in_process`), whatever its
+    size; the list names each file so read."""
+    read: list[Path] = []
+
+    def counted(fmt, path, images):
+        read.append(path)
+        return original(fmt, path, images)
+
+    original = loading.read_in_process
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
+    monkeypatch.setattr(loading, "read_in_process", counted)
+    return read
+
+
+@pytest.mark.both_engines
+def test_a_file_read_in_a_process_stores_and_reports_what_a_reading_thread_gives(
+    fresh_db, engine, tmp_path, monkeypatch, read_in_process
+):
+    """Chunks of 3 read in a process (each with its items' keys worked out there) against the
+    reading thread: the same rows, scores and reports (the item ids aside: the store is emptied
+    between), the first time and with the file again changed; the process has ended after each import."""
+    monkeypatch.setattr(jsonl, "CHUNK_ITEMS", 3)  # a forked reader reads this module's value
+    images = _images(tmp_path / "imgs")
+    first = _write(tmp_path / "mine.jsonl", _records())
+    changed = _write(tmp_path / "mine2.jsonl", [*_records()[1:], {**_records()[1], "id": "n", "captions": ["x", "y"]}])
+    in_process = [
+        import_path(fresh_db, "jsonl", path, images=images, name="mine").to_dict() for path in (first, changed)
+    ]
+    assert read_in_process == [first, changed] and _reading_processes() == []
+    stored = _stored(fresh_db)
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 10**12)
+    fresh_db.execute("DELETE FROM datasets")  # the same store again, read by the thread this time
+    by_thread = [
+        import_path(fresh_db, "jsonl", path, images=images, name="mine").to_dict() for path in (first, changed)
+    ]
+    assert read_in_process == [first, changed]  # the thread read these
+    assert _without_ids(in_process) == _without_ids(by_thread) and len(stored[0]) == 12
+    assert _without_ids(_stored(fresh_db)) == _without_ids(stored)
+
+
+def _without_ids(value):
+    """`value` with the store's item ids left out (a store emptied and filled again numbers anew)."""
+    if isinstance(value, dict):
+        return (
+            sorted((key, _without_ids(v)) for key, v in value.items() if key != "id")
+            if all(isinstance(key, str) for key in value)
+            else sorted(_without_ids(v) for v in value.values())
+        )
+    if isinstance(value, (list, tuple)):
+        return [_without_ids(v) for v in value]
+    return re.sub(r"\(id \d+\)", "(id N)", value) if isinstance(value, str) else value
+
+
+@pytest.mark.both_engines
+def test_a_bad_line_read_in_a_process_is_refused_as_the_thread_refuses_it(
+    fresh_db, tmp_path, monkeypatch, read_in_process
+):
+    """The reading process's error comes out whole (file, row, message) where its chunk would have;
+    nothing of the file is stored and the process is gone."""
+    monkeypatch.setattr(jsonl, "CHUNK_ITEMS", 2)
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records()) + '{"kind": "pair"}\n')
+    with pytest.raises(BadInputError) as refused:
+        import_path(fresh_db, "jsonl", path)
+    assert read_in_process == [path] and _reading_processes() == []
+    assert (refused.value.file, refused.value.row) == (str(path), 12)
+    assert (
+        str(refused.value) == f"{path}, row 12: missing or empty field(s) ['category']; expected ['kind', 'category']"
+    )
+    assert store.dataset_names(fresh_db) == []
+
+
+def test_an_import_refused_while_its_process_reads_on_ends_the_process(
+    fresh_db, tmp_path, monkeypatch, read_in_process
+):
+    """The importer refuses an image path of the first chunk while the reader is still at work on the
+    file's later chunks: the process is ended with the import, and nothing is stored."""
+    monkeypatch.setattr(jsonl, "CHUNK_ITEMS", 2)
+    lines = [{**_records()[0], "id": "far", "images": ["../outside.jpg"]}, *(_records() * 300)]
+    lines = [{**line, "id": f"{n}"} for n, line in enumerate(lines)]
+    with pytest.raises(
+        BadInputError, match=r"mine\.jsonl, row 1: image path '\.\./outside\.jpg' leaves the image root"
+    ):
+        import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", lines))
+    assert _reading_processes() == [] and store.dataset_names(fresh_db) == []
+
+
+def test_a_reading_process_that_dies_is_said_and_nothing_is_stored(fresh_db, tmp_path, monkeypatch, read_in_process):
+    monkeypatch.setattr(loading, "_send_chunks", lambda *_: os._exit(3))  # the forked reader runs this
+    path = _write(tmp_path / "mine.jsonl", _records())
+    with pytest.raises(
+        RuntimeError,
+        match=rf"^the process reading {re.escape(str(path))} ended without a word \(exit code 3\); nothing was stored$",
+    ):
+        import_path(fresh_db, "jsonl", path)
+    assert store.dataset_names(fresh_db) == []
+
+
+def test_a_reading_process_is_spawned_where_another_thread_runs(fresh_db, tmp_path, read_in_process):
+    """A fork would copy a lock another thread (the app's server) may hold: with one running the
+    reader is spawned, imports the package afresh and reads the same."""
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, name="a server's thread")
+    other.start()
+    try:
+        report = import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", _records()), name="mine")
+    finally:
+        release.set()
+        other.join()
+    assert report.n_items == 11 and report.runs == {"clip": 6} and read_in_process
+    assert len(_stored(fresh_db)[0]) == 11
+
+
+def test_a_format_a_process_cannot_be_handed_is_read_by_a_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
+    path = _write(tmp_path / "mine.jsonl", _records())
+    plugin_like = dataclasses.replace(jsonl.JSONL, read_chunks=lambda p: jsonl.streamed_jsonl(p))
+    assert loading._reading(plugin_like, path, None, None).__name__ == "read_ahead"
+    assert loading._reading(jsonl.JSONL, path, None, None).__name__ == "read_in_process"
+    assert loading._reading(jsonl.JSONL, path, "a category", None).__name__ == "read_ahead"
+
+
+def test_a_refusal_crosses_a_process_whole():
+    error = BadInputError("f.jsonl", 7, "expected text")
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is BadInputError and (copy.file, copy.row, copy.message, str(copy)) == (
+        "f.jsonl",
+        7,
+        "expected text",
+        "f.jsonl, row 7: expected text",
+    )
+
+
+def test_imports_at_once_share_one_pause_of_the_collector():
+    """The collector runs less often while any import runs, and as before once the last has ended."""
+    before = gc.get_threshold()
+    with loading.fewer_collections:
+        with loading.fewer_collections:
+            assert gc.get_threshold() == (loading.YOUNG_COLLECTION_AFTER, *before[1:])
+        assert gc.get_threshold()[0] == loading.YOUNG_COLLECTION_AFTER
+    assert gc.get_threshold() == before

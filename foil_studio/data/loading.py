@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import logging
+import multiprocessing
+import pickle
 import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -78,24 +83,25 @@ def import_path(
         raise BadInputError(
             path, None, f"--category is for {', '.join(readers)}: {source_format} files name their categories"
         )
-    chunks = read_ahead(_read(fmt, Path(path), category, images))
+    chunks = _reading(fmt, Path(path), category, images)
     try:
-        parsed = next(chunks)
-        if not parsed.items:
-            raise BadInputError(
-                path, None, f"holds no items; expected at least one {source_format} item (an empty file or folder?)"
+        with fewer_collections:
+            parsed = next(chunks)
+            if not parsed.items:
+                raise BadInputError(
+                    path, None, f"holds no items; expected at least one {source_format} item (an empty file or folder?)"
+                )
+            report = store_parsed(
+                db,
+                itertools.chain([parsed], chunks),
+                source_format=source_format,
+                path=str(path),
+                images=images,
+                name=name,
+                run=run,
+                embedded_root=embedded_root,
+                progress=progress,
             )
-        report = store_parsed(
-            db,
-            itertools.chain([parsed], chunks),
-            source_format=source_format,
-            path=str(path),
-            images=images,
-            name=name,
-            run=run,
-            embedded_root=embedded_root,
-            progress=progress,
-        )
     finally:
         chunks.close()  # stops the reading thread whatever happened
     if fmt.report is not None:  # a format with figures of its own is read whole (`_read`)
@@ -113,6 +119,114 @@ def _read(fmt: formats.Format, path: Path, category: str | None, images: Path | 
         chunks = iter([fmt.read(path, category=category) if fmt.reads_category else fmt.read(path)])
     for chunk in chunks:
         yield fmt.place_images(chunk, images) if fmt.place_images is not None and images is not None else chunk
+
+
+YOUNG_COLLECTION_AFTER = 100_000  # allocations between two collections while an import runs (Python's default: 700)
+
+
+class _CollectionPause:
+    """The collector's threshold raised while any import of this process runs (the app's threads may
+    import at once: the first in raises it, the last out puts it back)."""
+
+    def __init__(self) -> None:
+        self.imports, self.threshold, self.lock = 0, gc.get_threshold(), threading.Lock()
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.imports == 0:
+                self.threshold = gc.get_threshold()
+                gc.set_threshold(YOUNG_COLLECTION_AFTER, *self.threshold[1:])
+            self.imports += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self.lock:
+            self.imports -= 1
+            if self.imports == 0:
+                gc.set_threshold(*self.threshold)
+
+
+# Every chunk's items are new objects that live until it is stored; Python's collections of them,
+# as a chunk grew, took a sixth of an import's time.
+fewer_collections = _CollectionPause()
+
+
+PROCESS_READ_BYTES = 16 * 1024**2  # a streamed file from this size is read in a process of its own
+
+
+def _reading(
+    fmt: formats.Format, path: Path, category: str | None, images: Path | None
+) -> Generator[Parsed, None, None]:
+    """`_read`'s chunks as the import gets them: from a reading process where the file is streamed
+    and large enough to repay the process's start (a spawned one imports the package again: about
+    a second), else from a reading thread."""
+    streamed = fmt.read_chunks is not None and fmt.report is None and category is None
+    if streamed and path.is_file() and path.stat().st_size >= PROCESS_READ_BYTES and _picklable(fmt):
+        return read_in_process(fmt, path, images)
+    return read_ahead(_read(fmt, path, category, images))
+
+
+def _picklable(fmt: formats.Format) -> bool:
+    """Whether a process can be handed `fmt` (a plugin's format may hold a lambda)."""
+    try:
+        pickle.dumps(fmt)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def read_in_process(fmt: formats.Format, path: Path, images: Path | None) -> Generator[Parsed, None, None]:
+    """A streamed file's chunks read in a process of its own, each with its items' keys worked out
+    there (`Parsed.keys`), while this process stores the chunk before: the reading thread of
+    `read_ahead` shares Python's lock with the writer, and reading a scored line costs about as
+    much as storing it. The pipe holds one chunk at a time; a reading error comes out where the
+    chunk would have; the caller stopping ends the process."""
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    # forked where this process runs no other thread (the command line: no second's start spent
+    # importing the package again), else spawned: another thread (the app's server) may hold a
+    # lock that a fork would copy held
+    start = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    reader = multiprocessing.get_context(start).Process(  # type: ignore[attr-defined]
+        target=_send_chunks, args=(sending, fmt, path, images), name="foil-import-reader", daemon=True
+    )
+    reader.start()
+    sending.close()  # the reader's end: closed here, a reader that dies ends the pipe
+    try:
+        while True:
+            try:
+                what, value = pickle.loads(receiving.recv_bytes())
+            except EOFError:
+                raise RuntimeError(
+                    f"the process reading {path} ended without a word (exit code {reader.exitcode}); nothing was stored"
+                ) from None
+            if what == "end":
+                return
+            if what == "error":
+                raise value
+            yield value
+    finally:
+        receiving.close()
+        if reader.is_alive():
+            reader.terminate()
+        reader.join()
+
+
+def _send_chunks(sending: Connection, fmt: formats.Format, path: Path, images: Path | None) -> None:
+    """The reading process: `_read`'s chunks, with their keys, pickled down `sending`; then the end
+    or the error that stopped the reading."""
+    gc.disable()  # the process ends with the file; collecting a chunk's objects as they grow took a third of its time
+    try:
+        for chunk in _read(fmt, path, None, images):
+            chunk.keys = [item.keys() for item in chunk.items]
+            sending.send_bytes(pickle.dumps(("chunk", chunk), protocol=pickle.HIGHEST_PROTOCOL))
+        message: tuple[str, Any] = ("end", None)
+    except BaseException as error:  # handed to the importer, who raises it
+        message = ("error", error)
+    try:
+        payload = pickle.dumps(message)
+    except Exception:  # an error that cannot be pickled: its text then
+        payload = pickle.dumps(("error", RuntimeError(f"reading {path} failed: {message[1]!r}")))
+    with contextlib.suppress(OSError):  # the importer has stopped listening
+        sending.send_bytes(payload)
 
 
 def read_ahead(chunks: Iterator[Parsed]) -> Generator[Parsed, None, None]:
@@ -212,7 +326,7 @@ def store_parsed(
                 _check_image_paths(chunk)
                 _image_root(chunk, images, embedded_root)
             tally.warnings += chunk.warnings  # the reader's
-            stored = writer.write(chunk.items)
+            stored = writer.write(chunk.items, chunk.keys)
             tally.count(chunk, stored)
             _record_images(db, dataset_id, chunk, root, progress, tally)
             tally.run = _store_run(db, dataset_id, chunk, stored, run) or tally.run

@@ -29,6 +29,10 @@ class BadInputError(ValueError):
         where = f"{file}" if row is None else f"{file}, row {row}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[type[BadInputError], tuple[str, int | str | None, str]]:
+        """Pickled as its three parts (a reading process hands its error to the importer)."""
+        return type(self), (self.file, self.row, self.message)
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -59,7 +59,8 @@ class Parsed:
 
     `scored_runs` holds the runs a file carries with their similarities (JSONL's `results`, as
     `export --format jsonl` writes them): run name -> {index of the item in `items`: its scores as
-    the store keeps them}; the import stores each as a run again."""
+    the store keeps them}; the import stores each as a run again. `keys` holds each item's
+    `Item.keys()` where the reader worked them out (a reading process: `loading.read_in_process`)."""
 
     source_format: str
     default_name: str
@@ -70,6 +71,7 @@ class Parsed:
     warnings: list[ImportWarning] = field(default_factory=list)
     embedded_images: dict[str, bytes] = field(default_factory=dict)
     scored_runs: dict[str, dict[int, Any]] = field(default_factory=dict)
+    keys: list[tuple[str, str]] | None = None
 
     def add(self, item: Item, file: Path | str, row: int | str, outcome: dict[str, Any] | None = None) -> None:
         """Append one item with where it came from (and its outcome for results files)."""

@@ -150,12 +150,13 @@ class ItemWriter:
         self.content_seen: Counter[int] = Counter()
         self.text_seen: Counter[int] = Counter()
 
-    def write(self, items: Sequence[Item]) -> list[tuple[int, bool]]:
-        """Store one chunk; return (item id, newly inserted) for each of its items, in order."""
+    def write(self, items: Sequence[Item], keys: Sequence[tuple[str, str]] | None = None) -> list[tuple[int, bool]]:
+        """Store one chunk; return (item id, newly inserted) for each of its items, in order. `keys`
+        are the items' `Item.keys()` where the reader worked them out already."""
         result: list[tuple[int | str, bool]] = []
         fills, inserts = [], []
-        for item in items:
-            item_key, text_key = self._numbered_keys(item)
+        for item, item_keys in zip(items, keys if keys is not None else map(Item.keys, items), strict=True):
+            item_key, text_key = self._numbered(item_keys)
             if item_key in self.by_item_key:
                 result.append((self.by_item_key[item_key], False))
             elif text_key in self.by_text_key and not item.images:
@@ -171,8 +172,8 @@ class ItemWriter:
         new_ids = self._insert(inserts)
         return [(new_ids[key] if isinstance(key, str) else key, fresh) for key, fresh in result]
 
-    def _numbered_keys(self, item: Item) -> tuple[str, str]:
-        content, text = item.keys()
+    def _numbered(self, keys: tuple[str, str]) -> tuple[str, str]:
+        content, text = keys
         content_number, text_number = int(content, 16), int(text, 16)
         numbered = f"{content}#{self.content_seen[content_number]}", f"{text}#{self.text_seen[text_number]}"
         self.content_seen[content_number] += 1
