@@ -190,10 +190,7 @@ def score_shape(item_kind: ItemKind) -> tuple[int, ...]:
     """The shape of one item's stored scores, as the item kind reads them off its example's similarity
     matrix (and its captions' cosines, where it reads text scores too: `analysis.scoring`)."""
     n_images, n_captions = max(1, len(item_kind.example.get("images", ()))), len(item_kind.example.get("captions", ()))
-    scores = np.asarray(item_kind.scores_from(np.zeros((n_images, n_captions))))
-    if item_kind.text_scores_from is None:
-        return scores.shape
-    return (len([*scores, *item_kind.text_scores_from(np.zeros((n_captions, n_captions)))]),)
+    return item_kind.scores_shape(n_images, n_captions)
 
 
 def tied_run(item_kind: str, shape: tuple[int, ...], n: int, rng: np.random.Generator) -> store.RunColumns:

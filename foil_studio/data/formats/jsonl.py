@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from foil_studio.data.formats.base import ExportContext, Format, Parsed, StoredItem, json_lines, make_item, require_keys
@@ -103,11 +102,7 @@ def _score_shape(item: Item) -> tuple[int, ...] | None:
 def _kind_score_shape(kind_name: str, n_images: int, n_captions: int) -> tuple[int, ...]:
     """The shape of an item kind's scores for so many images and captions, worked out once per
     shape (per item, it was half the time reading an item's scores took)."""
-    kind = item_kind(kind_name)
-    scores = kind.scores_from(np.zeros((n_images, n_captions)))
-    if kind.text_scores_from is not None:
-        scores = [*scores, *kind.text_scores_from(np.zeros((n_captions, n_captions)))]
-    return tuple(np.shape(scores))
+    return item_kind(kind_name).scores_shape(n_images, n_captions)
 
 
 def _numbers_of_shape(scores: Any, shape: tuple[int, ...]) -> bool:

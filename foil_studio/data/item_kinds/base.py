@@ -84,6 +84,15 @@ class ItemKind:
     caption_pair: bool = False
     audited: bool = False
 
+    def scores_shape(self, n_images: int, n_captions: int) -> tuple[int, ...]:
+        """The shape of the scores a run stores for an item of this kind with so many images and
+        captions: what `scores_from` reads off a similarity matrix of that size, followed, where the
+        kind has them, by its text scores (one flat list)."""
+        scores = self.scores_from(np.zeros((n_images, n_captions)))
+        if self.text_scores_from is None:
+            return tuple(np.shape(scores))
+        return (len([*scores, *self.text_scores_from(np.zeros((n_captions, n_captions)))]),)
+
     def truth_key(self, name: str) -> TruthKey | None:
         """The record of one truth key of this kind's items (None: a key it does not know)."""
         return next((key for key in self.truth_keys if key.name == name), None)
