@@ -183,7 +183,7 @@ class Studio:
         report = import_path(
             self.db,
             source_format,
-            Path(path),
+            paths.given_path(path),
             images=Path(images) if images else None,
             name=name,
             run=run,

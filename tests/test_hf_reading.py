@@ -13,6 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from foil_studio.api import open_store
+from foil_studio.cli.main import main as cli_main
+from foil_studio.data import paths
 from foil_studio.data.formats import REGISTRY, BadInputError, hf
 from foil_studio.data.formats.base import HubLayout, Parsed
 from foil_studio.data.items import Item
@@ -301,6 +304,22 @@ def test_a_hub_id_goes_to_the_hub_and_a_local_looking_one_does_not(tmp_path, mon
     assert refusal(hf.read_splits, Path("org/name")).startswith("org/name: no such file or folder (in org, which")
     assert refusal(hf.read_splits, Path("-org/name")).endswith("no such file or folder (nor a Hub id such as ORG/NAME)")
     assert asked == ["org/name"]
+
+
+@pytest.mark.parametrize("written", ["./org/name", "../org/name"])
+def test_a_path_written_from_here_stays_local_through_the_command_line_and_the_api(tmp_path, monkeypatch, written):
+    """`Path` drops `./`: `foil import hf ./org/name` for a folder not there was asked of the Hub."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(hf, "_hub_splits", lambda hub_id: pytest.fail(f"asked the Hub for {hub_id}"))
+    where = (tmp_path / written).absolute()
+    with pytest.raises(BadInputError) as refused:
+        open_store(":memory:").import_file("hf", written)
+    assert str(refused.value) == (
+        f"{where}: no such file or folder (in {where.parent.parent}, which exists: a typing error? A Hub id is "
+        "ORG/NAME with no such local folder)"
+    )
+    assert cli_main(["import", "hf", written, "--db", str(tmp_path / "cli.db")]) == 1
+    assert paths.given_path(Path("./org/name")) == Path("org/name")  # a Path given is taken as it is
 
 
 def test_a_folder_of_nothing_readable_or_of_empty_splits_is_refused(tmp_path):

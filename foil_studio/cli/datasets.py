@@ -97,7 +97,7 @@ def cmd_import(db: sqlite_utils.Database, args: argparse.Namespace) -> dict[str,
     report = import_path(
         db,
         args.source_format,
-        Path(args.path),
+        paths.given_path(args.path),
         images=Path(args.images) if args.images else None,
         name=args.name,
         run=args.run,

@@ -97,6 +97,19 @@ def output_dir(db_file: str | Path, purpose: str, *names: str) -> Path:
     return files_dir(db_file).joinpath(purpose, *(safe_name(name) for name in names))
 
 
+def given_path(text: str | Path) -> Path:
+    """The path a user wrote, as a `Path` that keeps it local where it was written so: `Path` drops a
+    leading `./`, which would make `./org/name` read as the Hub id `org/name` (`import hf`); such a
+    path is made absolute instead.
+
+    >>> given_path("./org/name").is_absolute(), given_path("org/name")
+    (True, PosixPath('org/name'))
+    """
+    if isinstance(text, str) and text.startswith(("./", "../", ".\\", "..\\")):
+        return Path(text).absolute()
+    return Path(text)
+
+
 def safe_name(name: str) -> str:
     """`name` as a file or folder name: letters, digits, '.', '_' and '-' only, never hidden or empty.
 
