@@ -11,7 +11,10 @@ import multiprocessing
 import os
 import pickle
 import re
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -322,6 +325,7 @@ def read_in_process(monkeypatch) -> list[Path]:
 
     original = loading.read_in_process
     monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
+    monkeypatch.setattr(loading, "_forkable", lambda: True)  # whatever threads other tests left running
     monkeypatch.setattr(loading, "read_in_process", counted)
     return read
 
@@ -334,6 +338,14 @@ def test_a_file_read_in_a_process_stores_and_reports_what_a_reading_thread_gives
     reading thread: the same rows, scores and reports (the item ids aside: the store is emptied
     between), the first time and with the file again changed; the process has ended after each import."""
     monkeypatch.setattr(jsonl, "CHUNK_ITEMS", 3)  # a forked reader reads this module's value
+    given_keys = []  # per chunk stored: whether it came with its items' keys, and whether they are theirs
+    write = store.ItemWriter.write
+
+    def noted(self, items, keys=None):
+        given_keys.append(keys is not None and keys == [item.keys() for item in items])
+        return write(self, items, keys)
+
+    monkeypatch.setattr(store.ItemWriter, "write", noted)
     images = _images(tmp_path / "imgs")
     first = _write(tmp_path / "mine.jsonl", _records())
     changed = _write(tmp_path / "mine2.jsonl", [*_records()[1:], {**_records()[1], "id": "n", "captions": ["x", "y"]}])
@@ -341,6 +353,7 @@ def test_a_file_read_in_a_process_stores_and_reports_what_a_reading_thread_gives
         import_path(fresh_db, "jsonl", path, images=images, name="mine").to_dict() for path in (first, changed)
     ]
     assert read_in_process == [first, changed] and _reading_processes() == []
+    assert given_keys == [True] * 8  # 11 and 11 items in chunks of 3
     stored = _stored(fresh_db)
     monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 10**12)
     fresh_db.execute("DELETE FROM datasets")  # the same store again, read by the thread this time
@@ -410,28 +423,65 @@ def test_a_reading_process_that_dies_is_said_and_nothing_is_stored(fresh_db, tmp
     assert store.dataset_names(fresh_db) == []
 
 
-def test_a_reading_process_is_spawned_where_another_thread_runs(fresh_db, tmp_path, read_in_process):
-    """A fork would copy a lock another thread (the app's server) may hold: with one running the
-    reader is spawned, imports the package afresh and reads the same."""
+def test_where_another_thread_runs_a_thread_reads(fresh_db, tmp_path, monkeypatch):
+    """A fork would copy a lock another thread (the app's server) may hold, and a process started
+    afresh would run the program's main script again (the app's page): with another thread running,
+    the file is read by a thread, and stored the same."""
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
     release = threading.Event()
     other = threading.Thread(target=release.wait, name="a server's thread")
     other.start()
     try:
+        assert not loading._forkable()
         report = import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", _records()), name="mine")
     finally:
         release.set()
         other.join()
-    assert report.n_items == 11 and report.runs == {"clip": 6} and read_in_process
+    assert report.n_items == 11 and report.runs == {"clip": 6} and _reading_processes() == []
     assert len(_stored(fresh_db)[0]) == 11
 
 
-def test_a_format_a_process_cannot_be_handed_is_read_by_a_thread(tmp_path, monkeypatch):
-    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
+def test_a_reading_process_that_cannot_start_leaves_the_reading_to_a_thread(
+    fresh_db, tmp_path, monkeypatch, read_in_process, caplog
+):
+    def refused(self):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", refused)
     path = _write(tmp_path / "mine.jsonl", _records())
-    plugin_like = dataclasses.replace(jsonl.JSONL, read_chunks=lambda p: jsonl.streamed_jsonl(p))
-    assert loading._reading(plugin_like, path, None, None).__name__ == "read_ahead"
-    assert loading._reading(jsonl.JSONL, path, None, None).__name__ == "read_in_process"
-    assert loading._reading(jsonl.JSONL, path, "a category", None).__name__ == "read_ahead"
+    report = import_path(fresh_db, "jsonl", path, name="mine")
+    assert report.n_items == 11 and report.runs == {"clip": 6} and read_in_process == [path]
+    assert f"reading {path} in this process: no reading process ([Errno 12] Cannot allocate memory)" in caplog.text
+
+
+def test_which_reader_reads_a_file(tmp_path, monkeypatch):
+    """A process for a streamed file from `PROCESS_READ_BYTES`, a thread for a smaller one, for a
+    file read whole (a category given) and for a format that does not stream."""
+    path = _write(tmp_path / "mine.jsonl", _records())
+    monkeypatch.setattr(loading, "_forkable", lambda: True)
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", path.stat().st_size)
+    readers = [loading._reading(jsonl.JSONL, path, category, None) for category in (None, "a category")]
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", path.stat().st_size + 1)
+    readers.append(loading._reading(jsonl.JSONL, path, None, None))
+    readers.append(loading._reading(dataclasses.replace(jsonl.JSONL, read_chunks=None), path, None, None))
+    assert [reader.__name__ for reader in readers] == ["read_in_process", "read_ahead", "read_ahead", "read_ahead"]
+    for reader in readers:
+        reader.close()
+
+
+class _NeedsTwo(Exception):
+    def __init__(self, first: str, second: str) -> None:
+        super().__init__(f"{first} and {second}")
+
+
+def test_a_readers_error_that_cannot_come_back_whole_comes_as_its_text(tmp_path):
+    """An error whose class needs other arguments pickles but cannot be read back: its text goes."""
+    path = tmp_path / "mine.jsonl"
+    sent = pickle.loads(loading._as_sent(("error", _NeedsTwo("a", "b")), path))
+    assert sent[0] == "error" and type(sent[1]) is RuntimeError
+    assert str(sent[1]) == f"reading {path} failed: _NeedsTwo('a and b')"
+    refusal = BadInputError(path, 3, "expected text")
+    assert pickle.loads(loading._as_sent(("error", refusal), path))[1].row == 3
 
 
 def test_a_refusal_crosses_a_process_whole():
@@ -445,11 +495,66 @@ def test_a_refusal_crosses_a_process_whole():
     )
 
 
-def test_imports_at_once_share_one_pause_of_the_collector():
-    """The collector runs less often while any import runs, and as before once the last has ended."""
+def test_imports_at_once_share_one_pause_of_the_collector(monkeypatch):
+    """The collector runs less often while any import runs, and as before once the last has ended;
+    a program that turned collecting off keeps it off."""
     before = gc.get_threshold()
     with loading.fewer_collections:
         with loading.fewer_collections:
             assert gc.get_threshold() == (loading.YOUNG_COLLECTION_AFTER, *before[1:])
         assert gc.get_threshold()[0] == loading.YOUNG_COLLECTION_AFTER
     assert gc.get_threshold() == before
+    try:
+        gc.set_threshold(0)
+        with loading.fewer_collections:
+            assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)
+
+
+IMPORTER = """
+import multiprocessing, os, sys, time
+from pathlib import Path
+from foil_studio.data import loading, store
+from foil_studio.data.formats import jsonl
+
+loading.PROCESS_READ_BYTES, jsonl.CHUNK_ITEMS = 0, 2
+
+
+def stuck(self, items, keys=None):  # the importer holds its first chunk: killed here
+    print(os.getpid(), *[child.pid for child in multiprocessing.active_children()], flush=True)
+    time.sleep(120)
+
+
+store.ItemWriter.write = stuck
+loading.import_path(store.open_db(sys.argv[2]), "jsonl", Path(sys.argv[1]))
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether a process runs (a zombie left unreaped has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in state
+
+
+def test_a_reading_process_ends_when_its_importer_is_killed(tmp_path):
+    """The reader holds no end of the importer's pipe: the importer killed mid-import (its
+    transaction open), the reader's next write fails and it ends, rather than wait for ever holding
+    the store's connection it was forked with."""
+    path = _write(tmp_path / "mine.jsonl", [{**_records()[0], "id": str(n)} for n in range(3000)])
+    importer = subprocess.Popen(
+        [sys.executable, "-c", IMPORTER, str(path), str(tmp_path / "mine.db")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        pids = [int(pid) for pid in importer.stdout.readline().split()]
+        assert len(pids) == 2 and _running(pids[1])
+    finally:
+        importer.kill()
+        importer.wait()
+    deadline = time.monotonic() + 20
+    while _running(pids[1]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(pids[1])

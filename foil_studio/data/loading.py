@@ -135,7 +135,8 @@ class _CollectionPause:
         with self.lock:
             if self.imports == 0:
                 self.threshold = gc.get_threshold()
-                gc.set_threshold(YOUNG_COLLECTION_AFTER, *self.threshold[1:])
+                if self.threshold[0]:  # 0: the program has turned collecting off; left so
+                    gc.set_threshold(max(YOUNG_COLLECTION_AFTER, self.threshold[0]), *self.threshold[1:])
             self.imports += 1
 
     def __exit__(self, *_: object) -> None:
@@ -157,44 +158,46 @@ def _reading(
     fmt: formats.Format, path: Path, category: str | None, images: Path | None
 ) -> Generator[Parsed, None, None]:
     """`_read`'s chunks as the import gets them: from a reading process where the file is streamed
-    and large enough to repay the process's start (a spawned one imports the package again: about
-    a second), else from a reading thread."""
+    and large enough to repay the process, and this process can be forked (it runs no other thread:
+    the command line, a script), else from a reading thread. Another thread (the app's server) may
+    hold a lock that a fork would copy held, and a process started afresh would run the program's
+    main script again (the app's page, a script without a main guard)."""
     streamed = fmt.read_chunks is not None and fmt.report is None and category is None
-    if streamed and path.is_file() and path.stat().st_size >= PROCESS_READ_BYTES and _picklable(fmt):
+    if streamed and _forkable() and path.is_file() and path.stat().st_size >= PROCESS_READ_BYTES:
         return read_in_process(fmt, path, images)
     return read_ahead(_read(fmt, path, category, images))
 
 
-def _picklable(fmt: formats.Format) -> bool:
-    """Whether a process can be handed `fmt` (a plugin's format may hold a lambda)."""
-    try:
-        pickle.dumps(fmt)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        return False
-    return True
+def _forkable() -> bool:
+    """Whether this process may fork a reader: it runs no other thread, on a system that forks."""
+    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
 
 
 def read_in_process(fmt: formats.Format, path: Path, images: Path | None) -> Generator[Parsed, None, None]:
-    """A streamed file's chunks read in a process of its own, each with its items' keys worked out
-    there (`Parsed.keys`), while this process stores the chunk before: the reading thread of
-    `read_ahead` shares Python's lock with the writer, and reading a scored line costs about as
-    much as storing it. The pipe holds one chunk at a time; a reading error comes out where the
-    chunk would have; the caller stopping ends the process."""
+    """A streamed file's chunks read in a forked process, each with its items' keys worked out there
+    (`Parsed.keys`), while this process stores the chunk before: the reading thread of `read_ahead`
+    shares Python's lock with the writer, and reading a scored line costs about as much as storing
+    it. The pipe holds one chunk at a time; a reading error comes out where the chunk would have;
+    the caller stopping ends the process. Where the process cannot be started, the thread reads."""
     receiving, sending = multiprocessing.Pipe(duplex=False)
-    # forked where this process runs no other thread (the command line: no second's start spent
-    # importing the package again), else spawned: another thread (the app's server) may hold a
-    # lock that a fork would copy held
-    start = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    reader = multiprocessing.get_context(start).Process(  # type: ignore[attr-defined]
-        target=_send_chunks, args=(sending, fmt, path, images), name="foil-import-reader", daemon=True
+    reader = multiprocessing.get_context("fork").Process(  # type: ignore[attr-defined]
+        target=_send_chunks, args=(sending, receiving, fmt, path, images), name="foil-import-reader", daemon=True
     )
-    reader.start()
+    try:
+        reader.start()
+    except OSError as error:  # out of memory or processes: read here instead
+        log.warning("reading %s in this process: no reading process (%s)", path, error)
+        sending.close()
+        receiving.close()
+        yield from read_ahead(_read(fmt, path, None, images))
+        return
     sending.close()  # the reader's end: closed here, a reader that dies ends the pipe
     try:
         while True:
             try:
                 what, value = pickle.loads(receiving.recv_bytes())
             except EOFError:
+                reader.join(timeout=5)  # its exit code is known once it is waited for
                 raise RuntimeError(
                     f"the process reading {path} ended without a word (exit code {reader.exitcode}); nothing was stored"
                 ) from None
@@ -210,9 +213,12 @@ def read_in_process(fmt: formats.Format, path: Path, images: Path | None) -> Gen
         reader.join()
 
 
-def _send_chunks(sending: Connection, fmt: formats.Format, path: Path, images: Path | None) -> None:
+def _send_chunks(
+    sending: Connection, receiving: Connection, fmt: formats.Format, path: Path, images: Path | None
+) -> None:
     """The reading process: `_read`'s chunks, with their keys, pickled down `sending`; then the end
     or the error that stopped the reading."""
+    receiving.close()  # the importer's end, copied by the fork: held here, a killed importer would never be seen
     gc.disable()  # the process ends with the file; collecting a chunk's objects as they grow took a third of its time
     try:
         for chunk in _read(fmt, path, None, images):
@@ -221,12 +227,19 @@ def _send_chunks(sending: Connection, fmt: formats.Format, path: Path, images: P
         message: tuple[str, Any] = ("end", None)
     except BaseException as error:  # handed to the importer, who raises it
         message = ("error", error)
+    with contextlib.suppress(OSError):  # the importer has stopped listening
+        sending.send_bytes(_as_sent(message, path))
+
+
+def _as_sent(message: tuple[str, Any], path: Path) -> bytes:
+    """`message` pickled, checked to come back as it went: an error that cannot be pickled or read
+    back (one whose class needs other arguments) goes as its text."""
     try:
         payload = pickle.dumps(message)
-    except Exception:  # an error that cannot be pickled: its text then
+        pickle.loads(payload)
+    except Exception:
         payload = pickle.dumps(("error", RuntimeError(f"reading {path} failed: {message[1]!r}")))
-    with contextlib.suppress(OSError):  # the importer has stopped listening
-        sending.send_bytes(payload)
+    return payload
 
 
 def read_ahead(chunks: Iterator[Parsed]) -> Generator[Parsed, None, None]:
