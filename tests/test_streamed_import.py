@@ -456,17 +456,22 @@ def test_a_reading_process_that_cannot_start_leaves_the_reading_to_a_thread(
 
 def test_which_reader_reads_a_file(tmp_path, monkeypatch):
     """A process for a streamed file from `PROCESS_READ_BYTES`, a thread for a smaller one, for a
-    file read whole (a category given) and for a format that does not stream."""
+    file read whole (a category given), for a format that does not stream, for a folder and where
+    this process cannot fork."""
     path = _write(tmp_path / "mine.jsonl", _records())
     monkeypatch.setattr(loading, "_forkable", lambda: True)
+    monkeypatch.setattr(loading, "read_in_process", lambda fmt, path, images: "a process")
+    monkeypatch.setattr(loading, "read_ahead", lambda chunks: "a thread")
     monkeypatch.setattr(loading, "PROCESS_READ_BYTES", path.stat().st_size)
     readers = [loading._reading(jsonl.JSONL, path, category, None) for category in (None, "a category")]
     monkeypatch.setattr(loading, "PROCESS_READ_BYTES", path.stat().st_size + 1)
     readers.append(loading._reading(jsonl.JSONL, path, None, None))
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
     readers.append(loading._reading(dataclasses.replace(jsonl.JSONL, read_chunks=None), path, None, None))
-    assert [reader.__name__ for reader in readers] == ["read_in_process", "read_ahead", "read_ahead", "read_ahead"]
-    for reader in readers:
-        reader.close()
+    readers.append(loading._reading(jsonl.JSONL, tmp_path, None, None))  # a folder: the format's reader says so
+    monkeypatch.setattr(loading, "_forkable", lambda: False)
+    readers.append(loading._reading(jsonl.JSONL, path, None, None))
+    assert readers == ["a process", "a thread", "a thread", "a thread", "a thread", "a thread"]
 
 
 class _NeedsTwo(Exception):
