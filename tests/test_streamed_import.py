@@ -451,7 +451,9 @@ def test_a_reading_process_that_cannot_start_leaves_the_reading_to_a_thread(
     path = _write(tmp_path / "mine.jsonl", _records())
     report = import_path(fresh_db, "jsonl", path, name="mine")
     assert report.n_items == 11 and report.runs == {"clip": 6} and read_in_process == [path]
-    assert f"reading {path} in this process: no reading process ([Errno 12] Cannot allocate memory)" in caplog.text
+    assert caplog.messages == [
+        f"reading {path} in this process: no reading process ([Errno 12] Cannot allocate memory)"
+    ]
 
 
 def test_which_reader_reads_a_file(tmp_path, monkeypatch):
@@ -500,21 +502,51 @@ def test_a_refusal_crosses_a_process_whole():
     )
 
 
-def test_imports_at_once_share_one_pause_of_the_collector(monkeypatch):
-    """The collector runs less often while any import runs, and as before once the last has ended;
-    a program that turned collecting off keeps it off."""
-    before = gc.get_threshold()
-    with loading.fewer_collections:
-        with loading.fewer_collections:
-            assert gc.get_threshold() == (loading.YOUNG_COLLECTION_AFTER, *before[1:])
-        assert gc.get_threshold()[0] == loading.YOUNG_COLLECTION_AFTER
-    assert gc.get_threshold() == before
+@pytest.mark.parametrize("before", [(700, 11, 12), (200_000, 11, 12)])
+def test_imports_at_once_share_one_pause_of_the_collector(before):
+    """The collector runs less often from the first import in (never more often than the program
+    had it) to the last out, and as before after; a program that turned collecting off keeps it off."""
+    pause, kept = loading._CollectionPause(), gc.get_threshold()
+    raised = (max(loading.YOUNG_COLLECTION_AFTER, before[0]), *before[1:])
     try:
+        gc.set_threshold(*before)
+        with pause:
+            assert gc.get_threshold() == raised
+            with pause:
+                assert gc.get_threshold() == raised
+            assert gc.get_threshold() == raised
+        assert gc.get_threshold() == before
         gc.set_threshold(0)
-        with loading.fewer_collections:
+        with pause:
             assert gc.get_threshold()[0] == 0
     finally:
-        gc.set_threshold(*before)
+        gc.set_threshold(*kept)
+
+
+def test_a_process_may_fork_a_reader_only_while_it_runs_no_other_thread(monkeypatch):
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert loading._forkable() is ("fork" in multiprocessing.get_all_start_methods()) is True  # Linux
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert loading._forkable() is False
+
+
+@pytest.mark.parametrize("reader", ["a process", "a thread", "no process"])
+def test_each_reader_places_the_images_of_a_format_that_places_them(fresh_db, tmp_path, monkeypatch, reader):
+    """The image root reaches the format's `place_images` however the file is read."""
+    monkeypatch.setattr(loading, "_forkable", lambda: reader != "a thread")
+    monkeypatch.setattr(loading, "PROCESS_READ_BYTES", 0)
+    if reader == "no process":
+        monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", lambda self: (_ for _ in ()).throw(OSError()))
+
+    def placed(chunk, images):
+        chunk.items = [dataclasses.replace(item, meta={"placed": str(images)}) for item in chunk.items]
+        return chunk
+
+    records = loading.formats.REGISTRY.records
+    monkeypatch.setitem(records, "jsonl", dataclasses.replace(jsonl.JSONL, place_images=placed))
+    import_path(fresh_db, "jsonl", _write(tmp_path / "mine.jsonl", _records()), images=tmp_path, name="mine")
+    metas = {json.dumps(row["meta"]) for row in _stored(fresh_db)[0]}
+    assert metas == {json.dumps({"placed": str(tmp_path)})}
 
 
 IMPORTER = """
@@ -527,7 +559,8 @@ loading.PROCESS_READ_BYTES, jsonl.CHUNK_ITEMS = 0, 2
 
 
 def stuck(self, items, keys=None):  # the importer holds its first chunk: killed here
-    print(os.getpid(), *[child.pid for child in multiprocessing.active_children()], flush=True)
+    (reader,) = multiprocessing.active_children()
+    print(os.getpid(), reader.pid, reader.name, flush=True)
     time.sleep(120)
 
 
@@ -554,8 +587,9 @@ def test_a_reading_process_ends_when_its_importer_is_killed(tmp_path):
         [sys.executable, "-c", IMPORTER, str(path), str(tmp_path / "mine.db")], stdout=subprocess.PIPE, text=True
     )
     try:
-        pids = [int(pid) for pid in importer.stdout.readline().split()]
-        assert len(pids) == 2 and _running(pids[1])
+        *pids, name = importer.stdout.readline().split()
+        pids = [int(pid) for pid in pids]
+        assert name == "foil-import-reader" and _running(pids[1])
     finally:
         importer.kill()
         importer.wait()
