@@ -491,6 +491,21 @@ def test_a_readers_error_that_cannot_come_back_whole_comes_as_its_text(tmp_path)
     assert pickle.loads(loading._as_sent(("error", refusal), path))[1].row == 3
 
 
+def test_a_readers_error_that_cannot_come_back_whole_is_raised_as_its_text(
+    fresh_db, tmp_path, monkeypatch, read_in_process
+):
+    def broken(*_):
+        raise _NeedsTwo("a", "b")
+        yield
+
+    monkeypatch.setattr(loading, "_read", broken)  # the forked reader runs this
+    path = _write(tmp_path / "mine.jsonl", _records())
+    with pytest.raises(RuntimeError) as refused:
+        import_path(fresh_db, "jsonl", path)
+    assert str(refused.value) == f"reading {path} failed: _NeedsTwo('a and b')" and read_in_process == [path]
+    assert store.dataset_names(fresh_db) == []
+
+
 def test_a_refusal_crosses_a_process_whole():
     error = BadInputError("f.jsonl", 7, "expected text")
     copy = pickle.loads(pickle.dumps(error))
@@ -584,7 +599,10 @@ def test_a_reading_process_ends_when_its_importer_is_killed(tmp_path):
     the store's connection it was forked with."""
     path = _write(tmp_path / "mine.jsonl", [{**_records()[0], "id": str(n)} for n in range(3000)])
     importer = subprocess.Popen(
-        [sys.executable, "-c", IMPORTER, str(path), str(tmp_path / "mine.db")], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", IMPORTER, str(path), str(tmp_path / "mine.db")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,  # the reader's too: it writes there until it ends
+        text=True,
     )
     try:
         *pids, name = importer.stdout.readline().split()
@@ -597,3 +615,4 @@ def test_a_reading_process_ends_when_its_importer_is_killed(tmp_path):
     while _running(pids[1]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(pids[1])
+    assert importer.stderr.read() == ""  # it ended quietly: nothing left to say, and no one to say it to

@@ -223,7 +223,7 @@ def _send_chunks(
     try:
         for chunk in _read(fmt, path, None, images):
             chunk.keys = [item.keys() for item in chunk.items]
-            sending.send_bytes(pickle.dumps(("chunk", chunk), protocol=pickle.HIGHEST_PROTOCOL))
+            sending.send_bytes(pickle.dumps(("chunk", chunk)))
         message: tuple[str, Any] = ("end", None)
     except BaseException as error:  # handed to the importer, who raises it
         message = ("error", error)
