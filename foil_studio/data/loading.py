@@ -103,7 +103,7 @@ def import_path(
                 progress=progress,
             )
     finally:
-        chunks.close()  # stops the reading thread whatever happened
+        chunks.close()  # stops the reader (thread or process) whatever happened
     if fmt.report is not None:  # a format with figures of its own is read whole (`_read`)
         report.notes = fmt.report(parsed)
     return report
