@@ -193,24 +193,35 @@ def read_in_process(fmt: formats.Format, path: Path, images: Path | None) -> Gen
         return
     sending.close()  # the reader's end: closed here, a reader that dies ends the pipe
     try:
-        while True:
-            try:
-                what, value = pickle.loads(receiving.recv_bytes())
-            except EOFError:
-                reader.join(timeout=5)  # its exit code is known once it is waited for
-                raise RuntimeError(
-                    f"the process reading {path} ended without a word (exit code {reader.exitcode}); nothing was stored"
-                ) from None
-            if what == "end":
-                return
-            if what == "error":
-                raise value
-            yield value
+        yield from _chunks_of(_received(receiving, reader, path))
     finally:
         receiving.close()
         if reader.is_alive():
             reader.terminate()
         reader.join()
+
+
+def _received(receiving: Connection, reader: Any, path: Path) -> Iterator[tuple[str, Any]]:
+    """The reading process's messages as they come; its end without one is an error naming its exit code."""
+    while True:
+        try:
+            yield pickle.loads(receiving.recv_bytes())
+        except EOFError:
+            reader.join(timeout=5)  # its exit code is known once it is waited for
+            raise RuntimeError(
+                f"the process reading {path} ended without a word (exit code {reader.exitcode}); nothing was stored"
+            ) from None
+
+
+def _chunks_of(messages: Iterable[tuple[str, Any]]) -> Iterator[Parsed]:
+    """The chunks a reader (thread or process) hands on as ("chunk", chunk) messages, up to its
+    ("end", None); its ("error", error) is raised here, where the chunk would have come."""
+    for what, value in messages:
+        if what == "end":
+            return
+        if what == "error":
+            raise value
+        yield value
 
 
 def _send_chunks(
@@ -270,13 +281,7 @@ def read_ahead(chunks: Iterator[Parsed]) -> Generator[Parsed, None, None]:
     reader = threading.Thread(target=read, name="foil-import-reader", daemon=True)
     reader.start()
     try:
-        while True:
-            what, value = handoff.get()
-            if what == "end":
-                return
-            if what == "error":
-                raise value
-            yield value
+        yield from _chunks_of(iter(handoff.get, None))  # the reader hands on until its end or error
     finally:
         stopped.set()
         reader.join()
